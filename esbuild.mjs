@@ -1,0 +1,40 @@
+// Builds the two bundles from one tree (vscode-js-debug style):
+//   dist/cli.js       — the standalone `exec-server` CLI (plain Node, no `vscode` inside)
+//   dist/extension.js — the VS Code extension (vscode and node-pty stay external)
+// Usage: node esbuild.mjs [--watch] [--minify]
+import * as esbuild from 'esbuild';
+import { existsSync, readFileSync } from 'node:fs';
+
+const watch = process.argv.includes('--watch');
+const minify = process.argv.includes('--minify');
+const pkg = JSON.parse(readFileSync(new URL('./package.json', import.meta.url), 'utf8'));
+
+const common = {
+  bundle: true,
+  platform: 'node',
+  target: 'node20',
+  format: 'cjs',
+  sourcemap: 'linked',
+  minify,
+  logLevel: 'warning',
+  // node-pty is a native module: it is loaded from node_modules at run time.
+  // ws's optional native helpers are not used.
+  external: ['node-pty', 'bufferutil', 'utf-8-validate'],
+  define: { __EXEC_SERVER_VERSION__: JSON.stringify(pkg.version) },
+};
+
+const builds = [
+  { ...common, entryPoints: ['src/cli.ts'], outfile: 'dist/cli.js', banner: { js: '#!/usr/bin/env node' } },
+  { ...common, entryPoints: ['src/vscode/extension.ts'], outfile: 'dist/extension.js', external: [...common.external, 'vscode'] },
+].filter((b) => existsSync(b.entryPoints[0]));
+
+if (watch) {
+  for (const b of builds) await (await esbuild.context(b)).watch();
+} else {
+  await Promise.all(builds.map((b) => esbuild.build(b)));
+  // Guard the design rule: the server/CLI bundle must never pull in `vscode`.
+  if (existsSync('dist/cli.js') && /require\(["']vscode["']\)/.test(readFileSync('dist/cli.js', 'utf8'))) {
+    console.error('esbuild: dist/cli.js requires "vscode" — only src/vscode may import it');
+    process.exit(1);
+  }
+}

@@ -1,0 +1,65 @@
+// The project's test command (`npm test`): compiles src+test with tsc, runs every
+// out/test/**/*.test.js with node:test, then the VS Code end-to-end suite (test/e2e)
+// unless EXEC_SERVER_SKIP_E2E=1. Prints a final "N passed, N failed" line over both.
+// Extra args are test-name filters: `npm test -- resize` runs tests whose file matches.
+import { spawnSync } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import path from 'node:path';
+
+const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..');
+process.chdir(root);
+const filters = process.argv.slice(2).filter((a) => !a.startsWith('-'));
+
+function run(cmd, args, opts = {}) {
+  const r = spawnSync(cmd, args, { stdio: 'inherit', ...opts });
+  return r.status ?? 1;
+}
+
+if (run(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.test.json']) !== 0) {
+  console.error('typecheck failed');
+  console.log('0 passed, 1 failed');
+  process.exit(1);
+}
+
+function find(dir) {
+  const out = [];
+  if (!existsSync(dir)) return out;
+  for (const name of readdirSync(dir)) {
+    const p = path.join(dir, name);
+    if (statSync(p).isDirectory()) {
+      if (name !== 'e2e') out.push(...find(p));
+    } else if (name.endsWith('.test.js')) out.push(p);
+  }
+  return out.sort();
+}
+const files = find('out/test').filter((f) => filters.length === 0 || filters.some((x) => f.includes(x)));
+let passed = 0;
+let failed = 0;
+if (files.length) {
+  const tap = 'out/unit.tap';
+  const status = run(process.execPath, [
+    '--test', '--test-concurrency=2', '--test-timeout=120000',
+    '--test-reporter=spec', '--test-reporter-destination=stdout',
+    '--test-reporter=tap', `--test-reporter-destination=${tap}`,
+    ...files,
+  ], { env: { ...process.env, EXEC_SERVER_REPO: root } });
+  const text = existsSync(tap) ? readFileSync(tap, 'utf8') : '';
+  passed += Number(/^# pass (\d+)/m.exec(text)?.[1] ?? 0);
+  failed += Number(/^# fail (\d+)/m.exec(text)?.[1] ?? 0);
+  if (status !== 0 && failed === 0) failed += 1; // runner crashed without counting
+}
+
+const e2e = 'test/e2e/run.mjs';
+if (existsSync(e2e) && process.env.EXEC_SERVER_SKIP_E2E !== '1' && filters.length === 0) {
+  const r = spawnSync(process.execPath, [e2e], { stdio: ['ignore', 'pipe', 'inherit'], encoding: 'utf8' });
+  process.stdout.write(r.stdout ?? '');
+  const m = /^(\d+) passed, (\d+) failed/m.exec(r.stdout ?? '');
+  if (m) {
+    passed += Number(m[1]);
+    failed += Number(m[2]);
+  }
+  if (r.status !== 0 && (!m || Number(m[2]) === 0)) failed += 1;
+}
+
+console.log(`${passed} passed, ${failed} failed`);
+process.exit(failed > 0 || passed === 0 ? 1 : 0);

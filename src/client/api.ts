@@ -1,0 +1,103 @@
+// The client-side contract used by the VS Code layer, the CLI tests and the benchmarks.
+// Implemented by ExecServerClient (src/client/client.ts) over any transport, including
+// the in-process one. No Node or VS Code types here.
+import type { Disposable, Event } from '../rpc/event';
+import type {
+  EnvironmentInfo,
+  ExtensionMethod,
+  FsChangeKind,
+  FsDirectoryEntry,
+  FsMetadata,
+  FsWalkOptions,
+  FsWalkResult,
+  OutputStream,
+  ParamsOf,
+  RequestMethod,
+  ResultOf,
+  WriteStatus,
+} from '../protocol/types';
+
+export type ClientState = 'connecting' | 'connected' | 'recovering' | 'failed' | 'closed';
+
+export interface StartProcessOptions {
+  argv: string[];
+  /** Absolute path (the client turns it into a file:// URI). */
+  cwd: string;
+  /** Exact environment of the child. Default: none (empty) unless envPolicy says otherwise. */
+  env?: Record<string, string>;
+  envPolicy?: ParamsOf<'process/start'>['envPolicy'];
+  tty?: boolean;
+  pipeStdin?: boolean;
+  arg0?: string | null;
+  rows?: number;
+  cols?: number;
+  /** Default: a fresh unique id. */
+  processId?: string;
+}
+
+export interface OutputEvent {
+  seq: number;
+  stream: OutputStream;
+  data: Uint8Array;
+}
+
+export interface ProcessHandle {
+  readonly processId: string;
+  /** Output in seq order, each chunk exactly once. */
+  readonly onOutput: Event<OutputEvent>;
+  readonly onExit: Event<{ exitCode: number }>;
+  /** All output delivered; nothing follows. `error` is set if the process failed (e.g. output lost in recovery). */
+  readonly onClose: Event<{ error?: string }>;
+  readonly exitCode: number | undefined;
+  /** Resolves with the exit code. */
+  readonly exited: Promise<number>;
+  /** Resolves once closed (all output delivered). */
+  readonly closed: Promise<void>;
+  write(data: Uint8Array | string): Promise<WriteStatus>;
+  /** No-op (resolves false) on servers without process/resize. */
+  resize(rows: number, cols: number): Promise<boolean>;
+  /** Falls back to nothing on servers without process/closeStdin (resolves false). */
+  closeStdin(): Promise<boolean>;
+  interrupt(): Promise<void>;
+  /** true if it was running. */
+  terminate(): Promise<boolean>;
+}
+
+export interface FileChange {
+  /** Absolute path. */
+  path: string;
+  kind: FsChangeKind;
+}
+
+export interface ExecFs {
+  readFile(path: string): Promise<Uint8Array>;
+  writeFile(path: string, data: Uint8Array): Promise<void>;
+  stat(path: string): Promise<FsMetadata>;
+  readDirectory(path: string): Promise<FsDirectoryEntry[]>;
+  createDirectory(path: string, recursive?: boolean): Promise<void>;
+  remove(path: string, opts?: { recursive?: boolean; force?: boolean }): Promise<void>;
+  copy(source: string, destination: string, recursive: boolean): Promise<void>;
+  /** fs/rename where supported, else copy+remove (logged). */
+  rename(source: string, destination: string, overwrite?: boolean): Promise<void>;
+  canonicalize(path: string): Promise<string>;
+  walk(path: string, options: FsWalkOptions): Promise<FsWalkResult>;
+  /** Streams a file through fs/open + fs/readBlock + fs/close. */
+  createReadStream(path: string, opts?: { blockSize?: number }): AsyncIterable<Uint8Array>;
+  /** fs/watch where supported; rejects with RpcError -32601 otherwise. */
+  watch(path: string, recursive: boolean, listener: (changes: FileChange[]) => void): Promise<Disposable>;
+}
+
+export interface ExecClient extends Disposable {
+  readonly sessionId: string;
+  readonly state: ClientState;
+  readonly onDidChangeState: Event<ClientState>;
+  /** Log lines for the host to show (fallbacks, reconnects, ...). */
+  readonly onLog: Event<{ level: 'debug' | 'info' | 'warn' | 'error'; message: string }>;
+  /** Whether the server implements a method beyond the reference. */
+  supports(method: ExtensionMethod): boolean;
+  readonly fs: ExecFs;
+  request<M extends RequestMethod>(method: M, params: ParamsOf<M>): Promise<ResultOf<M>>;
+  environmentInfo(): Promise<EnvironmentInfo>;
+  startProcess(opts: StartProcessOptions): Promise<ProcessHandle>;
+  close(): Promise<void>;
+}

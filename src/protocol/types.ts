@@ -1,0 +1,331 @@
+// Wire types of the exec-server protocol (see README "Protocol").
+// This file is shared by server, client and extension: no Node or VS Code types here.
+// Byte payloads are base64 strings on the wire, as in the reference implementation.
+
+/** A `file://` URI, or (server-side extension) a plain absolute path. */
+export type WireUri = string;
+export type RequestId = number | string;
+
+export interface TraceContext {
+  traceparent: string;
+  tracestate?: string;
+}
+
+// ---------------------------------------------------------------- lifecycle
+
+export interface InitializeParams {
+  clientName: string;
+  resumeSessionId?: string | null;
+}
+export interface InitializeResult {
+  sessionId: string;
+  environmentInfo?: EnvironmentInfo;
+  /** [extension] Methods beyond the reference that this server implements. */
+  extensions?: string[];
+  serverName?: string;
+  serverVersion?: string;
+}
+
+// ---------------------------------------------------------------- processes
+
+export type OutputStream = 'stdout' | 'stderr' | 'pty';
+
+export interface EnvPolicy {
+  inherit?: 'all' | 'core' | 'none';
+  ignoreDefaultExcludes?: boolean;
+  exclude?: string[];
+  set?: Record<string, string>;
+  includeOnly?: string[];
+}
+
+export interface ProcessStartParams {
+  processId: string;
+  argv: string[];
+  cwd: WireUri;
+  env: Record<string, string>;
+  tty: boolean;
+  pipeStdin?: boolean;
+  arg0?: string | null;
+  sandbox?: unknown;
+  envPolicy?: EnvPolicy | null;
+  enforceManagedNetwork?: boolean;
+  managedNetwork?: unknown;
+  /** [extension] initial PTY size */
+  rows?: number;
+  cols?: number;
+}
+export interface ProcessStartResult {
+  processId: string;
+  sandboxType?: string;
+}
+
+export interface ProcessOutputNotification {
+  processId: string;
+  seq: number;
+  stream: OutputStream;
+  chunk: string;
+}
+export interface ProcessExitedNotification {
+  processId: string;
+  seq: number;
+  exitCode: number;
+  sandboxDenied: boolean;
+}
+export interface ProcessClosedNotification {
+  processId: string;
+  seq: number;
+}
+
+export interface ProcessReadParams {
+  processId: string;
+  afterSeq?: number | null;
+  maxBytes?: number | null;
+  waitMs?: number | null;
+}
+export interface ProcessOutputChunk {
+  seq: number;
+  stream: OutputStream;
+  chunk: string;
+}
+export interface ProcessReadResult {
+  chunks: ProcessOutputChunk[];
+  nextSeq: number;
+  exited: boolean;
+  exitCode: number | null;
+  closed: boolean;
+  failure: string | null;
+  sandboxDenied: boolean;
+}
+
+export interface ProcessWriteParams {
+  processId: string;
+  chunk: string;
+  writeId: string;
+}
+export type WriteStatus = 'accepted' | 'unknownProcess' | 'stdinClosed' | 'starting';
+export interface ProcessWriteResult {
+  status: WriteStatus;
+}
+
+export interface ProcessSignalParams {
+  processId: string;
+  signal: 'interrupt';
+}
+export interface ProcessTerminateParams {
+  processId: string;
+}
+export interface ProcessTerminateResult {
+  running: boolean;
+}
+/** [extension] */
+export interface ProcessResizeParams {
+  processId: string;
+  rows: number;
+  cols: number;
+}
+/** [extension] */
+export interface ProcessCloseStdinParams {
+  processId: string;
+}
+
+// ---------------------------------------------------------------- filesystem
+
+export interface FsPathParams {
+  path: WireUri;
+  sandbox?: unknown;
+}
+export interface FsReadFileResult {
+  dataBase64: string;
+}
+export interface FsWriteFileParams extends FsPathParams {
+  dataBase64: string;
+}
+export interface FsCreateDirectoryParams extends FsPathParams {
+  recursive?: boolean | null;
+}
+export interface FsMetadata {
+  isDirectory: boolean;
+  isFile: boolean;
+  isSymlink: boolean;
+  size: number;
+  createdAtMs: number;
+  modifiedAtMs: number;
+}
+export interface FsCanonicalizeResult {
+  path: WireUri;
+}
+export interface FsDirectoryEntry {
+  fileName: string;
+  isDirectory: boolean;
+  isFile: boolean;
+}
+export interface FsReadDirectoryResult {
+  entries: FsDirectoryEntry[];
+}
+export interface FsRemoveParams extends FsPathParams {
+  recursive?: boolean | null;
+  force?: boolean | null;
+}
+export interface FsCopyParams {
+  sourcePath: WireUri;
+  destinationPath: WireUri;
+  recursive: boolean;
+  sandbox?: unknown;
+}
+export interface FsWalkOptions {
+  maxDepth: number;
+  maxDirectories: number;
+  maxEntries: number;
+  followDirectorySymlinks: boolean;
+  pruneHiddenDirectories?: boolean;
+}
+export interface FsWalkParams extends FsPathParams {
+  options: FsWalkOptions;
+}
+export type FsWalkKind = 'file' | 'directory' | 'symlink' | 'other';
+export interface FsWalkResult {
+  entries: { path: WireUri; kind: FsWalkKind }[];
+  errors: { path: WireUri; message: string }[];
+  truncated: boolean;
+}
+export interface FsOpenParams extends FsPathParams {
+  handleId: string;
+}
+export interface FsOpenResult {
+  handleId: string;
+}
+export interface FsReadBlockParams {
+  handleId: string;
+  offset: number;
+  len: number;
+}
+export interface FsReadBlockResult {
+  chunk: string;
+  eof: boolean;
+}
+export interface FsCloseParams {
+  handleId: string;
+}
+/** [extension] */
+export interface FsRenameParams {
+  sourcePath: WireUri;
+  destinationPath: WireUri;
+  overwrite?: boolean | null;
+  sandbox?: unknown;
+}
+/** [extension] */
+export interface FsWatchParams {
+  watchId: string;
+  path: WireUri;
+  recursive?: boolean | null;
+}
+export interface FsWatchResult {
+  watchId: string;
+}
+export interface FsUnwatchParams {
+  watchId: string;
+}
+export type FsChangeKind = 'created' | 'changed' | 'deleted';
+/** [extension] notification */
+export interface FsChangedNotification {
+  watchId: string;
+  changes: { path: WireUri; kind: FsChangeKind }[];
+}
+
+// ---------------------------------------------------------------- environment / http
+
+export interface EnvironmentInfo {
+  shell: { name: string; path: string };
+  cwd?: string;
+  executorVersion?: string;
+  platformOs?: string;
+  userHomeDir?: string;
+  tempDir?: string;
+  capabilities?: Record<string, unknown>;
+  [key: string]: unknown;
+}
+export interface EnvironmentStatus {
+  status: 'ready';
+}
+
+export interface HttpHeader {
+  name: string;
+  value: string;
+}
+export interface HttpRequestParams {
+  method: string;
+  url: string;
+  headers: HttpHeader[];
+  bodyBase64?: string | null;
+  timeoutMs?: number | null;
+  redirectPolicy?: 'follow' | 'stop';
+  requestId: string;
+  streamResponse?: boolean;
+}
+export interface HttpRequestResult {
+  status: number;
+  headers: HttpHeader[];
+  bodyBase64: string;
+}
+export interface HttpBodyDeltaNotification {
+  requestId: string;
+  seq: number;
+  deltaBase64: string;
+  done: boolean;
+  error?: string | null;
+}
+
+// ---------------------------------------------------------------- method maps
+
+/** Requests: method name → [params, result]. */
+export interface RequestMap {
+  initialize: [InitializeParams, InitializeResult];
+  'process/start': [ProcessStartParams, ProcessStartResult];
+  'process/read': [ProcessReadParams, ProcessReadResult];
+  'process/write': [ProcessWriteParams, ProcessWriteResult];
+  'process/signal': [ProcessSignalParams, Record<string, never>];
+  'process/terminate': [ProcessTerminateParams, ProcessTerminateResult];
+  'process/resize': [ProcessResizeParams, Record<string, never>];
+  'process/closeStdin': [ProcessCloseStdinParams, Record<string, never>];
+  'fs/readFile': [FsPathParams, FsReadFileResult];
+  'fs/writeFile': [FsWriteFileParams, Record<string, never>];
+  'fs/createDirectory': [FsCreateDirectoryParams, Record<string, never>];
+  'fs/getMetadata': [FsPathParams, FsMetadata];
+  'fs/canonicalize': [FsPathParams, FsCanonicalizeResult];
+  'fs/readDirectory': [FsPathParams, FsReadDirectoryResult];
+  'fs/remove': [FsRemoveParams, Record<string, never>];
+  'fs/copy': [FsCopyParams, Record<string, never>];
+  'fs/walk': [FsWalkParams, FsWalkResult];
+  'fs/open': [FsOpenParams, FsOpenResult];
+  'fs/readBlock': [FsReadBlockParams, FsReadBlockResult];
+  'fs/close': [FsCloseParams, Record<string, never>];
+  'fs/rename': [FsRenameParams, Record<string, never>];
+  'fs/watch': [FsWatchParams, FsWatchResult];
+  'fs/unwatch': [FsUnwatchParams, Record<string, never>];
+  'environment/info': [Record<string, never> | null, EnvironmentInfo];
+  'environment/status': [Record<string, never> | null, EnvironmentStatus];
+  'http/request': [HttpRequestParams, HttpRequestResult];
+}
+export type RequestMethod = keyof RequestMap;
+export type ParamsOf<M extends RequestMethod> = RequestMap[M][0];
+export type ResultOf<M extends RequestMethod> = RequestMap[M][1];
+
+/** Server → client notifications. */
+export interface NotificationMap {
+  'process/output': ProcessOutputNotification;
+  'process/exited': ProcessExitedNotification;
+  'process/closed': ProcessClosedNotification;
+  'fs/changed': FsChangedNotification;
+  'http/request/bodyDelta': HttpBodyDeltaNotification;
+}
+export type NotificationMethod = keyof NotificationMap;
+
+/** Methods this project implements beyond the reference (feature-detected by clients). */
+export const EXTENSION_METHODS = [
+  'process/resize',
+  'process/closeStdin',
+  'fs/rename',
+  'fs/watch',
+  'fs/unwatch',
+] as const;
+export type ExtensionMethod = (typeof EXTENSION_METHODS)[number];

@@ -1,0 +1,56 @@
+// The seam between transports and the stateful server: a transport-free, typed connection.
+// Transports (stdio, websocket) wrap it with an RpcConnection; the in-process client calls
+// it directly (no JSON, no socket).
+import type { NotificationMap, NotificationMethod, ParamsOf, RequestMethod, ResultOf } from '../protocol/types';
+
+/** Where a connection's server→client notifications go. */
+export interface NotificationSink {
+  notify<M extends NotificationMethod>(method: M, params: NotificationMap[M]): void;
+  /**
+   * Optional backpressure hint: true while the peer cannot take more data (e.g. the socket
+   * buffer is full). The server pauses reading child output while this is true.
+   */
+  isCongested?(): boolean;
+  /** Optional: subscribe to "no longer congested". */
+  onDrain?(listener: () => void): { dispose(): void };
+}
+
+/**
+ * One client connection's view of the server. Enforces initialize/initialized gating,
+ * decodes/validates params (so untyped wire input is safe), and routes to the session.
+ */
+export interface ServerConnection {
+  /** Handles one request. Rejects with RpcError (code + reference message) on failure. */
+  request<M extends RequestMethod>(method: M, params: ParamsOf<M>): Promise<ResultOf<M>>;
+  /** Untyped entry point for wire input (unknown method names → -32601). */
+  requestUntyped(method: string, params: unknown): Promise<unknown>;
+  /**
+   * A client notification. `initialized` is accepted; anything else is a protocol error
+   * and the caller must close the connection (returns false).
+   */
+  notification(method: string, params: unknown): boolean;
+  /** The transport ended: detach the session (processes keep running for the resume TTL). */
+  close(): void;
+}
+
+export interface ServerOptions {
+  /** Detached-session TTL before its processes are terminated (default 30 000 ms). */
+  detachedSessionTtlMs?: number;
+  /** Retention after exit+close (default 30 000 ms). */
+  exitedProcessRetentionMs?: number;
+  /** Retained output per process (default 1 MiB). */
+  maxRetainedBytesPerProcess?: number;
+  /** Open fs read handles per connection (default 128). */
+  maxOpenHandles?: number;
+  /** Maximum live processes per session (default 1024). */
+  maxProcessesPerSession?: number;
+  /** Is this transport one where end-of-connection ends the session (stdio)? Decided per connect(). */
+  log?: (level: 'debug' | 'info' | 'warn' | 'error', message: string) => void;
+}
+
+export interface ConnectOptions {
+  /** stdio: end of input ends the session and terminates its processes (no detach). */
+  terminateOnClose?: boolean;
+  /** A label for logs (peer address, "in-process", ...). */
+  label?: string;
+}

@@ -1,0 +1,118 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { RpcConnection } from '../src/rpc/connection';
+import { Emitter } from '../src/rpc/event';
+import type { CloseInfo, MessageTransport } from '../src/rpc/transport';
+import { ErrorCodes, RpcError } from '../src/protocol/errors';
+
+/** Two in-memory transports wired to each other, delivering asynchronously like a socket. */
+function pair(): [MessageTransport, MessageTransport] {
+  const mk = () => {
+    const msg = new Emitter<unknown>();
+    const perr = new Emitter<string>();
+    const close = new Emitter<CloseInfo>();
+    const t = {
+      closed: false,
+      peer: undefined as any,
+      onMessage: msg.event,
+      onParseError: perr.event,
+      onClose: close.event,
+      send(m: object) {
+        if (t.closed) return;
+        const json = JSON.stringify(m);
+        setImmediate(() => t.peer.deliver(json));
+      },
+      deliver(json: string) {
+        if (t.closed) return;
+        let v: unknown;
+        try { v = JSON.parse(json); } catch (e) { perr.fire(String(e)); return; }
+        msg.fire(v);
+      },
+      close(reason = 'closed') {
+        if (t.closed) return;
+        t.closed = true;
+        close.fire({ reason, local: true });
+        setImmediate(() => t.peer.remoteClose(reason));
+      },
+      remoteClose(reason: string) {
+        if (t.closed) return;
+        t.closed = true;
+        close.fire({ reason, local: false });
+      },
+      dispose() { t.close(); },
+    };
+    return t;
+  };
+  const a = mk(), b = mk();
+  a.peer = b; b.peer = a;
+  return [a, b];
+}
+
+test('responses are matched by id even when they arrive out of order', async () => {
+  const [a, b] = pair();
+  const client = new RpcConnection(a);
+  const server = new RpcConnection(b);
+  server.setRequestHandler(async (_m, params) => {
+    const { delay, v } = params as { delay: number; v: number };
+    await new Promise((r) => setTimeout(r, delay));
+    return { v };
+  });
+  const results = await Promise.all([
+    client.request('slow', { delay: 50, v: 1 }),
+    client.request('fast', { delay: 0, v: 2 }),
+    client.request('mid', { delay: 20, v: 3 }),
+  ]);
+  assert.deepEqual(results, [{ v: 1 }, { v: 2 }, { v: 3 }]);
+});
+
+test('handler errors become typed RpcErrors with their code on the caller side', async () => {
+  const [a, b] = pair();
+  const client = new RpcConnection(a);
+  const server = new RpcConnection(b);
+  server.setRequestHandler((m) => {
+    if (m === 'typed') throw new RpcError(ErrorCodes.NotFound, 'no such file');
+    throw new Error('boom');
+  });
+  await assert.rejects(client.request('typed', {}), (e: any) => e instanceof RpcError && e.code === -32004 && e.message === 'no such file');
+  await assert.rejects(client.request('plain', {}), (e: any) => e.code === ErrorCodes.InternalError && e.message === 'boom');
+});
+
+test('pending calls fail with a clear connection closed error when the transport ends', async () => {
+  const [a, b] = pair();
+  const client = new RpcConnection(a);
+  const server = new RpcConnection(b);
+  server.setRequestHandler(() => new Promise(() => {})); // never answers
+  const p = client.request('hang', {});
+  setTimeout(() => server.close('server went away'), 10);
+  await assert.rejects(p, (e: any) => e.code === ErrorCodes.ConnectionClosed && /connection closed: server went away/.test(e.message));
+  await assert.rejects(client.request('after', {}), /connection closed/);
+});
+
+test('notifications reach the peer and invalid frames get an error response with id null', async () => {
+  const [a, b] = pair();
+  const client = new RpcConnection(a);
+  const server = new RpcConnection(b);
+  const got: unknown[] = [];
+  server.onNotification((n) => got.push(n));
+  client.notify('initialized', {});
+  const errors: unknown[] = [];
+  client.transport.onMessage((m) => errors.push(m));
+  (b as any).deliver('{not json');
+  (b as any).deliver('[1,2]');
+  await new Promise((r) => setTimeout(r, 20));
+  assert.deepEqual(got, [{ method: 'initialized', params: {} }]);
+  assert.equal(errors.length, 2);
+  assert.equal((errors[0] as any).error.code, ErrorCodes.ParseError);
+  assert.equal((errors[1] as any).error.code, ErrorCodes.InvalidRequest);
+  assert.equal((errors[1] as any).id, null);
+});
+
+test('a request times out with RequestTimeout and a late answer is ignored', async () => {
+  const [a, b] = pair();
+  const client = new RpcConnection(a);
+  const server = new RpcConnection(b);
+  server.setRequestHandler(() => new Promise((r) => setTimeout(() => r({}), 60)));
+  await assert.rejects(client.request('slow', {}, { timeoutMs: 10 }), (e: any) => e.code === ErrorCodes.RequestTimeout);
+  await new Promise((r) => setTimeout(r, 80));
+  assert.equal(client.pendingCount, 0);
+});
