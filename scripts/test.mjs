@@ -38,12 +38,14 @@ await esbuild.build({
 
 // The type check counts as a test: strict TypeScript over src and test.
 let typeFailed = 0;
+let typePassed = 0;
 if (!process.argv.includes('--no-typecheck')) {
   if (run(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.test.json', '--noEmit']) !== 0) {
     console.error('typecheck failed (tsc -p tsconfig.test.json --noEmit)');
     typeFailed = 1;
   } else {
     console.log('typecheck: ok');
+    typePassed = 1;
   }
 }
 
@@ -59,7 +61,7 @@ function find(dir) {
   return out.sort();
 }
 const files = find('out/test').filter((f) => filters.length === 0 || filters.some((x) => f.includes(x)));
-let passed = typeFailed ? 0 : 1;
+let passed = typePassed;
 let failed = typeFailed;
 if (files.length) {
   const tap = 'out/unit.tap';
