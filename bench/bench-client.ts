@@ -1,0 +1,23 @@
+// What a benchmark scenario needs from a client. Two implementations: the project's
+// ExecServerClient (bench/exec-client-adapter.ts: websocket and in-process) and a minimal
+// client on src/rpc alone (bench/raw-client.ts), kept as a fallback and a cross-check.
+import type { FsWalkOptions } from '../src/protocol/types';
+
+export interface BenchClient {
+  /** Which client library carries the calls ("ExecServerClient" or "raw RpcConnection"). */
+  readonly kind: string;
+  /** One fs/getMetadata round trip. */
+  stat(path: string): Promise<void>;
+  /** Issues `count` fs/getMetadata calls at once; resolves when all answered. */
+  statPipelined(path: string, count: number): Promise<void>;
+  /** process/start, resolves at process/exited with the exit code. */
+  runToExit(argv: string[], cwd: string): Promise<number>;
+  /** Runs a process, hands every output chunk (decoded, in seq order) to `onData`, resolves when closed. */
+  runCollect(argv: string[], cwd: string, onData: (chunk: Uint8Array) => void): Promise<number>;
+  readFile(path: string): Promise<Uint8Array>;
+  /** fs/open + fs/readBlock until eof + fs/close. */
+  readStream(path: string, onData: (chunk: Uint8Array) => void): Promise<void>;
+  /** fs/walk; resolves with the entry count. */
+  walk(path: string, options: FsWalkOptions): Promise<number>;
+  close(): Promise<void>;
+}

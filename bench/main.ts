@@ -1,0 +1,165 @@
+// The benchmark driver (`npm run bench [-- --quick]`): starts our CLI and the reference
+// server, runs every scenario against both with the same client, alternating which goes
+// first each round, plus our in-process client, then prints a table and writes
+// bench/results/latest.json (and, on full runs, docs/bench.json + docs/bench.svg).
+import { execSync } from 'node:child_process';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { BenchClient } from './bench-client';
+import { prepareFixtures } from './fixtures';
+import { consoleTable, failures, judge, outcome, tableRows, type BenchResult, type MetricResult, type TargetName } from './report';
+import { FULL, QUICK, scenarios, type Samples, type Scenario } from './scenarios';
+import { oursCommand, referenceCommand, startServer, type ServerCommand, type ServerUnderTest } from './servers';
+import { renderSvg } from './svg';
+import { nowMs } from './stats';
+import { createTargetFactory, type TargetFactory } from './targets';
+
+interface Target {
+  name: TargetName;
+  connect(): Promise<BenchClient>;
+  /** After a stall: get a fresh server so the next scenario is not measured on a wedged one. */
+  recover(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+class StallError extends Error {}
+
+function arg(name: string): string | undefined {
+  const a = process.argv.find((x) => x === `--${name}` || x.startsWith(`--${name}=`));
+  if (!a) return undefined;
+  return a.includes('=') ? a.slice(a.indexOf('=') + 1) : '';
+}
+
+async function serverTarget(name: 'ours' | 'reference', cmd: ServerCommand, factory: TargetFactory): Promise<Target> {
+  let server: ServerUnderTest = await startServer(cmd);
+  return {
+    name,
+    connect: () => factory.websocket(server.url),
+    async recover() {
+      await server.stop();
+      server = await startServer(cmd);
+    },
+    stop: () => server.stop(),
+  };
+}
+
+function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const t = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new StallError(`${what}: no completion within ${ms} ms`)), ms);
+  });
+  return Promise.race([p, t]).finally(() => clearTimeout(timer));
+}
+
+interface TargetState {
+  samples: Samples;
+  failure?: { status: 'stalled' | 'error'; detail: string };
+}
+
+async function runScenario(s: Scenario, targets: Target[], cfg: typeof FULL, fx: ReturnType<typeof prepareFixtures>): Promise<Map<TargetName, TargetState>> {
+  const state = new Map<TargetName, TargetState>(targets.map((t) => [t.name, { samples: {} }]));
+  const ws = targets.filter((t) => t.name !== 'inProcess');
+  const inProc = targets.find((t) => t.name === 'inProcess');
+  for (let round = 0; round < cfg.rounds; round++) {
+    // Alternate who goes first so neither server always runs on a warmer (or busier) machine.
+    const order = round % 2 === 0 ? ws : [...ws].reverse();
+    const roundTargets = s.inProcess && inProc ? [...order, inProc] : order;
+    for (const t of roundTargets) {
+      const st = state.get(t.name)!;
+      if (st.failure) continue; // a stall or a wrong result is final for this scenario
+      let client: BenchClient | undefined;
+      try {
+        client = await withTimeout(t.connect(), 15_000, 'connect');
+        const got = await withTimeout(s.run(client, cfg, fx), s.timeoutMs(cfg), s.title);
+        for (const [k, v] of Object.entries(got)) (st.samples[k] ??= []).push(...v);
+      } catch (e) {
+        const detail = e instanceof Error ? e.message : String(e);
+        st.failure = { status: e instanceof StallError ? 'stalled' : 'error', detail };
+        console.log(`  ${t.name}: ${st.failure.status}: ${detail}`);
+      } finally {
+        await client?.close().catch(() => undefined);
+      }
+      if (st.failure?.status === 'stalled') await t.recover();
+    }
+  }
+  return state;
+}
+
+function machine(): BenchResult['machine'] {
+  const cpuinfo = readFileSync('/proc/cpuinfo', 'utf8');
+  const cpu = /^model name\s*:\s*(.*)$/m.exec(cpuinfo)?.[1]?.trim() ?? os.cpus()[0]?.model ?? 'unknown';
+  let nproc = os.cpus().length;
+  try {
+    nproc = Number(execSync('nproc', { encoding: 'utf8' }).trim());
+  } catch {
+    /* keep os.cpus() */
+  }
+  return { nproc, cpu, node: process.version, platform: `${os.platform()} ${os.release()}` };
+}
+
+export async function main(repo: string): Promise<number> {
+  const cfg = arg('quick') !== undefined ? QUICK : FULL;
+  const only = arg('only')?.split(',').filter(Boolean);
+  const list = scenarios(cfg).filter((s) => !only || only.includes(s.id));
+  const oursFlags = (arg('ours-node-flags') ?? '').split(' ').filter(Boolean);
+  const factory = await createTargetFactory({ raw: arg('raw-client') !== undefined, log: (m) => console.log(m) });
+  const started = nowMs();
+
+  console.log(`exec-server bench (${cfg.quick ? 'quick' : 'full'}): ${list.map((s) => s.id).join(', ')}`);
+  console.log(`preparing fixtures (${cfg.fileBytes / 1048576} MiB file, ${cfg.walkEntries}-entry tree)…`);
+  const fx = prepareFixtures(cfg.fileBytes, cfg.walkEntries);
+
+  const targets: Target[] = [];
+  const stopAll = () => Promise.all(targets.map((t) => t.stop().catch(() => undefined)));
+  process.once('SIGINT', () => void stopAll().then(() => process.exit(130)));
+  try {
+    if (arg('no-ours') === undefined) targets.push(await serverTarget('ours', oursCommand(repo, oursFlags), factory));
+    if (arg('no-reference') === undefined) targets.push(await serverTarget('reference', referenceCommand(repo), factory));
+    const inProcess = factory.inProcess;
+    if (inProcess) targets.push({ name: 'inProcess', connect: inProcess, recover: async () => undefined, stop: async () => undefined });
+    console.log(`clients: websocket = ${factory.websocketKind}; in-process = ${factory.inProcessKind}`);
+
+    const metrics: MetricResult[] = [];
+    for (const s of list) {
+      console.log(`- ${s.title}`);
+      const state = await runScenario(s, targets, cfg, fx);
+      for (const m of s.metrics(cfg)) {
+        const o = (t: TargetName) => {
+          const st = state.get(t);
+          if (!st) return outcome([], m);
+          return outcome(st.samples[m.source] ?? [], m, st.failure);
+        };
+        metrics.push(judge(m, o('ours'), o('reference'), o('inProcess')));
+      }
+    }
+    const result: BenchResult = {
+      date: new Date().toISOString(),
+      machine: machine(),
+      command: `npm run bench${cfg.quick ? ' -- --quick' : ''}`,
+      config: cfg,
+      clients: { websocket: factory.websocketKind, inProcess: factory.inProcessKind },
+      durationSeconds: Math.round((nowMs() - started) / 1000),
+      metrics,
+    };
+    const rows = tableRows(result);
+    console.log('\n' + consoleTable(rows));
+    for (const f of failures(result)) console.log(`! ${f}`);
+    console.log(`\n${result.machine.nproc} cores, ${result.machine.cpu}, node ${result.machine.node}; ${result.durationSeconds} s`);
+
+    const resultsDir = path.join(repo, 'bench', 'results');
+    mkdirSync(resultsDir, { recursive: true });
+    writeFileSync(path.join(resultsDir, 'latest.json'), JSON.stringify(result, null, 2) + '\n');
+    writeFileSync(path.join(resultsDir, 'latest.svg'), renderSvg(result));
+    const writeDocs = arg('write-docs') !== undefined || (!cfg.quick && !only && arg('no-docs') === undefined);
+    if (writeDocs) {
+      writeFileSync(path.join(repo, 'docs', 'bench.json'), JSON.stringify(result, null, 2) + '\n');
+      writeFileSync(path.join(repo, 'docs', 'bench.svg'), renderSvg(result));
+    }
+    console.log(`wrote bench/results/latest.json${writeDocs ? ', docs/bench.json, docs/bench.svg' : ''}`);
+    // Exit status reports only whether the harness worked; goals are in the table.
+    return 0;
+  } finally {
+    await stopAll();
+  }
+}

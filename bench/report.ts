@@ -1,0 +1,117 @@
+// Turns raw per-target samples into the result document (JSON), the console table and
+// the goal verdicts. Ratios are ours/reference on the raw values; "speedup" is the same
+// ratio turned so that > 1 always means ours is better.
+import { median, percentile } from './stats';
+import type { BenchConfig, MetricDef } from './scenarios';
+
+export type TargetName = 'ours' | 'reference' | 'inProcess';
+export const TARGETS: TargetName[] = ['ours', 'reference', 'inProcess'];
+
+export interface Outcome {
+  status: 'ok' | 'stalled' | 'error' | 'n/a';
+  value: number | null;
+  detail?: string;
+  samples: number;
+}
+
+export interface MetricResult extends MetricDef {
+  ours: Outcome;
+  reference: Outcome;
+  inProcess: Outcome;
+  /** ours / reference on the raw values. */
+  ratio: number | null;
+  /** > 1 means ours is better. */
+  speedup: number | null;
+  goal?: { text: string; met: boolean };
+}
+
+export interface BenchResult {
+  date: string;
+  machine: { nproc: number; cpu: string; node: string; platform: string };
+  command: string;
+  config: BenchConfig;
+  clients: { websocket: string; inProcess: string };
+  durationSeconds: number;
+  metrics: MetricResult[];
+}
+
+export function outcome(samples: number[], m: MetricDef, failure?: { status: 'stalled' | 'error'; detail: string }): Outcome {
+  if (failure) return { status: failure.status, value: null, detail: failure.detail, samples: samples.length };
+  if (samples.length === 0) return { status: 'n/a', value: null, samples: 0 };
+  const value = m.reduce === 'p99' ? percentile(samples, 99) : m.reduce === 'p50' ? percentile(samples, 50) : median(samples);
+  return { status: 'ok', value, samples: samples.length };
+}
+
+export function judge(m: MetricDef, ours: Outcome, reference: Outcome, inProcess: Outcome): MetricResult {
+  const ok = (o: Outcome) => o.status === 'ok' && o.value !== null;
+  const ratio = ok(ours) && ok(reference) ? ours.value! / reference.value! : null;
+  const speedup = ratio === null ? null : m.better === 'lower' ? 1 / ratio : ratio;
+  const r: MetricResult = { ...m, ours, reference, inProcess, ratio, speedup };
+  const parts: string[] = [];
+  let met = true;
+  if (m.minSpeedup !== undefined) {
+    parts.push(m.minSpeedup === 1 ? '≥ reference' : `≥${m.minSpeedup}× reference`);
+    // A stalled/failed reference counts as beaten by a run of ours that completed.
+    if (!ok(ours)) met = false;
+    else if (ok(reference)) met &&= speedup! >= m.minSpeedup;
+  }
+  if (m.inProcessMax !== undefined) {
+    parts.push(`in-process ≤ ${m.inProcessMax} ${m.unit}`);
+    met &&= ok(inProcess) && inProcess.value! <= m.inProcessMax;
+  }
+  if (parts.length) r.goal = { text: parts.join(', '), met };
+  return r;
+}
+
+function fmtNum(v: number): string {
+  if (v >= 1000) return Math.round(v).toLocaleString('en-US');
+  if (v >= 100) return v.toFixed(0);
+  if (v >= 10) return v.toFixed(1);
+  return v.toFixed(2);
+}
+
+export function fmtOutcome(o: Outcome, unit: string): string {
+  if (o.status === 'ok' && o.value !== null) return `${fmtNum(o.value)} ${unit}`;
+  return o.status === 'n/a' ? '—' : o.status;
+}
+
+const fmtRatio = (x: number | null) => (x === null ? '—' : `${x.toFixed(2)}`);
+const fmtSpeedup = (x: number | null) => (x === null ? '—' : `${x.toFixed(2)}×`);
+
+/** Rows for both the console and the README (markdown). */
+export function tableRows(result: BenchResult): string[][] {
+  const head = ['metric', 'ours (ws)', 'reference (ws)', 'ours/ref', 'ours better by', 'in-process', 'goal', 'met'];
+  const rows = result.metrics.map((m) => [
+    m.label,
+    fmtOutcome(m.ours, m.unit),
+    fmtOutcome(m.reference, m.unit),
+    fmtRatio(m.ratio),
+    fmtSpeedup(m.speedup),
+    fmtOutcome(m.inProcess, m.unit),
+    m.goal?.text ?? '',
+    m.goal ? (m.goal.met ? 'yes' : 'NO') : '',
+  ]);
+  return [head, ...rows];
+}
+
+export function consoleTable(rows: string[][]): string {
+  const widths = rows[0].map((_, c) => Math.max(...rows.map((r) => [...r[c]].length)));
+  const line = (r: string[]) => r.map((cell, c) => cell + ' '.repeat(widths[c] - [...cell].length)).join('  ');
+  return [line(rows[0]), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.slice(1).map(line)].join('\n');
+}
+
+export function markdownTable(rows: string[][]): string {
+  const line = (r: string[]) => `| ${r.join(' | ')} |`;
+  return [line(rows[0]), line(rows[0].map(() => '---')), ...rows.slice(1).map(line)].join('\n');
+}
+
+export function failures(result: BenchResult): string[] {
+  const out: string[] = [];
+  for (const m of result.metrics) {
+    for (const t of TARGETS) {
+      const o = m[t];
+      if ((o.status === 'error' || o.status === 'stalled') && o.detail) out.push(`${m.label} / ${t}: ${o.status}: ${o.detail}`);
+    }
+  }
+  return [...new Set(out)];
+}

@@ -1,0 +1,25 @@
+// `npm run bench` entry: bundles bench/main.ts (TypeScript, importing src/) with esbuild into
+// out/bench-bundle/ and runs it. Flags: --quick, --only=rtt,spawn,…, --raw-client, --no-ours,
+// --no-reference, --ours-node-flags="--cpu-prof --cpu-prof-dir=…", --write-docs, --no-docs.
+import * as esbuild from 'esbuild';
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const outfile = path.join(repo, 'out', 'bench-bundle', 'main.cjs');
+await esbuild.build({
+  entryPoints: [path.join(repo, 'bench', 'main.ts')],
+  outfile,
+  bundle: true,
+  platform: 'node',
+  target: 'node20',
+  format: 'cjs',
+  sourcemap: 'inline',
+  logLevel: 'warning',
+  external: ['node-pty', 'bufferutil', 'utf-8-validate'],
+  define: { __EXEC_SERVER_VERSION__: JSON.stringify(JSON.parse(readFileSync(path.join(repo, 'package.json'), 'utf8')).version) },
+});
+const { main } = createRequire(import.meta.url)(outfile);
+process.exitCode = await main(repo);

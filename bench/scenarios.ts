@@ -1,0 +1,262 @@
+// The measured scenarios. Each runs one round against one client and returns raw samples
+// keyed by metric source; bench/main.ts alternates targets per round and aggregates.
+// Every transfer is verified (byte count + content), so a fast-but-lossy server cannot win.
+import type { BenchClient } from './bench-client';
+import { sha256, type Fixtures } from './fixtures';
+import { MiB, nowMs } from './stats';
+
+export interface BenchConfig {
+  quick: boolean;
+  rounds: number;
+  rttIterations: number;
+  rttWarmup: number;
+  spawnIterations: number;
+  streamBytes: number;
+  fileBytes: number;
+  walkEntries: number;
+  pipelined: number[];
+  pipelineTimeoutMs: number;
+  concurrentProcesses: number;
+  concurrentBatches: number;
+}
+
+export const FULL: BenchConfig = {
+  quick: false,
+  rounds: 3,
+  rttIterations: 2000,
+  rttWarmup: 200,
+  spawnIterations: 30,
+  streamBytes: 128 * MiB,
+  fileBytes: 100 * MiB,
+  walkEntries: 50_000,
+  pipelined: [500, 10_000],
+  pipelineTimeoutMs: 15_000,
+  concurrentProcesses: 64,
+  concurrentBatches: 3,
+};
+
+export const QUICK: BenchConfig = {
+  ...FULL,
+  quick: true,
+  rounds: 2,
+  rttIterations: 300,
+  rttWarmup: 50,
+  spawnIterations: 8,
+  streamBytes: 16 * MiB,
+  fileBytes: 16 * MiB,
+  walkEntries: 5_000,
+  pipelineTimeoutMs: 8_000,
+  concurrentBatches: 1,
+};
+
+export type Samples = Record<string, number[]>;
+
+export interface MetricDef {
+  id: string;
+  label: string;
+  unit: string;
+  /** Which direction is better for the value. */
+  better: 'lower' | 'higher';
+  /** Sample key and how to reduce it. */
+  source: string;
+  reduce: 'p50' | 'p99' | 'median';
+  /** Goal vs the reference in the same run: speedup (in the "better" direction) at least this. */
+  minSpeedup?: number;
+  /** Goal for the in-process client alone: value at most this. */
+  inProcessMax?: number;
+}
+
+export interface Scenario {
+  id: string;
+  title: string;
+  /** Whether the in-process client runs it (it has no socket to pipeline or stall). */
+  inProcess: boolean;
+  /** A round that takes longer is reported as "stalled". */
+  timeoutMs(cfg: BenchConfig): number;
+  metrics(cfg: BenchConfig): MetricDef[];
+  run(client: BenchClient, cfg: BenchConfig, fx: Fixtures): Promise<Samples>;
+}
+
+const BIN = { true: '/usr/bin/true', echo: '/usr/bin/echo', sh: '/usr/bin/sh', yes: '/usr/bin/yes', head: '/usr/bin/head' };
+const STREAM_LINE = 'abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ';
+
+class VerificationError extends Error {}
+
+const rtt: Scenario = {
+  id: 'rtt',
+  title: 'request round trip (fs/getMetadata)',
+  inProcess: true,
+  timeoutMs: () => 60_000,
+  metrics: () => [
+    { id: 'rtt_p50', label: 'RTT p50', unit: 'µs', better: 'lower', source: 'rtt', reduce: 'p50', minSpeedup: 1.25, inProcessMax: 20 },
+    { id: 'rtt_p99', label: 'RTT p99', unit: 'µs', better: 'lower', source: 'rtt', reduce: 'p99' },
+  ],
+  async run(client, cfg, fx) {
+    for (let i = 0; i < cfg.rttWarmup; i++) await client.stat(fx.smallFile);
+    const out: number[] = [];
+    for (let i = 0; i < cfg.rttIterations; i++) {
+      const t0 = nowMs();
+      await client.stat(fx.smallFile);
+      out.push((nowMs() - t0) * 1000);
+    }
+    return { rtt: out };
+  },
+};
+
+function pipelined(count: number): Scenario {
+  return {
+    id: `pipelined_${count}`,
+    title: `${count} fs/getMetadata in flight`,
+    inProcess: true,
+    timeoutMs: (cfg) => cfg.pipelineTimeoutMs,
+    metrics: () => [
+      { id: `pipelined_${count}`, label: `pipelined ×${count}`, unit: 'req/s', better: 'higher', source: 'rps', reduce: 'median', minSpeedup: 1 },
+    ],
+    async run(client, _cfg, fx) {
+      await client.statPipelined(fx.smallFile, 50); // warm up
+      const t0 = nowMs();
+      await client.statPipelined(fx.smallFile, count);
+      return { rps: [count / ((nowMs() - t0) / 1000)] };
+    },
+  };
+}
+
+const spawnTrue: Scenario = {
+  id: 'spawn',
+  title: 'spawn-to-exit of `true` (process/start → process/exited)',
+  inProcess: true,
+  timeoutMs: () => 120_000,
+  metrics: () => [
+    { id: 'spawn_p50', label: 'spawn→exit p50', unit: 'ms', better: 'lower', source: 'spawn', reduce: 'p50', minSpeedup: 2 },
+    { id: 'spawn_p99', label: 'spawn→exit p99', unit: 'ms', better: 'lower', source: 'spawn', reduce: 'p99' },
+  ],
+  async run(client, cfg, fx) {
+    await client.runToExit([BIN.true], fx.root); // warm up
+    const out: number[] = [];
+    for (let i = 0; i < cfg.spawnIterations; i++) {
+      const t0 = nowMs();
+      const code = await client.runToExit([BIN.true], fx.root);
+      out.push(nowMs() - t0);
+      if (code !== 0) throw new VerificationError(`true exited with ${code}`);
+    }
+    return { spawn: out };
+  },
+};
+
+let expectedStream: Buffer | undefined;
+const streaming: Scenario = {
+  id: 'stream',
+  title: 'stdout streaming (process/start → process/closed, verified)',
+  inProcess: true,
+  timeoutMs: () => 120_000,
+  metrics: (cfg) => [
+    { id: 'stream', label: `stdout ${cfg.streamBytes / MiB} MiB`, unit: 'MiB/s', better: 'higher', source: 'mibps', reduce: 'median', minSpeedup: 1.3 },
+  ],
+  async run(client, cfg, fx) {
+    if (expectedStream?.length !== cfg.streamBytes) expectedStream = Buffer.alloc(cfg.streamBytes, `${STREAM_LINE}\n`);
+    const chunks: Uint8Array[] = [];
+    let bytes = 0;
+    const t0 = nowMs();
+    const code = await client.runCollect(
+      [BIN.sh, '-c', `${BIN.yes} ${STREAM_LINE} | ${BIN.head} -c ${cfg.streamBytes}`],
+      fx.root,
+      (c) => {
+        chunks.push(c);
+        bytes += c.length;
+      },
+    );
+    const secs = (nowMs() - t0) / 1000;
+    if (code !== 0) throw new VerificationError(`stream producer exited with ${code}`);
+    if (bytes !== cfg.streamBytes) throw new VerificationError(`${cfg.streamBytes - bytes} bytes lost (got ${bytes} of ${cfg.streamBytes})`);
+    if (!Buffer.concat(chunks, bytes).equals(expectedStream)) throw new VerificationError('stream content differs from the produced pattern');
+    return { mibps: [bytes / MiB / secs], chunks: [chunks.length] };
+  },
+};
+
+const concurrent: Scenario = {
+  id: 'concurrent',
+  title: 'concurrent short processes (wall time until all closed)',
+  inProcess: true,
+  timeoutMs: () => 120_000,
+  metrics: (cfg) => [
+    { id: 'concurrent', label: `${cfg.concurrentProcesses} concurrent`, unit: 's', better: 'lower', source: 'wall', reduce: 'median', minSpeedup: 1 },
+  ],
+  async run(client, cfg, fx) {
+    const wall: number[] = [];
+    for (let b = 0; b < cfg.concurrentBatches; b++) {
+      const t0 = nowMs();
+      const outputs = await Promise.all(
+        Array.from({ length: cfg.concurrentProcesses }, async (_, i) => {
+          const parts: Buffer[] = [];
+          const code = await client.runCollect([BIN.echo, `p${i}`], fx.root, (c) => parts.push(Buffer.from(c)));
+          return { code, text: Buffer.concat(parts).toString() };
+        }),
+      );
+      wall.push((nowMs() - t0) / 1000);
+      outputs.forEach((o, i) => {
+        if (o.code !== 0 || o.text !== `p${i}\n`) throw new VerificationError(`process ${i}: exit ${o.code}, output ${JSON.stringify(o.text)}`);
+      });
+    }
+    return { wall };
+  },
+};
+
+const readFile: Scenario = {
+  id: 'readFile',
+  title: 'fs/readFile of the big file (verified)',
+  inProcess: true,
+  timeoutMs: () => 120_000,
+  metrics: (cfg) => [
+    { id: 'readFile', label: `fs/readFile ${cfg.fileBytes / MiB} MiB`, unit: 'MiB/s', better: 'higher', source: 'mibps', reduce: 'median' },
+  ],
+  async run(client, _cfg, fx) {
+    const t0 = nowMs();
+    const data = await client.readFile(fx.bigFile);
+    const secs = (nowMs() - t0) / 1000;
+    if (data.length !== fx.bigFileBytes || sha256([data]) !== fx.bigFileSha256) throw new VerificationError(`readFile returned ${data.length} bytes with a different checksum`);
+    return { mibps: [data.length / MiB / secs] };
+  },
+};
+
+const readStream: Scenario = {
+  id: 'readStream',
+  title: 'fs/open + fs/readBlock (1 MiB blocks) of the big file (verified)',
+  inProcess: true,
+  timeoutMs: () => 120_000,
+  metrics: (cfg) => [
+    { id: 'readStream', label: `fs/readBlock ${cfg.fileBytes / MiB} MiB`, unit: 'MiB/s', better: 'higher', source: 'mibps', reduce: 'median' },
+  ],
+  async run(client, _cfg, fx) {
+    const chunks: Uint8Array[] = [];
+    let bytes = 0;
+    const t0 = nowMs();
+    await client.readStream(fx.bigFile, (c) => {
+      chunks.push(c);
+      bytes += c.length;
+    });
+    const secs = (nowMs() - t0) / 1000;
+    if (bytes !== fx.bigFileBytes || sha256(chunks) !== fx.bigFileSha256) throw new VerificationError(`streamed ${bytes} bytes with a different checksum`);
+    return { mibps: [bytes / MiB / secs] };
+  },
+};
+
+const walk: Scenario = {
+  id: 'walk',
+  title: 'fs/walk of the tree',
+  inProcess: true,
+  timeoutMs: () => 120_000,
+  metrics: (cfg) => [{ id: 'walk', label: `fs/walk ${cfg.walkEntries} entries`, unit: 'ms', better: 'lower', source: 'ms', reduce: 'median' }],
+  async run(client, _cfg, fx) {
+    const t0 = nowMs();
+    const n = await client.walk(fx.walkRoot, { maxDepth: 64, maxDirectories: 10_000, maxEntries: 50_000, followDirectorySymlinks: false });
+    const ms = nowMs() - t0;
+    if (n !== fx.walkEntries) throw new VerificationError(`walk returned ${n} entries, expected ${fx.walkEntries}`);
+    return { ms: [ms] };
+  },
+};
+
+export function scenarios(cfg: BenchConfig): Scenario[] {
+  return [rtt, ...cfg.pipelined.map(pipelined), spawnTrue, streaming, concurrent, readFile, readStream, walk];
+}
+
+export { VerificationError };
