@@ -1,0 +1,451 @@
+// ExecServerClient: the ExecClient over any ClientChannel (websocket, stdio, command, in-process).
+// All connection/process state lives here so recovery (protocol §8) can rebuild it: on an
+// unexpected close of a reconnectable channel the client re-initializes with resumeSessionId,
+// catches every live process up with process/read, and retries in-flight writes (same writeId).
+import { randomUUID } from 'node:crypto';
+import { ErrorCodes, Messages, RpcError } from '../protocol/errors';
+import {
+  EXTENSION_METHODS,
+  type EnvironmentInfo,
+  type ExtensionMethod,
+  type InitializeResult,
+  type ParamsOf,
+  type ProcessReadResult,
+  type RequestMethod,
+  type ResultOf,
+  type WriteStatus,
+} from '../protocol/types';
+import { Emitter, type Disposable } from '../rpc/event';
+import type { NotificationMessage } from '../rpc/messages';
+import type { CloseInfo } from '../rpc/transport';
+import type { ClientState, ExecClient, FileChange, StartProcessOptions } from './api';
+import type { Readable, Writable } from 'node:stream';
+import type { ConnectOptions } from '../server/api';
+import { spawnCommandTransport, type CommandTransportOptions } from '../transports/command';
+import { InProcessChannel, type ConnectableServer } from '../transports/in-process';
+import { StdioTransport } from '../transports/stdio';
+import { connectWebSocketTransport, type WebSocketConnectOptions } from '../transports/websocket-client';
+import { RpcChannel, type ClientChannel } from './channel';
+import { ClientFs } from './fs';
+import { ClientProcess, type ProcessOps } from './process-handle';
+import { fromWireUri, toWireUri } from './uri';
+
+export type ChannelFactory = () => Promise<ClientChannel>;
+type LogLevel = 'debug' | 'info' | 'warn' | 'error';
+
+export interface ClientOptions {
+  clientName?: string;
+  /** Default 10 000 ms. */
+  initializeTimeoutMs?: number;
+  /** Reconnect and resume the session on an unexpected close (default: only for websockets). */
+  reconnect?: boolean;
+  /** Give up recovering after this long (default 25 000 ms). */
+  recoveryTimeoutMs?: number;
+  /** Delay between reconnect attempts (default 100 ms). */
+  reconnectDelayMs?: number;
+}
+
+/** Calls that are safe to send again after a reconnect (reads, and writes thanks to writeId). */
+const RETRYABLE = new Set<string>([
+  'process/write',
+  'process/read',
+  'fs/readFile',
+  'fs/getMetadata',
+  'fs/readDirectory',
+  'fs/canonicalize',
+  'fs/walk',
+  'environment/info',
+  'environment/status',
+]);
+
+const isClosedError = (e: unknown) => e instanceof RpcError && e.code === ErrorCodes.ConnectionClosed;
+
+export class ExecServerClient implements ExecClient {
+  private channel!: ClientChannel;
+  private channelSubs: Disposable[] = [];
+  private currentState: ClientState = 'connecting';
+  private session = '';
+  private extensions: Set<string> | undefined;
+  private readonly unsupported = new Set<string>();
+  private readonly processes = new Map<string, ClientProcess>();
+  private readonly watches = new Map<string, (changes: FileChange[]) => void>();
+  private recovery: Promise<void> | undefined;
+  private writeCounter = 0;
+  private initResult: InitializeResult | undefined;
+  private readonly stateEmitter = new Emitter<ClientState>();
+  private readonly logEmitter = new Emitter<{ level: LogLevel; message: string }>();
+
+  readonly onDidChangeState = this.stateEmitter.event;
+  readonly onLog = this.logEmitter.event;
+  readonly fs: ClientFs;
+  /** Number of successful session resumes (diagnostics, tests). */
+  reconnects = 0;
+
+  private constructor(
+    private readonly factory: ChannelFactory,
+    private readonly options: Required<Omit<ClientOptions, 'reconnect'>> & { reconnect: boolean },
+  ) {
+    this.fs = new ClientFs({
+      request: (m, p) => this.request(m, p),
+      supports: (m) => this.supports(m),
+      markUnsupported: (m) => this.unsupported.add(m),
+      log: (l, m) => this.log(l, m),
+      registerWatch: (id, l) => {
+        this.watches.set(id, l);
+        return { dispose: () => this.watches.delete(id) };
+      },
+    });
+  }
+
+  /** Connects through `factory` and performs initialize + initialized. */
+  static async connect(factory: ChannelFactory, opts: ClientOptions = {}): Promise<ExecServerClient> {
+    const client = new ExecServerClient(factory, {
+      clientName: opts.clientName ?? 'exec-server-client',
+      initializeTimeoutMs: opts.initializeTimeoutMs ?? 10_000,
+      reconnect: opts.reconnect ?? false,
+      recoveryTimeoutMs: opts.recoveryTimeoutMs ?? 25_000,
+      reconnectDelayMs: opts.reconnectDelayMs ?? 100,
+    });
+    await client.attach(undefined);
+    client.setState('connected');
+    return client;
+  }
+
+  /** Talks to a server in this process: ServerConnection.request() directly, no JSON. */
+  static connectInProcess(server: ConnectableServer, opts: ClientOptions & ConnectOptions = {}): Promise<ExecServerClient> {
+    return ExecServerClient.connect(async () => new InProcessChannel(server, { label: opts.label, terminateOnClose: opts.terminateOnClose }), opts);
+  }
+
+  /**
+   * Connects over a websocket; the token defaults to $CODEX_EXEC_SERVER_CONNECTION_TOKEN.
+   * Reconnects and resumes the session after a drop unless `reconnect: false`.
+   */
+  static connectWebSocket(url: string, opts: ClientOptions & WebSocketConnectOptions = {}): Promise<ExecServerClient> {
+    const token = opts.token ?? process.env.CODEX_EXEC_SERVER_CONNECTION_TOKEN ?? undefined;
+    const factory: ChannelFactory = async () => {
+      const t = await connectWebSocketTransport(url, { ...opts, token: token || undefined });
+      return new RpcChannel(t, () => t.socket.terminate());
+    };
+    return ExecServerClient.connect(factory, { ...opts, reconnect: opts.reconnect ?? true });
+  }
+
+  /** JSON lines over a stream pair (one connection: no reconnect). */
+  static connectStdio(streams: { input: Readable; output: Writable }, opts: ClientOptions = {}): Promise<ExecServerClient> {
+    let used = false;
+    return ExecServerClient.connect(async () => {
+      if (used) throw new RpcError(ErrorCodes.ConnectionClosed, 'a stdio connection cannot be reopened');
+      used = true;
+      return new RpcChannel(new StdioTransport(streams.input, streams.output));
+    }, { ...opts, reconnect: false });
+  }
+
+  /** Spawns `command args...` (e.g. ssh host npx exec-server --listen stdio://) and talks over its stdio. */
+  static async connectCommand(
+    command: string,
+    args: string[],
+    opts: ClientOptions & Omit<CommandTransportOptions, 'onStderr'> = {},
+  ): Promise<ExecServerClient> {
+    let client: ExecServerClient | undefined;
+    const early: string[] = [];
+    const { transport, child } = await spawnCommandTransport(command, args, {
+      ...opts,
+      onStderr: (line) => (client ? client.log('info', `[${command}] ${line}`) : early.push(line)),
+    });
+    try {
+      client = await ExecServerClient.connect(async () => new RpcChannel(transport, () => child.kill('SIGKILL')), { ...opts, reconnect: false });
+    } catch (e) {
+      transport.close('initialize failed');
+      const detail = early.length ? ` (stderr: ${early.slice(-5).join(' | ')})` : '';
+      throw new RpcError(e instanceof RpcError ? e.code : ErrorCodes.ConnectionClosed, `${e instanceof Error ? e.message : String(e)}${detail}`);
+    }
+    for (const l of early) client.log('info', `[${command}] ${l}`);
+    return client;
+  }
+
+  get sessionId(): string {
+    return this.session;
+  }
+  get state(): ClientState {
+    return this.currentState;
+  }
+  /** The initialize result of the current connection. */
+  get initializeResult(): InitializeResult | undefined {
+    return this.initResult;
+  }
+
+  supports(method: ExtensionMethod): boolean {
+    return !!this.extensions?.has(method) && !this.unsupported.has(method);
+  }
+
+  async request<M extends RequestMethod>(method: M, params: ParamsOf<M>): Promise<ResultOf<M>> {
+    for (let attempt = 0; ; attempt++) {
+      const ch = await this.readyChannel();
+      try {
+        return (await ch.request(method, params)) as ResultOf<M>;
+      } catch (e) {
+        if (e instanceof RpcError && e.code === ErrorCodes.MethodNotFound && (EXTENSION_METHODS as readonly string[]).includes(method)) {
+          this.unsupported.add(method);
+        }
+        if (!isClosedError(e) || this.currentState !== 'recovering') throw e;
+        if (!RETRYABLE.has(method) || attempt > 100) {
+          throw new RpcError(ErrorCodes.ConnectionClosed, `${method} was in flight when the connection dropped; it is not replayed (${(e as Error).message})`);
+        }
+        // fall through: wait for recovery and send again (process/write keeps its writeId)
+      }
+    }
+  }
+
+  environmentInfo(): Promise<EnvironmentInfo> {
+    return this.request('environment/info', {} as ParamsOf<'environment/info'>);
+  }
+
+  async startProcess(opts: StartProcessOptions): Promise<ClientProcess> {
+    const processId = opts.processId ?? `p-${randomUUID()}`;
+    if (this.processes.has(processId)) throw new RpcError(ErrorCodes.InvalidRequest, Messages.processExists(processId));
+    const handle = new ClientProcess(processId, this.processOps);
+    // Registered before the request: output may arrive before the start response.
+    this.processes.set(processId, handle);
+    const params: ParamsOf<'process/start'> = {
+      processId,
+      argv: opts.argv,
+      cwd: toWireUri(opts.cwd),
+      env: opts.env ?? {},
+      tty: opts.tty ?? false,
+      pipeStdin: opts.pipeStdin ?? false,
+      arg0: opts.arg0 ?? null,
+    };
+    if (opts.envPolicy) params.envPolicy = opts.envPolicy;
+    // Only our server knows rows/cols; the reference would reject unknown fields? It ignores them, but keep the wire minimal.
+    if (this.extensions && (opts.rows !== undefined || opts.cols !== undefined)) {
+      params.rows = opts.rows ?? 24;
+      params.cols = opts.cols ?? 80;
+    }
+    try {
+      await this.request('process/start', params);
+    } catch (e) {
+      if (this.processes.get(processId) === handle) this.processes.delete(processId);
+      throw e;
+    }
+    handle.closed.then(() => {
+      if (this.processes.get(processId) === handle) this.processes.delete(processId);
+    });
+    handle.release();
+    return handle;
+  }
+
+  async close(): Promise<void> {
+    if (this.currentState === 'closed') return;
+    this.setState('closed');
+    for (const s of this.channelSubs) s.dispose();
+    this.channelSubs = [];
+    this.channel?.close('client closed');
+    for (const p of this.processes.values()) p.fail('client closed');
+    this.processes.clear();
+  }
+
+  dispose(): void {
+    void this.close();
+  }
+
+  /** Test/diagnostic hook: drop the current link as a network failure would. */
+  simulateDisconnect(): void {
+    const ch = this.channel;
+    if (ch?.abort) ch.abort();
+    else ch?.close('simulated disconnect');
+  }
+
+  // ---------------------------------------------------------------- internals
+
+  private readonly processOps: ProcessOps = {
+    write: async (processId, data) => {
+      const writeId = `${++this.writeCounter}-${randomUUID().slice(0, 8)}`;
+      const r = await this.request('process/write', { processId, chunk: Buffer.from(data).toString('base64'), writeId });
+      return r.status as WriteStatus;
+    },
+    resize: async (processId, rows, cols) => {
+      if (!this.supports('process/resize')) return false;
+      try {
+        await this.request('process/resize', { processId, rows, cols });
+        return true;
+      } catch (e) {
+        if (e instanceof RpcError && e.code === ErrorCodes.MethodNotFound) return false;
+        throw e;
+      }
+    },
+    closeStdin: async (processId) => {
+      if (!this.supports('process/closeStdin')) return false;
+      try {
+        await this.request('process/closeStdin', { processId });
+        return true;
+      } catch (e) {
+        if (e instanceof RpcError && e.code === ErrorCodes.MethodNotFound) return false;
+        throw e;
+      }
+    },
+    interrupt: async (processId) => {
+      await this.request('process/signal', { processId, signal: 'interrupt' });
+    },
+    terminate: async (processId) => (await this.request('process/terminate', { processId })).running,
+  };
+
+  private log(level: LogLevel, message: string): void {
+    this.logEmitter.fire({ level, message });
+  }
+
+  private setState(s: ClientState): void {
+    if (this.currentState === s) return;
+    this.currentState = s;
+    this.stateEmitter.fire(s);
+  }
+
+  private async readyChannel(): Promise<ClientChannel> {
+    // A recovery may be followed by another drop: wait until settled (bounded by the recovery timeout).
+    for (let i = 0; i < 1000 && this.currentState === 'recovering' && this.recovery; i++) await this.recovery;
+    if (this.currentState === 'connected') return this.channel;
+    throw new RpcError(ErrorCodes.ConnectionClosed, `${Messages.connectionClosed}: client is ${this.currentState}`);
+  }
+
+  /** Opens a channel and initializes it (resuming `resumeSessionId` if given). */
+  private async attach(resumeSessionId: string | undefined): Promise<void> {
+    const ch = await this.factory();
+    const subs: Disposable[] = [];
+    // Consume notifications before the initialize response (a resumed session streams at once).
+    subs.push(ch.onNotification((n) => this.handleNotification(n)));
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    let result: InitializeResult;
+    try {
+      const params: ParamsOf<'initialize'> = { clientName: this.options.clientName };
+      if (resumeSessionId) params.resumeSessionId = resumeSessionId;
+      result = (await Promise.race([
+        ch.request('initialize', params),
+        new Promise<never>((_, rej) => {
+          timer = setTimeout(
+            () => rej(new RpcError(ErrorCodes.RequestTimeout, `initialize timed out after ${this.options.initializeTimeoutMs} ms`)),
+            this.options.initializeTimeoutMs,
+          );
+        }),
+      ])) as InitializeResult;
+    } catch (e) {
+      for (const s of subs) s.dispose();
+      ch.close('initialize failed');
+      throw e;
+    } finally {
+      if (timer) clearTimeout(timer);
+    }
+    if (!result || typeof result.sessionId !== 'string') {
+      ch.close('bad initialize result');
+      throw new RpcError(ErrorCodes.InternalError, 'server answered initialize without a sessionId');
+    }
+    ch.notify('initialized', {});
+    this.initResult = result;
+    this.session = result.sessionId;
+    this.extensions = Array.isArray(result.extensions) ? new Set(result.extensions) : undefined;
+    for (const s of this.channelSubs) s.dispose();
+    this.channel = ch;
+    subs.push(ch.onClose((info) => this.handleChannelClose(ch, info)));
+    this.channelSubs = subs;
+    if (ch.closed) this.handleChannelClose(ch, { reason: 'closed during initialize', local: false });
+  }
+
+  private handleNotification(n: NotificationMessage): void {
+    const p = (n.params ?? {}) as Record<string, unknown>;
+    switch (n.method) {
+      case 'process/output':
+      case 'process/exited':
+      case 'process/closed': {
+        const handle = this.processes.get(String(p.processId));
+        if (!handle || typeof p.seq !== 'number') return;
+        if (n.method === 'process/output') {
+          handle.deliver({ kind: 'output', seq: p.seq, stream: p.stream as 'stdout', data: Buffer.from(String(p.chunk ?? ''), 'base64') });
+        } else if (n.method === 'process/exited') {
+          handle.deliver({ kind: 'exited', seq: p.seq, exitCode: Number(p.exitCode) });
+        } else {
+          handle.deliver({ kind: 'closed', seq: p.seq });
+        }
+        return;
+      }
+      case 'fs/changed': {
+        const l = this.watches.get(String(p.watchId));
+        const changes = Array.isArray(p.changes) ? (p.changes as { path: string; kind: FileChange['kind'] }[]) : [];
+        l?.(changes.map((c) => ({ path: fromWireUri(c.path), kind: c.kind })));
+        return;
+      }
+      default:
+        this.log('debug', `ignoring notification ${n.method}`);
+    }
+  }
+
+  private handleChannelClose(ch: ClientChannel, info: CloseInfo): void {
+    if (ch !== this.channel || this.currentState === 'closed' || this.currentState === 'recovering') return;
+    if (!this.options.reconnect || info.local) {
+      this.log(info.local ? 'info' : 'error', `connection closed: ${info.reason}`);
+      this.failEverything(`connection closed: ${info.reason}`);
+      return;
+    }
+    this.log('warn', `connection lost (${info.reason}); resuming session ${this.session}`);
+    this.setState('recovering');
+    this.recovery = this.recover().finally(() => (this.recovery = undefined));
+  }
+
+  private failEverything(reason: string): void {
+    this.setState('failed');
+    for (const p of this.processes.values()) p.fail(reason);
+    this.processes.clear();
+  }
+
+  private async recover(): Promise<void> {
+    const deadline = Date.now() + this.options.recoveryTimeoutMs;
+    let lastError = '';
+    for (;;) {
+      if ((this.currentState as ClientState) === 'closed') return;
+      try {
+        await this.attach(this.session);
+        break;
+      } catch (e) {
+        lastError = e instanceof Error ? e.message : String(e);
+        // Unknown session: it expired (or the server restarted) — nothing to resume.
+        if (e instanceof RpcError && e.code === ErrorCodes.InvalidRequest) {
+          this.log('error', `cannot resume session ${this.session}: ${lastError}`);
+          this.failEverything(`session lost: ${lastError}`);
+          return;
+        }
+        if (Date.now() + this.options.reconnectDelayMs > deadline) {
+          this.log('error', `giving up reconnecting after ${this.options.recoveryTimeoutMs} ms: ${lastError}`);
+          this.failEverything(`reconnect failed: ${lastError}`);
+          return;
+        }
+        await new Promise((r) => setTimeout(r, this.options.reconnectDelayMs));
+      }
+    }
+    if ((this.currentState as ClientState) === 'closed') return;
+    this.reconnects++;
+    this.log('info', `session ${this.session} resumed`);
+    // Catch up every live process before anyone else sends (this runs before state flips).
+    const ch = this.channel;
+    await Promise.all(
+      [...this.processes.values()].map(async (p) => {
+        try {
+          const reads: ProcessReadResult[] = [];
+          let after = p.lastSeq;
+          for (let i = 0; i < 10_000; i++) {
+            const r = (await ch.request('process/read', { processId: p.processId, afterSeq: after, waitMs: 0 })) as ProcessReadResult;
+            reads.push(r);
+            const next = r.nextSeq - 1;
+            if (r.chunks.length === 0 || next <= after) break;
+            after = next;
+          }
+          p.catchUp(reads);
+        } catch (e) {
+          if (isClosedError(e)) return; // dropped again: the next recovery catches up
+          p.fail(`process ${p.processId} could not be caught up after reconnect: ${(e as Error).message}`);
+        }
+      }),
+    );
+    if (ch === this.channel && !ch.closed) this.setState('connected');
+    else if (this.currentState === 'recovering') {
+      // Dropped again during catch-up: start over.
+      this.recovery = this.recover();
+      await this.recovery;
+    }
+  }
+}

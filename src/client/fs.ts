@@ -1,0 +1,131 @@
+// ExecFs over the fs/* methods. Paths in: absolute paths; on the wire: file:// URIs.
+import { randomUUID } from 'node:crypto';
+import { ErrorCodes, RpcError } from '../protocol/errors';
+import type { FsDirectoryEntry, FsMetadata, FsWalkOptions, FsWalkResult, ParamsOf, RequestMethod, ResultOf } from '../protocol/types';
+import type { Disposable } from '../rpc/event';
+import type { ExecFs, FileChange } from './api';
+import { fromWireUri, toWireUri } from './uri';
+
+/** What the fs helper needs from the client. */
+export interface FsHost {
+  request<M extends RequestMethod>(method: M, params: ParamsOf<M>): Promise<ResultOf<M>>;
+  supports(method: 'fs/rename' | 'fs/watch'): boolean;
+  markUnsupported(method: string): void;
+  log(level: 'debug' | 'info' | 'warn' | 'error', message: string): void;
+  registerWatch(watchId: string, listener: (changes: FileChange[]) => void): Disposable;
+}
+
+export const DEFAULT_READ_BLOCK = 256 * 1024;
+
+export class ClientFs implements ExecFs {
+  constructor(private readonly host: FsHost) {}
+
+  async readFile(path: string): Promise<Uint8Array> {
+    const r = await this.host.request('fs/readFile', { path: toWireUri(path) });
+    return Buffer.from(r.dataBase64, 'base64');
+  }
+  async writeFile(path: string, data: Uint8Array): Promise<void> {
+    await this.host.request('fs/writeFile', { path: toWireUri(path), dataBase64: Buffer.from(data).toString('base64') });
+  }
+  stat(path: string): Promise<FsMetadata> {
+    return this.host.request('fs/getMetadata', { path: toWireUri(path) });
+  }
+  async readDirectory(path: string): Promise<FsDirectoryEntry[]> {
+    return (await this.host.request('fs/readDirectory', { path: toWireUri(path) })).entries;
+  }
+  async createDirectory(path: string, recursive = true): Promise<void> {
+    await this.host.request('fs/createDirectory', { path: toWireUri(path), recursive });
+  }
+  async remove(path: string, opts: { recursive?: boolean; force?: boolean } = {}): Promise<void> {
+    await this.host.request('fs/remove', { path: toWireUri(path), recursive: opts.recursive ?? true, force: opts.force ?? true });
+  }
+  async copy(source: string, destination: string, recursive: boolean): Promise<void> {
+    await this.host.request('fs/copy', { sourcePath: toWireUri(source), destinationPath: toWireUri(destination), recursive });
+  }
+  async rename(source: string, destination: string, overwrite = false): Promise<void> {
+    if (this.host.supports('fs/rename')) {
+      try {
+        await this.host.request('fs/rename', { sourcePath: toWireUri(source), destinationPath: toWireUri(destination), overwrite });
+        return;
+      } catch (e) {
+        if (!(e instanceof RpcError && e.code === ErrorCodes.MethodNotFound)) throw e;
+        this.host.markUnsupported('fs/rename');
+      }
+    }
+    // Fallback for servers without fs/rename (the reference): not atomic.
+    this.host.log('warn', `fs/rename unsupported by the server: renaming ${source} → ${destination} by copy + remove (not atomic)`);
+    if (!overwrite && (await this.exists(destination))) {
+      throw new RpcError(ErrorCodes.InvalidRequest, `destination already exists: ${destination}`);
+    }
+    const meta = await this.stat(source);
+    if (overwrite && (await this.exists(destination))) await this.remove(destination, { recursive: true, force: true });
+    await this.copy(source, destination, meta.isDirectory);
+    await this.remove(source, { recursive: true, force: false });
+  }
+  async canonicalize(path: string): Promise<string> {
+    return fromWireUri((await this.host.request('fs/canonicalize', { path: toWireUri(path) })).path);
+  }
+  async walk(path: string, options: FsWalkOptions): Promise<FsWalkResult> {
+    const r = await this.host.request('fs/walk', { path: toWireUri(path), options });
+    return {
+      entries: r.entries.map((e) => ({ ...e, path: fromWireUri(e.path) })),
+      errors: r.errors.map((e) => ({ ...e, path: fromWireUri(e.path) })),
+      truncated: r.truncated,
+    };
+  }
+
+  /** fs/open + fs/readBlock until eof; fs/close always runs (also on early break or error). */
+  async *createReadStream(path: string, opts: { blockSize?: number } = {}): AsyncIterable<Uint8Array> {
+    const len = Math.max(1, Math.min(opts.blockSize ?? DEFAULT_READ_BLOCK, 1024 * 1024));
+    const handleId = `h-${randomUUID()}`;
+    await this.host.request('fs/open', { handleId, path: toWireUri(path) });
+    try {
+      let offset = 0;
+      for (;;) {
+        const r = await this.host.request('fs/readBlock', { handleId, offset, len });
+        const chunk = Buffer.from(r.chunk, 'base64');
+        offset += chunk.length;
+        if (chunk.length) yield chunk;
+        if (r.eof || chunk.length === 0) return;
+      }
+    } finally {
+      await this.host.request('fs/close', { handleId }).catch((e: unknown) => {
+        this.host.log('debug', `fs/close ${handleId} failed: ${e instanceof Error ? e.message : String(e)}`);
+      });
+    }
+  }
+
+  async watch(path: string, recursive: boolean, listener: (changes: FileChange[]) => void): Promise<Disposable> {
+    if (!this.host.supports('fs/watch')) {
+      throw new RpcError(ErrorCodes.MethodNotFound, 'fs/watch is not supported by this exec-server (reference servers have no file watching)');
+    }
+    const watchId = `w-${randomUUID()}`;
+    const reg = this.host.registerWatch(watchId, listener);
+    try {
+      await this.host.request('fs/watch', { watchId, path: toWireUri(path), recursive });
+    } catch (e) {
+      reg.dispose();
+      if (e instanceof RpcError && e.code === ErrorCodes.MethodNotFound) this.host.markUnsupported('fs/watch');
+      throw e;
+    }
+    let disposed = false;
+    return {
+      dispose: () => {
+        if (disposed) return;
+        disposed = true;
+        reg.dispose();
+        this.host.request('fs/unwatch', { watchId }).catch(() => {});
+      },
+    };
+  }
+
+  private async exists(path: string): Promise<boolean> {
+    try {
+      await this.stat(path);
+      return true;
+    } catch (e) {
+      if (e instanceof RpcError && e.code === ErrorCodes.NotFound) return false;
+      throw e;
+    }
+  }
+}

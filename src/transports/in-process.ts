@@ -1,0 +1,67 @@
+// The in-process "transport": the client calls ServerConnection.request() directly — no JSON,
+// no socket. Notifications are delivered on a microtask so server code never re-enters
+// client listeners synchronously.
+import type { ClientChannel } from '../client/channel';
+import { ErrorCodes, Messages, RpcError } from '../protocol/errors';
+import { Emitter } from '../rpc/event';
+import type { NotificationMessage } from '../rpc/messages';
+import type { CloseInfo } from '../rpc/transport';
+import type { ConnectOptions, NotificationSink, ServerConnection } from '../server/api';
+
+/** The part of ExecServer that transports need. */
+export interface ConnectableServer {
+  connect(sink: NotificationSink, opts?: ConnectOptions): ServerConnection;
+}
+
+export class InProcessChannel implements ClientChannel {
+  private readonly notificationEmitter = new Emitter<NotificationMessage>();
+  private readonly closeEmitter = new Emitter<CloseInfo>();
+  private readonly connection: ServerConnection;
+  private isClosed = false;
+
+  readonly onNotification = this.notificationEmitter.event;
+  readonly onClose = this.closeEmitter.event;
+
+  constructor(server: ConnectableServer, opts: ConnectOptions = {}) {
+    const sink: NotificationSink = {
+      notify: (method, params) => {
+        if (this.isClosed) return;
+        queueMicrotask(() => {
+          if (!this.isClosed) this.notificationEmitter.fire({ method, params });
+        });
+      },
+    };
+    this.connection = server.connect(sink, { label: 'in-process', ...opts });
+  }
+
+  get closed(): boolean {
+    return this.isClosed;
+  }
+
+  request(method: string, params: unknown): Promise<unknown> {
+    if (this.isClosed) return Promise.reject(new RpcError(ErrorCodes.ConnectionClosed, `${Messages.connectionClosed}: in-process channel closed`));
+    return this.connection.requestUntyped(method, params);
+  }
+
+  notify(method: string, params: unknown): void {
+    if (this.isClosed) return;
+    if (!this.connection.notification(method, params)) this.finish(`protocol error: unexpected notification ${method}`, false);
+  }
+
+  close(reason = 'closed locally'): void {
+    this.finish(reason, true);
+  }
+
+  abort(): void {
+    this.finish('aborted', false);
+  }
+
+  private finish(reason: string, local: boolean): void {
+    if (this.isClosed) return;
+    this.isClosed = true;
+    this.connection.close();
+    this.closeEmitter.fire({ reason, local });
+    this.closeEmitter.dispose();
+    this.notificationEmitter.dispose();
+  }
+}

@@ -1,0 +1,83 @@
+// The connection processor: wires one MessageTransport (stdio, websocket) to one
+// ServerConnection. Requests run concurrently, bounded per connection; a refused client
+// notification closes the connection; transport close detaches (or ends) the session.
+import { ErrorCodes, RpcError } from '../protocol/errors';
+import { RpcConnection } from '../rpc/connection';
+import type { Disposable } from '../rpc/event';
+import type { MessageTransport } from '../rpc/transport';
+import type { ConnectOptions, NotificationSink, ServerConnection } from '../server/api';
+import type { ConnectableServer } from './in-process';
+
+export const DEFAULT_MAX_IN_FLIGHT = 4096;
+export const OVERLOADED_MESSAGE = 'server overloaded: too many requests in flight';
+
+export interface ServeOptions extends ConnectOptions {
+  /** Requests processed at once on this connection (default 4096); more → -32001. */
+  maxInFlight?: number;
+  /** bufferedAmount above which the sink reports congestion, for transports without isCongested (default 4 MiB). */
+  congestionThreshold?: number;
+  log?: (level: 'debug' | 'info' | 'warn' | 'error', message: string) => void;
+}
+
+export interface ServedConnection {
+  readonly rpc: RpcConnection;
+  readonly connection: ServerConnection;
+  /** Resolves when the transport has closed and the server was told. */
+  readonly closed: Promise<void>;
+  readonly inFlight: number;
+}
+
+type CongestionAware = MessageTransport & { isCongested?(): boolean };
+
+export function serveConnection(server: ConnectableServer, transport: MessageTransport, opts: ServeOptions = {}): ServedConnection {
+  const maxInFlight = opts.maxInFlight ?? DEFAULT_MAX_IN_FLIGHT;
+  const threshold = opts.congestionThreshold ?? 4 * 1024 * 1024;
+  const label = opts.label ?? 'connection';
+  const rpc = new RpcConnection(transport);
+  const t = transport as CongestionAware;
+  const sink: NotificationSink = {
+    notify: (method, params) => rpc.notify(method, params),
+    isCongested: () => (t.isCongested ? t.isCongested() : (t.bufferedAmount ?? 0) > threshold),
+    onDrain: (listener): Disposable => (t.onDrain ? t.onDrain(() => listener()) : { dispose() {} }),
+  };
+  const connection = server.connect(sink, { terminateOnClose: opts.terminateOnClose, label });
+  let inFlight = 0;
+  rpc.setRequestHandler((method, params) => {
+    if (inFlight >= maxInFlight) throw new RpcError(ErrorCodes.Overloaded, OVERLOADED_MESSAGE);
+    inFlight++;
+    let p: Promise<unknown>;
+    try {
+      p = connection.requestUntyped(method, params);
+    } catch (e) {
+      inFlight--;
+      throw e;
+    }
+    return p.finally(() => inFlight--);
+  });
+  rpc.onNotification((n) => {
+    if (!connection.notification(n.method, n.params)) {
+      opts.log?.('warn', `${label}: closing after unexpected client notification ${n.method}`);
+      rpc.close(`protocol error: unexpected notification ${n.method}`);
+    }
+  });
+  const closed = new Promise<void>((resolve) => {
+    const done = (reason: string) => {
+      opts.log?.('debug', `${label}: closed (${reason})`);
+      try {
+        connection.close();
+      } finally {
+        resolve();
+      }
+    };
+    if (rpc.closed) done('already closed');
+    else rpc.onClose((info) => done(info.reason));
+  });
+  return {
+    rpc,
+    connection,
+    closed,
+    get inFlight() {
+      return inFlight;
+    },
+  };
+}

@@ -1,0 +1,153 @@
+// Newline-delimited JSON over a Readable/Writable pair (stdio of a process, a child's pipes).
+// One message per `\n` line; CRLF and blank lines are tolerated; partial lines are buffered
+// up to a limit so a peer that never sends `\n` cannot exhaust memory.
+import type { Readable, Writable } from 'node:stream';
+import { Emitter } from '../rpc/event';
+import type { CloseInfo, MessageTransport } from '../rpc/transport';
+
+export interface StdioTransportOptions {
+  /** Maximum bytes of one line (one message). Default 64 MiB, like the websocket maxPayload. */
+  maxLineBytes?: number;
+  /** End the writable when the transport closes (default true). */
+  endOutputOnClose?: boolean;
+}
+
+export const DEFAULT_MAX_LINE_BYTES = 64 * 1024 * 1024;
+
+export class StdioTransport implements MessageTransport {
+  private readonly messageEmitter = new Emitter<unknown>();
+  private readonly parseErrorEmitter = new Emitter<string>();
+  private readonly closeEmitter = new Emitter<CloseInfo>();
+  private readonly drainEmitter = new Emitter<void>();
+  private pending: Buffer[] = [];
+  private pendingBytes = 0;
+  private isClosed = false;
+  private readonly maxLineBytes: number;
+  private readonly cleanup: (() => void)[] = [];
+
+  readonly onMessage = this.messageEmitter.event;
+  readonly onParseError = this.parseErrorEmitter.event;
+  readonly onClose = this.closeEmitter.event;
+  readonly onDrain = this.drainEmitter.event;
+
+  constructor(
+    private readonly input: Readable,
+    private readonly output: Writable,
+    private readonly options: StdioTransportOptions = {},
+  ) {
+    this.maxLineBytes = options.maxLineBytes ?? DEFAULT_MAX_LINE_BYTES;
+    const onData = (d: Buffer | string) => this.handleData(typeof d === 'string' ? Buffer.from(d) : d);
+    const onEnd = () => this.finish('end of input', false);
+    const onInputError = (e: Error) => this.finish(`input error: ${e.message}`, false);
+    const onOutputError = (e: Error) => this.finish(`output error: ${e.message}`, false);
+    const onDrain = () => this.drainEmitter.fire();
+    input.on('data', onData);
+    input.on('end', onEnd);
+    input.on('close', onEnd);
+    input.on('error', onInputError);
+    output.on('error', onOutputError);
+    output.on('drain', onDrain);
+    this.cleanup.push(() => {
+      input.off('data', onData);
+      input.off('end', onEnd);
+      input.off('close', onEnd);
+      input.off('error', onInputError);
+      output.off('drain', onDrain);
+      // keep a no-op error listener on output: a late EPIPE must not crash the process
+    });
+  }
+
+  get closed(): boolean {
+    return this.isClosed;
+  }
+
+  /** Bytes queued in the writable and not yet flushed to the OS. */
+  get bufferedAmount(): number {
+    return this.output.writableLength ?? 0;
+  }
+
+  send(message: object): void {
+    if (this.isClosed || this.output.destroyed || this.output.writableEnded) return;
+    this.output.write(JSON.stringify(message) + '\n');
+  }
+
+  close(reason = 'closed locally'): void {
+    this.finish(reason, true);
+  }
+
+  dispose(): void {
+    this.close();
+  }
+
+  private handleData(data: Buffer): void {
+    let start = 0;
+    while (!this.isClosed) {
+      const nl = data.indexOf(0x0a, start);
+      if (nl < 0) break;
+      const part = data.subarray(start, nl);
+      start = nl + 1;
+      if (this.pendingBytes + part.length > this.maxLineBytes) {
+        this.lineTooLong();
+        return;
+      }
+      let line: Buffer;
+      if (this.pending.length) {
+        this.pending.push(part);
+        line = Buffer.concat(this.pending);
+        this.pending = [];
+        this.pendingBytes = 0;
+      } else {
+        line = part;
+      }
+      this.handleLine(line);
+    }
+    if (this.isClosed || start >= data.length) return;
+    const rest = data.subarray(start);
+    if (this.pendingBytes + rest.length > this.maxLineBytes) {
+      this.lineTooLong();
+      return;
+    }
+    // Copy: the stream may reuse its buffer.
+    this.pending.push(Buffer.from(rest));
+    this.pendingBytes += rest.length;
+  }
+
+  private handleLine(line: Buffer): void {
+    let text = line.toString('utf8');
+    if (text.endsWith('\r')) text = text.slice(0, -1);
+    if (text.trim() === '') return;
+    let value: unknown;
+    try {
+      value = JSON.parse(text);
+    } catch (e) {
+      this.parseErrorEmitter.fire(e instanceof Error ? e.message : String(e));
+      return;
+    }
+    this.messageEmitter.fire(value);
+  }
+
+  private lineTooLong(): void {
+    this.pending = [];
+    this.pendingBytes = 0;
+    this.finish(`message line exceeds the limit of ${this.maxLineBytes} bytes`, false);
+  }
+
+  private finish(reason: string, local: boolean): void {
+    if (this.isClosed) return;
+    this.isClosed = true;
+    for (const c of this.cleanup) c();
+    this.output.on('error', () => {});
+    if (this.options.endOutputOnClose !== false && !this.output.writableEnded) {
+      try {
+        this.output.end();
+      } catch {
+        /* already broken */
+      }
+    }
+    this.closeEmitter.fire({ reason, local });
+    this.closeEmitter.dispose();
+    this.messageEmitter.dispose();
+    this.parseErrorEmitter.dispose();
+    this.drainEmitter.dispose();
+  }
+}

@@ -1,0 +1,91 @@
+// Client side of the websocket transport: connect with a timeout, optional bearer token,
+// and errors that say what went wrong (refused, HTTP 401, timeout).
+import WebSocket from 'ws';
+import { WebSocketTransport } from './websocket-transport';
+
+export interface WebSocketConnectOptions {
+  /** Sent as `Authorization: Bearer <token>` on the upgrade request. */
+  token?: string;
+  /** Default 10 000 ms. */
+  connectTimeoutMs?: number;
+  headers?: Record<string, string>;
+  maxPayload?: number;
+  /** Extra TLS options (e.g. `ca` for a self-signed server certificate). */
+  ca?: string | Buffer;
+  rejectUnauthorized?: boolean;
+}
+
+export class WebSocketConnectError extends Error {
+  constructor(
+    message: string,
+    readonly status?: number,
+    readonly code?: string,
+  ) {
+    super(message);
+    this.name = 'WebSocketConnectError';
+  }
+}
+
+export function connectWebSocketTransport(url: string, opts: WebSocketConnectOptions = {}): Promise<WebSocketTransport> {
+  const timeoutMs = opts.connectTimeoutMs ?? 10_000;
+  const headers: Record<string, string> = { ...(opts.headers ?? {}) };
+  if (opts.token) headers.Authorization = `Bearer ${opts.token}`;
+  return new Promise<WebSocketTransport>((resolve, reject) => {
+    let ws: WebSocket;
+    try {
+      ws = new WebSocket(url, {
+        headers,
+        maxPayload: opts.maxPayload ?? 64 * 1024 * 1024,
+        perMessageDeflate: false,
+        handshakeTimeout: timeoutMs,
+        ca: opts.ca,
+        rejectUnauthorized: opts.rejectUnauthorized,
+      });
+    } catch (e) {
+      reject(new WebSocketConnectError(`invalid exec-server URL ${url}: ${e instanceof Error ? e.message : String(e)}`));
+      return;
+    }
+    let settled = false;
+    const fail = (err: WebSocketConnectError) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      ws.removeAllListeners();
+      ws.on('error', () => {});
+      ws.terminate();
+      reject(err);
+    };
+    const timer = setTimeout(() => fail(new WebSocketConnectError(`timed out connecting to ${url} after ${timeoutMs} ms`, undefined, 'ETIMEDOUT')), timeoutMs);
+    ws.on('unexpected-response', (_req, res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (d: string) => {
+        if (body.length < 2000) body += d;
+      });
+      const done = () => {
+        const status = res.statusCode ?? 0;
+        const what = status === 401 ? 'unauthorized (missing or invalid token)' : status === 403 ? 'forbidden' : 'upgrade refused';
+        fail(new WebSocketConnectError(`cannot connect to ${url}: HTTP ${status} ${what}${body.trim() ? `: ${body.trim()}` : ''}`, status));
+      };
+      res.on('end', done);
+      res.on('error', done);
+      res.on('close', done);
+    });
+    ws.on('error', (e: NodeJS.ErrnoException) => {
+      const code = e.code;
+      const msg =
+        code === 'ECONNREFUSED'
+          ? `cannot connect to ${url}: connection refused (ECONNREFUSED) — is the exec-server running?`
+          : `cannot connect to ${url}: ${e.message}`;
+      fail(new WebSocketConnectError(msg, undefined, code));
+    });
+    ws.on('open', () => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      ws.removeAllListeners('error');
+      ws.removeAllListeners('unexpected-response');
+      resolve(new WebSocketTransport(ws));
+    });
+  });
+}

@@ -1,0 +1,166 @@
+// The websocket listener: one JSON-RPC connection per websocket, `GET /readyz` → 200 on the
+// same port, periodic pings (dead peers terminated), upgrade-time checks (Origin, auth hook)
+// that answer with a plain HTTP status before any JSON-RPC, optional TLS.
+import * as http from 'node:http';
+import * as https from 'node:https';
+import type { AddressInfo, Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
+import { WebSocketServer, type WebSocket } from 'ws';
+import { WebSocketTransport } from './websocket-transport';
+
+export type AuthResult = { ok: true } | { ok: false; status: number; message: string };
+
+export interface WebSocketListenOptions {
+  host: string;
+  /** 0 = any free port. */
+  port: number;
+  /** Largest accepted frame (default 64 MiB). */
+  maxPayload?: number;
+  /** Ping period; a peer that did not answer the previous ping is terminated (default 30 000 ms). */
+  pingIntervalMs?: number;
+  /** Decides each upgrade before the websocket exists (see src/transports/ws-auth.ts). */
+  authenticate?: (req: http.IncomingMessage) => Promise<AuthResult> | AuthResult;
+  /**
+   * Browser origins allowed to connect. Upgrades carrying an `Origin` header not in this list
+   * are refused with 403 (non-browser clients send no Origin). Default: none allowed.
+   */
+  allowedOrigins?: string[];
+  tls?: { cert: string | Buffer; key: string | Buffer };
+  /** Send-buffer size above which a connection reports congestion (default 4 MiB). */
+  highWaterMark?: number;
+  onConnection(transport: WebSocketTransport, req: http.IncomingMessage): void;
+  log?: (level: 'debug' | 'info' | 'warn' | 'error', message: string) => void;
+}
+
+export const DEFAULT_MAX_PAYLOAD = 64 * 1024 * 1024;
+export const DEFAULT_PING_INTERVAL_MS = 30_000;
+
+export interface WebSocketListener {
+  /** ws://host:port (wss:// with TLS) */
+  readonly url: string;
+  readonly port: number;
+  readonly connectionCount: number;
+  /** Stops accepting, closes every connection. */
+  close(): Promise<void>;
+}
+
+function rejectUpgrade(socket: Duplex, status: number, message: string): void {
+  const body = `${message}\n`;
+  try {
+    socket.write(
+      `HTTP/1.1 ${status} ${http.STATUS_CODES[status] ?? 'Error'}\r\n` +
+        'Connection: close\r\nContent-Type: text/plain; charset=utf-8\r\n' +
+        `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+    );
+  } finally {
+    socket.destroy();
+  }
+}
+
+export async function listenWebSocket(opts: WebSocketListenOptions): Promise<WebSocketListener> {
+  const log = opts.log ?? (() => {});
+  const wss = new WebSocketServer({ noServer: true, maxPayload: opts.maxPayload ?? DEFAULT_MAX_PAYLOAD, perMessageDeflate: false });
+  const alive = new WeakMap<WebSocket, boolean>();
+  const sockets = new Set<Socket | Duplex>();
+
+  const onRequest = (req: http.IncomingMessage, res: http.ServerResponse) => {
+    const pathOnly = (req.url ?? '/').split('?')[0];
+    if (req.method === 'GET' && pathOnly === '/readyz') {
+      res.writeHead(200, { 'Content-Type': 'text/plain' }).end('ok\n');
+      return;
+    }
+    res.writeHead(404, { 'Content-Type': 'text/plain' }).end('not found (connect with a websocket)\n');
+  };
+  const server = opts.tls ? https.createServer({ cert: opts.tls.cert, key: opts.tls.key }, onRequest) : http.createServer(onRequest);
+  server.on('connection', (s: Socket) => {
+    sockets.add(s);
+    s.on('close', () => sockets.delete(s));
+  });
+  server.on('tlsClientError', (e: Error) => log('debug', `TLS handshake failed: ${e.message}`));
+
+  server.on('upgrade', (req: http.IncomingMessage, socket: Duplex, head: Buffer) => {
+    socket.on('error', () => socket.destroy());
+    const peer = `${req.socket.remoteAddress}:${req.socket.remotePort}`;
+    void (async () => {
+      const origin = req.headers.origin;
+      if (origin !== undefined && !(opts.allowedOrigins ?? []).includes(origin)) {
+        log('warn', `refused websocket from ${peer}: origin ${origin} not allowed`);
+        rejectUpgrade(socket, 403, `origin ${origin} is not allowed`);
+        return;
+      }
+      if (opts.authenticate) {
+        let result: AuthResult;
+        try {
+          result = await opts.authenticate(req);
+        } catch (e) {
+          result = { ok: false, status: 500, message: `authentication failed: ${e instanceof Error ? e.message : String(e)}` };
+        }
+        if (!result.ok) {
+          log('warn', `refused websocket from ${peer}: ${result.status} ${result.message}`);
+          rejectUpgrade(socket, result.status, result.message);
+          return;
+        }
+      }
+      if (socket.destroyed) return;
+      wss.handleUpgrade(req, socket, head, (ws) => {
+        alive.set(ws, true);
+        ws.on('pong', () => alive.set(ws, true));
+        const transport = new WebSocketTransport(ws, { highWaterMark: opts.highWaterMark });
+        log('debug', `websocket connected from ${peer}`);
+        opts.onConnection(transport, req);
+      });
+    })();
+  });
+
+  const ping = setInterval(() => {
+    for (const ws of wss.clients) {
+      if (alive.get(ws) === false) {
+        log('info', 'terminating an unresponsive websocket peer (no pong)');
+        ws.terminate();
+        continue;
+      }
+      alive.set(ws, false);
+      try {
+        ws.ping();
+      } catch {
+        /* closing */
+      }
+    }
+  }, opts.pingIntervalMs ?? DEFAULT_PING_INTERVAL_MS);
+  ping.unref();
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(opts.port, opts.host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  server.on('error', (e) => log('error', `listener error: ${e.message}`));
+  const port = (server.address() as AddressInfo).port;
+  const host = opts.host.includes(':') ? `[${opts.host}]` : opts.host;
+  const url = `${opts.tls ? 'wss' : 'ws'}://${host}:${port}`;
+
+  let closing: Promise<void> | undefined;
+  return {
+    url,
+    port,
+    get connectionCount() {
+      return wss.clients.size;
+    },
+    close() {
+      closing ??= new Promise<void>((resolve) => {
+        clearInterval(ping);
+        for (const ws of wss.clients) ws.close(1001, 'server shutting down');
+        server.close(() => resolve());
+        // Give peers a moment to answer the close frame, then cut what is left.
+        setTimeout(() => {
+          for (const ws of wss.clients) ws.terminate();
+          for (const s of sockets) s.destroy();
+        }, 500).unref();
+        wss.close();
+      });
+      return closing;
+    },
+  };
+}

@@ -1,0 +1,122 @@
+// A MessageTransport over one `ws` WebSocket (either side): one JSON message per text frame,
+// binary frames holding UTF-8 JSON accepted too.
+import type WebSocket from 'ws';
+import { Emitter } from '../rpc/event';
+import type { CloseInfo, MessageTransport } from '../rpc/transport';
+
+export interface WebSocketTransportOptions {
+  /** bufferedAmount above which the transport reports congestion (default 4 MiB). */
+  highWaterMark?: number;
+  /** How often to check whether a congested socket drained (default 20 ms). */
+  drainPollMs?: number;
+}
+
+export const DEFAULT_HIGH_WATER_MARK = 4 * 1024 * 1024;
+
+export class WebSocketTransport implements MessageTransport {
+  private readonly messageEmitter = new Emitter<unknown>();
+  private readonly parseErrorEmitter = new Emitter<string>();
+  private readonly closeEmitter = new Emitter<CloseInfo>();
+  private readonly drainEmitter = new Emitter<void>();
+  private isClosed = false;
+  private closingLocally = false;
+  private drainTimer: ReturnType<typeof setInterval> | undefined;
+  readonly highWaterMark: number;
+
+  readonly onMessage = this.messageEmitter.event;
+  readonly onParseError = this.parseErrorEmitter.event;
+  readonly onClose = this.closeEmitter.event;
+  readonly onDrain = this.drainEmitter.event;
+
+  constructor(
+    readonly socket: WebSocket,
+    private readonly options: WebSocketTransportOptions = {},
+  ) {
+    this.highWaterMark = options.highWaterMark ?? DEFAULT_HIGH_WATER_MARK;
+    socket.on('message', (data, isBinary) => this.handleFrame(data, isBinary));
+    socket.on('close', (code, reason) => {
+      const why = reason.length ? reason.toString() : `websocket closed (code ${code})`;
+      this.finish(why, this.closingLocally);
+    });
+    socket.on('error', (e) => this.finish(`websocket error: ${e.message}`, false));
+    if (socket.readyState >= 2 /* CLOSING */) this.finish('websocket already closed', false);
+  }
+
+  get closed(): boolean {
+    return this.isClosed;
+  }
+  get bufferedAmount(): number {
+    return this.socket.bufferedAmount;
+  }
+  /** True while more than highWaterMark bytes wait to be sent. */
+  isCongested(): boolean {
+    const congested = !this.isClosed && this.socket.bufferedAmount > this.highWaterMark;
+    if (congested) this.watchDrain();
+    return congested;
+  }
+
+  send(message: object): void {
+    if (this.isClosed || this.socket.readyState !== 1 /* OPEN */) return;
+    this.socket.send(JSON.stringify(message));
+  }
+
+  close(reason = 'closed locally'): void {
+    if (this.isClosed) return;
+    this.closingLocally = true;
+    try {
+      // Close reasons are limited to 123 bytes by the protocol.
+      this.socket.close(1000, Buffer.from(reason).subarray(0, 120).toString());
+    } catch {
+      this.socket.terminate();
+    }
+    // Do not wait for the peer's close frame to settle our side.
+    this.finish(reason, true);
+    const s = this.socket;
+    setTimeout(() => s.terminate(), 2000).unref();
+  }
+
+  dispose(): void {
+    this.close();
+  }
+
+  /** ws has no drain event: poll bufferedAmount while congested. */
+  private watchDrain(): void {
+    if (this.drainTimer) return;
+    this.drainTimer = setInterval(() => {
+      if (this.isClosed) return this.stopDrainWatch();
+      if (this.socket.bufferedAmount <= this.highWaterMark / 2) {
+        this.stopDrainWatch();
+        this.drainEmitter.fire();
+      }
+    }, this.options.drainPollMs ?? 20);
+  }
+  private stopDrainWatch(): void {
+    if (this.drainTimer) clearInterval(this.drainTimer);
+    this.drainTimer = undefined;
+  }
+
+  private handleFrame(data: WebSocket.RawData, _isBinary: boolean): void {
+    if (this.isClosed) return;
+    const buf = Array.isArray(data) ? Buffer.concat(data) : Buffer.isBuffer(data) ? data : Buffer.from(data);
+    let value: unknown;
+    try {
+      value = JSON.parse(buf.toString('utf8'));
+    } catch (e) {
+      this.parseErrorEmitter.fire(e instanceof Error ? e.message : String(e));
+      return;
+    }
+    this.messageEmitter.fire(value);
+  }
+
+  private finish(reason: string, local: boolean): void {
+    if (this.isClosed) return;
+    this.isClosed = true;
+    this.stopDrainWatch();
+    this.closeEmitter.fire({ reason, local });
+    this.closeEmitter.dispose();
+    this.messageEmitter.dispose();
+    this.parseErrorEmitter.dispose();
+    this.drainEmitter.fire();
+    this.drainEmitter.dispose();
+  }
+}

@@ -1,0 +1,234 @@
+// WebSocket upgrade security: bearer-token authentication (the reference's two modes,
+// protocol section 7), the browser-Origin rule, the loopback rule, and the CLI flags that
+// configure them. Everything here runs before any JSON-RPC byte is exchanged.
+//
+// Messages and status codes match `codex exec-server` 0.169 (observed): 401 with a short
+// text reason for auth failures, 403 for a browser Origin. No message ever contains the
+// presented token, the configured token/digest, or the shared secret.
+import * as crypto from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import type { IncomingMessage } from 'node:http';
+import * as path from 'node:path';
+import { errors as joseErrors, jwtVerify } from 'jose';
+
+export type AuthResult = { ok: true } | { ok: false; status: number; message: string };
+export type Authenticate = (req: IncomingMessage) => Promise<AuthResult> | AuthResult;
+
+export type WsAuthMode = 'capability-token' | 'signed-bearer-token';
+
+export type WsAuthConfig =
+  | { mode: 'capability-token'; tokenFile: string; tokenSha256?: undefined }
+  | { mode: 'capability-token'; tokenSha256: string; tokenFile?: undefined }
+  | {
+      mode: 'signed-bearer-token';
+      sharedSecretFile: string;
+      issuer?: string;
+      audience?: string;
+      /** Default 30 s (the reference accepts a token expired 30 s ago, not 45 s). */
+      maxClockSkewSeconds?: number;
+    };
+
+/** A configuration the server must refuse to start with (bad flags, unreadable/short secret). */
+export class SecurityConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'SecurityConfigError';
+  }
+}
+
+/** Reference failure texts (observed from the reference binary). */
+export const AuthMessages = {
+  missingToken: 'missing websocket bearer token',
+  invalidHeader: 'invalid authorization header',
+  invalidToken: 'invalid websocket bearer token',
+  invalidJwt: 'invalid websocket jwt',
+  expiredJwt: 'expired websocket jwt',
+  notYetValidJwt: 'websocket jwt is not valid yet',
+  issuerMismatch: 'websocket jwt issuer mismatch',
+  audienceMismatch: 'websocket jwt audience mismatch',
+  forbiddenOrigin: 'browser origin not allowed',
+} as const;
+
+export const DEFAULT_MAX_CLOCK_SKEW_SECONDS = 30;
+export const MIN_SHARED_SECRET_BYTES = 32;
+
+const deny = (message: string): AuthResult => ({ ok: false, status: 401, message });
+
+/** SHA-256 of a string's UTF-8 bytes. */
+export function sha256(data: string | Uint8Array): Buffer {
+  return crypto.createHash('sha256').update(data).digest();
+}
+
+/**
+ * Constant-time equality of two SHA-256 digests. Both sides are always 32 bytes, so the
+ * comparison time depends neither on the presented token's length nor on its content.
+ * `crypto.timingSafeEqual` is looked up at call time on purpose (tests observe it).
+ */
+export function digestsEqual(a: Buffer, b: Buffer): boolean {
+  if (a.length !== 32 || b.length !== 32) return false;
+  return crypto.timingSafeEqual(a, b);
+}
+
+/**
+ * Extracts the bearer token from `Authorization`. The scheme is case-insensitive (the
+ * reference accepts `bearer`); an empty token or another scheme is an invalid header.
+ */
+export function bearerToken(header: string | string[] | undefined): { token: string } | { error: string } {
+  if (header === undefined) return { error: AuthMessages.missingToken };
+  const value = Array.isArray(header) ? header[0] : header;
+  if (value === undefined) return { error: AuthMessages.missingToken };
+  const m = /^\s*bearer[ \t]+(\S+)\s*$/i.exec(value);
+  if (!m) return { error: AuthMessages.invalidHeader };
+  return { token: m[1] };
+}
+
+function readSecretFile(file: string, what: string): Buffer {
+  const abs = path.resolve(file);
+  let raw: Buffer;
+  try {
+    raw = readFileSync(abs);
+  } catch (e) {
+    const err = e as NodeJS.ErrnoException;
+    throw new SecurityConfigError(`failed to read ${what} ${abs}: ${err.code ?? ''} ${err.message}`.replace(/\s+/g, ' '));
+  }
+  // The reference trims surrounding whitespace (a trailing newline from `echo` is common).
+  const trimmed = Buffer.from(raw.toString('utf8').trim(), 'utf8');
+  if (trimmed.length === 0) throw new SecurityConfigError(`${what} ${abs} must not be empty`);
+  return trimmed;
+}
+
+function parseHexDigest(hex: string): Buffer {
+  if (!/^[0-9a-fA-F]{64}$/.test(hex)) {
+    throw new SecurityConfigError('--ws-token-sha256 must be a 64-character hex SHA-256 digest');
+  }
+  return Buffer.from(hex, 'hex');
+}
+
+/** The token half of an authenticator: header value in, verdict out (no HTTP needed). */
+export type TokenVerifier = (authorization: string | string[] | undefined) => Promise<AuthResult>;
+
+function capabilityVerifier(expectedDigest: Buffer): TokenVerifier {
+  return async (authorization) => {
+    const parsed = bearerToken(authorization);
+    if ('error' in parsed) return deny(parsed.error);
+    return digestsEqual(sha256(parsed.token), expectedDigest) ? { ok: true } : deny(AuthMessages.invalidToken);
+  };
+}
+
+function jwtVerifier(secret: Uint8Array, issuer: string | undefined, audience: string | undefined, skew: number): TokenVerifier {
+  return async (authorization) => {
+    const parsed = bearerToken(authorization);
+    if ('error' in parsed) return deny(parsed.error);
+    try {
+      await jwtVerify(parsed.token, secret, {
+        algorithms: ['HS256'],
+        issuer,
+        audience,
+        clockTolerance: skew,
+        requiredClaims: ['exp'],
+      });
+      return { ok: true };
+    } catch (e) {
+      return deny(jwtFailureMessage(e));
+    }
+  };
+}
+
+/** Maps jose's verification errors onto the reference's messages (never the token itself). */
+function jwtFailureMessage(e: unknown): string {
+  if (e instanceof joseErrors.JWTExpired && e.claim === 'exp') return AuthMessages.expiredJwt;
+  if (e instanceof joseErrors.JWTClaimValidationFailed) {
+    if (e.claim === 'nbf' && e.reason === 'check_failed') return AuthMessages.notYetValidJwt;
+    if (e.claim === 'iss') return AuthMessages.issuerMismatch;
+    if (e.claim === 'aud') return AuthMessages.audienceMismatch;
+  }
+  return AuthMessages.invalidJwt;
+}
+
+/**
+ * Builds the upgrade-time token check for one mode. Reads and validates secrets now, so a
+ * bad configuration fails at startup (SecurityConfigError), never on the first client.
+ */
+export function createTokenVerifier(config: WsAuthConfig): TokenVerifier {
+  if (config.mode === 'capability-token') {
+    if (config.tokenFile !== undefined && config.tokenSha256 !== undefined) {
+      throw new SecurityConfigError('`--ws-token-file` and `--ws-token-sha256` are mutually exclusive');
+    }
+    if (config.tokenFile !== undefined) {
+      return capabilityVerifier(sha256(readSecretFile(config.tokenFile, 'websocket auth secret')));
+    }
+    if (config.tokenSha256 !== undefined) return capabilityVerifier(parseHexDigest(config.tokenSha256));
+    throw new SecurityConfigError('`--ws-token-file` or `--ws-token-sha256` is required when `--ws-auth capability-token` is set');
+  }
+  if (config.mode === 'signed-bearer-token') {
+    if (!config.sharedSecretFile) {
+      throw new SecurityConfigError('`--ws-shared-secret-file` is required when `--ws-auth signed-bearer-token` is set');
+    }
+    const skew = config.maxClockSkewSeconds ?? DEFAULT_MAX_CLOCK_SKEW_SECONDS;
+    if (!Number.isSafeInteger(skew) || skew < 0) {
+      throw new SecurityConfigError('--ws-max-clock-skew-seconds must be a non-negative integer');
+    }
+    const secret = readSecretFile(config.sharedSecretFile, 'signed websocket bearer secret');
+    if (secret.length < MIN_SHARED_SECRET_BYTES) {
+      throw new SecurityConfigError(
+        `signed websocket bearer secret ${path.resolve(config.sharedSecretFile)} must be at least ${MIN_SHARED_SECRET_BYTES} bytes`,
+      );
+    }
+    return jwtVerifier(new Uint8Array(secret), config.issuer, config.audience, skew);
+  }
+  throw new SecurityConfigError(`unknown --ws-auth mode ${JSON.stringify((config as { mode: unknown }).mode)}`);
+}
+
+/** `authenticate` for the websocket server: reads `Authorization` from the upgrade request. */
+export function createAuthenticator(config: WsAuthConfig): Authenticate {
+  const verify = createTokenVerifier(config);
+  return (req) => verify(req.headers.authorization);
+}
+
+/**
+ * Browser rule: a request carrying `Origin` comes from a web page (native clients do not
+ * send it). Any page could otherwise drive a loopback executor, so it is refused with 403
+ * (like the reference) unless the exact origin was allowed with `--allow-origin`.
+ */
+export function checkOrigin(origin: string | string[] | undefined, allowed: readonly string[]): AuthResult {
+  if (origin === undefined) return { ok: true };
+  const value = Array.isArray(origin) ? origin[0] : origin;
+  const norm = (s: string) => s.trim().replace(/\/+$/, '').toLowerCase();
+  if (value !== undefined && allowed.some((a) => a === '*' || norm(a) === norm(value))) return { ok: true };
+  return { ok: false, status: 403, message: AuthMessages.forbiddenOrigin };
+}
+
+/** Origin rule then (optional) token check: the single hook the websocket server calls. */
+export function createUpgradeGuard(opts: { auth?: WsAuthConfig; allowedOrigins?: readonly string[] }): Authenticate {
+  const verify = opts.auth ? createTokenVerifier(opts.auth) : undefined;
+  const allowed = opts.allowedOrigins ?? [];
+  return async (req) => {
+    const origin = checkOrigin(req.headers.origin, allowed);
+    if (!origin.ok) return origin;
+    return verify ? verify(req.headers.authorization) : { ok: true };
+  };
+}
+
+/**
+ * Is this listen host reachable only from this machine? `localhost`, 127.0.0.0/8, ::1 and
+ * their IPv4-mapped forms are; wildcards (0.0.0.0, ::) and every other name/address are not.
+ */
+export function isLoopbackHost(host: string): boolean {
+  let h = host.trim().toLowerCase();
+  if (h.startsWith('[') && h.endsWith(']')) h = h.slice(1, -1);
+  if (h === 'localhost' || h.endsWith('.localhost')) return true;
+  if (h.startsWith('::ffff:')) h = h.slice(7);
+  if (/^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h)) return h.split('.').every((p) => Number(p) <= 255);
+  if (h === '::1' || /^(0{1,4}:){7}0{0,3}1$/.test(h) || h === '0:0:0:0:0:0:0:1') return true;
+  return false;
+}
+
+/** The host part of a `ws://HOST:PORT` / `wss://HOST:PORT` listen URL (undefined for stdio or junk). */
+export function listenHost(listen: string): string | undefined {
+  if (!/^wss?:\/\//i.test(listen)) return undefined;
+  try {
+    return new URL(listen).hostname;
+  } catch {
+    return undefined;
+  }
+}
