@@ -8,8 +8,8 @@ export interface BenchClient {
   readonly kind: string;
   /** One fs/getMetadata round trip. */
   stat(path: string): Promise<void>;
-  /** Issues `count` fs/getMetadata calls at once; resolves when all answered. */
-  statPipelined(path: string, count: number): Promise<void>;
+  /** Issues `count` fs/getMetadata calls at once; resolves when all answered. `onAnswer` counts progress. */
+  statPipelined(path: string, count: number, onAnswer?: () => void): Promise<void>;
   /** process/start, resolves at process/exited with the exit code. */
   runToExit(argv: string[], cwd: string): Promise<number>;
   /** Runs a process, hands every output chunk (decoded, in seq order) to `onData`, resolves when closed. */

@@ -9,7 +9,7 @@ import path from 'node:path';
 import type { BenchClient } from './bench-client';
 import { prepareFixtures } from './fixtures';
 import { consoleTable, failures, judge, outcome, tableRows, type BenchResult, type MetricResult, type TargetName } from './report';
-import { FULL, QUICK, scenarios, type Samples, type Scenario } from './scenarios';
+import { FULL, QUICK, scenarios, StallError, type Samples, type Scenario } from './scenarios';
 import { oursCommand, referenceCommand, startServer, type ServerCommand, type ServerUnderTest } from './servers';
 import { renderSvg } from './svg';
 import { nowMs } from './stats';
@@ -22,8 +22,6 @@ interface Target {
   recover(): Promise<void>;
   stop(): Promise<void>;
 }
-
-class StallError extends Error {}
 
 function arg(name: string): string | undefined {
   const a = process.argv.find((x) => x === `--${name}` || x.startsWith(`--${name}=`));

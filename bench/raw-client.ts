@@ -40,10 +40,10 @@ export class RawBenchClient implements BenchClient {
     await this.rpc.request('fs/getMetadata', { path: uri(path) });
   }
 
-  async statPipelined(path: string, count: number): Promise<void> {
+  async statPipelined(path: string, count: number, onAnswer?: () => void): Promise<void> {
     const p = uri(path);
     const all: Promise<unknown>[] = [];
-    for (let i = 0; i < count; i++) all.push(this.rpc.request('fs/getMetadata', { path: p }));
+    for (let i = 0; i < count; i++) all.push(this.rpc.request('fs/getMetadata', { path: p }).then(onAnswer));
     await Promise.all(all);
   }
 

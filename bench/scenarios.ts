@@ -81,6 +81,8 @@ const BIN = { true: '/usr/bin/true', echo: '/usr/bin/echo', sh: '/usr/bin/sh', y
 const STREAM_LINE = 'abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ';
 
 class VerificationError extends Error {}
+/** The server stopped answering: reported as "stalled", not as a number. */
+export class StallError extends Error {}
 
 const rtt: Scenario = {
   id: 'rtt',
@@ -112,10 +114,20 @@ function pipelined(count: number): Scenario {
     metrics: () => [
       { id: `pipelined_${count}`, label: `pipelined ×${count}`, unit: 'req/s', better: 'higher', source: 'rps', reduce: 'median', minSpeedup: 1 },
     ],
-    async run(client, _cfg, fx) {
+    async run(client, cfg, fx) {
       await client.statPipelined(fx.smallFile, 50); // warm up
+      let answered = 0;
+      let timer: NodeJS.Timeout | undefined;
+      const limit = cfg.pipelineTimeoutMs - 1000;
+      const stalled = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new StallError(`${answered} of ${count} answered after ${limit} ms`)), limit);
+      });
       const t0 = nowMs();
-      await client.statPipelined(fx.smallFile, count);
+      try {
+        await Promise.race([client.statPipelined(fx.smallFile, count, () => answered++), stalled]);
+      } finally {
+        clearTimeout(timer);
+      }
       return { rps: [count / ((nowMs() - t0) / 1000)] };
     },
   };
