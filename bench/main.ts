@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { BenchClient } from './bench-client';
 import { prepareFixtures } from './fixtures';
-import { consoleTable, failures, judge, outcome, tableRows, type BenchResult, type MetricResult, type TargetName } from './report';
+import { consoleTable, failures, judge, markdownTable, outcome, tableRows, type BenchResult, type MetricResult, type TargetName } from './report';
 import { FULL, QUICK, scenarios, StallError, type Samples, type Scenario } from './scenarios';
 import { oursCommand, referenceCommand, startServer, type ServerCommand, type ServerUnderTest } from './servers';
 import { renderSvg } from './svg';
@@ -149,6 +149,8 @@ export async function main(repo: string): Promise<number> {
     mkdirSync(resultsDir, { recursive: true });
     writeFileSync(path.join(resultsDir, 'latest.json'), JSON.stringify(result, null, 2) + '\n');
     writeFileSync(path.join(resultsDir, 'latest.svg'), renderSvg(result));
+    // The README's Performance table is pasted from here.
+    writeFileSync(path.join(resultsDir, 'latest.md'), markdownTable(rows) + '\n');
     const writeDocs = arg('write-docs') !== undefined || (!cfg.quick && !only && arg('no-docs') === undefined);
     if (writeDocs) {
       writeFileSync(path.join(repo, 'docs', 'bench.json'), JSON.stringify(result, null, 2) + '\n');
