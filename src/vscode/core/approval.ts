@@ -1,0 +1,151 @@
+// The approval gate: decides whether an agent (or another extension, through the API) may
+// start a process or change files. Free of `vscode`: the host injects the settings, the
+// workspace roots and the prompt, so the policy logic is unit-tested in plain Node.
+import * as path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export type ApprovalPolicy = 'alwaysAsk' | 'askOutsideWorkspace' | 'neverAsk';
+export const APPROVAL_POLICIES: readonly ApprovalPolicy[] = ['alwaysAsk', 'askOutsideWorkspace', 'neverAsk'];
+
+/** Button titles: the e2e harness clicks them by title, keep them exactly. */
+export const ALLOW = 'Allow';
+export const ALLOW_FOR_SESSION = 'Allow for Session';
+export const DENY = 'Deny';
+export type ApprovalChoice = typeof ALLOW | typeof ALLOW_FOR_SESSION | typeof DENY;
+export const APPROVAL_CHOICES: readonly ApprovalChoice[] = [ALLOW, ALLOW_FOR_SESSION, DENY];
+
+export type FsOperation = 'write' | 'create directory' | 'delete' | 'copy' | 'rename';
+
+export type ApprovalRequest =
+  | { kind: 'run'; argv: string[]; cwd: string }
+  | { kind: 'fs'; operation: FsOperation; path: string; destination?: string };
+
+export interface ApprovalHost {
+  policy(): ApprovalPolicy;
+  timeoutMs(): number;
+  /** Absolute local paths of the workspace folders (file scheme only). */
+  workspaceRoots(): string[];
+  /** Shows the question; resolves with the chosen button, or undefined if dismissed. */
+  prompt(message: string, choices: readonly ApprovalChoice[]): Promise<string | undefined>;
+  log?(message: string): void;
+}
+
+export interface ApprovalDecision {
+  allowed: boolean;
+  /** Why, for logs and for the JSON-RPC error message of a denial. */
+  reason: 'policy' | 'inside workspace' | 'session' | 'user allowed' | 'user denied' | 'dismissed' | 'timed out';
+}
+
+/** Turns a wire path (file:// URI or plain path) into a normalized absolute path, or undefined. */
+export function toLocalPath(p: unknown): string | undefined {
+  if (typeof p !== 'string' || p === '') return undefined;
+  try {
+    const abs = p.startsWith('file:') ? fileURLToPath(p) : p;
+    return path.isAbsolute(abs) ? path.resolve(abs) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+export function isInside(p: string, root: string): boolean {
+  const r = path.resolve(root);
+  const x = path.resolve(p);
+  return x === r || x.startsWith(r.endsWith(path.sep) ? r : r + path.sep);
+}
+
+const MAX_SHOWN = 200;
+function clip(s: string): string {
+  return s.length > MAX_SHOWN ? s.slice(0, MAX_SHOWN - 1) + '…' : s;
+}
+function quoteArg(a: string): string {
+  return /^[\w@%+=:,./-]+$/.test(a) ? a : `'${a.replace(/'/g, `'\\''`)}'`;
+}
+export function commandLine(argv: string[]): string {
+  return argv.map(quoteArg).join(' ');
+}
+
+/** The notification text. The e2e harness matches "Exec Server:" — keep the wording. */
+export function describeRequest(req: ApprovalRequest): string {
+  if (req.kind === 'run') return `Exec Server: an agent wants to run \`${clip(commandLine(req.argv))}\` in ${req.cwd}`;
+  const target = req.destination !== undefined ? `${req.path} to ${req.destination}` : req.path;
+  return `Exec Server: an agent wants to ${req.operation} ${target}`;
+}
+
+function pathsOf(req: ApprovalRequest): string[] {
+  if (req.kind === 'run') return [req.cwd];
+  return req.destination !== undefined ? [req.path, req.destination] : [req.path];
+}
+
+interface Waiter {
+  scope: string;
+  settle(d: ApprovalDecision): void;
+}
+
+export class ApprovalGate {
+  private readonly sessionAllowed = new Set<string>();
+  private readonly waiting = new Set<Waiter>();
+
+  constructor(private readonly host: ApprovalHost) {}
+
+  /**
+   * Decides one request. `scope` names who asks ("agent", "api"): "Allow for Session" allows
+   * every further request of that scope until resetSession(scope).
+   */
+  async check(req: ApprovalRequest, scope = 'agent'): Promise<ApprovalDecision> {
+    const policy = this.host.policy();
+    if (policy === 'neverAsk') return { allowed: true, reason: 'policy' };
+    if (this.sessionAllowed.has(scope)) return { allowed: true, reason: 'session' };
+    if (policy === 'askOutsideWorkspace') {
+      const roots = this.host.workspaceRoots();
+      const paths = pathsOf(req).map(toLocalPath);
+      if (paths.every((p) => p !== undefined && roots.some((r) => isInside(p, r)))) {
+        return { allowed: true, reason: 'inside workspace' };
+      }
+    }
+    return this.ask(req, scope);
+  }
+
+  /** Forgets "Allow for Session" for a scope (e.g. when the agent endpoint stops). */
+  resetSession(scope: string): void {
+    this.sessionAllowed.delete(scope);
+  }
+
+  isSessionAllowed(scope: string): boolean {
+    return this.sessionAllowed.has(scope);
+  }
+
+  private ask(req: ApprovalRequest, scope: string): Promise<ApprovalDecision> {
+    const message = describeRequest(req);
+    const timeoutMs = Math.max(1, this.host.timeoutMs());
+    return new Promise<ApprovalDecision>((resolve) => {
+      let done = false;
+      const waiter: Waiter = {
+        scope,
+        settle: (d) => {
+          if (done) return;
+          done = true;
+          clearTimeout(timer);
+          this.waiting.delete(waiter);
+          this.host.log?.(`approval: ${message} → ${d.allowed ? 'allowed' : 'denied'} (${d.reason})`);
+          resolve(d);
+        },
+      };
+      // No answer in time means no.
+      const timer = setTimeout(() => waiter.settle({ allowed: false, reason: 'timed out' }), timeoutMs);
+      this.waiting.add(waiter);
+      this.host.prompt(message, APPROVAL_CHOICES).then(
+        (choice) => {
+          if (choice === ALLOW) waiter.settle({ allowed: true, reason: 'user allowed' });
+          else if (choice === ALLOW_FOR_SESSION) {
+            this.sessionAllowed.add(scope);
+            waiter.settle({ allowed: true, reason: 'user allowed' });
+            // Other questions of the same scope still on screen are answered by this choice.
+            for (const w of [...this.waiting]) if (w.scope === scope) w.settle({ allowed: true, reason: 'session' });
+          } else if (choice === DENY) waiter.settle({ allowed: false, reason: 'user denied' });
+          else waiter.settle({ allowed: false, reason: 'dismissed' });
+        },
+        () => waiter.settle({ allowed: false, reason: 'dismissed' }),
+      );
+    });
+  }
+}

@@ -1,0 +1,187 @@
+// A Pseudoterminal over an exec-server process, without importing `vscode`: the shape
+// (onDidWrite / onDidClose / open / close / handleInput / setDimensions) matches
+// vscode.Pseudoterminal structurally, so the extension passes it to createTerminal as is.
+//  - 'pty' mode: a PTY process (shell). Input is written raw, resize follows the terminal,
+//    the terminal closes with the exit code.
+//  - 'pipe' mode: a non-PTY process (Run Command). LF is shown as CRLF, input is echoed,
+//    Ctrl+C sends process/signal interrupt, and the terminal stays open after exit showing
+//    the exit code until a key is pressed.
+import type { ProcessHandle } from '../../client/api';
+import { Emitter, type Disposable } from '../../rpc/event';
+import { lfToCrlf, OutputCoalescer, type CoalescerOptions } from './output-coalescer';
+
+export interface TerminalDimensions {
+  rows: number;
+  columns: number;
+}
+
+export interface ExecTerminalResult {
+  /** Undefined if the process never started or was lost. */
+  exitCode: number | undefined;
+  error?: string;
+}
+
+export interface ExecTerminalOptions {
+  /** Starts the process; `dims` is the size known when the terminal opened. */
+  start(dims: TerminalDimensions | undefined): Promise<ProcessHandle>;
+  mode: 'pty' | 'pipe';
+  /** Closing the terminal terminates the process (default true; false for processes owned by an agent). */
+  terminateOnClose?: boolean;
+  /** Keep the terminal open after exit (default: true for pipe, false for pty). */
+  keepOpen?: boolean;
+  coalescer?: CoalescerOptions;
+  onStarted?(handle: ProcessHandle): void;
+  log?(message: string): void;
+}
+
+const RED = '\x1b[31m';
+const DIM = '\x1b[2m';
+const RESET = '\x1b[0m';
+
+export class ExecTerminal implements Disposable {
+  private readonly writeEmitter = new Emitter<string>();
+  private readonly closeEmitter = new Emitter<number | void>();
+  readonly onDidWrite = this.writeEmitter.event;
+  readonly onDidClose = this.closeEmitter.event;
+
+  private readonly coalescer: OutputCoalescer;
+  private handle: ProcessHandle | undefined;
+  private dims: TerminalDimensions | undefined;
+  private pendingInput = '';
+  private writing = false;
+  private finished = false;
+  private startFailed = false;
+  private closedByUser = false;
+  private terminalClosed = false;
+  private readonly subs: Disposable[] = [];
+  private resolveResult!: (r: ExecTerminalResult) => void;
+  /** Settles when the process is over and all its output was written to the terminal. */
+  readonly result: Promise<ExecTerminalResult>;
+
+  constructor(private readonly options: ExecTerminalOptions) {
+    this.result = new Promise((r) => (this.resolveResult = r));
+    const transform = options.mode === 'pipe' ? lfToCrlf : undefined;
+    this.coalescer = new OutputCoalescer((t) => this.writeEmitter.fire(t), { transform, ...options.coalescer }, (congested) =>
+      options.log?.(congested ? 'terminal output is arriving faster than the terminal draws it; buffering' : 'terminal output caught up'),
+    );
+  }
+
+  get processHandle(): ProcessHandle | undefined {
+    return this.handle;
+  }
+  get isRunning(): boolean {
+    return !!this.handle && !this.finished;
+  }
+
+  open(initialDimensions: TerminalDimensions | undefined): void {
+    this.dims = initialDimensions;
+    this.options.start(initialDimensions).then(
+      (h) => this.attach(h),
+      (e) => {
+        const msg = e instanceof Error ? e.message : String(e);
+        this.startFailed = true;
+        this.coalescer.pushText(`${RED}Exec Server: could not start the process: ${msg}${RESET}\r\n`);
+        void this.finish({ exitCode: undefined, error: msg }, true);
+      },
+    );
+  }
+
+  /** The user closed the terminal: stop the process it shows. */
+  close(): void {
+    this.terminalClosed = true;
+    this.closedByUser = true;
+    if (this.handle && !this.finished && this.options.terminateOnClose !== false) void this.handle.terminate().catch(() => undefined);
+    this.coalescer.dispose();
+  }
+
+  handleInput(data: string): void {
+    if (this.finished) {
+      // Kept open after exit: any key closes it.
+      if ((this.keepOpen || this.startFailed) && !this.terminalClosed) this.fireClose(undefined);
+      return;
+    }
+    if (this.options.mode === 'pipe') {
+      if (data.includes('\x03')) {
+        void this.handle?.interrupt().catch((e) => this.options.log?.(`interrupt failed: ${e}`));
+        data = data.replace(/\x03/g, '');
+        if (!data) return;
+      }
+      this.writeEmitter.fire(data.replace(/\r/g, '\r\n')); // echo: a pipe has no line discipline
+      data = data.replace(/\r/g, '\n');
+    }
+    this.pendingInput += data;
+    void this.pumpInput();
+  }
+
+  setDimensions(dims: TerminalDimensions): void {
+    this.dims = dims;
+    if (this.handle && !this.finished && this.options.mode === 'pty') {
+      // Servers without process/resize answer false: nothing to do.
+      void this.handle.resize(dims.rows, dims.columns).catch((e) => this.options.log?.(`resize failed: ${e}`));
+    }
+  }
+
+  dispose(): void {
+    this.coalescer.dispose();
+    for (const s of this.subs) s.dispose();
+    this.writeEmitter.dispose();
+    this.closeEmitter.dispose();
+  }
+
+  private get keepOpen(): boolean {
+    return this.options.keepOpen ?? this.options.mode === 'pipe';
+  }
+
+  private attach(h: ProcessHandle): void {
+    this.handle = h;
+    this.options.onStarted?.(h);
+    if (this.closedByUser && this.options.terminateOnClose !== false) void h.terminate().catch(() => undefined);
+    this.subs.push(h.onOutput((e) => this.coalescer.push(e.data)));
+    // A size change between open() and the start answer.
+    if (this.options.mode === 'pty' && this.dims) void h.resize(this.dims.rows, this.dims.columns).catch(() => undefined);
+    let closeError: string | undefined;
+    this.subs.push(h.onClose((e) => (closeError = e.error)));
+    h.closed.then(
+      () => this.finish({ exitCode: h.exitCode, error: closeError }, false),
+      (e) => this.finish({ exitCode: h.exitCode, error: String(e) }, false),
+    );
+    void this.pumpInput();
+  }
+
+  private async pumpInput(): Promise<void> {
+    if (this.writing || !this.handle) return;
+    this.writing = true;
+    try {
+      // One write in flight at a time keeps keystrokes in order; what arrives meanwhile is batched.
+      while (this.pendingInput && !this.finished) {
+        const chunk = this.pendingInput;
+        this.pendingInput = '';
+        const status = await this.handle.write(chunk);
+        if (status !== 'accepted') this.options.log?.(`process/write: ${status}`);
+      }
+    } catch (e) {
+      this.options.log?.(`process/write failed: ${e}`);
+    } finally {
+      this.writing = false;
+    }
+  }
+
+  private async finish(r: ExecTerminalResult, startFailed: boolean): Promise<void> {
+    if (this.finished) return;
+    this.finished = true;
+    if (r.error && !startFailed) this.coalescer.pushText(`\r\n${RED}Exec Server: ${r.error}${RESET}\r\n`);
+    if (this.keepOpen && !this.closedByUser) {
+      const what = r.exitCode === undefined ? 'process ended' : `process exited with code ${r.exitCode}`;
+      this.coalescer.pushText(`\r\n${DIM}[${what} — press any key to close]${RESET}\r\n`);
+    }
+    await this.coalescer.end();
+    this.resolveResult(r);
+    if (!this.keepOpen && !startFailed) this.fireClose(r.exitCode);
+  }
+
+  private fireClose(code: number | undefined): void {
+    if (this.terminalClosed) return;
+    this.terminalClosed = true;
+    this.closeEmitter.fire(code);
+  }
+}
