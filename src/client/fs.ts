@@ -77,7 +77,8 @@ export class ClientFs implements ExecFs {
   /** fs/open + fs/readBlock until eof; fs/close always runs (also on early break or error). */
   async *createReadStream(path: string, opts: { blockSize?: number } = {}): AsyncIterable<Uint8Array> {
     const len = Math.max(1, Math.min(opts.blockSize ?? DEFAULT_READ_BLOCK, 1024 * 1024));
-    const handleId = `h-${randomUUID()}`;
+    // The reference limits handle ids to 32 bytes.
+    const handleId = `h-${randomUUID().replace(/-/g, "").slice(0, 24)}`;
     await this.host.request('fs/open', { handleId, path: toWireUri(path) });
     try {
       let offset = 0;
@@ -99,7 +100,7 @@ export class ClientFs implements ExecFs {
     if (!this.host.supports('fs/watch')) {
       throw new RpcError(ErrorCodes.MethodNotFound, 'fs/watch is not supported by this exec-server (reference servers have no file watching)');
     }
-    const watchId = `w-${randomUUID()}`;
+    const watchId = `w-${randomUUID().replace(/-/g, "").slice(0, 24)}`;
     const reg = this.host.registerWatch(watchId, listener);
     try {
       await this.host.request('fs/watch', { watchId, path: toWireUri(path), recursive });

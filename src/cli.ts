@@ -1,0 +1,194 @@
+// The standalone `exec-server` CLI (dist/cli.js, the package bin).
+//   exec-server [--listen ws://IP:PORT | stdio:// | stdio]
+// stdout carries only protocol (stdio) or the one line with the bound URL (websocket);
+// logs go to stderr. SIGINT/SIGTERM shut down cleanly (children are killed).
+import { ExecServer } from './server/exec-server';
+import { serveConnection, DEFAULT_MAX_IN_FLIGHT } from './transports/serve';
+import { StdioTransport } from './transports/stdio';
+import { listenWebSocket, type WebSocketListenOptions } from './transports/websocket-server';
+import { VERSION } from './version';
+
+type Level = 'debug' | 'info' | 'warn' | 'error';
+const LEVELS: Level[] = ['debug', 'info', 'warn', 'error'];
+
+const HELP = `exec-server ${VERSION} — run processes and filesystem operations for a remote client
+(JSON-RPC, wire-compatible with \`codex exec-server\`).
+
+Usage: exec-server [options]
+
+Options:
+  --listen URL          ws://IP:PORT (default ws://127.0.0.1:0), stdio:// or stdio
+  --max-in-flight N     concurrent requests per connection (default ${DEFAULT_MAX_IN_FLIGHT})
+  --log-level LEVEL     debug|info|warn|error (default info; also EXEC_SERVER_LOG)
+  -h, --help            show this help
+  -V, --version         print the version
+With a websocket listener the bound URL is printed as one line on stdout once it accepts
+connections; GET /readyz on the same port answers 200.
+`;
+
+export class UsageError extends Error {}
+
+interface CliOptions {
+  listen: string;
+  maxInFlight: number;
+  logLevel: Level;
+}
+
+function parseArgs(argv: string[]): CliOptions | 'help' | 'version' {
+  const o: CliOptions = {
+    listen: 'ws://127.0.0.1:0',
+    maxInFlight: DEFAULT_MAX_IN_FLIGHT,
+    logLevel: (LEVELS as string[]).includes(process.env.EXEC_SERVER_LOG ?? '') ? (process.env.EXEC_SERVER_LOG as Level) : 'info',
+  };
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    const eq = a.startsWith('--') ? a.indexOf('=') : -1;
+    const name = eq > 0 ? a.slice(0, eq) : a;
+    const value = (): string => {
+      const v = eq > 0 ? a.slice(eq + 1) : argv[++i];
+      if (v === undefined || v === '') throw new UsageError(`${name} requires a value`);
+      return v;
+    };
+    switch (name) {
+      case '-h':
+      case '--help':
+        return 'help';
+      case '-V':
+      case '--version':
+        return 'version';
+      case '--listen':
+        o.listen = value();
+        break;
+      case '--max-in-flight': {
+        const n = Number(value());
+        if (!Number.isInteger(n) || n < 1) throw new UsageError('--max-in-flight must be a positive integer');
+        o.maxInFlight = n;
+        break;
+      }
+      case '--log-level': {
+        const v = value();
+        if (!(LEVELS as string[]).includes(v)) throw new UsageError(`--log-level must be one of ${LEVELS.join(', ')}`);
+        o.logLevel = v as Level;
+        break;
+      }
+      // Security flags (--ws-auth ..., --tls-cert/--tls-key, --allow-origin) are parsed here
+      // once wired: see src/transports/ws-auth-args.ts.
+      default:
+        throw new UsageError(`unknown argument: ${a}`);
+    }
+  }
+  return o;
+}
+
+type Listen = { kind: 'stdio' } | { kind: 'ws'; host: string; port: number };
+
+function parseListen(listen: string): Listen {
+  if (listen === 'stdio' || listen === 'stdio://' || listen === '-') return { kind: 'stdio' };
+  let url: URL;
+  try {
+    url = new URL(listen);
+  } catch {
+    throw new UsageError(`invalid --listen value ${JSON.stringify(listen)}: expected ws://IP:PORT, stdio:// or stdio`);
+  }
+  if (url.protocol !== 'ws:') throw new UsageError(`unsupported --listen scheme ${url.protocol} (expected ws:// or stdio://)`);
+  if (url.pathname !== '/' && url.pathname !== '') throw new UsageError(`--listen ${listen}: a path is not supported`);
+  const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
+  if (!url.port) throw new UsageError(`--listen ${listen}: a port is required (use :0 for any free port)`);
+  return { kind: 'ws', host: host === 'localhost' ? '127.0.0.1' : host, port: Number(url.port) };
+}
+
+function isLoopback(host: string): boolean {
+  return host === '::1' || /^127\.\d+\.\d+\.\d+$/.test(host);
+}
+
+export async function main(argv: string[]): Promise<number> {
+  let opts: ReturnType<typeof parseArgs>;
+  let listen: Listen;
+  try {
+    opts = parseArgs(argv);
+    if (opts === 'help') {
+      process.stdout.write(HELP);
+      return 0;
+    }
+    if (opts === 'version') {
+      process.stdout.write(`exec-server ${VERSION}\n`);
+      return 0;
+    }
+    listen = parseListen(opts.listen);
+    if (listen.kind === 'ws' && !isLoopback(listen.host)) {
+      // Until websocket authentication is configured here, only loopback is safe to expose.
+      throw new UsageError(
+        `refusing to listen on non-loopback address ${listen.host}: anyone who can reach it could run commands. ` +
+          'Listen on 127.0.0.1 and tunnel (e.g. ssh -L), or configure websocket authentication.',
+      );
+    }
+  } catch (e) {
+    if (e instanceof UsageError) {
+      process.stderr.write(`exec-server: ${e.message}\nRun \`exec-server --help\` for usage.\n`);
+      return 2;
+    }
+    throw e;
+  }
+
+  const minLevel = LEVELS.indexOf(opts.logLevel);
+  const log = (level: Level, message: string) => {
+    if (LEVELS.indexOf(level) >= minLevel) process.stderr.write(`${new Date().toISOString()} ${level.toUpperCase()} exec-server: ${message}\n`);
+  };
+  process.stdout.on('error', () => {}); // a closed stdout must not crash the server (EPIPE)
+
+  const server = new ExecServer({ log });
+  let stopping: Promise<number> | undefined;
+  let closeListener: () => Promise<void> = async () => {};
+  const stop = (why: string, code = 0): Promise<number> => {
+    stopping ??= (async () => {
+      log('info', `shutting down (${why})`);
+      await closeListener().catch(() => {});
+      await server.shutdown().catch((e: unknown) => log('error', `shutdown: ${String(e)}`));
+      return code;
+    })();
+    return stopping;
+  };
+
+  const done = new Promise<number>((resolve) => {
+    for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.once(sig, () => void stop(sig).then(resolve));
+    if (listen.kind === 'stdio') {
+      const transport = new StdioTransport(process.stdin, process.stdout);
+      const served = serveConnection(server, transport, { terminateOnClose: true, label: 'stdio', maxInFlight: opts.maxInFlight, log });
+      void served.closed.then(() => stop('end of input').then(resolve));
+    }
+  });
+
+  if (listen.kind === 'ws') {
+    const wsOptions: WebSocketListenOptions = {
+      host: listen.host,
+      port: listen.port,
+      log,
+      onConnection: (transport, req) => {
+        const label = `ws ${req.socket.remoteAddress}:${req.socket.remotePort}`;
+        serveConnection(server, transport, { label, maxInFlight: opts.maxInFlight, log });
+      },
+      // authenticate / allowedOrigins / tls: set from the security flags here.
+    };
+    try {
+      const listener = await listenWebSocket(wsOptions);
+      closeListener = () => listener.close();
+      process.stdout.write(`${listener.url}\n`);
+      log('info', `listening on ${listener.url}`);
+    } catch (e) {
+      log('error', `cannot listen on ${opts.listen}: ${e instanceof Error ? e.message : String(e)}`);
+      await server.shutdown().catch(() => {});
+      return 1;
+    }
+  }
+  return done;
+}
+
+if (require.main === module) {
+  main(process.argv.slice(2)).then(
+    (code) => process.exit(code),
+    (e) => {
+      process.stderr.write(`exec-server: fatal: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
+      process.exit(1);
+    },
+  );
+}

@@ -1,0 +1,93 @@
+// Shared helpers for tests that run real server processes (our CLI, the reference binary).
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
+import * as path from 'node:path';
+
+export const repoRoot = process.env.EXEC_SERVER_REPO ?? path.resolve(__dirname, '../../..');
+export const cliPath = path.join(repoRoot, 'dist/cli.js');
+
+let refPath: string | undefined;
+/** Path of the reference `codex` binary (installs it into the cache if missing). */
+export function referenceBinary(): string {
+  if (refPath) return refPath;
+  const r = spawnSync('bash', [path.join(repoRoot, 'scripts/install-reference.sh')], { encoding: 'utf8', timeout: 300_000 });
+  if (r.status !== 0) throw new Error(`install-reference.sh failed: ${r.stderr}`);
+  refPath = r.stdout.trim();
+  return refPath;
+}
+export function referenceEnv(): NodeJS.ProcessEnv {
+  const home = path.join(path.dirname(referenceBinary().replace(/\/node_modules\/.*$/, '/x')), 'home');
+  mkdirSync(home, { recursive: true });
+  return { ...process.env, CODEX_HOME: home };
+}
+
+export interface ServerCommand {
+  name: string;
+  command: string;
+  args: (listen: string) => string[];
+  env: () => NodeJS.ProcessEnv;
+}
+export const ourServer: ServerCommand = {
+  name: 'ours',
+  command: process.execPath,
+  args: (listen) => [cliPath, '--listen', listen],
+  env: () => process.env,
+};
+export const referenceServer: ServerCommand = {
+  name: 'reference',
+  command: '', // resolved lazily
+  args: (listen) => ['exec-server', '--listen', listen],
+  env: referenceEnv,
+};
+export function commandOf(s: ServerCommand): string {
+  return s.name === 'reference' ? referenceBinary() : s.command;
+}
+
+export interface RunningServer {
+  url: string;
+  child: ChildProcess;
+  stderr: () => string;
+  stop(): Promise<void>;
+}
+
+/** Starts a server listening on ws://127.0.0.1:0 and waits for the URL line on stdout. */
+export function startWsServer(s: ServerCommand, extraArgs: string[] = [], timeoutMs = 30_000): Promise<RunningServer> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(commandOf(s), [...s.args('ws://127.0.0.1:0'), ...extraArgs], { env: s.env(), stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    child.stderr!.on('data', (d) => (err += d));
+    const stop = () =>
+      new Promise<void>((res) => {
+        if (child.exitCode !== null || child.signalCode !== null) return res();
+        child.once('exit', () => res());
+        child.kill('SIGTERM');
+        setTimeout(() => child.kill('SIGKILL'), 5000).unref();
+      });
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`${s.name} server did not print its URL in ${timeoutMs} ms; stderr: ${err}`));
+    }, timeoutMs);
+    child.stdout!.on('data', (d) => {
+      out += d;
+      const m = /^(wss?:\/\/\S+)\s*$/m.exec(out);
+      if (m) {
+        clearTimeout(timer);
+        resolve({ url: m[1], child, stderr: () => err, stop });
+      }
+    });
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`${s.name} server exited (${code}) before printing its URL; stderr: ${err}`));
+    });
+  });
+}
+
+/** Polls `cond` until true (bounded). */
+export async function waitFor(cond: () => boolean, what: string, timeoutMs = 20_000): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}

@@ -1,0 +1,97 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { PassThrough } from 'node:stream';
+import { StdioTransport } from '../../src/transports/stdio';
+
+function setup(maxLineBytes?: number) {
+  const input = new PassThrough();
+  const output = new PassThrough();
+  const t = new StdioTransport(input, output, { maxLineBytes });
+  const messages: unknown[] = [];
+  const parseErrors: string[] = [];
+  t.onMessage((m) => messages.push(m));
+  t.onParseError((e) => parseErrors.push(e));
+  return { input, output, t, messages, parseErrors };
+}
+const tick = () => new Promise((r) => setImmediate(r));
+
+test('stdio: messages split across writes and several per write are framed by newline', async () => {
+  const { input, t, messages } = setup();
+  input.write('{"id":1,"me');
+  input.write('thod":"a"}\n{"id":2,"method":"b"}\n{"id"');
+  await tick();
+  assert.deepEqual(messages, [{ id: 1, method: 'a' }, { id: 2, method: 'b' }]);
+  input.write(':3}\n');
+  await tick();
+  assert.deepEqual(messages[2], { id: 3 });
+  t.close();
+});
+
+test('stdio: CRLF line endings and blank lines are tolerated', async () => {
+  const { input, t, messages, parseErrors } = setup();
+  input.write('{"a":1}\r\n\r\n\n   \n{"b":"x\\r"}\r\n');
+  await tick();
+  assert.deepEqual(messages, [{ a: 1 }, { b: 'x\r' }]);
+  assert.deepEqual(parseErrors, []);
+  t.close();
+});
+
+test('stdio: a multi-byte UTF-8 character split between chunks survives', async () => {
+  const { input, t, messages } = setup();
+  const bytes = Buffer.from('{"s":"héllo €"}\n');
+  const cut = bytes.indexOf(0xe2) + 1; // inside the 3-byte euro sign
+  input.write(bytes.subarray(0, cut));
+  input.write(bytes.subarray(cut));
+  await tick();
+  assert.deepEqual(messages, [{ s: 'héllo €' }]);
+  t.close();
+});
+
+test('stdio: invalid JSON reports a parse error and the stream keeps working', async () => {
+  const { input, t, messages, parseErrors } = setup();
+  input.write('not json\n{"ok":true}\n');
+  await tick();
+  assert.equal(parseErrors.length, 1);
+  assert.deepEqual(messages, [{ ok: true }]);
+  assert.equal(t.closed, false);
+  t.close();
+});
+
+test('stdio: a line over the limit closes the transport with a clear reason', async () => {
+  const { input, t, messages } = setup(64);
+  const closed = new Promise<string>((r) => t.onClose((i) => r(i.reason)));
+  input.write('{"small":1}\n');
+  input.write('x'.repeat(40));
+  input.write('y'.repeat(40)); // no newline yet: the pending partial line already exceeds 64 bytes
+  const reason = await closed;
+  assert.match(reason, /exceeds the limit of 64 bytes/);
+  assert.deepEqual(messages, [{ small: 1 }]);
+  assert.equal(t.closed, true);
+});
+
+test('stdio: send writes one line per message; close ends output; end of input closes non-locally', async () => {
+  const { input, output, t } = setup();
+  let written = '';
+  output.on('data', (d) => (written += d));
+  t.send({ id: 1, result: { x: 'a\nb' } });
+  t.send({ method: 'n' });
+  await tick();
+  assert.deepEqual(written.split('\n'), ['{"id":1,"result":{"x":"a\\nb"}}', '{"method":"n"}', '']);
+  const info = new Promise<{ local: boolean }>((r) => t.onClose(r));
+  input.end();
+  assert.equal((await info).local, false);
+  t.send({ dropped: true }); // must not throw after close
+});
+
+test('stdio: bufferedAmount and onDrain reflect the writable backpressure', async () => {
+  const input = new PassThrough();
+  const output = new PassThrough({ highWaterMark: 16 });
+  const t = new StdioTransport(input, output);
+  t.send({ payload: 'z'.repeat(1000) });
+  assert.ok(t.bufferedAmount > 16, `bufferedAmount ${t.bufferedAmount}`);
+  const drained = new Promise<void>((r) => t.onDrain(() => r()));
+  output.resume(); // consume: the writable drains
+  await drained;
+  assert.equal(t.bufferedAmount, 0);
+  t.close();
+});
