@@ -1,0 +1,27 @@
+// Builds the e2e test-runner extension: bundles runner-ext/src (with the suite) by esbuild and
+// packages it into its own VSIX, so the product VSIX never contains tests. Also bundles the
+// suite alone for @vscode/test-electron / @vscode/test-cli (.vscode-test.mjs).
+// Usage: node test/e2e/build-runner.mjs [outDir]  → prints the VSIX path.
+import { execFileSync } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import * as esbuild from 'esbuild';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const repo = path.resolve(here, '../..');
+const outDir = path.resolve(process.argv[2] ?? path.join(repo, 'out', 'e2e'));
+mkdirSync(outDir, { recursive: true });
+
+const common = {
+  bundle: true, platform: 'node', target: 'node20', format: 'cjs', sourcemap: 'inline', logLevel: 'warning',
+  // ws's optional native helpers are not installed; ws falls back to JS.
+  external: ['vscode', 'bufferutil', 'utf-8-validate'],
+};
+await esbuild.build({ ...common, entryPoints: [path.join(here, 'runner-ext/src/extension.ts')], outfile: path.join(here, 'runner-ext/dist/extension.js') });
+await esbuild.build({ ...common, entryPoints: [path.join(here, 'suite/index.ts')], outfile: path.join(outDir, 'suite.js') });
+
+const vsix = path.join(outDir, 'exec-server-e2e-runner.vsix');
+execFileSync(process.execPath, [path.join(repo, 'node_modules/@vscode/vsce/vsce'), 'package', '--no-dependencies',
+  '--allow-missing-repository', '--skip-license', '-o', vsix], { cwd: path.join(here, 'runner-ext'), stdio: ['ignore', 'ignore', 'inherit'] });
+console.log(vsix);

@@ -1,0 +1,43 @@
+// The e2e test-runner extension. It depends on the product extension (extensionDependencies)
+// and, when the harness asks for it, runs the suite inside the real extension host after
+// startup. It does nothing otherwise, so installing it by accident is harmless.
+import { existsSync, readFileSync } from 'node:fs';
+import * as vscode from 'vscode';
+import { loadConfig } from '../../suite/config';
+import { writeResults, type ResultsFile } from '../../suite/framework';
+import { runFromConfig } from '../../suite/index';
+
+export function activate(context: vscode.ExtensionContext): void {
+  const configFile = process.env.EXEC_SERVER_E2E_CONFIG || vscode.workspace.getConfiguration('execServerE2E').get<string>('config');
+  if (!configFile) return;
+  const out = vscode.window.createOutputChannel('Exec Server E2E');
+  context.subscriptions.push(out);
+  let cfg;
+  try {
+    cfg = loadConfig(configFile);
+  } catch (err) {
+    out.appendLine(String(err));
+    return;
+  }
+  // A second activation (the extension host restarted mid-run) must not start the suite again:
+  // report it as a failure the harness can show.
+  if (existsSync(cfg.resultsFile)) {
+    const prev = JSON.parse(readFileSync(cfg.resultsFile, 'utf8')) as ResultsFile;
+    if (!prev.done) {
+      const last = prev.results[prev.results.length - 1]?.name ?? '(before the first test finished)';
+      writeResults(cfg.resultsFile, { ...prev, done: true, fatal: `the extension host restarted during the suite, after: ${last}` });
+    }
+    return;
+  }
+  const started = Date.now();
+  out.appendLine(`running the exec-server e2e suite (config ${configFile})`);
+  runFromConfig(cfg, (line) => out.appendLine(line)).then(
+    (data) => out.appendLine(`done in ${Date.now() - started} ms: ${data.results.filter((r) => r.ok).length} passed`),
+    (err) => {
+      out.appendLine(`suite crashed: ${err?.stack ?? err}`);
+      writeResults(cfg.resultsFile, { planned: [], results: [], done: true, fatal: `suite crashed: ${err?.stack ?? err}` });
+    },
+  );
+}
+
+export function deactivate(): void {}

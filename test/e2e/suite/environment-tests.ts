@@ -1,0 +1,94 @@
+// Environment lifecycle: the built-in Local environment, adding the project's CLI as a remote
+// environment, running on it, surviving a restart of the remote server, and removing it.
+import * as vscode from 'vscode';
+import { afterAll, test } from './framework';
+import { RemoteServer } from './remote-server';
+import { assert, assertEqual, productApi, uniqueName, waitFor } from './util';
+
+export const LOCAL = 'Local';
+export const remote = { name: '', server: new RemoteServer() };
+
+/** Name of the remote environment; fails clearly when its setup test did not pass. */
+export function remoteName(): string {
+  if (!remote.name) throw new Error('the remote environment was not set up (see the "remote: addEnvironment" test)');
+  return remote.name;
+}
+
+function envState(api: Awaited<ReturnType<typeof productApi>>, name: string) {
+  return api.getEnvironments().find((e) => e.name === name);
+}
+
+/** The parent pid of a process started in `env`: proves which server started it. */
+export async function parentPid(env: string): Promise<number> {
+  const api = await productApi();
+  const r = await api.run(env, ['/bin/sh', '-c', 'echo $PPID']);
+  assertEqual(r.exitCode, 0, 'exit code of echo $PPID');
+  return Number(r.stdout.trim());
+}
+
+export function registerExtensionTests(): void {
+  test('extension: activates and exports an API with a version and the Local environment', async () => {
+    const api = await productApi();
+    assert(typeof api.version === 'string' && /^\d+\.\d+\.\d+/.test(api.version), `API version is semver (got ${api.version})`);
+    const ext = vscode.extensions.getExtension('exec-server.exec-server')!;
+    assertEqual(api.version, ext.packageJSON.version, 'API version equals the extension version');
+    const names = api.getEnvironments().map((e) => e.name);
+    assert(names.includes(LOCAL), `getEnvironments() lists ${LOCAL} (got ${JSON.stringify(names)})`);
+    for (const c of ['execServer.connect', 'execServer.addEnvironment', 'execServer.newTerminal', 'execServer.runCommand',
+      'execServer.openRemoteFolder', 'execServer.startAgentEndpoint', 'execServer.showLog']) {
+      assert((await vscode.commands.getCommands(true)).includes(c), `command ${c} is registered`);
+    }
+  });
+}
+
+export function registerRemoteSetupTest(): void {
+  test('remote: addEnvironment + connect to the project CLI server makes it a connected environment', async () => {
+    const url = await remote.server.start(0);
+    const name = uniqueName('e2e-remote');
+    await vscode.commands.executeCommand('execServer.addEnvironment', { name, url });
+    await vscode.commands.executeCommand('execServer.connect', { environment: name });
+    const api = await productApi();
+    const env = await waitFor(`environment ${name} connected`, () => {
+      const e = envState(api, name);
+      return e && (e.state === undefined || e.state === 'connected') ? e : undefined;
+    });
+    assert(env, 'environment listed');
+    assertEqual(await parentPid(name), remote.server.pid, 'processes of the remote environment are children of the CLI server');
+    remote.name = name;
+  }, 90_000);
+  afterAll(async () => {
+    if (remote.name) await vscode.commands.executeCommand('execServer.removeEnvironment', { name: remote.name }).then(undefined, () => {});
+  });
+}
+
+export function registerRemoteLifecycleTests(): void {
+  test('remote: the environment reconnects after its server restarts on the same port', async () => {
+    const name = remoteName();
+    const port = remote.server.port;
+    const oldPid = remote.server.pid;
+    await remote.server.stop();
+    await remote.server.start(port);
+    assertEqual(remote.server.port, port, 'restarted server port');
+    const api = await productApi();
+    // Each attempt is bounded: a request sent while the client is still recovering may hang.
+    const pid = await waitFor('a process to run on the restarted server', () => Promise.race([
+      parentPid(name),
+      new Promise<undefined>((r) => setTimeout(() => r(undefined), 10_000)),
+    ]), 60_000, 1_000);
+    assert(pid !== oldPid, 'the process ran on the new server, not the old one');
+    assertEqual(pid, remote.server.pid, 'processes are children of the restarted CLI server');
+    assert(['connected', undefined].includes(envState(api, name)?.state as string | undefined), 'state is connected again');
+  }, 120_000);
+
+  test('remote: disconnect then removeEnvironment drops it from getEnvironments()', async () => {
+    const name = remoteName();
+    const api = await productApi();
+    await vscode.commands.executeCommand('execServer.disconnect', { environment: name });
+    await waitFor(`${name} no longer connected`, () => envState(api, name)?.state !== 'connected');
+    await vscode.commands.executeCommand('execServer.removeEnvironment', { name });
+    await waitFor(`${name} removed`, () => !envState(api, name));
+    remote.name = '';
+    const names = api.getEnvironments().map((e) => e.name);
+    assert(names.includes(LOCAL), 'Local stays listed');
+  });
+}

@@ -1,0 +1,121 @@
+// A deliberately tiny test framework for the in-VS-Code suite: tests register with `test()`,
+// `runTests()` runs them one after another with a per-test timeout and writes the results
+// file after every test, so the harness can stream progress and still know what ran when the
+// workbench dies. When Mocha's TDD globals exist (@vscode/test-cli), tests register there instead.
+import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+
+export interface TestResult {
+  name: string;
+  ok: boolean;
+  error?: string;
+  ms: number;
+}
+
+export interface ResultsFile {
+  /** Names of every selected test, written before the first one runs. */
+  planned: string[];
+  results: TestResult[];
+  done: boolean;
+  /** Set when the suite could not run at all (bad config, missing extension, ...). */
+  fatal?: string;
+}
+
+type TestFn = () => Promise<void> | void;
+interface Registered {
+  name: string;
+  fn: TestFn;
+  timeoutMs: number;
+}
+
+const registered: Registered[] = [];
+const cleanups: (() => Promise<void> | void)[] = [];
+
+export const DEFAULT_TIMEOUT_MS = 60_000;
+
+export function test(name: string, fn: TestFn, timeoutMs = DEFAULT_TIMEOUT_MS): void {
+  if (registered.some((t) => t.name === name)) throw new Error(`duplicate test name: ${name}`);
+  registered.push({ name, fn, timeoutMs });
+}
+
+/** Runs after all tests (in reverse order of registration), even when tests failed. */
+export function afterAll(fn: () => Promise<void> | void): void {
+  cleanups.push(fn);
+}
+
+export function registeredTests(): readonly Registered[] {
+  return registered;
+}
+
+function describe(err: unknown): string {
+  if (err instanceof Error) return err.stack ?? `${err.name}: ${err.message}`;
+  return String(err);
+}
+
+async function withTimeout(fn: TestFn, ms: number, name: string): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await Promise.race([
+      Promise.resolve().then(fn),
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`test "${name}" timed out after ${ms} ms`)), ms);
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+export function writeResults(file: string, data: ResultsFile): void {
+  mkdirSync(path.dirname(file), { recursive: true });
+  // Write-then-rename so the harness never reads a half-written file.
+  const tmp = `${file}.tmp`;
+  writeFileSync(tmp, JSON.stringify(data, null, 2));
+  renameSync(tmp, file);
+}
+
+export async function runTests(opts: {
+  resultsFile: string;
+  grep?: string;
+  log?: (line: string) => void;
+}): Promise<ResultsFile> {
+  const selected = registered.filter((t) => !opts.grep || t.name.includes(opts.grep));
+  const data: ResultsFile = { planned: selected.map((t) => t.name), results: [], done: false };
+  writeResults(opts.resultsFile, data);
+  for (const t of selected) {
+    const start = Date.now();
+    let result: TestResult;
+    try {
+      await withTimeout(t.fn, t.timeoutMs, t.name);
+      result = { name: t.name, ok: true, ms: Date.now() - start };
+    } catch (err) {
+      result = { name: t.name, ok: false, error: describe(err), ms: Date.now() - start };
+    }
+    opts.log?.(`${result.ok ? 'ok  ' : 'FAIL'} ${t.name} (${result.ms} ms)${result.error ? `\n${result.error}` : ''}`);
+    data.results.push(result);
+    writeResults(opts.resultsFile, data);
+  }
+  await runCleanups(opts.log);
+  data.done = true;
+  writeResults(opts.resultsFile, data);
+  return data;
+}
+
+export async function runCleanups(log?: (line: string) => void): Promise<void> {
+  for (const fn of cleanups.splice(0).reverse()) {
+    try {
+      await withTimeout(fn, 20_000, 'cleanup');
+    } catch (err) {
+      log?.(`cleanup failed: ${describe(err)}`);
+    }
+  }
+}
+
+/** Registers every test with Mocha's TDD interface (used when @vscode/test-cli loads the bundle). */
+export function registerWithMocha(g: { suite: Function; test: Function; suiteTeardown: Function }): void {
+  g.suite('exec-server e2e', function (this: { timeout(ms: number): void }) {
+    this.timeout(DEFAULT_TIMEOUT_MS * 2);
+    for (const t of registered) g.test(t.name, () => withTimeout(t.fn, t.timeoutMs, t.name));
+    g.suiteTeardown(() => runCleanups());
+  });
+}

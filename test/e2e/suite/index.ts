@@ -1,0 +1,40 @@
+// Entry of the e2e suite bundle. Three ways in:
+//   - the runner extension (runner-ext) calls runFromConfig() when the harness asks for it;
+//   - @vscode/test-electron loads this file as extensionTestsPath and calls run();
+//   - @vscode/test-cli loads it with Mocha's TDD globals: tests register with Mocha.
+import { registerAgentTests } from './agent-tests';
+import { E2EConfig, loadConfig, setConfig } from './config';
+import { LOCAL, registerExtensionTests, registerRemoteLifecycleTests, registerRemoteSetupTest, remoteName } from './environment-tests';
+import { afterAll, registerWithMocha, ResultsFile, runTests } from './framework';
+import { registerFsTests } from './fs-tests';
+import { disposeTerminals, registerTerminalTests } from './terminal-tests';
+
+// Order matters: the remote tests share one environment set up by the first remote test,
+// and the restart/remove tests come last.
+registerExtensionTests();
+registerTerminalTests('local', () => LOCAL);
+registerRemoteSetupTest();
+registerTerminalTests('remote', remoteName);
+registerFsTests();
+registerAgentTests();
+registerRemoteLifecycleTests();
+afterAll(disposeTerminals);
+
+export async function runFromConfig(cfg: E2EConfig, log?: (line: string) => void): Promise<ResultsFile> {
+  setConfig(cfg);
+  return runTests({ resultsFile: cfg.resultsFile, grep: cfg.grep, log });
+}
+
+/** @vscode/test-electron entry: throws when any test failed. */
+export async function run(): Promise<void> {
+  const data = await runFromConfig(loadConfig(process.env.EXEC_SERVER_E2E_CONFIG), (l) => console.log(l));
+  const failed = data.results.filter((r) => !r.ok).length;
+  console.log(`${data.results.length - failed} passed, ${failed} failed`);
+  if (failed) throw new Error(`${failed} e2e test(s) failed`);
+}
+
+const g = globalThis as { suite?: Function; test?: Function; suiteTeardown?: Function; suiteSetup?: Function };
+if (typeof g.suite === 'function' && typeof g.test === 'function' && typeof g.suiteTeardown === 'function') {
+  setConfig(loadConfig(process.env.EXEC_SERVER_E2E_CONFIG));
+  registerWithMocha(g as { suite: Function; test: Function; suiteTeardown: Function });
+}

@@ -1,0 +1,135 @@
+// Terminal and process tests, registered once per environment (Local and the remote CLI server).
+// Terminal output is read through files the typed commands write, so the tests do not depend on
+// how the Pseudoterminal renders; the input still goes through the real workbench terminal.
+import path from 'node:path';
+import * as vscode from 'vscode';
+import { test } from './framework';
+import { assert, assertEqual, freshDir, productApi, sleep, waitFor, waitForFile } from './util';
+
+const opened = new Set<vscode.Terminal>();
+
+export async function newTerminal(environment: string, cwd: string, name: string): Promise<vscode.Terminal> {
+  const terminal = await vscode.commands.executeCommand<vscode.Terminal | undefined>('execServer.newTerminal', {
+    environment,
+    cwd,
+    name,
+  });
+  assert(terminal && typeof terminal.sendText === 'function', `execServer.newTerminal returned a Terminal (got ${String(terminal)})`);
+  opened.add(terminal);
+  terminal.show(false);
+  return terminal;
+}
+
+export function disposeTerminals(): void {
+  for (const t of opened) t.dispose();
+  opened.clear();
+}
+
+function closed(terminal: vscode.Terminal, timeoutMs: number): Promise<vscode.Terminal> {
+  return new Promise((resolve, reject) => {
+    if (terminal.exitStatus) return resolve(terminal);
+    const timer = setTimeout(() => {
+      sub.dispose();
+      reject(new Error(`terminal "${terminal.name}" did not close within ${timeoutMs} ms`));
+    }, timeoutMs);
+    const sub = vscode.window.onDidCloseTerminal((t) => {
+      if (t !== terminal) return;
+      clearTimeout(timer);
+      sub.dispose();
+      resolve(t);
+    });
+  });
+}
+
+function parseSize(text: string): { rows: number; cols: number } | undefined {
+  const m = /^(\d+) (\d+)\s*$/.exec(text);
+  return m ? { rows: Number(m[1]), cols: Number(m[2]) } : undefined;
+}
+
+/** Registers the process + terminal tests for one environment. `env()` returns its name (after setup). */
+export function registerTerminalTests(label: string, env: () => string): void {
+  test(`${label}: run() returns exit code, stdout and stderr of a real process`, async () => {
+    const api = await productApi();
+    const r = await api.run(env(), ['/bin/sh', '-c', 'printf out-$((20+22)); printf err-x >&2; exit 3']);
+    assertEqual(r.exitCode, 3, 'exit code');
+    assertEqual(r.stdout, 'out-42', 'stdout');
+    assertEqual(r.stderr, 'err-x', 'stderr');
+  });
+
+  test(`${label}: execServer.runCommand runs the command in cwd and returns its exit code`, async () => {
+    const dir = freshDir(`${label}-runcmd`);
+    const ok = await vscode.commands.executeCommand<{ exitCode: number }>('execServer.runCommand', {
+      environment: env(),
+      argv: ['/bin/sh', '-c', 'pwd > where.txt; exit 0'],
+      cwd: dir,
+    });
+    assertEqual(ok?.exitCode, 0, 'exit code of a succeeding command');
+    assertEqual((await waitForFile(path.join(dir, 'where.txt'))).trim(), dir, 'working directory of the command');
+    const failed = await vscode.commands.executeCommand<{ exitCode: number }>('execServer.runCommand', {
+      environment: env(),
+      command: 'exit 5',
+      cwd: dir,
+    });
+    assertEqual(failed?.exitCode, 5, 'exit code of `exit 5` given as a command line');
+  });
+
+  test(`${label}: a command typed into the terminal runs in its shell (output reaches a file)`, async () => {
+    const dir = freshDir(`${label}-term`);
+    const terminal = await newTerminal(env(), dir, `e2e ${label} typed`);
+    terminal.sendText('echo "typed-$((6*7))" > typed.txt');
+    const text = await waitForFile(path.join(dir, 'typed.txt'), (t) => t.endsWith('\n'), 30_000);
+    assertEqual(text, 'typed-42\n', 'output of the typed command');
+    terminal.dispose();
+  });
+
+  test(`${label}: resizing the terminal panel reaches the PTY (stty size changes)`, async () => {
+    const dir = freshDir(`${label}-resize`);
+    const terminal = await newTerminal(env(), dir, `e2e ${label} resize`);
+    terminal.sendText('stty size > before.txt');
+    const before = parseSize(await waitForFile(path.join(dir, 'before.txt'), (t) => !!parseSize(t), 30_000))!;
+    assert(before.rows > 0 && before.cols > 0, `initial PTY size is positive (${JSON.stringify(before)})`);
+    // Maximizing the panel gives the terminal more rows; VS Code then calls setDimensions.
+    await vscode.commands.executeCommand('workbench.action.toggleMaximizedPanel');
+    try {
+      let n = 0;
+      const after = await waitFor('a different stty size after maximizing the panel', async () => {
+        const file = path.join(dir, `after-${++n}.txt`);
+        terminal.sendText(`stty size > ${path.basename(file)}`);
+        const size = parseSize(await waitForFile(file, (t) => !!parseSize(t), 10_000));
+        return size && size.rows !== before.rows ? size : undefined;
+      }, 30_000, 500);
+      assert(after.rows > before.rows, `more rows after maximizing (${before.rows} → ${after.rows})`);
+    } finally {
+      await vscode.commands.executeCommand('workbench.action.toggleMaximizedPanel');
+      terminal.dispose();
+    }
+  });
+
+  test(`${label}: a shell that exits with 7 closes the terminal with exit code 7`, async () => {
+    const dir = freshDir(`${label}-exit`);
+    const terminal = await newTerminal(env(), dir, `e2e ${label} exit`);
+    // Prove the shell is up first, so the exit comes from the typed command.
+    terminal.sendText('echo ready > ready.txt');
+    await waitForFile(path.join(dir, 'ready.txt'), (t) => t === 'ready\n', 30_000);
+    const done = closed(terminal, 30_000);
+    terminal.sendText('exit 7');
+    const t = await done;
+    assertEqual(t.exitStatus?.code, 7, 'terminal exit status code');
+  });
+
+  test(`${label}: API openTerminal runs a given argv in a terminal`, async () => {
+    const dir = freshDir(`${label}-apiterm`);
+    const api = await productApi();
+    const terminal = await api.openTerminal(env(), {
+      cwd: dir,
+      argv: ['/bin/sh', '-c', 'echo "argv-$((1+1))" > argv.txt; exit 4'],
+      name: `e2e ${label} argv`,
+    });
+    opened.add(terminal);
+    const done = closed(terminal, 30_000);
+    assertEqual(await waitForFile(path.join(dir, 'argv.txt'), (t) => t.endsWith('\n'), 30_000), 'argv-2\n', 'output of argv');
+    const t = await done;
+    assertEqual(t.exitStatus?.code, 4, 'exit code of argv');
+    await sleep(0);
+  });
+}
