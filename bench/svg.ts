@@ -1,7 +1,7 @@
 // A dependency-free SVG bar chart of the result: for each metric, how many times better
 // than the reference our server is, over websocket and through the in-process client
 // (log scale, 1× = parity; bars left of the line are slower). Goals are marked with a tick.
-import type { BenchResult, MetricResult, Outcome } from './report';
+import { fmtOutcome, type BenchResult, type MetricResult, type Outcome } from './report';
 
 const esc = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 
@@ -24,7 +24,7 @@ export function renderSvg(result: BenchResult): string {
   const plotW = 520;
   const rowH = 34;
   const top = 58;
-  const width = labelW + plotW + 150;
+  const width = labelW + plotW + 160;
   const height = top + rows.length * rowH + 40;
   const x = (v: number) => labelW + ((Math.log2(v) - Math.log2(lo)) / (Math.log2(hi) - Math.log2(lo))) * plotW;
   const x1 = x(1);
@@ -64,7 +64,9 @@ export function renderSvg(result: BenchResult): string {
       out.push(`<line x1="${gx}" y1="${y0 + 2}" x2="${gx}" y2="${y0 + 19}" stroke="#d35400" stroke-width="2"/>`);
     }
     const verdict = m.goal ? (m.goal.met ? 'goal met' : 'goal missed') : '';
-    if (verdict) out.push(`<text x="${labelW + plotW + 60}" y="${y0 + rowH / 2 + 4}" fill="${m.goal!.met ? '#2a7a2a' : '#c0392b'}">${verdict}</text>`);
+    const rx = labelW + plotW + 30;
+    if (verdict) out.push(`<text x="${rx}" y="${y0 + 13}" fill="${m.goal!.met ? '#2a7a2a' : '#c0392b'}">${verdict}</text>`);
+    out.push(`<text x="${rx}" y="${y0 + 27}" font-size="10" fill="#777">${esc(`reference: ${fmtOutcome(m.reference, m.unit)}`)}</text>`);
   });
   out.push(`<text x="${labelW}" y="${height - 6}" font-size="10" fill="#777">orange tick = goal; bars to the right of 1× are faster than the reference</text>`);
   out.push('</svg>');
