@@ -11,7 +11,7 @@ export interface TlsFiles {
 export interface SecurityOptions {
   auth?: WsAuthConfig;
   tls?: TlsFiles;
-  /** Exact browser origins (scheme://host[:port]) allowed to open a websocket; `*` allows any. */
+  /** Exact browser origins (scheme://host[:port]) allowed to open a websocket. */
   allowedOrigins: string[];
 }
 
@@ -140,8 +140,8 @@ function buildOptions(one: (f: Flag) => string | undefined, origins: string[]): 
     throw new SecurityConfigError('`--tls-cert` and `--tls-key` must be given together');
   }
   for (const o of origins) {
-    if (o !== '*' && !/^[a-z][a-z0-9+.-]*:\/\/[^/\s]+\/?$/i.test(o)) {
-      throw new SecurityConfigError(`--allow-origin ${JSON.stringify(o)} must look like scheme://host[:port] (or *)`);
+    if (!/^[a-z][a-z0-9+.-]*:\/\/[^/\s]+$/i.test(o)) {
+      throw new SecurityConfigError(`--allow-origin ${JSON.stringify(o)} must look like scheme://host[:port] (exact match)`);
     }
   }
   return { auth, tls: certFile && keyFile ? { certFile, keyFile } : undefined, allowedOrigins: origins };

@@ -194,7 +194,7 @@ export function checkOrigin(origin: string | string[] | undefined, allowed: read
   if (origin === undefined) return { ok: true };
   const value = Array.isArray(origin) ? origin[0] : origin;
   const norm = (s: string) => s.trim().replace(/\/+$/, '').toLowerCase();
-  if (value !== undefined && allowed.some((a) => a === '*' || norm(a) === norm(value))) return { ok: true };
+  if (value !== undefined && allowed.some((a) => norm(a) === norm(value))) return { ok: true };
   return { ok: false, status: 403, message: AuthMessages.forbiddenOrigin };
 }
 

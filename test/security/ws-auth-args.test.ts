@@ -53,6 +53,7 @@ describe('parseAuthArgs', () => {
     ['key without cert', ['--tls-key', '/k.pem'], /must be given together/],
     ['origin with a path', ['--allow-origin', 'https://a.example/path'], /must look like scheme:\/\/host/],
     ['origin without scheme', ['--allow-origin', 'a.example'], /must look like scheme:\/\/host/],
+    ['wildcard origin', ['--allow-origin', '*'], /must look like scheme:\/\/host/],
   ];
   for (const [name, argv, re] of bad) test(`error: ${name}`, () => throwsConfig(() => parseAuthArgs(argv), re));
 });
@@ -87,7 +88,7 @@ describe('loopback rule', () => {
     throwsConfig(() => validateListenSecurity('wss://127.0.0.1:0', { allowedOrigins: [] }), /requires --tls-cert and --tls-key/);
     assert.doesNotThrow(() => validateListenSecurity('wss://127.0.0.1:0', { tls: { certFile: '/c', keyFile: '/k' }, allowedOrigins: [] }));
     throwsConfig(() => validateListenSecurity('stdio', { auth, allowedOrigins: [] }), /only apply to a ws:\/\/ or wss:\/\//);
-    throwsConfig(() => validateListenSecurity('stdio', { allowedOrigins: ['*'] }), /only apply/);
+    throwsConfig(() => validateListenSecurity('stdio', { allowedOrigins: ['https://a.example'] }), /only apply/);
     assert.doesNotThrow(() => validateListenSecurity('stdio', { allowedOrigins: [] }));
   });
 });
