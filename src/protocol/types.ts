@@ -95,6 +95,11 @@ export interface ProcessReadResult {
   closed: boolean;
   failure: string | null;
   sandboxDenied: boolean;
+  /**
+   * [extension] Highest seq dropped from retention by the 1 MiB cap (0 = none). A reader
+   * that asked for `afterSeq < evictedThroughSeq` has lost output. Absent on the reference.
+   */
+  evictedThroughSeq?: number;
 }
 
 export interface ProcessWriteParams {

@@ -1,0 +1,153 @@
+// One client connection: initialize/initialized gating with the reference's messages,
+// param decoding before gating (as the reference does), routing, and the per-connection
+// state (fs read handles, watches, in-flight http requests) that dies with the connection.
+import { ErrorCodes, Messages, RpcError, internalError, invalidRequest } from '../protocol/errors';
+import * as P from './params';
+import type {
+  HttpBodyDeltaNotification,
+  HttpRequestResult,
+  InitializeResult,
+  NotificationMap,
+  NotificationMethod,
+  ParamsOf,
+  RequestMethod,
+  ResultOf,
+} from '../protocol/types';
+import { EXTENSION_METHODS } from '../protocol/types';
+import { VERSION } from '../version';
+import type { ConnectOptions, NotificationSink, ServerConnection } from './api';
+import { environmentInfo } from './environment';
+import type { ExecServer } from './exec-server';
+import { FileHandles } from './fs/handles';
+import { Watches } from './fs/watch';
+import type { HttpRequestInput } from './http';
+import { METHODS } from './router';
+import type { Session } from './session';
+
+/** Requests in flight on one connection before new ones are refused with -32001. */
+export const MAX_IN_FLIGHT = 4096;
+
+/** What method handlers may use. */
+export interface ConnectionContext {
+  session(): Session;
+  readonly handles: FileHandles;
+  readonly watches: Watches;
+  http(
+    input: HttpRequestInput,
+    run: (i: HttpRequestInput, emit: (n: HttpBodyDeltaNotification) => void, cancel: AbortSignal) => Promise<HttpRequestResult>,
+  ): Promise<HttpRequestResult>;
+}
+
+export class Connection implements ServerConnection, ConnectionContext {
+  private sessionRef: Session | undefined;
+  private initializedNotified = false;
+  private closed = false;
+  private inFlight = 0;
+  private readonly httpAborts = new Set<AbortController>();
+  readonly handles: FileHandles;
+  readonly watches: Watches;
+
+  constructor(
+    private readonly server: ExecServer,
+    private readonly sink: NotificationSink,
+    readonly options: ConnectOptions,
+    maxOpenHandles: number,
+  ) {
+    this.handles = new FileHandles(maxOpenHandles);
+    this.watches = new Watches((n) => this.notify('fs/changed', n));
+  }
+
+  get label(): string {
+    return this.options.label ?? 'connection';
+  }
+
+  private notify<M extends NotificationMethod>(method: M, params: NotificationMap[M]): void {
+    if (this.closed) return;
+    try {
+      this.sink.notify(method, params);
+    } catch {
+      // the transport reports its own failure through close()
+    }
+  }
+
+  session(): Session {
+    if (!this.sessionRef) throw invalidRequest(Messages.notInitialized);
+    return this.sessionRef;
+  }
+
+  request<M extends RequestMethod>(method: M, params: ParamsOf<M>): Promise<ResultOf<M>> {
+    return this.requestUntyped(method, params) as Promise<ResultOf<M>>;
+  }
+
+  async requestUntyped(method: string, params: unknown): Promise<unknown> {
+    if (this.closed) throw new RpcError(ErrorCodes.ConnectionClosed, Messages.connectionClosed);
+    if (this.inFlight >= MAX_IN_FLIGHT) {
+      throw new RpcError(ErrorCodes.Overloaded, `server overloaded: more than ${MAX_IN_FLIGHT} requests in flight on this connection`);
+    }
+    this.inFlight++;
+    try {
+      return await this.dispatch(method, params);
+    } catch (e) {
+      if (e instanceof RpcError) throw e;
+      this.server.log('error', `${this.label}: ${method} failed: ${(e as Error)?.stack ?? e}`);
+      throw internalError((e as Error)?.message ?? String(e));
+    } finally {
+      this.inFlight--;
+    }
+  }
+
+  private async dispatch(method: string, params: unknown): Promise<unknown> {
+    if (method === 'initialize') return this.initialize(params);
+    const spec = METHODS[method];
+    if (!spec) throw new RpcError(ErrorCodes.MethodNotFound, Messages.methodNotFound(method));
+    const decoded = spec.decode(params);
+    if (!this.sessionRef) throw invalidRequest(`client must call initialize before using ${spec.category} methods`);
+    if (!this.initializedNotified) throw invalidRequest(`client must send initialized before using ${spec.category} methods`);
+    return spec.handle(this, decoded as never);
+  }
+
+  private initialize(params: unknown): InitializeResult {
+    const o = P.object(params, 'InitializeParams');
+    P.str(o, 'clientName');
+    const resumeSessionId = P.optStr(o, 'resumeSessionId');
+    if (this.sessionRef) throw invalidRequest(Messages.initializeOnce);
+    this.sessionRef = this.server.openSession(this, this.sink, resumeSessionId);
+    return {
+      sessionId: this.sessionRef.id,
+      environmentInfo: environmentInfo(),
+      extensions: [...EXTENSION_METHODS],
+      serverName: 'exec-server',
+      serverVersion: VERSION,
+    };
+  }
+
+  notification(method: string, _params: unknown): boolean {
+    if (method !== 'initialized') return false;
+    if (this.sessionRef) this.initializedNotified = true;
+    return true;
+  }
+
+  async http(
+    input: HttpRequestInput,
+    run: (i: HttpRequestInput, emit: (n: HttpBodyDeltaNotification) => void, cancel: AbortSignal) => Promise<HttpRequestResult>,
+  ): Promise<HttpRequestResult> {
+    const ac = new AbortController();
+    this.httpAborts.add(ac);
+    try {
+      return await run(input, (n) => this.notify('http/request/bodyDelta', n), ac.signal);
+    } finally {
+      // Streamed bodies keep going after the result; the connection's close still aborts them.
+      if (!input.streamResponse) this.httpAborts.delete(ac);
+    }
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.handles.closeAll();
+    this.watches.closeAll();
+    for (const ac of this.httpAborts) ac.abort();
+    this.httpAborts.clear();
+    if (this.sessionRef) this.server.releaseSession(this, this.sessionRef, this.options.terminateOnClose === true);
+  }
+}

@@ -1,0 +1,39 @@
+// environment/info, environment/status, environmentConfig/read: what the executor host is.
+// Shapes follow the reference (directories as file:// URIs).
+import os from 'node:os';
+import path from 'node:path';
+import type { EnvironmentInfo } from '../protocol/types';
+import { VERSION } from '../version';
+import { pathToUri } from './paths';
+
+export function environmentInfo(): EnvironmentInfo {
+  const shellPath = process.env.SHELL || '/bin/sh';
+  return {
+    shell: { name: path.basename(shellPath), path: shellPath },
+    executorVersion: VERSION,
+    cwd: pathToUri(process.cwd()),
+    userHomeDir: pathToUri(os.homedir()),
+    platformOs: process.platform === 'darwin' ? 'macos' : process.platform === 'win32' ? 'windows' : process.platform,
+    temporaryDirectories: [],
+    tempDir: pathToUri(os.tmpdir()),
+    capabilities: {
+      fsWatchMissing: true,
+      environmentConfigRead: true,
+    },
+  };
+}
+
+export function codexHomeDir(): string {
+  return process.env.CODEX_HOME || path.join(os.homedir(), '.codex');
+}
+
+/** Codex configuration layers found on this host: this server reads none (empty is valid). */
+export function environmentConfig(): unknown {
+  return {
+    userHomeDir: pathToUri(os.homedir()),
+    codexHomeDir: pathToUri(codexHomeDir()),
+    hostname: os.hostname(),
+    config: { layers: [], cloudInsertionIndex: 0 },
+    requirements: { layers: [], cloudInsertionIndex: 0 },
+  };
+}

@@ -1,0 +1,105 @@
+// The stateful exec-server engine: a registry of sessions that outlive their connections.
+// Transports call connect() once per client connection; the session (and its processes)
+// survives a detach for `detachedSessionTtlMs`, so a client can resume it.
+import { ErrorCodes, Messages, RpcError, invalidRequest } from '../protocol/errors';
+import type { ConnectOptions, NotificationSink, ServerConnection, ServerOptions } from './api';
+import { Connection } from './connection';
+import { Session } from './session';
+
+export const DEFAULTS = {
+  detachedSessionTtlMs: 30_000,
+  exitedProcessRetentionMs: 30_000,
+  maxRetainedBytesPerProcess: 1024 * 1024,
+  maxOpenHandles: 128,
+  maxProcessesPerSession: 1024,
+} as const;
+
+/** How long shutdown() waits for killed children to be reaped. */
+const SHUTDOWN_WAIT_MS = 3_000;
+
+export class ExecServer {
+  private readonly opts: { -readonly [K in keyof typeof DEFAULTS]: number };
+  private readonly sessions = new Map<string, Session>();
+  private readonly connections = new Set<Connection>();
+  /** Every session ever created that may still have children (for shutdown). */
+  private readonly endedWaits = new Set<Promise<void>>();
+  private shuttingDown = false;
+
+  constructor(private readonly options: ServerOptions = {}) {
+    this.opts = {
+      detachedSessionTtlMs: options.detachedSessionTtlMs ?? DEFAULTS.detachedSessionTtlMs,
+      exitedProcessRetentionMs: options.exitedProcessRetentionMs ?? DEFAULTS.exitedProcessRetentionMs,
+      maxRetainedBytesPerProcess: options.maxRetainedBytesPerProcess ?? DEFAULTS.maxRetainedBytesPerProcess,
+      maxOpenHandles: options.maxOpenHandles ?? DEFAULTS.maxOpenHandles,
+      maxProcessesPerSession: options.maxProcessesPerSession ?? DEFAULTS.maxProcessesPerSession,
+    };
+  }
+
+  log(level: 'debug' | 'info' | 'warn' | 'error', message: string): void {
+    this.options.log?.(level, message);
+  }
+
+  connect(sink: NotificationSink, opts: ConnectOptions = {}): ServerConnection {
+    const conn = new Connection(this, sink, opts, this.opts.maxOpenHandles);
+    if (this.shuttingDown) conn.close();
+    else this.connections.add(conn);
+    return conn;
+  }
+
+  /** initialize: a new session, or resume a detached one. */
+  openSession(owner: Connection, sink: NotificationSink, resumeSessionId: string | undefined): Session {
+    if (this.shuttingDown) throw invalidRequest('server is shutting down');
+    if (resumeSessionId !== undefined) {
+      const s = this.sessions.get(resumeSessionId);
+      if (!s || s.ended) throw invalidRequest(Messages.unknownSession(resumeSessionId));
+      if (s.attachedTo) throw new RpcError(ErrorCodes.SessionAttached, Messages.sessionAttached(resumeSessionId));
+      s.attach(owner, sink);
+      this.log('info', `${owner.label}: resumed session ${s.id}`);
+      return s;
+    }
+    const s = new Session(this.opts);
+    this.sessions.set(s.id, s);
+    s.attach(owner, sink);
+    this.log('info', `${owner.label}: new session ${s.id}`);
+    return s;
+  }
+
+  /** The connection ended: detach (keep processes for the TTL) or end the session (stdio). */
+  releaseSession(owner: Connection, s: Session, terminate: boolean): void {
+    this.connections.delete(owner);
+    if (s.attachedTo !== owner) return; // already taken over or ended
+    if (terminate) {
+      this.endSession(s);
+      return;
+    }
+    s.detach();
+    s.ttlTimer = setTimeout(() => {
+      this.log('info', `session ${s.id} expired after ${this.opts.detachedSessionTtlMs} ms detached`);
+      this.endSession(s);
+    }, this.opts.detachedSessionTtlMs);
+    s.ttlTimer.unref?.();
+  }
+
+  private endSession(s: Session): void {
+    this.sessions.delete(s.id);
+    const waits = s.end();
+    const all = Promise.all(waits).then(() => undefined);
+    this.endedWaits.add(all);
+    void all.then(() => this.endedWaits.delete(all));
+  }
+
+  get sessionCount(): number {
+    return this.sessions.size;
+  }
+
+  /** Terminates every process of every session, closes connections, clears timers. */
+  async shutdown(): Promise<void> {
+    this.shuttingDown = true;
+    for (const c of [...this.connections]) c.close();
+    for (const s of [...this.sessions.values()]) this.endSession(s);
+    const all = Promise.all([...this.endedWaits]);
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    await Promise.race([all, new Promise<void>((r) => (timer = setTimeout(r, SHUTDOWN_WAIT_MS)))]);
+    clearTimeout(timer);
+  }
+}

@@ -1,0 +1,157 @@
+// The one-shot filesystem methods (fs/readFile … fs/rename). Paths arrive already decoded
+// to absolute local paths; results carry `file://` URIs. OS errors map via fsError().
+import fs from 'node:fs';
+import path from 'node:path';
+import { invalidRequest } from '../../protocol/errors';
+import type { FsDirectoryEntry, FsMetadata } from '../../protocol/types';
+import { fsError } from '../os-errors';
+import { pathToUri } from '../paths';
+
+async function guard<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (e) {
+    throw fsError(e);
+  }
+}
+
+export function readFile(p: string): Promise<{ dataBase64: string }> {
+  return guard(async () => {
+    const st = await fs.promises.stat(p);
+    if (!st.isFile()) throw invalidRequest(`path \`${p}\` is not a file`);
+    return { dataBase64: (await fs.promises.readFile(p)).toString('base64') };
+  });
+}
+
+export function writeFile(p: string, data: Buffer): Promise<Record<string, never>> {
+  return guard(async () => {
+    await fs.promises.writeFile(p, data);
+    return {};
+  });
+}
+
+export function createDirectory(p: string, recursive: boolean): Promise<Record<string, never>> {
+  return guard(async () => {
+    if (recursive) {
+      await fs.promises.mkdir(p, { recursive: true });
+      // mkdir -p succeeds silently on an existing *file* in some Node versions: be strict.
+      if (!(await fs.promises.stat(p)).isDirectory()) {
+        throw Object.assign(new Error('exists'), { code: 'EEXIST' });
+      }
+    } else {
+      await fs.promises.mkdir(p);
+    }
+    return {};
+  });
+}
+
+export function getMetadata(p: string): Promise<FsMetadata> {
+  return guard(async () => {
+    const lst = await fs.promises.lstat(p);
+    const st = lst.isSymbolicLink() ? await fs.promises.stat(p) : lst;
+    return {
+      isDirectory: st.isDirectory(),
+      isFile: st.isFile(),
+      isSymlink: lst.isSymbolicLink(),
+      size: st.size,
+      createdAtMs: Math.floor(st.birthtimeMs || 0),
+      modifiedAtMs: Math.floor(st.mtimeMs),
+    };
+  });
+}
+
+export function canonicalize(p: string): Promise<{ path: string }> {
+  return guard(async () => ({ path: pathToUri(await fs.promises.realpath(p)) }));
+}
+
+export function readDirectory(p: string): Promise<{ entries: FsDirectoryEntry[] }> {
+  return guard(async () => {
+    const names = (await fs.promises.readdir(p)).sort();
+    const entries: FsDirectoryEntry[] = [];
+    for (const fileName of names) {
+      try {
+        // Follows symlinks like the reference; dangling links are left out.
+        const st = await fs.promises.stat(path.join(p, fileName));
+        entries.push({ fileName, isDirectory: st.isDirectory(), isFile: st.isFile() });
+      } catch {
+        // vanished or dangling: skip
+      }
+    }
+    return { entries };
+  });
+}
+
+export function remove(p: string, recursive: boolean, force: boolean): Promise<Record<string, never>> {
+  return guard(async () => {
+    let st: fs.Stats;
+    try {
+      st = await fs.promises.lstat(p);
+    } catch (e) {
+      if (force && (e as NodeJS.ErrnoException).code === 'ENOENT') return {};
+      throw e;
+    }
+    if (st.isDirectory()) {
+      if (recursive) await fs.promises.rm(p, { recursive: true, force });
+      else await fs.promises.rmdir(p);
+    } else {
+      await fs.promises.unlink(p);
+    }
+    return {};
+  });
+}
+
+export function copy(src: string, dst: string, recursive: boolean): Promise<Record<string, never>> {
+  return guard(async () => {
+    const st = await fs.promises.stat(src);
+    if (st.isDirectory()) {
+      if (!recursive) throw invalidRequest('fs/copy requires recursive: true when sourcePath is a directory');
+      await fs.promises.cp(src, dst, { recursive: true, force: true, errorOnExist: false, verbatimSymlinks: true });
+    } else {
+      await fs.promises.copyFile(src, dst);
+    }
+    return {};
+  });
+}
+
+/**
+ * [extension] Atomic rename. With overwrite=false the destination must not exist: for files
+ * this is enforced atomically with link()+unlink() (link fails with EEXIST); directories
+ * fall back to check-then-rename.
+ */
+export function rename(src: string, dst: string, overwrite: boolean): Promise<Record<string, never>> {
+  return guard(async () => {
+    if (overwrite) {
+      await fs.promises.rename(src, dst);
+      return {};
+    }
+    const exists = () => invalidRequest(`destination \`${dst}\` already exists`);
+    const st = await fs.promises.lstat(src);
+    if (!st.isDirectory()) {
+      try {
+        await fs.promises.link(src, dst);
+      } catch (e) {
+        const code = (e as NodeJS.ErrnoException).code;
+        if (code === 'EEXIST') throw exists();
+        if (code !== 'EPERM' && code !== 'EXDEV' && code !== 'ENOTSUP' && code !== 'EMLINK') throw e;
+        // filesystem without hard links: fall through to check-then-rename
+        if (await pathExists(dst)) throw exists();
+        await fs.promises.rename(src, dst);
+        return {};
+      }
+      await fs.promises.unlink(src);
+      return {};
+    }
+    if (await pathExists(dst)) throw exists();
+    await fs.promises.rename(src, dst);
+    return {};
+  });
+}
+
+async function pathExists(p: string): Promise<boolean> {
+  try {
+    await fs.promises.lstat(p);
+    return true;
+  } catch {
+    return false;
+  }
+}

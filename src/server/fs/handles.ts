@@ -1,0 +1,75 @@
+// fs/open, fs/readBlock, fs/close: read handles owned by one connection (closed with it).
+import fs from 'node:fs';
+import { ErrorCodes, RpcError, invalidRequest } from '../../protocol/errors';
+import { fsError } from '../os-errors';
+
+export const MAX_READ_BLOCK = 1024 * 1024;
+
+export class FileHandles {
+  private readonly handles = new Map<string, fs.promises.FileHandle>();
+  /** Ids being opened right now: reserved so a concurrent duplicate open fails. */
+  private readonly opening = new Set<string>();
+
+  constructor(private readonly maxHandles: number) {}
+
+  async open(handleId: string, p: string): Promise<{ handleId: string }> {
+    if (this.handles.has(handleId) || this.opening.has(handleId)) {
+      throw invalidRequest(`file handle \`${handleId}\` already exists`);
+    }
+    if (this.handles.size + this.opening.size >= this.maxHandles) {
+      throw invalidRequest(`at most ${this.maxHandles} file handles may be open per connection`);
+    }
+    this.opening.add(handleId);
+    try {
+      const fh = await fs.promises.open(p, 'r').catch((e) => {
+        throw fsError(e);
+      });
+      const st = await fh.stat();
+      if (!st.isFile()) {
+        await fh.close();
+        throw invalidRequest(`path \`${p}\` is not a file`);
+      }
+      this.handles.set(handleId, fh);
+      return { handleId };
+    } finally {
+      this.opening.delete(handleId);
+    }
+  }
+
+  async readBlock(handleId: string, offset: number, len: number): Promise<{ chunk: string; eof: boolean }> {
+    if (len < 1 || len > MAX_READ_BLOCK) {
+      throw invalidRequest(`file read block length must be between 1 and ${MAX_READ_BLOCK}`);
+    }
+    const fh = this.handles.get(handleId);
+    if (!fh) throw new RpcError(ErrorCodes.NotFound, `unknown file handle \`${handleId}\``);
+    const buf = Buffer.alloc(len);
+    let got = 0;
+    try {
+      // Fill the block unless end of file comes first (a short read alone is not EOF).
+      while (got < len) {
+        const { bytesRead } = await fh.read(buf, got, len - got, offset + got);
+        if (bytesRead === 0) break;
+        got += bytesRead;
+      }
+    } catch (e) {
+      throw fsError(e);
+    }
+    return { chunk: buf.subarray(0, got).toString('base64'), eof: got < len };
+  }
+
+  async close(handleId: string): Promise<Record<string, never>> {
+    const fh = this.handles.get(handleId);
+    this.handles.delete(handleId);
+    await fh?.close().catch(() => undefined);
+    return {};
+  }
+
+  get count(): number {
+    return this.handles.size;
+  }
+
+  closeAll(): void {
+    for (const fh of this.handles.values()) void fh.close().catch(() => undefined);
+    this.handles.clear();
+  }
+}

@@ -1,0 +1,98 @@
+// fs/walk: breadth-first, names sorted per directory, same limits and shapes as the
+// reference (root counts as the first directory; maxDepth 0 lists only the root's
+// children; symlinks skipped unless following directory symlinks; non-file/non-dir
+// entries left out; per-directory errors reported, not fatal; cycles not re-entered).
+import fs from 'node:fs';
+import path from 'node:path';
+import { invalidRequest } from '../../protocol/errors';
+import type { FsWalkOptions, FsWalkResult } from '../../protocol/types';
+import { fsError, osMessage } from '../os-errors';
+import { pathToUri } from '../paths';
+
+export const WALK_MAX_DEPTH = 64;
+export const WALK_MAX_DIRECTORIES = 10_000;
+export const WALK_MAX_ENTRIES = 50_000;
+export const WALK_MAX_RESPONSE_BYTES = 4 * 1024 * 1024;
+
+export function checkWalkLimits(o: FsWalkOptions): void {
+  if (o.maxDepth > WALK_MAX_DEPTH || o.maxDirectories > WALK_MAX_DIRECTORIES || o.maxEntries > WALK_MAX_ENTRIES) {
+    throw invalidRequest(
+      `filesystem walk limits exceed maximums: depth=${WALK_MAX_DEPTH}, directories=${WALK_MAX_DIRECTORIES}, entries=${WALK_MAX_ENTRIES}`,
+    );
+  }
+  if (o.maxDirectories === 0 || o.maxEntries === 0) {
+    throw invalidRequest('filesystem walk limits must be greater than zero');
+  }
+}
+
+export async function walk(root: string, o: FsWalkOptions): Promise<FsWalkResult> {
+  checkWalkLimits(o);
+  let rootStat: fs.Stats;
+  try {
+    rootStat = await fs.promises.stat(root);
+  } catch (e) {
+    throw fsError(e);
+  }
+  const result: FsWalkResult = { entries: [], errors: [], truncated: false };
+  if (!rootStat.isDirectory()) return result;
+
+  const visited = new Set<string>();
+  const realRoot = await fs.promises.realpath(root).catch(() => root);
+  visited.add(realRoot);
+  const queue: { dir: string; depth: number }[] = [{ dir: root, depth: 0 }];
+  let dirsRead = 0;
+  let bytes = 64;
+  for (let qi = 0; qi < queue.length; qi++) {
+    if (dirsRead >= o.maxDirectories) {
+      result.truncated = true;
+      break;
+    }
+    dirsRead++;
+    const { dir, depth } = queue[qi];
+    let names: string[];
+    try {
+      names = (await fs.promises.readdir(dir)).sort();
+    } catch (e) {
+      if (dir === root) throw fsError(e);
+      result.errors.push({ path: pathToUri(dir), message: osMessage(e) });
+      continue;
+    }
+    for (const name of names) {
+      const full = path.join(dir, name);
+      let st: fs.Stats;
+      try {
+        st = await fs.promises.lstat(full);
+        if (st.isSymbolicLink()) {
+          if (!o.followDirectorySymlinks) continue;
+          st = await fs.promises.stat(full);
+          if (!st.isDirectory()) continue; // only directory symlinks are followed
+        }
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code !== 'ENOENT') {
+          result.errors.push({ path: pathToUri(full), message: osMessage(e) });
+        }
+        continue; // dangling link or vanished entry
+      }
+      const kind = st.isDirectory() ? 'directory' : st.isFile() ? 'file' : undefined;
+      if (!kind) continue;
+      if (result.entries.length >= o.maxEntries) {
+        result.truncated = true;
+        return result;
+      }
+      const uri = pathToUri(full);
+      bytes += uri.length + 32;
+      if (bytes > WALK_MAX_RESPONSE_BYTES) {
+        result.truncated = true;
+        return result;
+      }
+      result.entries.push({ path: uri, kind });
+      if (kind !== 'directory' || depth >= o.maxDepth) continue;
+      if (o.pruneHiddenDirectories && name.startsWith('.')) continue;
+      const real = await fs.promises.realpath(full).catch(() => full);
+      if (visited.has(real)) continue; // symlink cycle or second route to the same directory
+      visited.add(real);
+      queue.push({ dir: full, depth: depth + 1 });
+    }
+  }
+  return result;
+}

@@ -1,0 +1,30 @@
+// Wire paths: `file://` URIs (what the reference accepts) or, as this project's extension,
+// plain absolute paths. Relative paths are rejected with the reference's message.
+import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { invalidParams, invalidRequest } from '../protocol/errors';
+
+/** Turns a wire URI (or absolute path) into a local absolute path; throws RpcError on bad input. */
+export function uriToPath(uri: string): string {
+  if (uri.startsWith('/')) return path.normalize(uri); // [extension] plain absolute path
+  const scheme = /^([A-Za-z][A-Za-z0-9+.-]*):/.exec(uri);
+  if (!scheme) throw invalidParams('invalid URI: relative URL without a base');
+  if (scheme[1].toLowerCase() !== 'file') throw invalidParams(`unsupported path URI scheme \`${scheme[1]}\``);
+  let url: URL;
+  try {
+    url = new URL(uri);
+  } catch {
+    throw invalidParams('invalid URI: relative URL without a base');
+  }
+  try {
+    return fileURLToPath(url);
+  } catch {
+    // Same wording as the reference for `file://host/x` and friends.
+    throw invalidRequest(`'${uri}' is invalid on '${process.platform}'`);
+  }
+}
+
+/** Local absolute path → `file://` URI (percent-encoded like a URL). */
+export function pathToUri(p: string): string {
+  return pathToFileURL(p).href;
+}

@@ -1,0 +1,154 @@
+// process/* methods: decoding and the session-level operations behind them.
+import { invalidParams, invalidRequest, internalError } from '../protocol/errors';
+import type { EnvPolicy, ProcessStartResult } from '../protocol/types';
+import type { ConnectionContext } from './connection';
+import { osMessage } from './os-errors';
+import * as P from './params';
+import { uriToPath } from './paths';
+import { buildChildEnv } from './process/env-policy';
+import type { MethodSpec } from './router';
+
+/** Upper bound of a process/read long-poll, whatever the client asks. */
+export const MAX_WAIT_MS = 5 * 60_000;
+const MAX_PTY_DIM = 10_000;
+
+function decodeEnvPolicy(o: P.Obj | undefined): EnvPolicy | undefined {
+  if (!o) return undefined;
+  return {
+    inherit: P.optVariant(o, 'inherit', ['all', 'core', 'none'] as const) ?? 'all',
+    ignoreDefaultExcludes: P.optBool(o, 'ignoreDefaultExcludes') ?? false,
+    exclude: P.optStrArray(o, 'exclude') ?? [],
+    set: P.optStrRecord(o, 'set') ?? {},
+    includeOnly: P.optStrArray(o, 'includeOnly') ?? [],
+  };
+}
+
+function ptyDim(o: P.Obj, k: string): number | undefined {
+  const v = P.optUint(o, k);
+  if (v !== undefined && (v < 1 || v > MAX_PTY_DIM)) throw invalidParams(`${k} must be between 1 and ${MAX_PTY_DIM}`);
+  return v;
+}
+
+function spec<T>(decode: (raw: unknown) => T, handle: (ctx: ConnectionContext, p: T) => unknown): MethodSpec {
+  return { category: 'exec', decode, handle: handle as MethodSpec['handle'] };
+}
+
+const processIdOnly = (name: string) => (raw: unknown) => P.str(P.object(raw, name), 'processId');
+
+export const processMethods: Record<string, MethodSpec> = {
+  'process/start': spec(
+    (raw) => {
+      const o = P.object(raw, 'ExecParams');
+      const processId = P.str(o, 'processId');
+      const argv = P.strArray(o, 'argv');
+      const cwdUri = P.str(o, 'cwd');
+      const env = P.strRecord(o, 'env');
+      const tty = P.bool(o, 'tty');
+      const pipeStdin = P.optBool(o, 'pipeStdin') ?? false;
+      const arg0 = P.optStr(o, 'arg0');
+      const envPolicy = decodeEnvPolicy(P.optObject(o, 'envPolicy', 'ExecEnvPolicy'));
+      const rows = ptyDim(o, 'rows') ?? 24;
+      const cols = ptyDim(o, 'cols') ?? 80;
+      if (argv.length === 0) throw invalidParams('argv must not be empty');
+      const cwd = uriToPath(cwdUri);
+      return { processId, argv, cwd, env, tty, pipeStdin, arg0, envPolicy, rows, cols };
+    },
+    async (ctx, p): Promise<ProcessStartResult> => {
+      const session = ctx.session();
+      const proc = session.reserve(p.processId); // synchronous: a concurrent duplicate fails here
+      try {
+        await proc.start(
+          {
+            argv: p.argv,
+            cwd: p.cwd,
+            env: buildChildEnv(p.env, p.envPolicy),
+            arg0: p.arg0,
+            pipeStdin: p.pipeStdin,
+            rows: p.rows,
+            cols: p.cols,
+          },
+          p.tty,
+        );
+      } catch (e) {
+        session.release(proc);
+        proc.dispose();
+        throw internalError(osMessage(e));
+      }
+      return { processId: p.processId, sandboxType: 'none' };
+    },
+  ),
+  'process/read': spec(
+    (raw) => {
+      const o = P.object(raw, 'ReadParams');
+      return {
+        processId: P.str(o, 'processId'),
+        afterSeq: P.optUint(o, 'afterSeq'),
+        maxBytes: P.optUint(o, 'maxBytes'),
+        waitMs: P.optUint(o, 'waitMs'),
+      };
+    },
+    async (ctx, p) => {
+      const proc = ctx.session().requireProcess(p.processId);
+      const wait = Math.min(p.waitMs ?? 0, MAX_WAIT_MS);
+      if (wait > 0 && !proc.hasNews(p.afterSeq)) await proc.waitForEvent(wait);
+      return proc.read(p.afterSeq, p.maxBytes);
+    },
+  ),
+  'process/write': spec(
+    (raw) => {
+      const o = P.object(raw, 'WriteParams');
+      const processId = P.str(o, 'processId');
+      const chunk = P.str(o, 'chunk');
+      const writeId = P.str(o, 'writeId');
+      if (writeId.length === 0) throw invalidParams('writeId must not be empty');
+      let data: Buffer;
+      try {
+        data = P.base64(chunk, 'chunk');
+      } catch (e) {
+        // Reference message: just "Invalid symbol 33, offset 0."
+        throw invalidParams((e as Error).message.replace(/^chunk: /, ''));
+      }
+      return { processId, data, writeId };
+    },
+    (ctx, p) => {
+      const proc = ctx.session().get(p.processId);
+      if (!proc || proc.disposed) return { status: 'unknownProcess' };
+      return { status: proc.write(p.data, p.writeId) };
+    },
+  ),
+  'process/signal': spec(
+    (raw) => {
+      const o = P.object(raw, 'SignalParams');
+      return { processId: P.str(o, 'processId'), signal: P.variant(o, 'signal', ['interrupt'] as const) };
+    },
+    (ctx, p) => {
+      ctx.session().get(p.processId)?.interrupt();
+      return {};
+    },
+  ),
+  'process/terminate': spec(processIdOnly('TerminateParams'), (ctx, id) => ({
+    running: ctx.session().get(id)?.terminate() ?? false,
+  })),
+  'process/resize': spec(
+    (raw) => {
+      const o = P.object(raw, 'ResizeParams');
+      const processId = P.str(o, 'processId');
+      P.uint(o, 'rows');
+      P.uint(o, 'cols');
+      return { processId, rows: ptyDim(o, 'rows')!, cols: ptyDim(o, 'cols')! };
+    },
+    (ctx, p) => {
+      const proc = ctx.session().requireProcess(p.processId);
+      if (proc.starting) throw invalidRequest(`process ${p.processId} is still starting`);
+      if (!proc.isPty) throw invalidRequest(`process ${p.processId} is not a tty process`);
+      proc.resize(p.rows, p.cols);
+      return {};
+    },
+  ),
+  'process/closeStdin': spec(processIdOnly('CloseStdinParams'), (ctx, id) => {
+    const proc = ctx.session().requireProcess(id);
+    if (proc.starting) throw invalidRequest(`process ${id} is still starting`);
+    proc.closeStdin();
+    return {};
+  }),
+};

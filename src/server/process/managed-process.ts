@@ -1,0 +1,174 @@
+// One client-visible process: its OS child, one seq counter shared by output/exited/closed
+// events, retained output for process/read, long-poll waiters and write-id de-duplication.
+import type { NotificationMap, NotificationMethod, ProcessReadResult, WriteStatus } from '../../protocol/types';
+import type { ChildHandle, ChildEvents, SpawnRequest } from './child';
+import { OutputBuffer } from './output-buffer';
+import { spawnPipe } from './spawn-pipe';
+import { spawnPty } from './spawn-pty';
+
+/** Write ids remembered per process (a retried write with a known id is not written again). */
+export const WRITE_ID_MEMORY = 4096;
+
+export interface ProcessHost {
+  /** Delivers an event of this process to the session's current sink (if attached). */
+  notify<M extends NotificationMethod>(method: M, params: NotificationMap[M]): void;
+  /** Called once the process is closed (exit + all output delivered). */
+  closed(proc: ManagedProcess): void;
+}
+
+export class ManagedProcess {
+  private child: ChildHandle | undefined;
+  private nextSeq = 1;
+  private readonly buffer: OutputBuffer;
+  private readonly waiters = new Set<() => void>();
+  private readonly writeIds = new Set<string>();
+  private readonly writeIdOrder: string[] = [];
+  private paused = false;
+  exited = false;
+  exitCode: number | null = null;
+  closed = false;
+  /** Set when the session gives up on this process (session ended / server shutdown). */
+  disposed = false;
+  private resolveClosed!: () => void;
+  /** Settles once the child is gone (closed), or at disposal if it never started. */
+  readonly whenClosed = new Promise<void>((r) => (this.resolveClosed = r));
+
+  constructor(
+    readonly id: string,
+    private readonly host: ProcessHost,
+    retainBytes: number,
+  ) {
+    this.buffer = new OutputBuffer(retainBytes);
+  }
+
+  get starting(): boolean {
+    return this.child === undefined && !this.disposed;
+  }
+  get running(): boolean {
+    return this.child !== undefined && !this.exited;
+  }
+  get isPty(): boolean {
+    return this.child?.isPty ?? false;
+  }
+
+  /** Spawns the child; rejects with the OS error on failure (the caller frees the id). */
+  async start(req: SpawnRequest, tty: boolean): Promise<void> {
+    const events: ChildEvents = {
+      output: (stream, data) => {
+        if (this.closed || data.length === 0) return;
+        const seq = this.nextSeq++;
+        this.buffer.push({ seq, stream, data });
+        this.host.notify('process/output', { processId: this.id, seq, stream, chunk: data.toString('base64') });
+        this.wake();
+      },
+      exit: (exitCode) => {
+        if (this.exited) return;
+        this.exited = true;
+        this.exitCode = exitCode;
+        const seq = this.nextSeq++;
+        this.host.notify('process/exited', { processId: this.id, seq, exitCode, sandboxDenied: false });
+        this.wake();
+      },
+      close: () => {
+        if (this.closed) return;
+        this.closed = true;
+        const seq = this.nextSeq++;
+        this.host.notify('process/closed', { processId: this.id, seq });
+        this.wake();
+        this.resolveClosed();
+        this.host.closed(this);
+      },
+    };
+    const child = tty ? await spawnPty(req, events) : await spawnPipe(req, events);
+    this.child = child;
+    if (this.disposed) child.kill('SIGKILL'); // the session ended while we were spawning // the session ended while we were spawning
+    else if (this.paused) child.pause();
+  }
+
+  read(afterSeq: number | undefined, maxBytes: number | undefined): ProcessReadResult & { evictedThroughSeq: number } {
+    const chunks = this.buffer.read(afterSeq ?? 0, maxBytes);
+    return {
+      chunks: chunks.map((c) => ({ seq: c.seq, stream: c.stream, chunk: c.data.toString('base64') })),
+      nextSeq: chunks.length > 0 ? chunks[chunks.length - 1].seq + 1 : this.nextSeq,
+      exited: this.exited,
+      exitCode: this.exitCode,
+      closed: this.closed,
+      failure: null,
+      sandboxDenied: false,
+      evictedThroughSeq: this.buffer.evictedThroughSeq,
+    };
+  }
+
+  /** Is there something a reader after `afterSeq` has not seen (output, or a final state)? */
+  hasNews(afterSeq: number | undefined): boolean {
+    return this.closed || this.disposed || this.buffer.hasAfter(afterSeq ?? 0);
+  }
+
+  /** Resolves on the next event (output/exit/close/disposal) or after `ms`. */
+  waitForEvent(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.waiters.delete(done);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      this.waiters.add(done);
+    });
+  }
+
+  private wake(): void {
+    for (const w of [...this.waiters]) w();
+  }
+
+  write(data: Buffer, writeId: string): WriteStatus {
+    if (this.starting) return 'starting';
+    if (this.writeIds.has(writeId)) return 'accepted'; // retried after a reconnect: already written
+    const child = this.child;
+    if (!child || this.exited || !child.stdinOpen) return 'stdinClosed';
+    this.writeIds.add(writeId);
+    this.writeIdOrder.push(writeId);
+    if (this.writeIdOrder.length > WRITE_ID_MEMORY) this.writeIds.delete(this.writeIdOrder.shift()!);
+    if (data.length > 0) child.write(data);
+    return 'accepted';
+  }
+
+  interrupt(): void {
+    if (this.running) this.child!.interrupt();
+  }
+
+  /** Kills the process group; true if it was running. */
+  terminate(): boolean {
+    if (!this.running) return false;
+    this.child!.kill('SIGKILL');
+    return true;
+  }
+
+  resize(rows: number, cols: number): void {
+    this.child?.resize(rows, cols);
+  }
+
+  closeStdin(): void {
+    this.child?.closeStdin();
+  }
+
+  pauseOutput(): void {
+    if (this.paused) return;
+    this.paused = true;
+    this.child?.pause();
+  }
+  resumeOutput(): void {
+    if (!this.paused) return;
+    this.paused = false;
+    this.child?.resume();
+  }
+
+  /** The session is going away: kill the child and release every waiter. */
+  dispose(): void {
+    this.disposed = true;
+    if (this.running) this.child!.kill('SIGKILL');
+    if (!this.child || this.closed) this.resolveClosed();
+    this.resumeOutput();
+    this.wake();
+  }
+}

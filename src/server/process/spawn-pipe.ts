@@ -1,0 +1,69 @@
+// Pipe-backed child. `detached: true` makes the child lead its own process group, so
+// interrupt/terminate reach everything it started (a shell and its pipeline).
+import { spawn } from 'node:child_process';
+import type { ChildEvents, ChildHandle, SpawnRequest } from './child';
+import { exitCodeOf, killGroup } from './child';
+
+export function spawnPipe(req: SpawnRequest, events: ChildEvents): Promise<ChildHandle> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(req.argv[0], req.argv.slice(1), {
+      cwd: req.cwd,
+      env: req.env,
+      argv0: req.arg0,
+      detached: true,
+      stdio: [req.pipeStdin ? 'pipe' : 'ignore', 'pipe', 'pipe'],
+      windowsHide: true,
+    });
+    let spawned = false;
+    let stdinOpen = req.pipeStdin;
+    child.once('error', (err) => {
+      if (!spawned) reject(err);
+    });
+    child.stdin?.on('error', () => {
+      // EPIPE after the child closed its stdin: later writes report stdinClosed.
+      stdinOpen = false;
+    });
+    child.stdin?.on('close', () => {
+      stdinOpen = false;
+    });
+    child.stdout!.on('data', (d: Buffer) => events.output('stdout', d));
+    child.stderr!.on('data', (d: Buffer) => events.output('stderr', d));
+    child.once('spawn', () => {
+      spawned = true;
+      const pid = child.pid!;
+      child.once('exit', (code, signal) => events.exit(exitCodeOf(code, signal)));
+      child.once('close', () => events.close());
+      resolve({
+        pid,
+        isPty: false,
+        get stdinOpen() {
+          return stdinOpen && !!child.stdin && !child.stdin.destroyed && child.stdin.writable;
+        },
+        write(data) {
+          child.stdin?.write(data);
+        },
+        closeStdin() {
+          stdinOpen = false;
+          child.stdin?.end();
+        },
+        resize() {
+          throw new Error('not a PTY');
+        },
+        interrupt() {
+          killGroup(pid, 'SIGINT');
+        },
+        kill(signal) {
+          killGroup(pid, signal);
+        },
+        pause() {
+          child.stdout?.pause();
+          child.stderr?.pause();
+        },
+        resume() {
+          child.stdout?.resume();
+          child.stderr?.resume();
+        },
+      });
+    });
+  });
+}

@@ -1,0 +1,133 @@
+// Shared helpers for the server engine tests: a recording sink, a connected+initialized
+// client over the in-process ServerConnection, temp dirs, and bounded waits.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { RpcError } from '../../src/protocol/errors';
+import type { NotificationMap, NotificationMethod } from '../../src/protocol/types';
+import type { NotificationSink, ServerConnection, ServerOptions } from '../../src/server/api';
+import { ExecServer } from '../../src/server/exec-server';
+
+export interface Recorded {
+  method: NotificationMethod;
+  params: any;
+}
+
+export class RecordingSink implements NotificationSink {
+  readonly events: Recorded[] = [];
+  private listeners = new Set<() => void>();
+  notify<M extends NotificationMethod>(method: M, params: NotificationMap[M]): void {
+    this.events.push({ method, params });
+    for (const l of [...this.listeners]) l();
+  }
+  /** Resolves when `pred` holds over the recorded events (checked on each event), or rejects after `ms`. */
+  waitFor(pred: (events: Recorded[]) => boolean, ms = 15_000, what = 'condition'): Promise<void> {
+    return waitUntil(() => pred(this.events), ms, what, (cb) => {
+      this.listeners.add(cb);
+      return () => this.listeners.delete(cb);
+    });
+  }
+  forProcess(id: string): Recorded[] {
+    return this.events.filter((e) => e.method.startsWith('process/') && e.params.processId === id);
+  }
+  outputText(id: string): string {
+    return Buffer.concat(
+      this.forProcess(id)
+        .filter((e) => e.method === 'process/output')
+        .map((e) => Buffer.from(e.params.chunk, 'base64')),
+    ).toString();
+  }
+  closed(id: string): boolean {
+    return this.forProcess(id).some((e) => e.method === 'process/closed');
+  }
+}
+
+/** Polls `cond` every 20 ms (and on `subscribe` pokes) until true; rejects after `ms`. */
+export function waitUntil(
+  cond: () => boolean,
+  ms = 15_000,
+  what = 'condition',
+  subscribe?: (cb: () => void) => () => void,
+): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (cond()) return resolve();
+    let unsub: (() => void) | undefined;
+    const finish = (err?: Error) => {
+      clearInterval(iv);
+      clearTimeout(to);
+      unsub?.();
+      if (err) reject(err);
+      else resolve();
+    };
+    const check = () => {
+      try {
+        if (cond()) finish();
+      } catch (e) {
+        finish(e as Error);
+      }
+    };
+    const iv = setInterval(check, 20);
+    const to = setTimeout(() => finish(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms);
+    unsub = subscribe?.(check);
+  });
+}
+
+export interface Client {
+  server: ExecServer;
+  conn: ServerConnection;
+  sink: RecordingSink;
+  sessionId: string;
+  call(method: string, params?: unknown): Promise<any>;
+}
+
+/** A new connection on `server`, initialized (and `initialized` sent). */
+export async function connectClient(server: ExecServer, resumeSessionId?: string, terminateOnClose = false): Promise<Client> {
+  const sink = new RecordingSink();
+  const conn = server.connect(sink, { terminateOnClose, label: 'test' });
+  const init = (await conn.requestUntyped('initialize', { clientName: 'test', resumeSessionId })) as { sessionId: string };
+  if (!conn.notification('initialized', {})) throw new Error('initialized refused');
+  return { server, conn, sink, sessionId: init.sessionId, call: (m, p = {}) => conn.requestUntyped(m, p) };
+}
+
+export async function newServerClient(opts: ServerOptions = {}): Promise<Client> {
+  return connectClient(new ExecServer(opts));
+}
+
+/** Expects `p` to reject with an RpcError of `code` (and message matching `msg` when given). */
+export async function rejectsWith(p: Promise<unknown>, code: number, msg?: string | RegExp): Promise<RpcError> {
+  try {
+    const v = await p;
+    throw new Error(`expected error ${code}, got result ${JSON.stringify(v)}`);
+  } catch (e) {
+    if (!(e instanceof RpcError)) throw e;
+    if (e.code !== code) throw new Error(`expected code ${code}, got ${e.code}: ${e.message}`);
+    if (typeof msg === 'string' && e.message !== msg) throw new Error(`expected message ${JSON.stringify(msg)}, got ${JSON.stringify(e.message)}`);
+    if (msg instanceof RegExp && !msg.test(e.message)) throw new Error(`message ${JSON.stringify(e.message)} does not match ${msg}`);
+    return e;
+  }
+}
+
+export function tmpDir(prefix = 'es-server-'): string {
+  return fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), prefix)));
+}
+export const uri = (p: string) => pathToFileURL(p).href;
+export const b64 = (s: string | Buffer) => Buffer.from(s).toString('base64');
+export const unb64 = (s: string) => Buffer.from(s, 'base64').toString();
+
+/** A plain environment for children (the server gives children exactly this). */
+export const ENV = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: os.homedir(), LANG: 'C' };
+
+export function startParams(processId: string, argv: string[], extra: Record<string, unknown> = {}) {
+  return { processId, argv, cwd: uri(os.tmpdir()), env: ENV, tty: false, ...extra };
+}
+
+/** Is a pid alive? (signal 0) */
+export function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
