@@ -13,6 +13,10 @@ const repo = path.resolve(here, '../..');
 const outDir = path.resolve(process.argv[2] ?? path.join(repo, 'out', 'e2e'));
 mkdirSync(outDir, { recursive: true });
 
+// Type check the suite and the runner first (esbuild only strips types).
+execFileSync(process.execPath, [path.join(repo, 'node_modules/typescript/bin/tsc'), '-p', path.join(here, 'tsconfig.json')],
+  { cwd: repo, stdio: ['ignore', 'inherit', 'inherit'] });
+
 const common = {
   bundle: true, platform: 'node', target: 'node20', format: 'cjs', sourcemap: 'inline', logLevel: 'warning',
   // ws's optional native helpers are not installed; ws falls back to JS.
