@@ -7,6 +7,9 @@ import { serveConnection, DEFAULT_MAX_IN_FLIGHT } from './transports/serve';
 import { StdioTransport } from './transports/stdio';
 import { listenWebSocket, type WebSocketListenOptions } from './transports/websocket-server';
 import { VERSION } from './version';
+import { loadTlsMaterial } from './transports/tls';
+import { createAuthenticator, SecurityConfigError } from './transports/ws-auth';
+import { parseAuthArgs, SECURITY_FLAGS_HELP, validateListenSecurity, type SecurityOptions } from './transports/ws-auth-args';
 
 type Level = 'debug' | 'info' | 'warn' | 'error';
 const LEVELS: Level[] = ['debug', 'info', 'warn', 'error'];
@@ -24,6 +27,8 @@ Options:
   -V, --version         print the version
 With a websocket listener the bound URL is printed as one line on stdout once it accepts
 connections; GET /readyz on the same port answers 200.
+
+${SECURITY_FLAGS_HELP}
 `;
 
 export class UsageError extends Error {}
@@ -71,8 +76,8 @@ function parseArgs(argv: string[]): CliOptions | 'help' | 'version' {
         o.logLevel = v as Level;
         break;
       }
-      // Security flags (--ws-auth ..., --tls-cert/--tls-key, --allow-origin) are parsed here
-      // once wired: see src/transports/ws-auth-args.ts.
+      // Security flags (--ws-auth ..., --tls-cert/--tls-key, --allow-origin) were already
+      // taken out by parseAuthArgs (src/transports/ws-auth-args.ts).
       default:
         throw new UsageError(`unknown argument: ${a}`);
     }
@@ -90,22 +95,23 @@ function parseListen(listen: string): Listen {
   } catch {
     throw new UsageError(`invalid --listen value ${JSON.stringify(listen)}: expected ws://IP:PORT, stdio:// or stdio`);
   }
-  if (url.protocol !== 'ws:') throw new UsageError(`unsupported --listen scheme ${url.protocol} (expected ws:// or stdio://)`);
+  if (url.protocol !== 'ws:' && url.protocol !== 'wss:') throw new UsageError(`unsupported --listen scheme ${url.protocol} (expected ws://, wss:// or stdio://)`);
   if (url.pathname !== '/' && url.pathname !== '') throw new UsageError(`--listen ${listen}: a path is not supported`);
   const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
   if (!url.port) throw new UsageError(`--listen ${listen}: a port is required (use :0 for any free port)`);
   return { kind: 'ws', host: host === 'localhost' ? '127.0.0.1' : host, port: Number(url.port) };
 }
 
-function isLoopback(host: string): boolean {
-  return host === '::1' || /^127\.\d+\.\d+\.\d+$/.test(host);
-}
-
 export async function main(argv: string[]): Promise<number> {
   let opts: ReturnType<typeof parseArgs>;
   let listen: Listen;
+  let security: SecurityOptions;
+  let wsSecurity: Pick<WebSocketListenOptions, 'authenticate' | 'allowedOrigins' | 'tls'>;
   try {
-    opts = parseArgs(argv);
+    // Security flags (ws-auth-args.ts) are taken out first; the rest is parsed below.
+    const parsedSecurity = parseAuthArgs(argv);
+    security = parsedSecurity.options;
+    opts = parseArgs(parsedSecurity.rest);
     if (opts === 'help') {
       process.stdout.write(HELP);
       return 0;
@@ -115,15 +121,15 @@ export async function main(argv: string[]): Promise<number> {
       return 0;
     }
     listen = parseListen(opts.listen);
-    if (listen.kind === 'ws' && !isLoopback(listen.host)) {
-      // Until websocket authentication is configured here, only loopback is safe to expose.
-      throw new UsageError(
-        `refusing to listen on non-loopback address ${listen.host}: anyone who can reach it could run commands. ` +
-          'Listen on 127.0.0.1 and tunnel (e.g. ssh -L), or configure websocket authentication.',
-      );
-    }
+    // Non-loopback needs --ws-auth; wss:// needs a cert; reads and checks secrets now.
+    validateListenSecurity(opts.listen, security);
+    wsSecurity = {
+      authenticate: security.auth ? createAuthenticator(security.auth) : undefined,
+      allowedOrigins: security.allowedOrigins,
+      tls: security.tls ? loadTlsMaterial(security.tls) : undefined,
+    };
   } catch (e) {
-    if (e instanceof UsageError) {
+    if (e instanceof UsageError || e instanceof SecurityConfigError) {
       process.stderr.write(`exec-server: ${e.message}\nRun \`exec-server --help\` for usage.\n`);
       return 2;
     }
@@ -167,7 +173,7 @@ export async function main(argv: string[]): Promise<number> {
         const label = `ws ${req.socket.remoteAddress}:${req.socket.remotePort}`;
         serveConnection(server, transport, { label, maxInFlight: opts.maxInFlight, log });
       },
-      // authenticate / allowedOrigins / tls: set from the security flags here.
+      ...wsSecurity,
     };
     try {
       const listener = await listenWebSocket(wsOptions);
