@@ -2,6 +2,7 @@
 // (websocket), and the in-process client. Only thin glue: every call goes through the real client.
 import type { FsWalkOptions } from '../src/protocol/types';
 import { ExecServerClient } from '../src/client/client';
+import type { ExecServer } from '../src/server/exec-server';
 import type { BenchClient } from './bench-client';
 import { BENCH_MAX_PAYLOAD } from './ws-transport';
 
@@ -19,6 +20,12 @@ export class ExecClientBench implements BenchClient {
     // maxPayload: a 100 MiB fs/readFile answer is ~134 MiB of base64 in one frame.
     const c = await ExecServerClient.connectWebSocket(url, { clientName: 'exec-server-bench', reconnect: false, maxPayload: BENCH_MAX_PAYLOAD });
     return new ExecClientBench(c, 'ExecServerClient (websocket)');
+  }
+
+  /** No socket, no JSON: the client calls the server's ServerConnection directly. */
+  static async inProcess(server: ExecServer): Promise<ExecClientBench> {
+    const c = await ExecServerClient.connectInProcess(server, { clientName: 'exec-server-bench', terminateOnClose: true });
+    return new ExecClientBench(c, 'ExecServerClient (in-process)');
   }
 
   async stat(path: string): Promise<void> {

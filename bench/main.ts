@@ -161,5 +161,6 @@ export async function main(repo: string): Promise<number> {
     return 0;
   } finally {
     await stopAll();
+    await factory.dispose().catch(() => undefined);
   }
 }

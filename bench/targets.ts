@@ -3,6 +3,7 @@
 import type { BenchClient } from './bench-client';
 import { ExecClientBench } from './exec-client-adapter';
 import { RawBenchClient } from './raw-client';
+import { ExecServer } from '../src/server/exec-server';
 
 export interface TargetFactory {
   websocketKind: string;
@@ -10,9 +11,17 @@ export interface TargetFactory {
   inProcessKind: string;
   /** Undefined when no in-process client is available. */
   inProcess?: () => Promise<BenchClient>;
+  /** Stops what the factory started (the in-process server and its children). */
+  dispose(): Promise<void>;
 }
 
 export async function createTargetFactory(opts: { raw: boolean; log: (m: string) => void }): Promise<TargetFactory> {
-  if (opts.raw) return { websocketKind: 'raw RpcConnection', websocket: (url) => RawBenchClient.connect(url), inProcessKind: 'none' };
-  return { websocketKind: 'ExecServerClient', websocket: (url) => ExecClientBench.websocket(url), inProcessKind: 'none' };
+  // The in-process server lives in this process, with default options like the CLI's.
+  const server = new ExecServer({ log: (level, m) => level === 'error' && opts.log(`in-process server: ${m}`) });
+  const inProcess = () => ExecClientBench.inProcess(server);
+  const dispose = () => server.shutdown();
+  if (opts.raw) {
+    return { websocketKind: 'raw RpcConnection', websocket: (url) => RawBenchClient.connect(url), inProcessKind: 'ExecServerClient', inProcess, dispose };
+  }
+  return { websocketKind: 'ExecServerClient', websocket: (url) => ExecClientBench.websocket(url), inProcessKind: 'ExecServerClient', inProcess, dispose };
 }
