@@ -3,7 +3,7 @@
 import * as vscode from 'vscode';
 import { afterAll, test } from './framework';
 import { RemoteServer } from './remote-server';
-import { assert, assertEqual, productApi, uniqueName, waitFor } from './util';
+import { assert, assertEqual, expectReject, productApi, uniqueName, waitFor } from './util';
 
 export const LOCAL = 'Local';
 export const remote = { name: '', server: new RemoteServer() };
@@ -42,10 +42,10 @@ export function registerExtensionTests(): void {
 }
 
 export function registerRemoteSetupTest(): void {
-  test('remote: addEnvironment + connect to the project CLI server makes it a connected environment', async () => {
+  test('remote: addEnvironment (url + token) + connect to the project CLI server makes it a connected environment', async () => {
     const url = await remote.server.start(0);
     const name = uniqueName('e2e-remote');
-    await vscode.commands.executeCommand('execServer.addEnvironment', { name, url });
+    await vscode.commands.executeCommand('execServer.addEnvironment', { name, url, token: remote.server.token });
     await vscode.commands.executeCommand('execServer.connect', { environment: name });
     const api = await productApi();
     const env = await waitFor(`environment ${name} connected`, () => {
@@ -56,6 +56,20 @@ export function registerRemoteSetupTest(): void {
     assertEqual(await parentPid(name), remote.server.pid, 'processes of the remote environment are children of the CLI server');
     remote.name = name;
   }, 90_000);
+  test('remote: connecting with a wrong token fails with an error naming the token problem', async () => {
+    remoteName();
+    const name = uniqueName('e2e-badtoken');
+    await vscode.commands.executeCommand('execServer.addEnvironment', { name, url: remote.server.url, token: 'wrong-token' });
+    try {
+      const err = await expectReject('connect with a wrong token', () =>
+        Promise.resolve(vscode.commands.executeCommand('execServer.connect', { environment: name })));
+      assert(/token|401|unauthori/i.test(err.message), `error mentions the token (got "${err.message}")`);
+      const api = await productApi();
+      assert(envState(api, name)?.state !== 'connected', 'the environment is not connected');
+    } finally {
+      await vscode.commands.executeCommand('execServer.removeEnvironment', { name }).then(undefined, () => {});
+    }
+  });
   afterAll(async () => {
     if (remote.name) await vscode.commands.executeCommand('execServer.removeEnvironment', { name: remote.name }).then(undefined, () => {});
   });

@@ -1,7 +1,9 @@
-// Starts the project's own CLI (`node dist/cli.js --listen ws://127.0.0.1:PORT`) as the remote
-// exec-server the extension connects to. The suite owns these processes: every server it starts
+// Starts the project's own CLI (`node dist/cli.js --listen ws://127.0.0.1:PORT`, with a capability
+// token) as the remote exec-server the extension connects to. The suite owns these processes: every server it starts
 // is stopped by the suite's cleanup even when a test fails half-way.
 import { ChildProcess, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { config } from './config';
 import { afterAll } from './framework';
@@ -16,6 +18,8 @@ export class RemoteServer {
   private stderr = '';
   url = '';
   port = 0;
+  /** Capability token the server requires (the same across restarts). */
+  readonly token = randomBytes(24).toString('hex');
 
   get pid(): number | undefined {
     return this.child?.pid;
@@ -26,7 +30,10 @@ export class RemoteServer {
     if (this.child) throw new Error('remote server already running');
     const { repo, nodePath } = config();
     const cli = path.join(repo, 'dist', 'cli.js');
-    const child = spawn(nodePath, [cli, '--listen', `ws://127.0.0.1:${port}`], {
+    const tokenFile = path.join(config().workDir, `remote-token-${process.pid}`);
+    writeFileSync(tokenFile, this.token, { mode: 0o600 });
+    const args = [cli, '--listen', `ws://127.0.0.1:${port}`, '--ws-auth', 'capability-token', '--ws-token-file', tokenFile];
+    const child = spawn(nodePath, args, {
       cwd: repo,
       stdio: ['ignore', 'pipe', 'pipe'],
       env: { ...process.env, E2E_REMOTE_MARKER: 'remote' },
