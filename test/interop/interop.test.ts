@@ -1,0 +1,26 @@
+// The same client-level scenarios against our built CLI and the reference `codex exec-server`,
+// over websocket and over stdio (command transport). Requires `npm run build` (dist/cli.js).
+import { existsSync } from 'node:fs';
+import { ExecServerClient } from '../../src/client/client';
+import { defineClientScenarios } from '../client/scenarios';
+import { cliPath, commandOf, ourServer, referenceServer, startWsServer, type ServerCommand } from './helpers';
+
+if (!existsSync(cliPath)) throw new Error(`${cliPath} is missing: run \`npm run build\` before the interop tests`);
+
+for (const server of [ourServer, referenceServer] as ServerCommand[]) {
+  defineClientScenarios(`interop ${server.name} ws`, async () => {
+    const running = await startWsServer(server);
+    const client = await ExecServerClient.connectWebSocket(running.url, { clientName: 'interop' });
+    return {
+      client,
+      close: async () => {
+        await client.close();
+        await running.stop();
+      },
+    };
+  });
+  defineClientScenarios(`interop ${server.name} stdio`, async () => {
+    const client = await ExecServerClient.connectCommand(commandOf(server), server.args('stdio'), { env: server.env(), clientName: 'interop' });
+    return { client, close: () => client.close() };
+  });
+}
