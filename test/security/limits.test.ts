@@ -1,0 +1,84 @@
+// Limits over a real websocket against the built CLI: a deep pipeline completes, the
+// in-flight cap answers -32001 instead of stalling, an oversized frame closes cleanly.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { pathToFileURL } from 'node:url';
+import { attempt, ensureBuilt, RawRpc, startCli, stopAll } from './cli-helpers';
+import { tempDir } from './helpers';
+
+const tmp = tempDir();
+before(() => ensureBuilt());
+after(async () => {
+  await stopAll();
+  tmp.dispose();
+});
+
+async function open(url: string): Promise<RawRpc> {
+  const a = await attempt(url);
+  if (a.kind !== 'open') throw new Error(`connect failed: ${JSON.stringify(a)}`);
+  const rpc = new RawRpc(a.ws);
+  await rpc.init();
+  return rpc;
+}
+
+/** Sends all frames back to back (one write burst), then collects every response by id. */
+function pipeline(rpc: RawRpc, frames: Array<{ method: string; params: unknown }>) {
+  return Promise.all(frames.map((f) => rpc.call(f.method, f.params)));
+}
+
+test('10 000 pipelined requests on one connection all complete (environment/status + fs/getMetadata)', async () => {
+  const cli = await startCli(['--listen', 'ws://127.0.0.1:0']);
+  const rpc = await open(cli.url);
+  const file = pathToFileURL(tmp.file('meta.txt', 'hello')).href;
+  const frames = Array.from({ length: 10_000 }, (_, i) =>
+    i % 2 ? { method: 'environment/status', params: null } : { method: 'fs/getMetadata', params: { path: file } },
+  );
+  const replies = await pipeline(rpc, frames);
+  assert.equal(replies.length, 10_000);
+  const errors = replies.filter((r) => r.error);
+  assert.equal(errors.length, 0, `first errors: ${JSON.stringify(errors.slice(0, 3))}`);
+  replies.forEach((r, i) => {
+    if (i % 2) assert.deepEqual(r.result, { status: 'ready' });
+    else assert.equal((r.result as { size: number }).size, 5);
+  });
+  // Still healthy afterwards.
+  assert.deepEqual((await rpc.call('environment/status', null)).result, { status: 'ready' });
+  rpc.ws.close();
+  await cli.stop();
+});
+
+test('beyond --max-in-flight, requests get -32001 at once instead of stalling; the connection recovers', async () => {
+  const cli = await startCli(['--listen', 'ws://127.0.0.1:0', '--max-in-flight', '2']);
+  const rpc = await open(cli.url);
+  const started = await rpc.call('process/start', {
+    processId: 'sleeper', argv: ['/bin/sleep', '30'], cwd: pathToFileURL(tmp.dir).href, env: {}, tty: false, pipeStdin: false, arg0: null,
+  });
+  assert.equal((started.result as { processId?: string } | undefined)?.processId, 'sleeper', JSON.stringify(started));
+  // Two long polls occupy both slots (they wait up to 5 s for output that never comes).
+  const polls = [0, 1].map(() => rpc.call('process/read', { processId: 'sleeper', afterSeq: 0, waitMs: 5000 }));
+  const rejected = await Promise.all(Array.from({ length: 8 }, () => rpc.call('environment/status', null)));
+  for (const r of rejected) {
+    const err = r.error as { code: number; message: string } | undefined;
+    assert.equal(err?.code, -32001, JSON.stringify(r));
+    assert.match(err!.message, /overloaded|in flight/i);
+  }
+  // The long polls still finish normally, and then the connection serves again.
+  for (const p of await Promise.all(polls)) assert.ok(p.result, JSON.stringify(p));
+  assert.deepEqual((await rpc.call('environment/status', null)).result, { status: 'ready' });
+  await rpc.call('process/terminate', { processId: 'sleeper' });
+  rpc.ws.close();
+  await cli.stop();
+});
+
+test('a frame over the 64 MiB maximum closes the connection with 1009; the server keeps serving', async () => {
+  const cli = await startCli(['--listen', 'ws://127.0.0.1:0']);
+  const rpc = await open(cli.url);
+  const big = JSON.stringify({ id: 99, method: 'fs/writeFile', params: { path: pathToFileURL(`${tmp.dir}/big`).href, dataBase64: 'A'.repeat(64 * 1024 * 1024 + 16) } });
+  rpc.ws.send(big);
+  const closed = await rpc.closed;
+  assert.equal(closed.code, 1009, `close code ${closed.code} ${closed.reason}`);
+  const fresh = await open(cli.url);
+  assert.deepEqual((await fresh.call('environment/status', null)).result, { status: 'ready' });
+  fresh.ws.close();
+  await cli.stop();
+});
