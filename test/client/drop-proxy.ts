@@ -44,21 +44,22 @@ export async function startDropProxy(targetUrl: string): Promise<DropProxy> {
       state.refuse = v;
     },
     url: `ws://127.0.0.1:${port}`,
-    dropAll() {
-      const n = pairs.size;
-      for (const [a, b] of [...pairs]) {
-        a.resetAndDestroy();
-        b.resetAndDestroy();
-      }
-      pairs.clear();
-      return n;
-    },
+    dropAll,
     get live() {
       return pairs.size;
     },
     close() {
-      this.dropAll();
+      dropAll();
       return new Promise((r) => server.close(() => r()));
     },
   };
+  function dropAll(): number {
+    const n = pairs.size;
+    for (const [a, b] of [...pairs]) {
+      a.resetAndDestroy();
+      b.resetAndDestroy();
+    }
+    pairs.clear();
+    return n;
+  }
 }
