@@ -49,7 +49,7 @@ export function mapFsError(e: unknown, target: string, errors: FsErrorFactory): 
   if (code === ErrorCodes.NotFound) return errors.FileNotFound(text);
   if (code === ErrorCodes.ConnectionClosed || code === ErrorCodes.RequestTimeout) return errors.Unavailable(text);
   if (/permission denied|EACCES|EPERM|operation not permitted|read-only file system|EROFS/i.test(message)) return errors.NoPermissions(text);
-  if (/already exists|EEXIST/i.test(message)) return errors.FileExists(text);
+  if (/already exists|file exists|EEXIST/i.test(message)) return errors.FileExists(text);
   if (/not a directory|ENOTDIR/i.test(message)) return errors.FileNotADirectory(text);
   if (/is a directory|EISDIR/i.test(message)) return errors.FileIsADirectory(text);
   if (/no such file|ENOENT|not found/i.test(message)) return errors.FileNotFound(text);
