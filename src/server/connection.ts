@@ -98,7 +98,8 @@ export class Connection implements ServerConnection, ConnectionContext {
 
   private async dispatch(method: string, params: unknown): Promise<unknown> {
     if (method === 'initialize') return this.initialize(params);
-    const spec = METHODS[method];
+    // Own properties only: `__proto__`, `constructor`, `toString`... are not methods (found by test/fuzz).
+    const spec = Object.prototype.hasOwnProperty.call(METHODS, method) ? METHODS[method] : undefined;
     if (!spec) throw new RpcError(ErrorCodes.MethodNotFound, Messages.methodNotFound(method));
     const decoded = spec.decode(params);
     if (!this.sessionRef) throw invalidRequest(`client must call initialize before using ${spec.category} methods`);
