@@ -31,6 +31,12 @@ export function sha256(chunks: Uint8Array[]): string {
   return h.digest('hex');
 }
 
+const B62 = '0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ';
+/** 0 → "0", 61 → "Z", 62 → "00", …: the shortest distinct names. */
+function shortName(i: number): string {
+  return i < 62 ? B62[i] : B62[Math.floor(i / 62) - 1] + B62[i % 62];
+}
+
 export function prepareFixtures(bigFileBytes: number, walkEntries: number): Fixtures {
   // Short root: fs/walk returns full file:// URIs and the reference caps a response at 4 MiB.
   const root = path.join(os.tmpdir(), 'esb');
@@ -45,18 +51,19 @@ export function prepareFixtures(bigFileBytes: number, walkEntries: number): Fixt
   }
   const bigFileSha256 = sha256([content]);
 
-  // Layout: D directories, each with F files; entries = D * (F + 1).
-  const perDir = 100;
-  const dirs = Math.ceil(walkEntries / perDir);
-  const walkRoot = path.join(root, `w${walkEntries}`);
-  const done = path.join(root, `w${walkEntries}.done`);
+  // The reference caps a walk response at 4 MiB, counting about (URI length + 64) bytes per
+  // entry, so 50 000 entries only fit with URIs under ~19 characters: a short root right under
+  // the temp dir, 50 directories of 999 files, one- or two-character base-62 names.
+  const perDir = 1000;
+  const walkRoot = path.join(os.tmpdir(), walkEntries === 50_000 ? 'ew' : `ew${walkEntries}`);
+  const done = path.join(root, `${path.basename(walkRoot)}.v2.done`);
   if (!existsSync(done)) {
     let made = 0;
-    for (let d = 0; d < dirs && made < walkEntries; d++) {
-      const dir = path.join(walkRoot, `d${d}`);
+    for (let d = 0; made < walkEntries; d++) {
+      const dir = path.join(walkRoot, shortName(d));
       mkdirSync(dir, { recursive: true });
       made++;
-      for (let f = 0; f < perDir - 1 && made < walkEntries; f++, made++) writeFileSync(path.join(dir, `f${f}`), '');
+      for (let f = 0; f < perDir - 1 && made < walkEntries; f++, made++) writeFileSync(path.join(dir, shortName(f)), '');
     }
     writeFileSync(done, String(made));
   }

@@ -9,7 +9,7 @@ import path from 'node:path';
 import type { BenchClient } from './bench-client';
 import { prepareFixtures } from './fixtures';
 import { consoleTable, failures, judge, markdownTable, outcome, tableRows, type BenchResult, type MetricResult, type TargetName } from './report';
-import { FULL, QUICK, scenarios, StallError, type Samples, type Scenario } from './scenarios';
+import { FULL, QUICK, scenarios, StallError, type BenchConfig, type Samples, type Scenario } from './scenarios';
 import { oursCommand, referenceCommand, startServer, type ServerCommand, type ServerUnderTest } from './servers';
 import { renderSvg } from './svg';
 import { nowMs } from './stats';
@@ -55,7 +55,7 @@ interface TargetState {
   failure?: { status: 'stalled' | 'error'; detail: string };
 }
 
-async function runScenario(s: Scenario, targets: Target[], cfg: typeof FULL, fx: ReturnType<typeof prepareFixtures>): Promise<Map<TargetName, TargetState>> {
+async function runScenario(s: Scenario, targets: Target[], cfg: BenchConfig, fx: ReturnType<typeof prepareFixtures>): Promise<Map<TargetName, TargetState>> {
   const state = new Map<TargetName, TargetState>(targets.map((t) => [t.name, { samples: {} }]));
   const ws = targets.filter((t) => t.name !== 'inProcess');
   const inProc = targets.find((t) => t.name === 'inProcess');
@@ -97,7 +97,8 @@ function machine(): BenchResult['machine'] {
 }
 
 export async function main(repo: string): Promise<number> {
-  const cfg = arg('quick') !== undefined ? QUICK : FULL;
+  const cfg = { ...(arg('quick') !== undefined ? QUICK : FULL) };
+  if (arg('rounds')) cfg.rounds = Math.max(1, Number(arg('rounds')));
   const only = arg('only')?.split(',').filter(Boolean);
   const list = scenarios(cfg).filter((s) => !only || only.includes(s.id));
   const oursFlags = (arg('ours-node-flags') ?? '').split(' ').filter(Boolean);
@@ -112,9 +113,9 @@ export async function main(repo: string): Promise<number> {
   const stopAll = () => Promise.all(targets.map((t) => t.stop().catch(() => undefined)));
   process.once('SIGINT', () => void stopAll().then(() => process.exit(130)));
   try {
-    if (arg('no-ours') === undefined) targets.push(await serverTarget('ours', oursCommand(repo, oursFlags), factory));
+    if (arg('no-ours') === undefined) targets.push(await serverTarget('ours', oursCommand(repo, oursFlags, arg('ours-cli') || undefined), factory));
     if (arg('no-reference') === undefined) targets.push(await serverTarget('reference', referenceCommand(repo), factory));
-    const inProcess = factory.inProcess;
+    const inProcess = arg('no-in-process') === undefined ? factory.inProcess : undefined;
     if (inProcess) targets.push({ name: 'inProcess', connect: inProcess, recover: async () => undefined, stop: async () => undefined });
     console.log(`clients: websocket = ${factory.websocketKind}; in-process = ${factory.inProcessKind}`);
 

@@ -52,7 +52,7 @@ export function judge(m: MetricDef, ours: Outcome, reference: Outcome, inProcess
   if (m.minSpeedup !== undefined) {
     parts.push(m.minSpeedup === 1 ? '≥ reference' : `≥${m.minSpeedup}× reference`);
     // A stalled/failed reference counts as beaten by a run of ours that completed.
-    if (!ok(ours)) met = false;
+    if (!ok(ours) || reference.status === 'n/a') met = false;
     else if (ok(reference)) met &&= speedup! >= m.minSpeedup;
   }
   if (m.inProcessMax !== undefined) {
