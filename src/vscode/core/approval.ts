@@ -16,15 +16,19 @@ export const APPROVAL_CHOICES: readonly ApprovalChoice[] = [ALLOW, ALLOW_FOR_SES
 
 export type FsOperation = 'write' | 'create directory' | 'delete' | 'copy' | 'rename';
 
+/** `environment`: where the paths live (default: this machine, i.e. Local). */
 export type ApprovalRequest =
-  | { kind: 'run'; argv: string[]; cwd: string }
-  | { kind: 'fs'; operation: FsOperation; path: string; destination?: string };
+  | { kind: 'run'; argv: string[]; cwd: string; environment?: string }
+  | { kind: 'fs'; operation: FsOperation; path: string; destination?: string; environment?: string };
 
 export interface ApprovalHost {
   policy(): ApprovalPolicy;
   timeoutMs(): number;
-  /** Absolute local paths of the workspace folders (file scheme only). */
-  workspaceRoots(): string[];
+  /**
+   * Absolute paths of the workspace folders in an environment: file-scheme folders for this
+   * machine (environment undefined or Local), exec-server://<environment>/ folders otherwise.
+   */
+  workspaceRoots(environment?: string): string[];
   /** Shows the question; resolves with the chosen button, or undefined if dismissed. */
   prompt(message: string, choices: readonly ApprovalChoice[]): Promise<string | undefined>;
   log?(message: string): void;
@@ -96,7 +100,7 @@ export class ApprovalGate {
     if (policy === 'neverAsk') return { allowed: true, reason: 'policy' };
     if (this.sessionAllowed.has(scope)) return { allowed: true, reason: 'session' };
     if (policy === 'askOutsideWorkspace') {
-      const roots = this.host.workspaceRoots();
+      const roots = this.host.workspaceRoots(req.environment);
       const paths = pathsOf(req).map(toLocalPath);
       if (paths.every((p) => p !== undefined && roots.some((r) => isInside(p, r)))) {
         return { allowed: true, reason: 'inside workspace' };

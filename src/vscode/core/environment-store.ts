@@ -32,6 +32,8 @@ export interface EnvironmentSetting {
 export interface SettingsAccess {
   /** Raw value of `execServer.environments` (untrusted: may be anything). */
   read(): unknown;
+  /** The list that write() replaces, if it differs from read() (e.g. user settings only). */
+  readForWrite?(): unknown;
   write(value: EnvironmentSetting[]): Promise<void>;
 }
 
@@ -110,7 +112,7 @@ export class EnvironmentStore {
     if (input.token !== undefined && input.token !== '' && parsed.kind !== 'websocket') {
       throw new Error(`environment "${parsed.name}": a token only applies to a websocket URL`);
     }
-    const raw = this.rawEntries().filter((e) => !(e && typeof e === 'object' && (e as EnvironmentSetting).name === parsed.name));
+    const raw = this.rawEntries(true).filter((e) => !(e && typeof e === 'object' && (e as EnvironmentSetting).name === parsed.name));
     await this.settings.write([...(raw as EnvironmentSetting[]), setting]);
     if (input.token) await this.secrets.store(tokenKey(parsed.name), input.token);
     else await this.secrets.delete(tokenKey(parsed.name));
@@ -120,7 +122,7 @@ export class EnvironmentStore {
   /** Removes an entry and its token. Returns false if there was none. */
   async remove(name: string): Promise<boolean> {
     if (name === LOCAL_ENVIRONMENT) throw new Error('the Local environment cannot be removed');
-    const raw = this.rawEntries();
+    const raw = this.rawEntries(true);
     const kept = raw.filter((e) => !(e && typeof e === 'object' && (e as EnvironmentSetting).name === name));
     await this.secrets.delete(tokenKey(name));
     if (kept.length === raw.length) return false;
@@ -128,8 +130,8 @@ export class EnvironmentStore {
     return true;
   }
 
-  private rawEntries(): unknown[] {
-    const v = this.settings.read();
+  private rawEntries(forWrite = false): unknown[] {
+    const v = forWrite && this.settings.readForWrite ? this.settings.readForWrite() : this.settings.read();
     return Array.isArray(v) ? v : [];
   }
 

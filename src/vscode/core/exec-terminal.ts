@@ -51,6 +51,8 @@ export class ExecTerminal implements Disposable {
   private writing = false;
   private finished = false;
   private startFailed = false;
+  /** After the end: the terminal waits for a key to close. */
+  private keptOpen = false;
   private closedByUser = false;
   private terminalClosed = false;
   private readonly subs: Disposable[] = [];
@@ -97,7 +99,7 @@ export class ExecTerminal implements Disposable {
   handleInput(data: string): void {
     if (this.finished) {
       // Kept open after exit: any key closes it.
-      if ((this.keepOpen || this.startFailed) && !this.terminalClosed) this.fireClose(undefined);
+      if (this.keptOpen && !this.terminalClosed) this.fireClose(undefined);
       return;
     }
     if (this.options.mode === 'pipe') {
@@ -175,8 +177,10 @@ export class ExecTerminal implements Disposable {
       this.coalescer.pushText(`\r\n${DIM}[${what} — press any key to close]${RESET}\r\n`);
     }
     await this.coalescer.end();
+    this.keptOpen = this.keepOpen || startFailed || !!r.error;
     this.resolveResult(r);
-    if (!this.keepOpen && !startFailed) this.fireClose(r.exitCode);
+    // A process lost with an error keeps its terminal so the message stays readable.
+    if (!this.keepOpen && !startFailed && !r.error) this.fireClose(r.exitCode);
   }
 
   private fireClose(code: number | undefined): void {

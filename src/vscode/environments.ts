@@ -1,0 +1,113 @@
+// Environments in the UI: the connector (in-process Local server, websocket, command), lazy
+// connects with progress, clear notifications on failures, and the status-bar item.
+import * as vscode from 'vscode';
+import type { ExecClient } from '../client/api';
+import { ExecServerClient } from '../client/client';
+import { ExecServer } from '../server/exec-server';
+import { EnvironmentConnectError, EnvironmentManager, type Connector } from './core/environment-manager';
+import { EnvironmentStore, LOCAL_ENVIRONMENT, type EnvironmentConfig } from './core/environment-store';
+
+const CLIENT_NAME = 'vscode-exec-server';
+
+/** The in-process server behind `Local` and the agent endpoint; created on first use. */
+export class LocalServerHolder implements vscode.Disposable {
+  private server: ExecServer | undefined;
+  constructor(private readonly log: vscode.LogOutputChannel) {}
+  get(): ExecServer {
+    this.server ??= new ExecServer({
+      log: (level, message) => this.log[level === 'warn' ? 'warn' : level](`[local server] ${message}`),
+    });
+    return this.server;
+  }
+  async shutdown(): Promise<void> {
+    const s = this.server;
+    this.server = undefined;
+    await s?.shutdown();
+  }
+  dispose(): void {
+    void this.shutdown();
+  }
+}
+
+export function createConnector(local: LocalServerHolder): Connector {
+  return {
+    connect(config: EnvironmentConfig, token: string | undefined): Promise<ExecClient> {
+      switch (config.kind) {
+        case 'local':
+          return ExecServerClient.connectInProcess(local.get(), { clientName: CLIENT_NAME, label: 'vscode' });
+        case 'websocket':
+          // '' (not undefined): never fall back to the extension host's CODEX_EXEC_SERVER_CONNECTION_TOKEN.
+          return ExecServerClient.connectWebSocket(config.url!, {
+            clientName: CLIENT_NAME,
+            token: token ?? '',
+            connectTimeoutMs: 10_000,
+            initializeTimeoutMs: 10_000,
+          });
+        case 'command':
+          return ExecServerClient.connectCommand(config.command!, config.args ?? [], { clientName: CLIENT_NAME, initializeTimeoutMs: 20_000 });
+      }
+    },
+  };
+}
+
+/** Connect with a progress notification and a clear error message (rethrown for callers). */
+export async function connectWithProgress(manager: EnvironmentManager, name: string, log: vscode.LogOutputChannel): Promise<ExecClient> {
+  const live = manager.connectedClient(name);
+  if (live) return live;
+  try {
+    return await vscode.window.withProgress(
+      { location: vscode.ProgressLocation.Notification, title: `Exec Server: connecting to ${name}…` },
+      () => manager.getClient(name),
+    );
+  } catch (e) {
+    const msg = e instanceof Error ? e.message : String(e);
+    log.error(msg);
+    const hint = e instanceof EnvironmentConnectError && e.kind === 'unauthorized' ? 'Add Environment' : undefined;
+    void vscode.window.showErrorMessage(`Exec Server: ${msg}`, ...(hint ? [hint, 'Show Log'] : ['Show Log'])).then((choice) => {
+      if (choice === 'Show Log') log.show();
+      if (choice === 'Add Environment') void vscode.commands.executeCommand('execServer.addEnvironment');
+    });
+    throw e;
+  }
+}
+
+/** Status bar: connected environments and the agent endpoint. */
+export class StatusBar implements vscode.Disposable {
+  private readonly item = vscode.window.createStatusBarItem('execServer.status', vscode.StatusBarAlignment.Left, 50);
+  private endpointPort: number | undefined;
+
+  constructor(
+    private readonly store: EnvironmentStore,
+    private readonly manager: EnvironmentManager,
+  ) {
+    this.item.name = 'Exec Server';
+    this.item.command = 'execServer.showProcesses';
+    this.update();
+    this.item.show();
+  }
+
+  setEndpoint(port: number | undefined): void {
+    this.endpointPort = port;
+    this.update();
+  }
+
+  update(): void {
+    const envs = this.store.list();
+    const connected = envs.filter((e) => this.manager.state(e.name) === 'connected');
+    const busy = envs.filter((e) => ['connecting', 'reconnecting'].includes(this.manager.state(e.name)));
+    const failed = envs.filter((e) => this.manager.state(e.name) === 'failed');
+    const icon = busy.length ? '$(sync~spin)' : failed.length ? '$(warning)' : '$(server-process)';
+    const agent = this.endpointPort !== undefined ? ` $(broadcast) ${this.endpointPort}` : '';
+    this.item.text = `${icon} ${connected.length}/${envs.length}${agent}`;
+    const lines = envs.map((e) => `${e.name}: ${this.manager.state(e.name)}${this.manager.lastError(e.name) && this.manager.state(e.name) === 'failed' ? ` — ${this.manager.lastError(e.name)}` : ''}`);
+    if (this.endpointPort !== undefined) lines.push(`Agent endpoint: ws://127.0.0.1:${this.endpointPort}`);
+    this.item.tooltip = `Exec Server\n${lines.join('\n')}`;
+    this.item.backgroundColor = failed.length ? new vscode.ThemeColor('statusBarItem.warningBackground') : undefined;
+  }
+
+  dispose(): void {
+    this.item.dispose();
+  }
+}
+
+export { LOCAL_ENVIRONMENT };

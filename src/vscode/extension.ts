@@ -1,0 +1,132 @@
+// Entry point of the VS Code extension: wires the environments, terminals, file system,
+// views, agent endpoint and commands, and returns the exported API (see ./api.ts).
+import * as vscode from 'vscode';
+import { AgentEndpointService, vscodeApprovalHost } from './agent';
+import type { ExecServerApi } from './api';
+import { registerCommands } from './commands';
+import { ApprovalGate } from './core/approval';
+import { EnvironmentManager } from './core/environment-manager';
+import { EnvironmentStore, LOCAL_ENVIRONMENT, type EnvironmentSetting } from './core/environment-store';
+import { ProcessRegistry } from './core/process-registry';
+import { connectWithProgress, createConnector, LocalServerHolder, StatusBar } from './environments';
+import { ExecFileSystemProvider } from './file-system-provider';
+import { SCHEME, TerminalService } from './terminals';
+import { ExecServerTree } from './tree';
+
+let cleanup: (() => Promise<void>) | undefined;
+
+export function activate(ctx: vscode.ExtensionContext): ExecServerApi {
+  const log = vscode.window.createOutputChannel('Exec Server', { log: true });
+  ctx.subscriptions.push(log);
+
+  const config = () => vscode.workspace.getConfiguration('execServer');
+  const store = new EnvironmentStore(
+    {
+      read: () => config().get('environments'),
+      // Write the user (global) list: never copy workspace-level entries into it.
+      readForWrite: () => config().inspect('environments')?.globalValue,
+      write: (value: EnvironmentSetting[]) => Promise.resolve(config().update('environments', value, vscode.ConfigurationTarget.Global)),
+    },
+    {
+      get: (k) => Promise.resolve(ctx.secrets.get(k)),
+      store: (k, v) => Promise.resolve(ctx.secrets.store(k, v)),
+      delete: (k) => Promise.resolve(ctx.secrets.delete(k)),
+    },
+  );
+  for (const p of store.problems()) log.warn(`settings: ${p}`);
+
+  const local = new LocalServerHolder(log);
+  const manager = new EnvironmentManager(store, createConnector(local), {
+    log: (level, message) => log[level](message),
+  });
+  const registry = new ProcessRegistry();
+  const gate = new ApprovalGate(vscodeApprovalHost(log));
+  const statusBar = new StatusBar(store, manager);
+  const terminals = new TerminalService({ getClient: (env) => connectWithProgress(manager, env, log), registry, log });
+  const agent = new AgentEndpointService({ local, gate, terminals, statusBar, log });
+  const tree = new ExecServerTree(store, manager, registry);
+  ctx.subscriptions.push(statusBar, terminals, agent, tree);
+
+  const refresh = () => {
+    tree.refresh();
+    statusBar.update();
+  };
+  ctx.subscriptions.push(
+    manager.onDidChangeState(refresh),
+    registry.onDidChange(refresh),
+    manager.onDidLoseConnection(({ environment, reason }) => {
+      registry.forgetEnvironment(environment);
+      void vscode.window.showWarningMessage(`Exec Server: ${reason}; reconnecting…`);
+    }),
+    manager.onDidReconnect(({ environment }) => log.info(`${environment}: reconnected with a new session`)),
+    vscode.workspace.onDidChangeConfiguration((e) => {
+      if (e.affectsConfiguration('execServer.environments')) {
+        for (const p of store.problems()) log.warn(`settings: ${p}`);
+        refresh();
+      }
+    }),
+    vscode.window.createTreeView('execServer.environments', { treeDataProvider: tree, showCollapseAll: false }),
+  );
+
+  // exec-server://<environment>/<abs path>; authorities may come back lower-cased.
+  const resolveEnvironment = (authority: string) =>
+    store.get(authority)?.name ?? store.list().find((e) => e.name.toLowerCase() === authority.toLowerCase())?.name ?? authority;
+  const fsProvider = new ExecFileSystemProvider({ getClient: (env) => manager.getClient(env) }, resolveEnvironment, log);
+  ctx.subscriptions.push(vscode.workspace.registerFileSystemProvider(SCHEME, fsProvider, { isCaseSensitive: true }), fsProvider);
+
+  ctx.subscriptions.push(
+    vscode.window.registerTerminalProfileProvider('execServer.terminalProfile', {
+      async provideTerminalProfile() {
+        const envs = store.list();
+        let env = LOCAL_ENVIRONMENT;
+        if (envs.length > 1) {
+          const pick = await vscode.window.showQuickPick(envs.map((e) => e.name), { placeHolder: 'Environment for the terminal' });
+          if (!pick) return undefined;
+          env = pick;
+        }
+        const { name, pty } = await terminals.profilePty(env);
+        return new vscode.TerminalProfile({ name, pty, iconPath: new vscode.ThemeIcon('server-process') });
+      },
+    }),
+  );
+
+  registerCommands(ctx, { store, manager, registry, terminals, agent, log, refresh });
+
+  const approve = async (environment: string, argv: string[], cwd: string) => {
+    const d = await gate.check({ kind: 'run', argv, cwd, environment }, 'api');
+    if (!d.allowed) throw new Error(`Exec Server: running ${argv.join(' ')} was not approved (${d.reason})`);
+  };
+  const api: ExecServerApi = {
+    version: String((ctx.extension.packageJSON as { version?: string }).version ?? '0.0.0'),
+    getEnvironments: () => store.list().map((e) => ({ name: e.name, kind: e.kind, state: manager.state(e.name) })),
+    getClient: (environment) => manager.getClient(environment),
+    async run(environment, argv, opts = {}) {
+      const client = await manager.getClient(environment);
+      const cwd = opts.cwd ?? (await terminals.defaultCwd(environment, client));
+      await approve(environment, argv, cwd);
+      return terminals.run(environment, argv, { ...opts, cwd });
+    },
+    async openTerminal(environment, opts = {}) {
+      const client = await manager.getClient(environment);
+      const cwd = opts.cwd ?? (await terminals.defaultCwd(environment, client));
+      const argv = opts.argv?.length ? opts.argv : [await terminals.shellPath(client)];
+      await approve(environment, argv, cwd);
+      return terminals.newTerminal(environment, { ...opts, cwd, argv, origin: 'api' });
+    },
+  };
+
+  cleanup = async () => {
+    await agent.stop().catch(() => undefined);
+    await manager.dispose().catch(() => undefined);
+    await local.shutdown().catch(() => undefined);
+    registry.dispose();
+  };
+  log.info(`Exec Server ${api.version} activated`);
+  return api;
+}
+
+export async function deactivate(): Promise<void> {
+  const c = cleanup;
+  cleanup = undefined;
+  await c?.();
+}
