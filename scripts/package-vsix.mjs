@@ -1,0 +1,44 @@
+// Builds dist/exec-server.vsix from a staging folder (out/vsix): package.json's "files" list
+// is for the npm package of the CLI, and vsce refuses a .vscodeignore next to it. The stage
+// holds only what the extension loads (see .vscodeignore): the bundle, node-pty's JS and
+// native module, the manifest, README and media. Run after `npm run build`.
+import { spawnSync } from 'node:child_process';
+import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+
+const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..');
+const stage = path.join(root, 'out', 'vsix');
+const out = path.join(root, 'dist', 'exec-server.vsix');
+
+rmSync(stage, { recursive: true, force: true });
+mkdirSync(stage, { recursive: true });
+// node-pty's tests and source maps are not needed at run time.
+const wanted = (src) => !/\.test\.js(\.map)?$|\.js\.map$/.test(src);
+const copy = (rel) => {
+  const from = path.join(root, rel);
+  if (!existsSync(from)) throw new Error(`package-vsix: ${rel} is missing (run npm run build first?)`);
+  cpSync(from, path.join(stage, rel), { recursive: true, filter: wanted });
+};
+
+const pkg = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8'));
+delete pkg.files;
+delete pkg.bin;
+delete pkg.devDependencies;
+// ws and jose are bundled into dist/extension.js; node-pty is loaded at run time.
+pkg.dependencies = { 'node-pty': pkg.dependencies['node-pty'] };
+pkg.scripts = {};
+writeFileSync(path.join(stage, 'package.json'), JSON.stringify(pkg, null, 2) + '\n');
+
+for (const rel of ['.vscodeignore', 'README.md', 'dist/extension.js', 'media/icon.png', 'media/exec-server.svg']) copy(rel);
+if (existsSync(path.join(root, 'LICENSE'))) copy('LICENSE');
+const pty = 'node_modules/node-pty';
+for (const rel of ['lib', 'build/Release/pty.node', 'LICENSE']) copy(`${pty}/${rel}`);
+if (existsSync(path.join(root, pty, 'build/Release/spawn-helper'))) copy(`${pty}/build/Release/spawn-helper`);
+// node-pty's own dependency (node-addon-api) is only needed to compile it.
+const ptyPkg = JSON.parse(readFileSync(path.join(root, pty, 'package.json'), 'utf8'));
+delete ptyPkg.dependencies;
+writeFileSync(path.join(stage, pty, 'package.json'), JSON.stringify(ptyPkg, null, 2) + '\n');
+
+const vsce = path.join(root, 'node_modules', '@vscode', 'vsce', 'vsce');
+const r = spawnSync(process.execPath, [vsce, 'package', '--allow-missing-repository', '--skip-license', '-o', out], { cwd: stage, stdio: 'inherit' });
+if (r.status !== 0) process.exit(r.status ?? 1);
