@@ -43,6 +43,8 @@ export interface ClientOptions {
   recoveryTimeoutMs?: number;
   /** Delay between reconnect attempts (default 100 ms). */
   reconnectDelayMs?: number;
+  /** Receives every log line from the start (onLog only sees lines after subscribing). */
+  log?: (level: LogLevel, message: string) => void;
 }
 
 /** Calls that are safe to send again after a reconnect (reads, and writes thanks to writeId). */
@@ -83,7 +85,7 @@ export class ExecServerClient implements ExecClient {
 
   private constructor(
     private readonly factory: ChannelFactory,
-    private readonly options: Required<Omit<ClientOptions, 'reconnect'>> & { reconnect: boolean },
+    private readonly options: Required<Omit<ClientOptions, 'reconnect' | 'log'>> & Pick<ClientOptions, 'log'> & { reconnect: boolean },
   ) {
     this.fs = new ClientFs({
       request: (m, p) => this.request(m, p),
@@ -105,6 +107,7 @@ export class ExecServerClient implements ExecClient {
       reconnect: opts.reconnect ?? false,
       recoveryTimeoutMs: opts.recoveryTimeoutMs ?? 25_000,
       reconnectDelayMs: opts.reconnectDelayMs ?? 100,
+      log: opts.log,
     });
     await client.attach(undefined);
     client.setState('connected');
@@ -149,7 +152,11 @@ export class ExecServerClient implements ExecClient {
     const early: string[] = [];
     const { transport, child } = await spawnCommandTransport(command, args, {
       ...opts,
-      onStderr: (line) => (client ? client.log('info', `[${command}] ${line}`) : early.push(line)),
+      onStderr: (line) => {
+        if (client) return client.log('info', `[${command}] ${line}`);
+        opts.log?.('info', `[${command}] ${line}`);
+        early.push(line);
+      },
     });
     try {
       client = await ExecServerClient.connect(async () => new RpcChannel(transport, () => child.kill('SIGKILL')), { ...opts, reconnect: false });
@@ -158,7 +165,6 @@ export class ExecServerClient implements ExecClient {
       const detail = early.length ? ` (stderr: ${early.slice(-5).join(' | ')})` : '';
       throw new RpcError(e instanceof RpcError ? e.code : ErrorCodes.ConnectionClosed, `${e instanceof Error ? e.message : String(e)}${detail}`);
     }
-    for (const l of early) client.log('info', `[${command}] ${l}`);
     return client;
   }
 
@@ -289,6 +295,7 @@ export class ExecServerClient implements ExecClient {
   };
 
   private log(level: LogLevel, message: string): void {
+    this.options.log?.(level, message);
     this.logEmitter.fire({ level, message });
   }
 

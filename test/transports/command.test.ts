@@ -1,0 +1,84 @@
+// The command transport: spawning `node dist/cli.js --listen stdio://` (as one would spawn
+// `ssh host npx exec-server --listen stdio://`) — lifecycle of the child, stderr, failures.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { RpcChannel } from '../../src/client/channel';
+import { ExecServerClient } from '../../src/client/client';
+import { spawnCommandTransport } from '../../src/transports/command';
+import { cliPath, repoRoot, waitFor } from '../interop/helpers';
+
+if (!existsSync(cliPath)) throw new Error(`${cliPath} is missing: run \`npm run build\` first`);
+
+const isAlive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+test('command: the server child runs while connected and dies when the client closes', async () => {
+  const { transport, child, exited } = await spawnCommandTransport(process.execPath, [cliPath, '--listen', 'stdio://']);
+  const client = await ExecServerClient.connect(async () => new RpcChannel(transport));
+  assert.ok(isAlive(child.pid!));
+  assert.equal((await client.request('environment/status', null)).status, 'ready');
+  await client.close();
+  const r = await exited;
+  assert.ok(r.code === 0 || r.signal !== null, JSON.stringify(r));
+  assert.equal(isAlive(child.pid!), false);
+});
+
+test('command: the child is killed when the parent process exits abruptly', async () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'cmd-exit-'));
+  const script = path.join(dir, 'parent.js');
+  writeFileSync(
+    script,
+    `const { spawnCommandTransport } = require(${JSON.stringify(path.join(repoRoot, 'out/src/transports/command.js'))});
+     spawnCommandTransport(process.execPath, [${JSON.stringify(cliPath)}, '--listen', 'stdio://']).then(({ child }) => {
+       console.log(child.pid);
+       setTimeout(() => process.exit(0), 200); // exit without closing anything
+     });`,
+  );
+  try {
+    const parent = spawn(process.execPath, [script], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    parent.stdout.on('data', (d) => (out += d));
+    await new Promise((r) => parent.once('exit', r));
+    const pid = Number(out.trim());
+    assert.ok(pid > 0, `child pid printed (${out})`);
+    await waitFor(() => !isAlive(pid), `server child ${pid} gone after parent exit`);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('command: a command that cannot be spawned rejects clearly', async () => {
+  await assert.rejects(ExecServerClient.connectCommand('/nonexistent/exec-server-xyz', []), /cannot start \/nonexistent\/exec-server-xyz: .*ENOENT/);
+});
+
+test('command: a command that exits instead of serving rejects with its stderr', async () => {
+  await assert.rejects(
+    ExecServerClient.connectCommand(process.execPath, ['-e', 'console.error("no such host"); setTimeout(() => process.exit(255), 100)']),
+    /connection closed.*stderr: no such host/,
+  );
+});
+
+test('command: the server dying mid-session fails the client and its processes', async () => {
+  const client = await ExecServerClient.connectCommand(process.execPath, [cliPath, '--listen', 'stdio://']);
+  const h = await client.startProcess({ argv: ['sleep', '30'], cwd: os.tmpdir(), env: { PATH: process.env.PATH ?? '' } });
+  const states: string[] = [];
+  client.onDidChangeState((s) => states.push(s));
+  client.simulateDisconnect(); // SIGKILLs the server child
+  let closeError: string | undefined;
+  h.onClose((e) => (closeError = e.error));
+  await h.closed;
+  assert.match(closeError ?? '', /connection closed/);
+  assert.deepEqual(states, ['failed']);
+  await assert.rejects(client.request('environment/status', null), /connection closed: client is failed/);
+  await client.close();
+});
