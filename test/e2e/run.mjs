@@ -133,6 +133,9 @@ async function main() {
     'terminal.integrated.enablePersistentSessions': false,
     'window.restoreWindows': 'none',
     'update.mode': 'none',
+    // Processes/terminals the suite starts through the API run without a prompt; the approval
+    // tests switch the policy to alwaysAsk / askOutsideWorkspace themselves and restore it.
+    'execServer.approval.policy': 'neverAsk',
     // Keep the workbench plain: no chat side bar over the panel the terminal tests resize.
     'chat.disableAIFeatures': true,
     'workbench.secondarySideBar.defaultVisibility': 'hidden',

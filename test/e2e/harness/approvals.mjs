@@ -40,7 +40,9 @@ async function tryClick(page, req) {
   try {
     // Toasts first; the notification center holds the same items if a toast was hidden.
     const toasts = page.locator('.notification-toast-container .notification-list-item, .notifications-center .notification-list-item')
-      .filter({ hasText: req.match });
+      .filter({ hasText: req.match })
+      // Only the question: other "Exec Server:" notifications (info, warnings) have no such button.
+      .filter({ has: page.getByRole('button', { name: req.answer, exact: true }) });
     const n = await toasts.count();
     if (n === 0) return { clicked: false, error: `no notification containing "${req.match}"` };
     const item = toasts.first();

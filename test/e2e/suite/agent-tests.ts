@@ -6,7 +6,7 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import * as vscode from 'vscode';
 import { AgentClient } from './agent-client';
-import { answerApproval } from './approval';
+import { answerApproval, restoreApprovalPolicy, setApprovalPolicy } from './approval';
 import { afterAll, test } from './framework';
 import { assert, assertEqual, expectReject, freshDir, uniqueName, waitForFile } from './util';
 
@@ -27,14 +27,15 @@ function startParams(argv: string[], cwd: string) {
 }
 
 afterAll(async () => {
+  await restoreApprovalPolicy();
   agent.client?.close();
   if (agent.url) await vscode.commands.executeCommand('execServer.stopAgentEndpoint').then(undefined, () => {});
 });
 
 export function registerAgentTests(): void {
   test('agent: startAgentEndpoint serves ws on 127.0.0.1 and refuses a client without the token (401)', async () => {
-    await vscode.workspace.getConfiguration('execServer').update('approval.policy', 'alwaysAsk', vscode.ConfigurationTarget.Global);
-    const r = await vscode.commands.executeCommand<{ url: string; token: string }>('execServer.startAgentEndpoint');
+    await setApprovalPolicy('alwaysAsk');
+    const r = await vscode.commands.executeCommand<{ url: string; token: string }>('execServer.startAgentEndpoint', { quiet: true });
     assert(r && /^ws:\/\/127\.0\.0\.1:\d+/.test(r.url), `endpoint URL is ws://127.0.0.1:PORT (got ${r?.url})`);
     assert(typeof r.token === 'string' && r.token.length >= 16, 'a token of at least 16 characters');
     agent.url = r.url;
@@ -94,5 +95,6 @@ export function registerAgentTests(): void {
     agent.client?.close();
     agent.client = undefined;
     await expectReject('connecting after stop', () => AgentClient.open(url, token));
+    await restoreApprovalPolicy();
   });
 }

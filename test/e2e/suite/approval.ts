@@ -6,6 +6,7 @@
 //   <controlDir>/approval-<n>.result.json   {clicked: boolean, text?: string, error?: string}
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import * as vscode from 'vscode';
 import { config } from './config';
 import { waitFor } from './util';
 
@@ -30,4 +31,20 @@ export async function answerApproval(answer: ApprovalAnswer, timeoutMs = 45_000)
   const r = JSON.parse(text) as ApprovalResult;
   if (!r.clicked) throw new Error(`harness could not click "${answer}": ${r.error ?? 'unknown error'}`);
   return r;
+}
+
+let savedPolicy: { value: unknown } | undefined;
+
+/** Sets execServer.approval.policy (user settings), remembering the first value for restore. */
+export async function setApprovalPolicy(policy: 'alwaysAsk' | 'askOutsideWorkspace' | 'neverAsk'): Promise<void> {
+  const cfg = vscode.workspace.getConfiguration('execServer');
+  savedPolicy ??= { value: cfg.inspect('approval.policy')?.globalValue };
+  await cfg.update('approval.policy', policy, vscode.ConfigurationTarget.Global);
+}
+
+export async function restoreApprovalPolicy(): Promise<void> {
+  if (!savedPolicy) return;
+  const { value } = savedPolicy;
+  savedPolicy = undefined;
+  await vscode.workspace.getConfiguration('execServer').update('approval.policy', value, vscode.ConfigurationTarget.Global);
 }

@@ -3,6 +3,7 @@
 //   - @vscode/test-electron loads this file as extensionTestsPath and calls run();
 //   - @vscode/test-cli loads it with Mocha's TDD globals: tests register with Mocha.
 import { registerAgentTests } from './agent-tests';
+import { registerApiApprovalTests } from './api-approval-tests';
 import { E2EConfig, loadConfig, setConfig } from './config';
 import { LOCAL, registerExtensionTests, registerRemoteLifecycleTests, registerRemoteSetupTest, remoteName } from './environment-tests';
 import { afterAll, registerWithMocha, ResultsFile, runTests } from './framework';
@@ -16,6 +17,7 @@ registerTerminalTests('local', () => LOCAL);
 registerRemoteSetupTest();
 registerTerminalTests('remote', remoteName);
 registerFsTests();
+registerApiApprovalTests();
 registerAgentTests();
 registerRemoteLifecycleTests();
 afterAll(disposeTerminals);

@@ -36,7 +36,6 @@ export class RemoteServer {
     const child = spawn(nodePath, args, {
       cwd: repo,
       stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, E2E_REMOTE_MARKER: 'remote' },
     });
     this.child = child;
     live.add(this);

@@ -23,6 +23,8 @@ export async function newTerminal(environment: string, cwd: string, name: string
 export function disposeTerminals(): void {
   for (const t of opened) t.dispose();
   opened.clear();
+  // Run Command terminals stay open after exit until a key is pressed: close them too.
+  for (const t of vscode.window.terminals) if (t.name.startsWith('Run: ')) t.dispose();
 }
 
 function closed(terminal: vscode.Terminal, timeoutMs: number): Promise<vscode.Terminal> {

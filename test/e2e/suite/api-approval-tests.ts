@@ -1,0 +1,45 @@
+// The approval gate as other extensions meet it through the exported API (scope "api"), under
+// the default policy askOutsideWorkspace: inside a workspace folder runs at once, outside asks.
+import { existsSync, mkdirSync } from 'node:fs';
+import path from 'node:path';
+import * as vscode from 'vscode';
+import { answerApproval, restoreApprovalPolicy, setApprovalPolicy } from './approval';
+import { LOCAL } from './environment-tests';
+import { test } from './framework';
+import { assert, assertEqual, freshDir, productApi, uniqueName } from './util';
+
+export function registerApiApprovalTests(): void {
+  test('api: under askOutsideWorkspace, run() inside a workspace folder runs without asking', async () => {
+    const root = vscode.workspace.workspaceFolders?.find((f) => f.uri.scheme === 'file');
+    assert(root, 'a local workspace folder is open');
+    const dir = path.join(root.uri.fsPath, uniqueName('inside'));
+    mkdirSync(dir, { recursive: true });
+    await setApprovalPolicy('askOutsideWorkspace');
+    try {
+      const api = await productApi();
+      const r = await Promise.race([
+        api.run(LOCAL, ['/bin/sh', '-c', 'echo inside'], { cwd: dir }),
+        new Promise<never>((_, reject) => setTimeout(() => reject(new Error('run() inside the workspace waited (for approval?)')), 20_000)),
+      ]);
+      assertEqual(r.stdout, 'inside\n', 'stdout');
+    } finally {
+      await restoreApprovalPolicy();
+    }
+  });
+
+  test('api: under askOutsideWorkspace, run() outside the workspace asks; Deny rejects and nothing runs', async () => {
+    const dir = freshDir('api-deny');
+    await setApprovalPolicy('askOutsideWorkspace');
+    try {
+      const api = await productApi();
+      const outcome = api.run(LOCAL, ['/bin/sh', '-c', 'echo ran > ran.txt'], { cwd: dir }).then(() => 'ran', (e: Error) => e);
+      const seen = await answerApproval('Deny');
+      assert(seen.text?.includes('ran.txt'), `the notification shows the command (saw "${seen.text}")`);
+      const err = await outcome;
+      assert(err instanceof Error && /not approved|denied/i.test(err.message), `run() rejects as not approved (got ${String(err)})`);
+      assert(!existsSync(path.join(dir, 'ran.txt')), 'the denied command did not run');
+    } finally {
+      await restoreApprovalPolicy();
+    }
+  }, 90_000);
+}
