@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { BenchClient } from './bench-client';
 import { prepareFixtures } from './fixtures';
-import { consoleTable, failures, judge, markdownTable, outcome, tableRows, type BenchResult, type MetricResult, type TargetName } from './report';
+import { consoleTable, cpuRows, failures, judge, markdownTable, outcome, tableRows, type ServerCpu, type BenchResult, type MetricResult, type TargetName } from './report';
 import { FULL, QUICK, scenarios, StallError, type BenchConfig, type Samples, type Scenario } from './scenarios';
 import { oursCommand, referenceCommand, startServer, type ServerCommand, type ServerUnderTest } from './servers';
 import { renderSvg } from './svg';
@@ -21,6 +21,8 @@ interface Target {
   /** After a stall: get a fresh server so the next scenario is not measured on a wedged one. */
   recover(): Promise<void>;
   stop(): Promise<void>;
+  /** CPU time the server process has used so far (ms), when it is a separate process. */
+  cpuMs?(): number;
 }
 
 function arg(name: string): string | undefined {
@@ -39,6 +41,7 @@ async function serverTarget(name: 'ours' | 'reference', cmd: ServerCommand, fact
       server = await startServer(cmd);
     },
     stop: () => server.stop(),
+    cpuMs: () => processCpuMs(server.pid),
   };
 }
 
@@ -50,13 +53,31 @@ function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
   return Promise.race([p, t]).finally(() => clearTimeout(timer));
 }
 
+/** utime + stime of a process (not of its children) from /proc, in ms. */
+function processCpuMs(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const ticks = Number(fields[11]) + Number(fields[12]); // fields 14 and 15 of stat(5)
+  return (ticks * 1000) / CLK_TCK;
+}
+const CLK_TCK = (() => {
+  try {
+    return Number(execSync('getconf CLK_TCK', { encoding: 'utf8' }).trim()) || 100;
+  } catch {
+    return 100;
+  }
+})();
+
 interface TargetState {
   samples: Samples;
+  /** Server CPU time over the successful rounds (ms) and how many rounds that was. */
+  cpuMs: number;
+  cpuRounds: number;
   failure?: { status: 'stalled' | 'error'; detail: string };
 }
 
 async function runScenario(s: Scenario, targets: Target[], cfg: BenchConfig, fx: ReturnType<typeof prepareFixtures>): Promise<Map<TargetName, TargetState>> {
-  const state = new Map<TargetName, TargetState>(targets.map((t) => [t.name, { samples: {} }]));
+  const state = new Map<TargetName, TargetState>(targets.map((t) => [t.name, { samples: {}, cpuMs: 0, cpuRounds: 0 }]));
   const ws = targets.filter((t) => t.name !== 'inProcess');
   const inProc = targets.find((t) => t.name === 'inProcess');
   for (let round = 0; round < cfg.rounds; round++) {
@@ -69,8 +90,14 @@ async function runScenario(s: Scenario, targets: Target[], cfg: BenchConfig, fx:
       let client: BenchClient | undefined;
       try {
         client = await withTimeout(t.connect(), 15_000, 'connect');
+        const cpu0 = t.cpuMs?.();
         const got = await withTimeout(s.run(client, cfg, fx), s.timeoutMs(cfg), s.title);
+        const cpu1 = t.cpuMs?.();
         for (const [k, v] of Object.entries(got)) (st.samples[k] ??= []).push(...v);
+        if (cpu0 !== undefined && cpu1 !== undefined) {
+          st.cpuMs += cpu1 - cpu0;
+          st.cpuRounds++;
+        }
       } catch (e) {
         const detail = e instanceof Error ? e.message : String(e);
         st.failure = { status: e instanceof StallError ? 'stalled' : 'error', detail };
@@ -120,9 +147,15 @@ export async function main(repo: string): Promise<number> {
     console.log(`clients: websocket = ${factory.websocketKind}; in-process = ${factory.inProcessKind}`);
 
     const metrics: MetricResult[] = [];
+    const serverCpu: ServerCpu[] = [];
     for (const s of list) {
       console.log(`- ${s.title}`);
       const state = await runScenario(s, targets, cfg, fx);
+      const perRound = (t: TargetName) => {
+        const st = state.get(t);
+        return st && st.cpuRounds > 0 && !st.failure ? st.cpuMs / st.cpuRounds : null;
+      };
+      serverCpu.push({ scenario: s.id, title: s.title, oursMs: perRound('ours'), referenceMs: perRound('reference') });
       for (const m of s.metrics(cfg)) {
         const o = (t: TargetName) => {
           const st = state.get(t);
@@ -140,9 +173,11 @@ export async function main(repo: string): Promise<number> {
       clients: { websocket: factory.websocketKind, inProcess: factory.inProcessKind },
       durationSeconds: Math.round((nowMs() - started) / 1000),
       metrics,
+      serverCpu,
     };
     const rows = tableRows(result);
     console.log('\n' + consoleTable(rows));
+    console.log('\n' + consoleTable(cpuRows(result)));
     for (const f of failures(result)) console.log(`! ${f}`);
     console.log(`\n${result.machine.nproc} cores, ${result.machine.cpu}, node ${result.machine.node}; ${result.durationSeconds} s`);
 
@@ -151,7 +186,7 @@ export async function main(repo: string): Promise<number> {
     writeFileSync(path.join(resultsDir, 'latest.json'), JSON.stringify(result, null, 2) + '\n');
     writeFileSync(path.join(resultsDir, 'latest.svg'), renderSvg(result));
     // The README's Performance table is pasted from here.
-    writeFileSync(path.join(resultsDir, 'latest.md'), markdownTable(rows) + '\n');
+    writeFileSync(path.join(resultsDir, 'latest.md'), `${markdownTable(rows)}\n\n${markdownTable(cpuRows(result))}\n`);
     const writeDocs = arg('write-docs') !== undefined || (!cfg.quick && !only && arg('no-docs') === undefined);
     if (writeDocs) {
       writeFileSync(path.join(repo, 'docs', 'bench.json'), JSON.stringify(result, null, 2) + '\n');

@@ -25,6 +25,14 @@ export interface MetricResult extends MetricDef {
   goal?: { text: string; met: boolean };
 }
 
+/** Server process CPU time per round of a scenario: efficiency that survives a noisy machine. */
+export interface ServerCpu {
+  scenario: string;
+  title: string;
+  oursMs: number | null;
+  referenceMs: number | null;
+}
+
 export interface BenchResult {
   date: string;
   machine: { nproc: number; cpu: string; node: string; platform: string };
@@ -33,6 +41,7 @@ export interface BenchResult {
   clients: { websocket: string; inProcess: string };
   durationSeconds: number;
   metrics: MetricResult[];
+  serverCpu?: ServerCpu[];
 }
 
 export function outcome(samples: number[], m: MetricDef, failure?: { status: 'stalled' | 'error'; detail: string }): Outcome {
@@ -114,4 +123,15 @@ export function failures(result: BenchResult): string[] {
     }
   }
   return [...new Set(out)];
+}
+
+export function cpuRows(result: BenchResult): string[][] {
+  const f = (v: number | null) => (v === null ? '—' : `${v.toFixed(0)} ms`);
+  const rows = (result.serverCpu ?? []).map((c) => [
+    c.title,
+    f(c.oursMs),
+    f(c.referenceMs),
+    c.oursMs !== null && c.referenceMs !== null && c.referenceMs > 0 ? (c.oursMs / c.referenceMs).toFixed(2) : '—',
+  ]);
+  return [['server CPU time per round (user+sys, /proc)', 'ours', 'reference', 'ours/ref'], ...rows];
 }
