@@ -29,9 +29,9 @@ export async function stopAll(): Promise<void> {
 }
 
 /** Starts the CLI and waits for the URL line; rejects with stderr if it exits first. */
-export function startCli(args: string[], timeoutMs = 30_000, cwd?: string): Promise<Cli> {
+export function startCli(args: string[], timeoutMs = 30_000, cwd?: string, user?: { uid: number; gid: number }): Promise<Cli> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [cliPath, ...args], { stdio: ['ignore', 'pipe', 'pipe'], cwd });
+    const child = spawn(process.execPath, [cliPath, ...args], { stdio: ['ignore', 'pipe', 'pipe'], cwd, ...user });
     let out = '';
     let err = '';
     child.stderr!.on('data', (d) => (err += d));

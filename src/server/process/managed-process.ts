@@ -26,6 +26,8 @@ export class ManagedProcess {
   private paused = false;
   exited = false;
   exitCode: number | null = null;
+  /** seq of the process/exited event (0 until exit): a reader before it has news. */
+  private exitSeq = 0;
   closed = false;
   /** Set when the session gives up on this process (session ended / server shutdown). */
   disposed = false;
@@ -66,6 +68,7 @@ export class ManagedProcess {
         this.exited = true;
         this.exitCode = exitCode;
         const seq = this.nextSeq++;
+        this.exitSeq = seq;
         this.host.notify('process/exited', { processId: this.id, seq, exitCode, sandboxDenied: false });
         this.wake();
       },
@@ -101,7 +104,9 @@ export class ManagedProcess {
 
   /** Is there something a reader after `afterSeq` has not seen (output, or a final state)? */
   hasNews(afterSeq: number | undefined): boolean {
-    return this.closed || this.disposed || this.buffer.hasAfter(afterSeq ?? 0);
+    // The exit itself is news to a reader that has not seen its seq (the reference answers at
+    // once then), even while a leftover grandchild keeps the streams open (found by test/security/faults).
+    return this.closed || this.disposed || this.buffer.hasAfter(afterSeq ?? 0) || (this.exited && (afterSeq ?? 0) < this.exitSeq);
   }
 
   /** Resolves on the next event (output/exit/close/disposal) or after `ms`. */
@@ -167,6 +172,15 @@ export class ManagedProcess {
   dispose(): void {
     this.disposed = true;
     if (this.running) this.child!.kill('SIGKILL');
+    else if (this.child && !this.closed) {
+      // The leader exited but its group still holds the output streams (e.g. `sleep &` left
+      // behind): kill the group only — never the bare pid, which may have been reused.
+      try {
+        process.kill(-this.child.pid, 'SIGKILL');
+      } catch {
+        // group already gone
+      }
+    }
     if (!this.child || this.closed) this.resolveClosed();
     this.resumeOutput();
     this.wake();
