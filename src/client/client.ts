@@ -411,7 +411,8 @@ export class ExecServerClient implements ExecClient {
       } catch (e) {
         lastError = e instanceof Error ? e.message : String(e);
         // Unknown session: it expired (or the server restarted) — nothing to resume.
-        if (e instanceof RpcError && e.code === ErrorCodes.InvalidRequest) {
+        const httpStatus = (e as { status?: number }).status;
+        if ((e instanceof RpcError && e.code === ErrorCodes.InvalidRequest) || httpStatus === 401 || httpStatus === 403) {
           this.log('error', `cannot resume session ${this.session}: ${lastError}`);
           this.failEverything(`session lost: ${lastError}`);
           return;
