@@ -9,11 +9,11 @@
 //   4. answers approval notifications the suite asks for (clicks the real buttons), prints each
 //      result, saves test-results/e2e-workbench.png, prints "N passed, N failed", and kills
 //      every process it started.
-// Env: EXEC_SERVER_E2E_GREP (run tests whose name contains it), EXEC_SERVER_E2E_TIMEOUT (s, default 900),
+// Env: EXEC_SERVER_E2E_GREP (run tests whose name contains it), EXEC_SERVER_E2E_TIMEOUT (s, whole run, default 600),
 //      EXEC_SERVER_E2E_VSIX (use this product VSIX instead of packaging one), EXEC_SERVER_E2E_KEEP=1 (keep temp dir),
 //      EXEC_SERVER_E2E_SKIP_BUILD=1 (use dist/ as it is; for iterating on the suite).
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync, copyFileSync } from 'node:fs';
+import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import net from 'node:net';
 import os from 'node:os';
@@ -25,7 +25,7 @@ import { killTree } from './harness/processes.mjs';
 const here = path.dirname(fileURLToPath(import.meta.url));
 const repo = path.resolve(here, '../..');
 const resultsDir = path.join(repo, 'test-results');
-const TIMEOUT_S = Number(process.env.EXEC_SERVER_E2E_TIMEOUT ?? 900);
+const TIMEOUT_S = Number(process.env.EXEC_SERVER_E2E_TIMEOUT ?? 600);
 const started = Date.now();
 const log = (msg) => console.error(`[e2e ${((Date.now() - started) / 1000).toFixed(0).padStart(3)}s] ${msg}`);
 
@@ -149,7 +149,7 @@ async function main() {
 
   const port = await freePort();
   const csLog = path.join(resultsDir, 'e2e-code-server.log');
-  const logFd = (await import('node:fs')).openSync(csLog, 'w');
+  const logFd = openSync(csLog, 'w');
   codeServer = spawn(tools.NODE24, [tools.CODE_SERVER, ...common, '--auth', 'none', '--bind-addr', `127.0.0.1:${port}`,
     '--disable-telemetry', '--disable-update-check', '--disable-workspace-trust', '--disable-getting-started-override', workspaceFile], {
     stdio: ['ignore', logFd, logFd],
@@ -203,6 +203,10 @@ async function main() {
     log(`screenshot failed: ${err.message}`);
   }
   if (existsSync(resultsFile)) copyFileSync(resultsFile, path.join(resultsDir, 'e2e-results.json'));
+  // VS Code's own logs (extension host, the "Exec Server" output channel) for post-mortems.
+  const logsDir = path.join(resultsDir, 'e2e-logs');
+  rmSync(logsDir, { recursive: true, force: true });
+  if (existsSync(path.join(dirs.ud, 'logs'))) cpSync(path.join(dirs.ud, 'logs'), logsDir, { recursive: true });
 
   const results = data?.results ?? [];
   let passed = results.filter((r) => r.ok).length;
