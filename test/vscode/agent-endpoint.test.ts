@@ -1,0 +1,145 @@
+// The agent endpoint end to end in plain Node: a real loopback websocket listener serving a
+// real ExecServer, the project's client as the agent, and the approval gate in between.
+import assert from 'node:assert/strict';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { ExecServerClient } from '../../src/client/client';
+import { RpcError } from '../../src/protocol/errors';
+import { ExecServer } from '../../src/server/exec-server';
+import { sha256 } from '../../src/transports/ws-auth';
+import { AgentEndpoint, checkBearer, type AgentProcess } from '../../src/vscode/core/agent-endpoint';
+import { ApprovalGate, type ApprovalPolicy } from '../../src/vscode/core/approval';
+
+let server: ExecServer;
+let dir: string;
+before(() => {
+  server = new ExecServer();
+  dir = mkdtempSync(path.join(os.tmpdir(), 'vscode-agent-'));
+});
+after(async () => {
+  await server.shutdown();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+/** An endpoint whose approval prompt is answered by `answer` (and records the questions). */
+async function endpoint(policy: ApprovalPolicy, answer: (msg: string) => string | undefined, roots: string[] = []) {
+  const prompts: string[] = [];
+  const started: AgentProcess[] = [];
+  const gate = new ApprovalGate({
+    policy: () => policy,
+    timeoutMs: () => 10_000,
+    workspaceRoots: () => roots,
+    prompt: async (m) => {
+      prompts.push(m);
+      return answer(m);
+    },
+  });
+  const ep = await AgentEndpoint.start({ server, port: 0, decide: (r) => gate.check(r, 'agent'), onProcessStarted: (p) => started.push(p) });
+  return { ep, gate, prompts, started };
+}
+
+describe('agent endpoint', () => {
+  it('checkBearer accepts only the exact token, whatever the header shape', () => {
+    const digest = sha256('right-token');
+    assert.deepEqual(checkBearer({ headers: { authorization: 'Bearer right-token' } }, digest), { ok: true });
+    assert.deepEqual(checkBearer({ headers: { authorization: 'bearer right-token' } }, digest), { ok: true });
+    for (const h of [undefined, '', 'Bearer wrong', 'Bearer right-tokenx', 'Basic right-token', 'Bearer']) {
+      const r = checkBearer({ headers: { authorization: h } }, digest);
+      assert.equal(r.ok, false, `header ${h}`);
+      assert.equal(!r.ok && r.status, 401);
+    }
+  });
+
+  it('listens on 127.0.0.1 with a fresh token; no token or a wrong one gets HTTP 401', async () => {
+    const { ep } = await endpoint('neverAsk', () => undefined);
+    const other = await endpoint('neverAsk', () => undefined);
+    try {
+      assert.match(ep.url, /^ws:\/\/127\.0\.0\.1:\d+$/);
+      assert.ok(ep.token.length >= 32);
+      assert.notEqual(ep.token, other.ep.token, 'each endpoint gets its own random token');
+      await assert.rejects(ExecServerClient.connectWebSocket(ep.url, { token: '', reconnect: false }), /401/);
+      await assert.rejects(ExecServerClient.connectWebSocket(ep.url, { token: other.ep.token, reconnect: false }), /401/);
+      const c = await ExecServerClient.connectWebSocket(ep.url, { token: ep.token, reconnect: false });
+      assert.equal(typeof (await c.environmentInfo()).shell.path, 'string');
+      await c.close();
+    } finally {
+      await ep.stop();
+      await other.ep.stop();
+    }
+  });
+
+  it('a denied request answers a JSON-RPC error and changes nothing; reads need no approval', async () => {
+    const { ep, prompts } = await endpoint('alwaysAsk', () => 'Deny');
+    const c = await ExecServerClient.connectWebSocket(ep.url, { token: ep.token, reconnect: false });
+    try {
+      const target = path.join(dir, 'denied.txt');
+      const err = await c.fs.writeFile(target, new TextEncoder().encode('no')).then(() => undefined, (e: unknown) => e);
+      assert.ok(err instanceof RpcError, 'rejected with an RpcError');
+      assert.equal(err.code, -32600);
+      assert.match(err.message, /permission denied.*not approved/);
+      assert.equal(existsSync(target), false);
+      await assert.rejects(c.startProcess({ argv: ['/bin/sh', '-c', `touch ${path.join(dir, 'ran')}`], cwd: dir }), /not approved/);
+      assert.equal(existsSync(path.join(dir, 'ran')), false);
+      assert.deepEqual(prompts, [`Exec Server: an agent wants to write ${target}`, `Exec Server: an agent wants to run \`/bin/sh -c 'touch ${path.join(dir, 'ran')}'\` in ${dir}`]);
+      // Reads are not gated.
+      await c.fs.stat(dir);
+      await c.fs.readDirectory(dir);
+      assert.equal(prompts.length, 2);
+    } finally {
+      await c.close();
+      await ep.stop();
+    }
+  });
+
+  it('allowed processes run and are reported with their live output; Allow for Session stops the questions', async () => {
+    const { ep, prompts, started, gate } = await endpoint('alwaysAsk', () => 'Allow for Session');
+    const c = await ExecServerClient.connectWebSocket(ep.url, { token: ep.token, reconnect: false });
+    try {
+      const h = await c.startProcess({ argv: ['/bin/sh', '-c', 'echo agent-out; exit 4'], cwd: dir });
+      assert.equal(await h.exited, 4);
+      assert.equal(started.length, 1);
+      const seen = started[0];
+      assert.deepEqual(seen.argv, ['/bin/sh', '-c', 'echo agent-out; exit 4']);
+      // Output that arrived before anyone listened is replayed to the first listener.
+      let text = '';
+      seen.onOutput((e) => (text += Buffer.from(e.data).toString()));
+      await seen.closed;
+      assert.equal(text, 'agent-out\n');
+      assert.equal(seen.exitCode, 4);
+      assert.equal(await seen.write('x'), 'stdinClosed', 'the watcher cannot type into the agent process');
+      await c.fs.writeFile(path.join(dir, 'two.txt'), new TextEncoder().encode('two'));
+      assert.equal(readFileSync(path.join(dir, 'two.txt'), 'utf8'), 'two');
+      assert.equal(prompts.length, 1, 'only the first request asked');
+      assert.equal(gate.isSessionAllowed('agent'), true);
+    } finally {
+      await c.close();
+      await ep.stop();
+    }
+  });
+
+  it('askOutsideWorkspace runs inside the workspace without asking; the watcher can terminate an agent process', async () => {
+    const { ep, prompts, started } = await endpoint('askOutsideWorkspace', () => 'Deny', [dir]);
+    const c = await ExecServerClient.connectWebSocket(ep.url, { token: ep.token, reconnect: false });
+    try {
+      const h = await c.startProcess({ argv: ['/bin/sh', '-c', 'sleep 60'], cwd: dir });
+      assert.equal(prompts.length, 0);
+      assert.equal(started.length, 1);
+      assert.equal(await started[0].terminate(), true);
+      assert.notEqual(await h.exited, 0);
+      await assert.rejects(c.fs.createDirectory('/tmp/outside-' + process.pid, false), /not approved/);
+      assert.equal(prompts.length, 1);
+    } finally {
+      await c.close();
+      await ep.stop();
+    }
+  });
+
+  it('after stop, new connections are refused', async () => {
+    const { ep } = await endpoint('neverAsk', () => undefined);
+    const url = ep.url;
+    await ep.stop();
+    await assert.rejects(ExecServerClient.connectWebSocket(url, { token: ep.token, reconnect: false, connectTimeoutMs: 3000 }));
+  });
+});
