@@ -4,6 +4,7 @@ import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import * as crypto from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
+import fc from 'fast-check';
 import { generateKeyPair, SignJWT } from 'jose';
 import {
   AuthMessages,
@@ -243,4 +244,26 @@ describe('origin rule and the combined upgrade guard', () => {
     const open = createUpgradeGuard({});
     assert.deepEqual(await open(req({})), { ok: true });
   });
+});
+
+test('property: 3 000 random Authorization headers are all refused with a fixed reason (never ok, never echoed)', async () => {
+  const auth = createAuthenticator({ mode: 'capability-token', tokenFile: tmp.file('token-prop', TOKEN) });
+  const jwtAuth = createAuthenticator({ mode: 'signed-bearer-token', sharedSecretFile: tmp.file('secret-prop', SECRET) });
+  const fixed = new Set<string>(Object.values(AuthMessages));
+  const header = fc.oneof(
+    fc.string({ unit: 'binary', maxLength: 120 }),
+    fc.string({ maxLength: 80 }).map((t) => `Bearer ${t}`),
+    fc.tuple(fc.base64String({ maxLength: 60 }), fc.base64String({ maxLength: 200 }), fc.base64String({ maxLength: 60 })).map(([a, b, c]) => `bearer ${a}.${b}.${c}`),
+  ).filter((h) => !h.includes(TOKEN));
+  await fc.assert(
+    fc.asyncProperty(header, async (h) => {
+      for (const verdict of [await auth(req({ authorization: h })), await jwtAuth(req({ authorization: h }))]) {
+        assert.equal(verdict.ok, false);
+        if (verdict.ok) return;
+        assert.equal(verdict.status, 401);
+        assert.ok(fixed.has(verdict.message), `unexpected message ${verdict.message}`);
+      }
+    }),
+    { numRuns: 3_000, seed: 77 },
+  );
 });
