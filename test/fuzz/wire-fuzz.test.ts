@@ -103,7 +103,7 @@ function assertAnswer(m: Record<string, unknown> | undefined, what: string): voi
 
 test(`wire fuzz: ${EPISODES * (REQUESTS_PER_EPISODE + JUNK_PER_EPISODE)} frames over a live websocket (seed ${SEED})`, async () => {
   const closedUrl = await closedPortUrl();
-  const cli = await startCli(['--listen', 'ws://127.0.0.1:0', '--log-level', 'warn'], 30_000, scratch);
+  const cli = await startCli(['--listen', 'ws://127.0.0.1:0', '--log-level', 'warn'], { cwd: scratch });
   const cliPid = cli.child.pid!;
   let requests = 0;
   let junk = 0;

@@ -29,9 +29,18 @@ export async function stopAll(): Promise<void> {
 }
 
 /** Starts the CLI and waits for the URL line; rejects with stderr if it exits first. */
-export function startCli(args: string[], timeoutMs = 30_000, cwd?: string, user?: { uid: number; gid: number }): Promise<Cli> {
+export interface StartOptions {
+  timeoutMs?: number;
+  cwd?: string;
+  /** Run as another user (needs root), e.g. nobody for permission tests. */
+  user?: { uid: number; gid: number };
+  env?: NodeJS.ProcessEnv;
+}
+
+export function startCli(args: string[], opts: StartOptions = {}): Promise<Cli> {
+  const timeoutMs = opts.timeoutMs ?? 30_000;
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [cliPath, ...args], { stdio: ['ignore', 'pipe', 'pipe'], cwd, ...user });
+    const child = spawn(process.execPath, [cliPath, ...args], { stdio: ['ignore', 'pipe', 'pipe'], cwd: opts.cwd, env: opts.env ?? process.env, ...opts.user });
     let out = '';
     let err = '';
     child.stderr!.on('data', (d) => (err += d));

@@ -3,7 +3,7 @@
 // a connected client. Each fault must give a clear result/error: no hang, nothing half-done.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -20,6 +20,8 @@ before(() => {
 });
 after(async () => {
   await stopAll();
+  const ro = path.join(dir, 'readonly');
+  if (existsSync(ro)) chmodSync(ro, 0o755); // so a non-root run can delete it
   rmSync(dir, { recursive: true, force: true });
 });
 
@@ -70,8 +72,11 @@ test('writes into a directory the server cannot write: clear -32600, nothing cre
   writeFileSync(path.join(ro, 'keep.txt'), 'original');
   chmodSync(ro, 0o755);
   const asNobody = process.getuid?.() === 0;
-  if (!asNobody) chmodSync(ro, 0o555);
-  const cli = await startCli(['--listen', 'ws://127.0.0.1:0'], 30_000, dir, asNobody ? { uid: 65534, gid: 65534 } : undefined);
+  if (!asNobody) {
+    chmodSync(path.join(ro, 'keep.txt'), 0o444);
+    chmodSync(ro, 0o555);
+  }
+  const cli = await startCli(['--listen', 'ws://127.0.0.1:0'], { cwd: dir, user: asNobody ? { uid: 65534, gid: 65534 } : undefined });
   const rpc = await open(cli.url);
   const u = (name: string) => pathToFileURL(path.join(ro, name)).href;
   const attempts: Array<[string, unknown]> = [
