@@ -129,7 +129,10 @@ export class StdioTransport implements MessageTransport {
   private lineTooLong(): void {
     this.pending = [];
     this.pendingBytes = 0;
-    this.finish(`message line exceeds the limit of ${this.maxLineBytes} bytes`, false);
+    const reason = `message line exceeds the limit of ${this.maxLineBytes} bytes`;
+    // Let the connection tell the peer why (an error response) before the stream ends.
+    this.parseErrorEmitter.fire(`${reason}; closing the connection`);
+    this.finish(reason, false);
   }
 
   private finish(reason: string, local: boolean): void {

@@ -13,6 +13,8 @@ export interface WebSocketConnectOptions {
   /** Extra TLS options (e.g. `ca` for a self-signed server certificate). */
   ca?: string | Buffer;
   rejectUnauthorized?: boolean;
+  /** Ping the server this often; no pong by the next ping → the connection is treated as lost (default 30 000 ms, 0 = off). */
+  keepaliveMs?: number;
 }
 
 export class WebSocketConnectError extends Error {
@@ -85,7 +87,7 @@ export function connectWebSocketTransport(url: string, opts: WebSocketConnectOpt
       clearTimeout(timer);
       ws.removeAllListeners('error');
       ws.removeAllListeners('unexpected-response');
-      resolve(new WebSocketTransport(ws));
+      resolve(new WebSocketTransport(ws, { keepaliveMs: opts.keepaliveMs ?? 30_000 }));
     });
   });
 }

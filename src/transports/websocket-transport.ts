@@ -9,6 +9,11 @@ export interface WebSocketTransportOptions {
   highWaterMark?: number;
   /** How often to check whether a congested socket drained (default 20 ms). */
   drainPollMs?: number;
+  /**
+   * Client side: ping the peer this often and terminate the socket if the previous ping got
+   * no pong (a half-open connection is then noticed and recovery can start). 0 = off.
+   */
+  keepaliveMs?: number;
 }
 
 export const DEFAULT_HIGH_WATER_MARK = 4 * 1024 * 1024;
@@ -40,6 +45,28 @@ export class WebSocketTransport implements MessageTransport {
     });
     socket.on('error', (e) => this.finish(`websocket error: ${e.message}`, false));
     if (socket.readyState >= 2 /* CLOSING */) this.finish('websocket already closed', false);
+    if (options.keepaliveMs && options.keepaliveMs > 0) this.startKeepalive(options.keepaliveMs);
+  }
+
+  private keepaliveTimer: ReturnType<typeof setInterval> | undefined;
+  private startKeepalive(ms: number): void {
+    let answered = true;
+    this.socket.on('pong', () => (answered = true));
+    this.keepaliveTimer = setInterval(() => {
+      if (this.isClosed) return;
+      if (!answered) {
+        this.socket.terminate();
+        this.finish(`no pong from the peer within ${ms} ms`, false);
+        return;
+      }
+      answered = false;
+      try {
+        this.socket.ping();
+      } catch {
+        /* closing */
+      }
+    }, ms);
+    this.keepaliveTimer.unref?.();
   }
 
   get closed(): boolean {
@@ -112,6 +139,7 @@ export class WebSocketTransport implements MessageTransport {
     if (this.isClosed) return;
     this.isClosed = true;
     this.stopDrainWatch();
+    if (this.keepaliveTimer) clearInterval(this.keepaliveTimer);
     this.closeEmitter.fire({ reason, local });
     this.closeEmitter.dispose();
     this.messageEmitter.dispose();

@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { PassThrough } from 'node:stream';
+import { RpcConnection } from '../../src/rpc/connection';
 import { StdioTransport } from '../../src/transports/stdio';
 
 function setup(maxLineBytes?: number) {
@@ -58,7 +59,9 @@ test('stdio: invalid JSON reports a parse error and the stream keeps working', a
 });
 
 test('stdio: a line over the limit closes the transport with a clear reason', async () => {
-  const { input, t, messages } = setup(64);
+  const { input, output, t, messages, parseErrors } = setup(64);
+  let written = '';
+  output.on('data', (d) => (written += d));
   const closed = new Promise<string>((r) => t.onClose((i) => r(i.reason)));
   input.write('{"small":1}\n');
   input.write('x'.repeat(40));
@@ -67,6 +70,21 @@ test('stdio: a line over the limit closes the transport with a clear reason', as
   assert.match(reason, /exceeds the limit of 64 bytes/);
   assert.deepEqual(messages, [{ small: 1 }]);
   assert.equal(t.closed, true);
+  assert.match(parseErrors.join(), /exceeds the limit of 64 bytes; closing the connection/);
+  assert.equal(written, ''); // nothing was sent by the transport itself; RpcConnection answers the parse error
+});
+
+test('stdio: over an RpcConnection, an overlong line is answered with an error before the stream ends', async () => {
+  const { input, output, t } = setup(32);
+  new RpcConnection(t);
+  let written = '';
+  output.on('data', (d) => (written += d));
+  const ended = new Promise((r) => output.on('end', r));
+  input.write('{"id":1,"method":"x","params":"' + 'a'.repeat(64) + '"}\n');
+  await ended;
+  const reply = JSON.parse(written.trim());
+  assert.equal(reply.id, null);
+  assert.match(reply.error.message, /exceeds the limit of 32 bytes/);
 });
 
 test('stdio: send writes one line per message; close ends output; end of input closes non-locally', async () => {

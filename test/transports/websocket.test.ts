@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as http from 'node:http';
 import * as net from 'node:net';
-import WebSocket from 'ws';
+import WebSocket, { WebSocketServer } from 'ws';
 import { RpcConnection } from '../../src/rpc/connection';
 import { connectWebSocketTransport, WebSocketConnectError } from '../../src/transports/websocket-client';
 import { listenWebSocket, type WebSocketListenOptions } from '../../src/transports/websocket-server';
@@ -201,5 +201,20 @@ test('websocket: congestion is reported above the high-water mark and drain fire
   } finally {
     client.terminate();
     await listener.close();
+  }
+});
+
+test('websocket client: keepalive pings notice a peer that stopped answering (half-open link)', async () => {
+  const wss = new WebSocketServer({ host: '127.0.0.1', port: 0, autoPong: false });
+  await new Promise((r) => wss.once('listening', r));
+  const port = (wss.address() as net.AddressInfo).port;
+  try {
+    const t = await connectWebSocketTransport(`ws://127.0.0.1:${port}`, { keepaliveMs: 100 });
+    const info = await new Promise<{ reason: string; local: boolean }>((r) => t.onClose(r));
+    assert.match(info.reason, /no pong/);
+    assert.equal(info.local, false);
+  } finally {
+    for (const c of wss.clients) c.terminate();
+    await new Promise((r) => wss.close(r));
   }
 });
