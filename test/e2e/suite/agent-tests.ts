@@ -8,7 +8,7 @@ import * as vscode from 'vscode';
 import { AgentClient } from './agent-client';
 import { answerApproval, restoreApprovalPolicy, setApprovalPolicy } from './approval';
 import { afterAll, test } from './framework';
-import { assert, assertEqual, expectReject, freshDir, uniqueName, waitForFile } from './util';
+import { assert, assertEqual, expectReject, freshDir, uniqueName, waitFor, waitForFile } from './util';
 
 const agent: { url: string; token: string; client?: AgentClient } = { url: '', token: '' };
 
@@ -58,6 +58,22 @@ export function registerAgentTests(): void {
     const r = await started;
     assert(typeof r?.processId === 'string', 'process/start answered with a processId');
     assertEqual(await waitForFile(path.join(dir, 'allowed.txt'), (t) => t.endsWith('\n')), 'allowed\n', 'file written by the allowed process');
+  }, 90_000);
+
+  test('agent: an allowed agent process is shown in a terminal named after its command', async () => {
+    const dir = freshDir('agent-term');
+    const c = await client();
+    const names: string[] = [];
+    const sub = vscode.window.onDidOpenTerminal((t) => names.push(t.name));
+    try {
+      const started = c.request('process/start', startParams(['/bin/sh', '-c', 'echo shown > shown.txt'], dir));
+      await answerApproval('Allow');
+      await started;
+      await waitForFile(path.join(dir, 'shown.txt'), (t) => t === 'shown\n');
+      await waitFor('an "Agent:" terminal', () => names.find((n) => n.startsWith('Agent:') && n.includes('/bin/sh')), 10_000);
+    } finally {
+      sub.dispose();
+    }
   }, 90_000);
 
   test('agent: clicking Deny returns an error to the agent and changes nothing', async () => {

@@ -78,6 +78,23 @@ export function registerFsTests(): void {
     }
   });
 
+  test('remote fs: a remote file opened in an editor shows its text and saving writes it back', async () => {
+    const dir = freshDir('fs-editor');
+    const env = remoteName();
+    const file = path.join(dir, 'notes.txt');
+    writeFileSync(file, 'line one\n');
+    const uri = remoteUri(env, file);
+    const doc = await vscode.workspace.openTextDocument(uri);
+    await vscode.window.showTextDocument(doc);
+    assertEqual(doc.getText(), 'line one\n', 'text shown in the editor');
+    const edit = new vscode.WorkspaceEdit();
+    edit.insert(uri, new vscode.Position(1, 0), 'line two\n');
+    assert(await vscode.workspace.applyEdit(edit), 'edit applied');
+    assert(await doc.save(), 'document saved');
+    assertEqual(readFileSync(file, 'utf8'), 'line one\nline two\n', 'bytes on disk after save');
+    await vscode.commands.executeCommand('workbench.action.closeActiveEditor');
+  });
+
   test('remote fs: execServer.openRemoteFolder adds the remote folder to the workspace', async () => {
     const dir = freshDir('fs-folder');
     const env = remoteName();

@@ -107,6 +107,19 @@ export function registerTerminalTests(label: string, env: () => string): void {
     }
   });
 
+  test(`${label}: Ctrl+C typed into the terminal interrupts the running command`, async () => {
+    const dir = freshDir(`${label}-intr`);
+    const terminal = await newTerminal(env(), dir, `e2e ${label} interrupt`);
+    terminal.sendText('echo started > started.txt; sleep 120');
+    await waitForFile(path.join(dir, 'started.txt'), (t) => t === 'started\n', 30_000);
+    await sleep(300); // let the shell reach `sleep`
+    terminal.sendText('\x03', false);
+    // Only reachable in time if the sleep was interrupted.
+    terminal.sendText('echo back > back.txt');
+    assertEqual(await waitForFile(path.join(dir, 'back.txt'), (t) => t.endsWith('\n'), 30_000), 'back\n', 'command after Ctrl+C');
+    terminal.dispose();
+  });
+
   test(`${label}: a shell that exits with 7 closes the terminal with exit code 7`, async () => {
     const dir = freshDir(`${label}-exit`);
     const terminal = await newTerminal(env(), dir, `e2e ${label} exit`);
