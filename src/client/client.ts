@@ -110,7 +110,8 @@ export class ExecServerClient implements ExecClient {
       log: opts.log,
     });
     await client.attach(undefined);
-    client.setState('connected');
+    // A drop right after initialize may already have started a recovery: do not mask it.
+    if (client.currentState === 'connecting') client.setState('connected');
     return client;
   }
 
