@@ -140,7 +140,7 @@ export async function main(repo: string): Promise<number> {
   const stopAll = () => Promise.all(targets.map((t) => t.stop().catch(() => undefined)));
   process.once('SIGINT', () => void stopAll().then(() => process.exit(130)));
   try {
-    if (arg('no-ours') === undefined) targets.push(await serverTarget('ours', oursCommand(repo, oursFlags, arg('ours-cli') || undefined), factory));
+    if (arg('no-ours') === undefined) targets.push(await serverTarget('ours', oursCommand(repo, oursFlags, arg('ours-cli') || undefined, (arg('ours-args') ?? '').split(' ').filter(Boolean)), factory));
     if (arg('no-reference') === undefined) targets.push(await serverTarget('reference', referenceCommand(repo), factory));
     const inProcess = arg('no-in-process') === undefined ? factory.inProcess : undefined;
     if (inProcess) targets.push({ name: 'inProcess', connect: inProcess, recover: async () => undefined, stop: async () => undefined });

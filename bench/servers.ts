@@ -19,11 +19,11 @@ export interface ServerCommand {
 }
 
 /** Our CLI, optionally under extra node flags (e.g. --cpu-prof). */
-export function oursCommand(repo: string, nodeFlags: string[] = [], cliPath?: string): ServerCommand {
+export function oursCommand(repo: string, nodeFlags: string[] = [], cliPath?: string, extraArgs: string[] = []): ServerCommand {
   // cliPath: an experimental build to compare (e.g. a patched copy), default dist/cli.js.
   const cli = cliPath ?? path.join(repo, 'dist', 'cli.js');
   if (!existsSync(cli)) throw new Error(`${cli} is missing: run npm run build`);
-  return { name: 'ours', command: process.execPath, args: [...nodeFlags, cli, '--listen', 'ws://127.0.0.1:0'], env: process.env };
+  return { name: 'ours', command: process.execPath, args: [...nodeFlags, cli, '--listen', 'ws://127.0.0.1:0', ...extraArgs], env: process.env };
 }
 
 /** The reference binary, installed into the cache by scripts/install-reference.sh when missing. */
