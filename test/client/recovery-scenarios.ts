@@ -169,6 +169,36 @@ export function defineRecoveryScenarios(label: string, startServer: () => Promis
     }
   });
 
+  test(`${label}: client recovery — drops at arbitrary moments of a free-running stream lose and duplicate nothing`, async () => {
+    const server = await startServer();
+    const proxy = await startDropProxy(server.url);
+    const client = await ExecServerClient.connectWebSocket(proxy.url, { clientName: 'recovery', reconnectDelayMs: 20 });
+    try {
+      const N = 20_000;
+      const script = `i=1; while [ $i -le ${N} ]; do echo line$i; if [ $((i % 500)) = 0 ]; then sleep 0.02; fi; i=$((i+1)); done`;
+      const h = await client.startProcess({ argv: ['sh', '-c', script], cwd: os.tmpdir(), env: ENV });
+      let text = '';
+      h.onOutput((e) => (text += Buffer.from(e.data).toString()));
+      let closed = false;
+      void h.closed.then(() => (closed = true));
+      let drops = 0;
+      for (let i = 0; i < 400 && !closed; i++) {
+        await new Promise((r) => setTimeout(r, 15 + (i % 4) * 10));
+        if (client.state === 'connected') drops += proxy.dropAll();
+      }
+      await h.closed;
+      assert.equal(await h.exited, 0);
+      assert.ok(drops >= 3, `only ${drops} drops happened during the stream`);
+      const expected = Array.from({ length: N }, (_, i) => `line${i + 1}\n`).join('');
+      assert.equal(text.length, expected.length, 'no duplicated or missing output');
+      assert.equal(text, expected);
+    } finally {
+      await client.close();
+      await proxy.close();
+      await server.stop();
+    }
+  });
+
   test(`${label}: a process that exits while disconnected reports its output, exit and close after resume`, async () => {
     const server = await startServer();
     const proxy = await startDropProxy(server.url);
