@@ -56,6 +56,7 @@ export function startServer(cmd: ServerCommand, timeoutMs = 20_000): Promise<Ser
       const m = /ws:\/\/127\.0\.0\.1:\d+/.exec(out);
       if (m) {
         clearTimeout(timer);
+        console.log(`  started ${cmd.name} (pid ${child.pid}) at ${m[0]}`);
         resolve({ name: cmd.name, url: m[0], pid: child.pid!, stop: () => stopChild(child) });
       }
     });
