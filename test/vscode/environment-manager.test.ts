@@ -110,10 +110,11 @@ describe('environment manager', () => {
       // The old session expires while the server is down, so resuming it must fail.
       await new Promise((r) => setTimeout(r, 800));
       l = await listen(port);
+      let timer: ReturnType<typeof setTimeout> | undefined;
       const second = await Promise.race([
         reconnected,
-        new Promise<never>((_, reject) => setTimeout(() => reject(new Error('no reconnect within 30 s')), 30_000)),
-      ]);
+        new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error('no reconnect within 30 s')), 30_000))),
+      ]).finally(() => clearTimeout(timer));
       assert.equal(manager.state('remote'), 'connected');
       assert.equal(await manager.getClient('remote'), second);
       assert.notEqual(second, first, 'a new client replaced the one that could not resume');
