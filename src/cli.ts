@@ -142,7 +142,8 @@ export async function main(argv: string[]): Promise<number> {
   };
   process.stdout.on('error', () => {}); // a closed stdout must not crash the server (EPIPE)
 
-  const server = new ExecServer({ log });
+  // The engine's own per-connection cap follows --max-in-flight too (it would otherwise stay 4096).
+  const server = new ExecServer({ log, maxInFlightPerConnection: opts.maxInFlight });
   let stopping: Promise<number> | undefined;
   let closeListener: () => Promise<void> = async () => {};
   const stop = (why: string, code = 0): Promise<number> => {

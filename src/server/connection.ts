@@ -52,6 +52,7 @@ export class Connection implements ServerConnection, ConnectionContext {
     private readonly sink: NotificationSink,
     readonly options: ConnectOptions,
     maxOpenHandles: number,
+    private readonly maxInFlight: number = MAX_IN_FLIGHT,
   ) {
     this.handles = new FileHandles(maxOpenHandles);
     this.watches = new Watches((n) => this.notify('fs/changed', n));
@@ -81,8 +82,8 @@ export class Connection implements ServerConnection, ConnectionContext {
 
   async requestUntyped(method: string, params: unknown): Promise<unknown> {
     if (this.closed) throw new RpcError(ErrorCodes.ConnectionClosed, Messages.connectionClosed);
-    if (this.inFlight >= MAX_IN_FLIGHT) {
-      throw new RpcError(ErrorCodes.Overloaded, `server overloaded: more than ${MAX_IN_FLIGHT} requests in flight on this connection`);
+    if (this.inFlight >= this.maxInFlight) {
+      throw new RpcError(ErrorCodes.Overloaded, `server overloaded: more than ${this.maxInFlight} requests in flight on this connection`);
     }
     this.inFlight++;
     try {

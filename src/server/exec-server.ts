@@ -12,6 +12,7 @@ export const DEFAULTS = {
   maxRetainedBytesPerProcess: 1024 * 1024,
   maxOpenHandles: 128,
   maxProcessesPerSession: 1024,
+  maxInFlightPerConnection: 4096,
 } as const;
 
 /** How long shutdown() waits for killed children to be reaped. */
@@ -32,6 +33,7 @@ export class ExecServer {
       maxRetainedBytesPerProcess: options.maxRetainedBytesPerProcess ?? DEFAULTS.maxRetainedBytesPerProcess,
       maxOpenHandles: options.maxOpenHandles ?? DEFAULTS.maxOpenHandles,
       maxProcessesPerSession: options.maxProcessesPerSession ?? DEFAULTS.maxProcessesPerSession,
+      maxInFlightPerConnection: options.maxInFlightPerConnection ?? DEFAULTS.maxInFlightPerConnection,
     };
   }
 
@@ -40,7 +42,7 @@ export class ExecServer {
   }
 
   connect(sink: NotificationSink, opts: ConnectOptions = {}): ServerConnection {
-    const conn = new Connection(this, sink, opts, this.opts.maxOpenHandles);
+    const conn = new Connection(this, sink, opts, this.opts.maxOpenHandles, this.opts.maxInFlightPerConnection);
     if (this.shuttingDown) conn.close();
     else this.connections.add(conn);
     return conn;
