@@ -23,6 +23,8 @@ interface Target {
   stop(): Promise<void>;
   /** CPU time the server process has used so far (ms), when it is a separate process. */
   cpuMs?(): number;
+  /** Resident memory of the server process now (MiB). */
+  rssMiB?(): number;
 }
 
 function arg(name: string): string | undefined {
@@ -42,6 +44,7 @@ async function serverTarget(name: 'ours' | 'reference', cmd: ServerCommand, fact
     },
     stop: () => server.stop(),
     cpuMs: () => processCpuMs(server.pid),
+    rssMiB: () => processRssMiB(server.pid),
   };
 }
 
@@ -60,6 +63,11 @@ function processCpuMs(pid: number): number {
   const ticks = Number(fields[11]) + Number(fields[12]); // fields 14 and 15 of stat(5)
   return (ticks * 1000) / CLK_TCK;
 }
+/** VmRSS from /proc/<pid>/status. Spawn cost grows with it (fork copies the page tables). */
+function processRssMiB(pid: number): number {
+  const m = /^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m ? Number(m[1]) / 1024 : NaN;
+}
 const CLK_TCK = (() => {
   try {
     return Number(execSync('getconf CLK_TCK', { encoding: 'utf8' }).trim()) || 100;
@@ -73,6 +81,8 @@ interface TargetState {
   /** Server CPU time over the successful rounds (ms) and how many rounds that was. */
   cpuMs: number;
   cpuRounds: number;
+  /** Server RSS after the scenario's last round (MiB). */
+  rssMiB?: number;
   failure?: { status: 'stalled' | 'error'; detail: string };
 }
 
@@ -98,6 +108,7 @@ async function runScenario(s: Scenario, targets: Target[], cfg: BenchConfig, fx:
           st.cpuMs += cpu1 - cpu0;
           st.cpuRounds++;
         }
+        st.rssMiB = t.rssMiB?.();
       } catch (e) {
         const detail = e instanceof Error ? e.message : String(e);
         st.failure = { status: e instanceof StallError ? 'stalled' : 'error', detail };
@@ -155,7 +166,8 @@ export async function main(repo: string): Promise<number> {
         const st = state.get(t);
         return st && st.cpuRounds > 0 && !st.failure ? st.cpuMs / st.cpuRounds : null;
       };
-      serverCpu.push({ scenario: s.id, title: s.title, oursMs: perRound('ours'), referenceMs: perRound('reference') });
+      const rss = (t: TargetName) => state.get(t)?.rssMiB ?? null;
+      serverCpu.push({ scenario: s.id, title: s.title, oursMs: perRound('ours'), referenceMs: perRound('reference'), oursRssMiB: rss('ours'), referenceRssMiB: rss('reference') });
       for (const m of s.metrics(cfg)) {
         const o = (t: TargetName) => {
           const st = state.get(t);

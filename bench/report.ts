@@ -31,6 +31,9 @@ export interface ServerCpu {
   title: string;
   oursMs: number | null;
   referenceMs: number | null;
+  /** Resident memory after the scenario (MiB). */
+  oursRssMiB?: number | null;
+  referenceRssMiB?: number | null;
 }
 
 export interface BenchResult {
@@ -127,11 +130,14 @@ export function failures(result: BenchResult): string[] {
 
 export function cpuRows(result: BenchResult): string[][] {
   const f = (v: number | null) => (v === null ? '—' : `${v.toFixed(0)} ms`);
+  const mib = (v: number | null | undefined) => (v === null || v === undefined || Number.isNaN(v) ? '—' : `${v.toFixed(0)} MiB`);
   const rows = (result.serverCpu ?? []).map((c) => [
     c.title,
     f(c.oursMs),
     f(c.referenceMs),
     c.oursMs !== null && c.referenceMs !== null && c.referenceMs > 0 ? (c.oursMs / c.referenceMs).toFixed(2) : '—',
+    mib(c.oursRssMiB),
+    mib(c.referenceRssMiB),
   ]);
-  return [['server CPU time per round (user+sys, /proc)', 'ours', 'reference', 'ours/ref'], ...rows];
+  return [['server CPU time per round (user+sys, /proc)', 'ours', 'reference', 'ours/ref', 'ours RSS after', 'ref RSS after'], ...rows];
 }
