@@ -1,7 +1,6 @@
 // TLS for the websocket listener (wss://): loads and checks the PEM certificate and key at
 // startup so a bad pair is a clear configuration error, not a failed handshake later.
 import { readFileSync } from 'node:fs';
-import * as https from 'node:https';
 import * as path from 'node:path';
 import * as tls from 'node:tls';
 import { SecurityConfigError } from './ws-auth';
@@ -32,9 +31,4 @@ export function loadTlsMaterial(files: TlsFiles): TlsMaterial {
     throw new SecurityConfigError(`invalid TLS certificate/key pair: ${(e as Error).message}`);
   }
   return { cert, key };
-}
-
-/** An HTTPS server (no request handler yet) for a websocket server to attach to. */
-export function createTlsServer(material: TlsMaterial): https.Server {
-  return https.createServer({ cert: material.cert, key: material.key, minVersion: 'TLSv1.2' });
 }

@@ -1,10 +1,11 @@
 // WebSocket upgrade security: bearer-token authentication (the reference's two modes,
-// protocol section 7), the browser-Origin rule, the loopback rule, and the CLI flags that
-// configure them. Everything here runs before any JSON-RPC byte is exchanged.
+// protocol section 7) and the loopback rule, both applied before any JSON-RPC byte is
+// exchanged. The browser-Origin rule lives in websocket-server.ts; the CLI flags are parsed
+// in ws-auth-args.ts.
 //
 // Messages and status codes match `codex exec-server` 0.169 (observed): 401 with a short
-// text reason for auth failures, 403 for a browser Origin. No message ever contains the
-// presented token, the configured token/digest, or the shared secret.
+// text reason. No message ever contains the presented token, the configured token/digest,
+// or the shared secret.
 import * as crypto from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { IncomingMessage } from 'node:http';
@@ -46,7 +47,6 @@ export const AuthMessages = {
   notYetValidJwt: 'websocket jwt is not valid yet',
   issuerMismatch: 'websocket jwt issuer mismatch',
   audienceMismatch: 'websocket jwt audience mismatch',
-  forbiddenOrigin: 'browser origin not allowed',
 } as const;
 
 export const DEFAULT_MAX_CLOCK_SKEW_SECONDS = 30;
@@ -183,30 +183,6 @@ export function createTokenVerifier(config: WsAuthConfig): TokenVerifier {
 export function createAuthenticator(config: WsAuthConfig): Authenticate {
   const verify = createTokenVerifier(config);
   return (req) => verify(req.headers.authorization);
-}
-
-/**
- * Browser rule: a request carrying `Origin` comes from a web page (native clients do not
- * send it). Any page could otherwise drive a loopback executor, so it is refused with 403
- * (like the reference) unless the exact origin was allowed with `--allow-origin`.
- */
-export function checkOrigin(origin: string | string[] | undefined, allowed: readonly string[]): AuthResult {
-  if (origin === undefined) return { ok: true };
-  const value = Array.isArray(origin) ? origin[0] : origin;
-  const norm = (s: string) => s.trim().replace(/\/+$/, '').toLowerCase();
-  if (value !== undefined && allowed.some((a) => norm(a) === norm(value))) return { ok: true };
-  return { ok: false, status: 403, message: AuthMessages.forbiddenOrigin };
-}
-
-/** Origin rule then (optional) token check: the single hook the websocket server calls. */
-export function createUpgradeGuard(opts: { auth?: WsAuthConfig; allowedOrigins?: readonly string[] }): Authenticate {
-  const verify = opts.auth ? createTokenVerifier(opts.auth) : undefined;
-  const allowed = opts.allowedOrigins ?? [];
-  return async (req) => {
-    const origin = checkOrigin(req.headers.origin, allowed);
-    if (!origin.ok) return origin;
-    return verify ? verify(req.headers.authorization) : { ok: true };
-  };
 }
 
 /**
