@@ -42,8 +42,6 @@ function clip(s: string, n = 60): string {
 }
 
 export class TerminalService implements vscode.Disposable {
-  private readonly terminals = new Map<string, vscode.Terminal>();
-
   constructor(private readonly deps: TerminalServiceDeps) {}
 
   /** The working directory used when none is given. */
@@ -168,7 +166,7 @@ export class TerminalService implements vscode.Disposable {
   }
 
   dispose(): void {
-    this.terminals.clear();
+    // Terminals belong to VS Code; their processes end with the environments' connections.
   }
 
   private ptyFor(environment: string, client: ExecClient, label: string, origin: ProcessOrigin, opts: StartProcessOptions): ExecTerminal {

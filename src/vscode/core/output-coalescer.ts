@@ -9,7 +9,7 @@
 export interface CoalescerOptions {
   /** Minimum delay between two writes (default 10 ms). */
   intervalMs?: number;
-  /** Upper bound of one write (default 128 Ki characters). */
+  /** Upper bound of one write (default 64 Ki characters: below VS Code's own terminal flow-control window). */
   maxCharsPerFlush?: number;
   /** Queue size above which onPressure(true) fires (default 8 Mi characters); onPressure(false) below half. */
   highWaterChars?: number;
@@ -37,7 +37,7 @@ export class OutputCoalescer {
     private readonly onPressure?: (congested: boolean) => void,
   ) {
     this.intervalMs = options.intervalMs ?? 10;
-    this.maxChars = Math.max(2, options.maxCharsPerFlush ?? 128 * 1024);
+    this.maxChars = Math.max(2, options.maxCharsPerFlush ?? 64 * 1024);
     this.highWater = options.highWaterChars ?? 8 * 1024 * 1024;
   }
 
