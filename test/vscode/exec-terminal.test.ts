@@ -91,6 +91,17 @@ describe('exec terminal (pty mode)', () => {
     assert.deepEqual(t.closes, [undefined]);
   });
 
+  it('a large PTY output arrives complete with the default coalescing (bounded writes)', async () => {
+    const size = 16 * 1024 * 1024;
+    const writes: number[] = [];
+    const t = open(['/bin/sh', '-c', `head -c ${size} /dev/zero | tr '\\0' b; exit 0`], 'pty');
+    t.term.onDidWrite((w) => writes.push(w.length));
+    assert.equal((await t.term.result).exitCode, 0);
+    assert.equal(t.output().match(/b+/)![0].length, size, 'no byte lost');
+    assert.ok(Math.max(...writes) <= 64 * 1024, 'each write stays within the default bound');
+    assert.ok(writes.length < size / 1024, `${writes.length} writes`);
+  });
+
   it('multi-byte output from a real process arrives uncorrupted', async () => {
     // 20 000 × "é😀" through a PTY: characters are split across chunk boundaries.
     const t = open(['/bin/sh', '-c', 'i=0; while [ $i -lt 200 ]; do printf "%0100d" 0 | sed "s/0/é😀/g"; i=$((i+1)); done; printf "\\nEND\\n"'], 'pty');
