@@ -12,7 +12,8 @@ function speedupOf(m: MetricResult, o: Outcome): number | null {
 }
 
 export function renderSvg(result: BenchResult): string {
-  const rows = result.metrics.filter((m) => m.id !== 'rtt_p99' && m.id !== 'spawn_p99');
+  // Headline metrics only: p99s and the chunk-size diagnostic stay in the table.
+  const rows = result.metrics.filter((m) => m.id !== 'rtt_p99' && m.id !== 'spawn_p99' && m.id !== 'stream_chunk');
   const series = [
     { key: 'ours' as const, name: 'ours (websocket)', color: '#2f6fdf' },
     { key: 'inProcess' as const, name: 'ours (in-process client)', color: '#35a06b' },
@@ -55,7 +56,7 @@ export function renderSvg(result: BenchResult): string {
         out.push(`<rect x="${Math.min(x1, xv).toFixed(1)}" y="${by}" width="${Math.max(1, Math.abs(xv - x1)).toFixed(1)}" height="10" fill="${s.color}"/>`);
         out.push(`<text x="${(Math.max(x1, xv) + 4).toFixed(1)}" y="${by + 9}" font-size="10" fill="#333">${v.toFixed(2)}×</text>`);
       } else {
-        const why = o.status === 'ok' ? (m.reference.status === 'ok' ? '' : `reference ${m.reference.status}; ours ok`) : o.status === 'n/a' ? '' : `${o.status}`;
+        const why = o.status === 'ok' ? (m.reference.status === 'ok' ? '' : `reference ${m.reference.status}; ours ok`) : o.status === 'n/a' ? '' : `${o.status}${o.detail ? `: ${o.detail.slice(0, 48)}` : ''}`;
         if (why) out.push(`<text x="${x1 + 4}" y="${by + 9}" font-size="10" fill="${o.status === 'ok' ? '#2a7a2a' : '#c0392b'}">${esc(why)}</text>`);
       }
     });
