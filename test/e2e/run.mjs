@@ -11,7 +11,8 @@
 //      every process it started.
 // Env: EXEC_SERVER_E2E_GREP (run tests whose name contains it), EXEC_SERVER_E2E_TIMEOUT (s, whole run, default 600),
 //      EXEC_SERVER_E2E_VSIX (use this product VSIX instead of packaging one), EXEC_SERVER_E2E_KEEP=1 (keep temp dir),
-//      EXEC_SERVER_E2E_SKIP_BUILD=1 (use dist/ as it is; for iterating on the suite).
+//      EXEC_SERVER_E2E_SKIP_BUILD=1 (use dist/ as it is; for iterating on the suite),
+//      EXEC_SERVER_E2E_STARTUP_TIMEOUT (s from opening the workbench to the suite's first write, default 180).
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -26,6 +27,7 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 const repo = path.resolve(here, '../..');
 const resultsDir = path.join(repo, 'test-results');
 const TIMEOUT_S = Number(process.env.EXEC_SERVER_E2E_TIMEOUT ?? 600);
+const STARTUP_TIMEOUT_S = Number(process.env.EXEC_SERVER_E2E_STARTUP_TIMEOUT ?? 180);
 const started = Date.now();
 const log = (msg) => console.error(`[e2e ${((Date.now() - started) / 1000).toFixed(0).padStart(3)}s] ${msg}`);
 
@@ -169,6 +171,7 @@ async function main() {
   const pageErrors = [];
   page.on('pageerror', (e) => pageErrors.push(String(e)));
   await page.goto(`http://127.0.0.1:${port}/?workspace=${encodeURIComponent(workspaceFile)}`);
+  const opened = Date.now();
   log('workbench opened; waiting for the suite');
 
   const printed = new Set();
@@ -191,6 +194,13 @@ async function main() {
     if (Date.now() > deadline) {
       timedOut = true;
       log(`timed out after ${TIMEOUT_S} s`);
+      break;
+    }
+    // The runner writes the planned tests as soon as it activates; if it never does (the product
+    // extension failed to activate, so its dependent never starts), fail early with the logs.
+    if (!data && Date.now() - opened > STARTUP_TIMEOUT_S * 1000) {
+      timedOut = true;
+      log(`the runner extension did not start the suite within ${STARTUP_TIMEOUT_S} s of opening the workbench`);
       break;
     }
     await answerPendingApprovals(page, dirs.control, log);
@@ -219,8 +229,8 @@ async function main() {
     failed += 1;
   }
   if (!data) {
-    console.log(`  ✖ suite: no results from the extension host${timedOut ? ` within ${TIMEOUT_S} s` : ''} ` +
-      `(is the runner extension activating? see ${path.relative(repo, csLog)} and test-results/e2e-workbench.png)`);
+    console.log(`  ✖ suite: the runner extension never started the suite${timedOut ? ' (timeout)' : ''}: did the product ` +
+      `extension fail to activate? See test-results/e2e-logs/*/exthost1/remoteexthost.log, ${path.relative(repo, csLog)}, test-results/e2e-workbench.png`);
     if (pageErrors.length) console.log(`      page errors: ${pageErrors.slice(0, 3).join(' | ')}`);
     failed += 1;
   } else if (!data.done && !data.fatal && notRun.length === 0) {
