@@ -184,17 +184,23 @@ export class ExecServerClient implements ExecClient {
     return !!this.extensions?.has(method) && !this.unsupported.has(method);
   }
 
-  async request<M extends RequestMethod>(method: M, params: ParamsOf<M>): Promise<ResultOf<M>> {
+  request<M extends RequestMethod>(method: M, params: ParamsOf<M>): Promise<ResultOf<M>> {
+    return this.send(method, params, RETRYABLE.has(method));
+  }
+
+  /** Sends on the current channel; after a drop, waits for recovery and resends if `retry`. */
+  private async send<M extends RequestMethod>(method: M, params: ParamsOf<M>, retry: boolean, onRetry?: () => void): Promise<ResultOf<M>> {
     for (let attempt = 0; ; attempt++) {
       const ch = await this.readyChannel();
       try {
+        if (attempt > 0) onRetry?.();
         return (await ch.request(method, params)) as ResultOf<M>;
       } catch (e) {
         if (e instanceof RpcError && e.code === ErrorCodes.MethodNotFound && (EXTENSION_METHODS as readonly string[]).includes(method)) {
           this.unsupported.add(method);
         }
         if (!isClosedError(e) || this.currentState !== 'recovering') throw e;
-        if (!RETRYABLE.has(method) || attempt > 100) {
+        if (!retry || attempt > 100) {
           throw new RpcError(ErrorCodes.ConnectionClosed, `${method} was in flight when the connection dropped; it is not replayed (${(e as Error).message})`);
         }
         // fall through: wait for recovery and send again (process/write keeps its writeId)
@@ -227,8 +233,17 @@ export class ExecServerClient implements ExecClient {
       params.rows = opts.rows ?? 24;
       params.cols = opts.cols ?? 80;
     }
+    // process/start is resent after a drop: the client-chosen id makes it safe — "already
+    // exists" on a resend means the first attempt reached the server.
+    let resent = false;
     try {
-      await this.request('process/start', params);
+      try {
+        await this.send('process/start', params, true, () => (resent = true));
+      } catch (e) {
+        if (!(resent && e instanceof RpcError && e.message === Messages.processExists(processId))) throw e;
+      }
+      handle.starting = false;
+      if (resent) await this.catchUpProcess(this.channel, handle);
     } catch (e) {
       if (this.processes.get(processId) === handle) this.processes.delete(processId);
       throw e;
@@ -401,6 +416,35 @@ export class ExecServerClient implements ExecClient {
     this.processes.clear();
   }
 
+  /** process/read from the last seen seq until nothing is missing, then merge (protocol §8). */
+  private async catchUpProcess(ch: ClientChannel, p: ClientProcess): Promise<void> {
+    try {
+      const reads: ProcessReadResult[] = [];
+      let after = p.lastSeq;
+      for (let i = 0, starting = 0; i < 10_000; i++) {
+        let r: ProcessReadResult;
+        try {
+          r = (await ch.request('process/read', { processId: p.processId, afterSeq: after, waitMs: 0 })) as ProcessReadResult;
+        } catch (e) {
+          // The reference answers "process id X is starting" while a (resent) start is in progress.
+          if (e instanceof RpcError && /is (still )?starting/.test(e.message) && starting++ < 250) {
+            await new Promise((res) => setTimeout(res, 20));
+            continue;
+          }
+          throw e;
+        }
+        reads.push(r);
+        const next = r.nextSeq - 1;
+        if (r.chunks.length === 0 || next <= after) break;
+        after = next;
+      }
+      p.catchUp(reads);
+    } catch (e) {
+      if (isClosedError(e)) return; // dropped again: the next recovery catches up
+      p.fail(`process ${p.processId} could not be caught up after reconnect: ${(e as Error).message}`);
+    }
+  }
+
   private async recover(): Promise<void> {
     const deadline = Date.now() + this.options.recoveryTimeoutMs;
     let lastError = '';
@@ -431,25 +475,8 @@ export class ExecServerClient implements ExecClient {
     this.log('info', `session ${this.session} resumed`);
     // Catch up every live process before anyone else sends (this runs before state flips).
     const ch = this.channel;
-    await Promise.all(
-      [...this.processes.values()].map(async (p) => {
-        try {
-          const reads: ProcessReadResult[] = [];
-          let after = p.lastSeq;
-          for (let i = 0; i < 10_000; i++) {
-            const r = (await ch.request('process/read', { processId: p.processId, afterSeq: after, waitMs: 0 })) as ProcessReadResult;
-            reads.push(r);
-            const next = r.nextSeq - 1;
-            if (r.chunks.length === 0 || next <= after) break;
-            after = next;
-          }
-          p.catchUp(reads);
-        } catch (e) {
-          if (isClosedError(e)) return; // dropped again: the next recovery catches up
-          p.fail(`process ${p.processId} could not be caught up after reconnect: ${(e as Error).message}`);
-        }
-      }),
-    );
+    // Processes whose start is still in flight are caught up by startProcess after its resend.
+    await Promise.all([...this.processes.values()].filter((p) => !p.starting).map((p) => this.catchUpProcess(ch, p)));
     if (ch === this.channel && !ch.closed) this.setState('connected');
     else if (this.currentState === 'recovering') {
       // Dropped again during catch-up: start over.

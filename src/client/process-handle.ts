@@ -22,6 +22,8 @@ export class ClientProcess implements ProcessHandle {
   private readonly outputEmitter = new Emitter<OutputEvent>();
   private readonly exitEmitter = new Emitter<{ exitCode: number }>();
   private readonly closeEmitter = new Emitter<{ error?: string }>();
+  /** True until process/start has been answered (recovery leaves such handles to startProcess). */
+  starting = true;
   /** Highest seq delivered (or skipped as known) so far. */
   lastSeq = 0;
   private readonly outOfOrder = new Map<number, ProcessEvent>();
