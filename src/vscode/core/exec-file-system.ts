@@ -94,7 +94,19 @@ export class ExecFileSystem {
   readDirectory(env: string, p: string): Promise<[string, number][]> {
     return this.run(env, p, async (c) => {
       const entries = await c.fs.readDirectory(p);
-      return entries.map((e): [string, number] => [e.fileName, typeOf(e)]);
+      const out = entries.map((e): [string, number] => [e.fileName, typeOf(e)]);
+      // Neither file nor directory (e.g. a symlink on a server that does not follow it):
+      // ask for the target's type, a few at a time; a dangling link stays Unknown.
+      const unknown = out.filter((e) => e[1] === FileType.Unknown).slice(0, 256);
+      for (let i = 0; i < unknown.length; i += 16) {
+        await Promise.all(
+          unknown.slice(i, i + 16).map(async (e) => {
+            const m = await c.fs.stat(path.posix.join(p, e[0])).catch(() => undefined);
+            if (m) e[1] = typeOf(m);
+          }),
+        );
+      }
+      return out;
     });
   }
 
