@@ -34,7 +34,12 @@ export interface ConnectionContext {
   readonly watches: Watches;
   http(
     input: HttpRequestInput,
-    run: (i: HttpRequestInput, emit: (n: HttpBodyDeltaNotification) => void, cancel: AbortSignal) => Promise<HttpRequestResult>,
+    run: (
+      i: HttpRequestInput,
+      emit: (n: HttpBodyDeltaNotification) => void,
+      cancel: AbortSignal,
+      streamFinished: () => void,
+    ) => Promise<HttpRequestResult>,
   ): Promise<HttpRequestResult>;
 }
 
@@ -131,15 +136,25 @@ export class Connection implements ServerConnection, ConnectionContext {
 
   async http(
     input: HttpRequestInput,
-    run: (i: HttpRequestInput, emit: (n: HttpBodyDeltaNotification) => void, cancel: AbortSignal) => Promise<HttpRequestResult>,
+    run: (
+      i: HttpRequestInput,
+      emit: (n: HttpBodyDeltaNotification) => void,
+      cancel: AbortSignal,
+      streamFinished: () => void,
+    ) => Promise<HttpRequestResult>,
   ): Promise<HttpRequestResult> {
     const ac = new AbortController();
     this.httpAborts.add(ac);
+    const forget = () => this.httpAborts.delete(ac);
+    let streaming = false;
     try {
-      return await run(input, (n) => this.notify('http/request/bodyDelta', n), ac.signal);
+      const result = await run(input, (n) => this.notify('http/request/bodyDelta', n), ac.signal, forget);
+      streaming = input.streamResponse;
+      return result;
     } finally {
-      // Streamed bodies keep going after the result; the connection's close still aborts them.
-      if (!input.streamResponse) this.httpAborts.delete(ac);
+      // A streamed body keeps flowing after the result: its controller is forgotten when it ends
+      // (and closing the connection still aborts it).
+      if (!streaming) forget();
     }
   }
 

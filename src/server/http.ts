@@ -18,6 +18,8 @@ export async function httpRequest(
   req: HttpRequestInput,
   emit: (n: HttpBodyDeltaNotification) => void,
   cancel: AbortSignal,
+  /** Called when a streamed body is fully delivered (or failed). */
+  streamFinished: () => void = () => undefined,
 ): Promise<HttpRequestResult> {
   let url: URL;
   try {
@@ -55,7 +57,7 @@ export async function httpRequest(
     }
   }
   // Stream the body after the result has been sent (the caller awaits the result first).
-  setImmediate(() => void pump(res, req.requestId, emit));
+  setImmediate(() => void pump(res, req.requestId, emit).finally(streamFinished));
   return { status: res.status, headers, bodyBase64: '' };
 }
 

@@ -55,10 +55,9 @@ export function optBool(o: Obj, k: string): boolean | undefined {
   return v;
 }
 function checkUint(v: unknown): number {
-  if (typeof v !== 'number') throw typeError(v, 'an unsigned integer');
-  // The reference answers "invalid number" for negative values.
-  if (v < 0 || !Number.isFinite(v)) throw invalidParams('invalid number');
-  if (!Number.isInteger(v)) throw invalidParams(`invalid type: floating point \`${v}\`, expected an unsigned integer`);
+  if (typeof v !== 'number') throw typeError(v, 'usize');
+  // The reference answers "invalid number" for negative and fractional values.
+  if (v < 0 || !Number.isFinite(v) || !Number.isInteger(v)) throw invalidParams('invalid number');
   return v;
 }
 export function uint(o: Obj, k: string): number {

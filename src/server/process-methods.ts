@@ -15,7 +15,7 @@ const MAX_PTY_DIM = 10_000;
 function decodeEnvPolicy(o: P.Obj | undefined): EnvPolicy | undefined {
   if (!o) return undefined;
   return {
-    inherit: P.optVariant(o, 'inherit', ['all', 'core', 'none'] as const) ?? 'all',
+    inherit: P.optVariant(o, 'inherit', ['core', 'all', 'none'] as const) ?? 'all',
     ignoreDefaultExcludes: P.optBool(o, 'ignoreDefaultExcludes') ?? false,
     exclude: P.optStrArray(o, 'exclude') ?? [],
     set: P.optStrRecord(o, 'set') ?? {},

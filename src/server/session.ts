@@ -81,6 +81,7 @@ export class Session implements ProcessHost {
 
   /** Reserves `id` synchronously (so a concurrent duplicate start fails), or throws. */
   reserve(id: string): ManagedProcess {
+    if (this.ended) throw invalidRequest(Messages.unknownSession(this.id));
     if (this.processes.has(id)) throw invalidRequest(Messages.processExists(id));
     let live = 0;
     for (const p of this.processes.values()) if (!p.exited) live++;

@@ -130,7 +130,7 @@ test('process/read: afterSeq, maxBytes budget (at least one chunk), nextSeq, wai
   assert.equal(all.chunks.length, 3);
   assert.deepEqual(all.chunks.map((x: any) => x.seq), [1, 2, 3]);
   assert.equal(all.chunks.map((x: any) => unb64(x.chunk)).join(''), 'aaaabbbbcccc');
-  assert.equal(all.nextSeq, 4);
+  assert.equal(all.nextSeq, 6, 'everything returned: the next seq after exited(4) and closed(5)');
   assert.equal(all.evictedThroughSeq, 0);
   // Budget smaller than one chunk: still one chunk.
   const one = await c.call('process/read', { processId: 'r', afterSeq: 0, maxBytes: 1 });

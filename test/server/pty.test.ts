@@ -66,13 +66,16 @@ test('PTY: interrupt reaches the foreground job of an interactive shell', async 
 
 test('PTY: terminate, resize errors, closeStdin sends EOF', async () => {
   const c = await client();
-  await c.call('process/start', startParams('cat', ['cat'], { tty: true }));
+  // cat runs under a shell: when a bare session leader exits, the terminal hang-up can race
+  // its exit status (observed with node-pty alone), and that is not what is tested here.
+  await c.call('process/start', startParams('cat', ['/bin/sh', '-c', 'cat; echo cat-done-$?'], { tty: true }));
   await c.call('process/write', { processId: 'cat', chunk: b64('line\n'), writeId: '1' });
   // cat echoes the line back once it is reading: then ^D is an EOF for it.
   await c.sink.waitFor(() => c.sink.outputText('cat').split('line').length >= 3, 15_000, 'cat echo');
   await c.call('process/closeStdin', { processId: 'cat' });
   await c.sink.waitFor(() => c.sink.closed('cat'));
-  assert.equal(c.sink.forProcess('cat').find((e) => e.method === 'process/exited')!.params.exitCode, 0, JSON.stringify(c.sink.forProcess('cat')) + c.sink.outputText('cat'));
+  assert.match(c.sink.outputText('cat'), /cat-done-0/);
+  assert.equal(c.sink.forProcess('cat').find((e) => e.method === 'process/exited')!.params.exitCode, 0);
 
   await c.call('process/start', startParams('pipe', ['sleep', '30']));
   await rejectsWith(c.call('process/resize', { processId: 'pipe', rows: 10, cols: 10 }), -32600, /not a tty/);

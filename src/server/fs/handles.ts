@@ -9,6 +9,7 @@ export class FileHandles {
   private readonly handles = new Map<string, fs.promises.FileHandle>();
   /** Ids being opened right now: reserved so a concurrent duplicate open fails. */
   private readonly opening = new Set<string>();
+  private closed = false;
 
   constructor(private readonly maxHandles: number) {}
 
@@ -28,6 +29,11 @@ export class FileHandles {
       if (!st.isFile()) {
         await fh.close();
         throw invalidRequest(`path \`${p}\` is not a file`);
+      }
+      if (this.closed) {
+        // The connection went away while we were opening: do not leak the descriptor.
+        await fh.close();
+        throw invalidRequest('connection closed');
       }
       this.handles.set(handleId, fh);
       return { handleId };
@@ -69,6 +75,7 @@ export class FileHandles {
   }
 
   closeAll(): void {
+    this.closed = true;
     for (const fh of this.handles.values()) void fh.close().catch(() => undefined);
     this.handles.clear();
   }

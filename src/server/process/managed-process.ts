@@ -89,10 +89,12 @@ export class ManagedProcess {
   }
 
   read(afterSeq: number | undefined, maxBytes: number | undefined): ProcessReadResult & { evictedThroughSeq: number } {
-    const chunks = this.buffer.read(afterSeq ?? 0, maxBytes);
+    const { chunks, complete } = this.buffer.read(afterSeq ?? 0, maxBytes);
     return {
       chunks: chunks.map((c) => ({ seq: c.seq, stream: c.stream, chunk: c.data.toString('base64') })),
-      nextSeq: chunks.length > 0 ? chunks[chunks.length - 1].seq + 1 : this.nextSeq,
+      // As the reference: the next unread seq when the budget cut the answer short, else the
+      // process's next seq (which also covers exited/closed events).
+      nextSeq: complete ? this.nextSeq : chunks[chunks.length - 1].seq + 1,
       exited: this.exited,
       exitCode: this.exitCode,
       closed: this.closed,

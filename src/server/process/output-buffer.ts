@@ -37,8 +37,11 @@ export class OutputBuffer {
     }
   }
 
-  /** Chunks with seq > afterSeq, within a byte budget (at least one chunk if any). */
-  read(afterSeq: number, maxBytes: number | undefined): RetainedChunk[] {
+  /**
+   * Chunks with seq > afterSeq, within a byte budget (at least one chunk if any).
+   * `complete` is false when the budget cut the answer short.
+   */
+  read(afterSeq: number, maxBytes: number | undefined): { chunks: RetainedChunk[]; complete: boolean } {
     const out: RetainedChunk[] = [];
     let used = 0;
     // Binary search for the first chunk with seq > afterSeq (seqs increase).
@@ -51,11 +54,11 @@ export class OutputBuffer {
     }
     for (let i = lo; i < this.chunks.length; i++) {
       const c = this.chunks[i];
-      if (maxBytes !== undefined && out.length > 0 && used + c.data.length > maxBytes) break;
+      if (maxBytes !== undefined && out.length > 0 && used + c.data.length > maxBytes) return { chunks: out, complete: false };
       out.push(c);
       used += c.data.length;
     }
-    return out;
+    return { chunks: out, complete: true };
   }
 
   hasAfter(afterSeq: number): boolean {
