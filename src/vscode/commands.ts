@@ -18,6 +18,8 @@ export interface CommandServices {
   agent: AgentEndpointService;
   log: vscode.LogOutputChannel;
   refresh(): void;
+  /** The approval gate for command lines given programmatically (like the API's run). */
+  approve(environment: string, argv: string[], cwd: string): Promise<void>;
 }
 
 type Args = Record<string, unknown> | undefined;
@@ -126,7 +128,14 @@ export function registerCommands(ctx: vscode.ExtensionContext, s: CommandService
     const env = await environmentOf(args, 'Environment for the terminal');
     if (!env) return undefined;
     await clientFor(env);
-    return s.terminals.newTerminal(env, { cwd: str(args, 'cwd'), argv: strArray(args, 'argv'), name: str(args, 'name') });
+    const argv = strArray(args, 'argv');
+    return s.terminals.newTerminal(env, {
+      cwd: str(args, 'cwd'),
+      argv,
+      name: str(args, 'name'),
+      // A caller-chosen program passes the approval gate; the plain shell is the user's own.
+      approve: argv?.length ? (a, cwd) => s.approve(env, a, cwd) : undefined,
+    });
   });
 
   reg('execServer.runCommand', async (args) => {
@@ -134,12 +143,14 @@ export function registerCommands(ctx: vscode.ExtensionContext, s: CommandService
     if (!env) return undefined;
     let command = str(args, 'command');
     const argv = strArray(args, 'argv');
+    // A command line given by the caller (not typed by the user here) passes the approval gate.
+    const programmatic = !!(command || argv);
     if (!command && !argv) {
       command = await vscode.window.showInputBox({ prompt: `Command to run in ${env}`, placeHolder: 'make test' });
       if (!command) return undefined;
     }
     await clientFor(env);
-    return s.terminals.runCommand(env, { command, argv, cwd: str(args, 'cwd') });
+    return s.terminals.runCommand(env, { command, argv, cwd: str(args, 'cwd'), approve: programmatic ? (a, cwd) => s.approve(env, a, cwd) : undefined });
   });
 
   reg('execServer.openRemoteFolder', async (args) => {

@@ -90,12 +90,11 @@ export function activate(ctx: vscode.ExtensionContext): ExecServerApi {
     }),
   );
 
-  registerCommands(ctx, { store, manager, registry, terminals, agent, log, refresh });
-
   const approve = async (environment: string, argv: string[], cwd: string) => {
     const d = await gate.check({ kind: 'run', argv, cwd, environment }, 'api');
     if (!d.allowed) throw new Error(`Exec Server: running ${argv.join(' ')} was not approved (${d.reason})`);
   };
+  registerCommands(ctx, { store, manager, registry, terminals, agent, log, refresh, approve });
   const api: ExecServerApi = {
     version: String((ctx.extension.packageJSON as { version?: string }).version ?? '0.0.0'),
     getEnvironments: () => store.list().map((e) => ({ name: e.name, kind: e.kind, state: manager.state(e.name) })),
@@ -110,8 +109,7 @@ export function activate(ctx: vscode.ExtensionContext): ExecServerApi {
       const client = await manager.getClient(environment);
       const cwd = opts.cwd ?? (await terminals.defaultCwd(environment, client));
       const argv = opts.argv?.length ? opts.argv : [await terminals.shellPath(client)];
-      await approve(environment, argv, cwd);
-      return terminals.newTerminal(environment, { ...opts, cwd, argv, origin: 'api' });
+      return terminals.newTerminal(environment, { ...opts, cwd, argv, origin: 'api', approve: (a, c) => approve(environment, a, c) });
     },
   };
 

@@ -35,6 +35,8 @@ export interface TerminalOptions {
   name?: string;
   env?: Record<string, string>;
   origin?: ProcessOrigin;
+  /** Called with the final argv and cwd before anything starts; rejecting cancels (approval gate). */
+  approve?(argv: string[], cwd: string): Promise<void>;
 }
 
 function clip(s: string, n = 60): string {
@@ -75,6 +77,7 @@ export class TerminalService implements vscode.Disposable {
     const client = await this.deps.getClient(environment);
     const argv = opts.argv?.length ? opts.argv : [await this.shellPath(client)];
     const cwd = opts.cwd ?? (await this.defaultCwd(environment, client));
+    await opts.approve?.(argv, cwd);
     const name = opts.name ?? `${path.basename(argv[0])} (${environment})`;
     const pty = this.ptyFor(environment, client, name, opts.origin ?? 'terminal', {
       argv,
@@ -98,13 +101,17 @@ export class TerminalService implements vscode.Disposable {
   }
 
   /** Run Command: a pipe process with its output in a terminal; resolves with the exit code. */
-  async runCommand(environment: string, spec: { command?: string; argv?: string[]; cwd?: string }): Promise<{ exitCode: number }> {
+  async runCommand(
+    environment: string,
+    spec: { command?: string; argv?: string[]; cwd?: string; approve?(argv: string[], cwd: string): Promise<void> },
+  ): Promise<{ exitCode: number }> {
     const client = await this.deps.getClient(environment);
     let argv: string[];
     if (spec.argv?.length) argv = spec.argv;
     else if (spec.command?.trim()) argv = [await this.shellPath(client), '-c', spec.command];
     else throw new Error('runCommand needs "command" (a shell command line) or "argv"');
     const cwd = spec.cwd ?? (await this.defaultCwd(environment, client));
+    await spec.approve?.(argv, cwd);
     const shown = spec.command ?? commandLine(argv);
     const name = `Run: ${clip(shown, 40)} (${environment})`;
     const pty = new ExecTerminal({
