@@ -1,22 +1,24 @@
-// Builds dist/exec-server.vsix from a staging folder (out/vsix): package.json's "files" list
+// Builds dist/exec-server.vsix from a staging folder (a fresh temp dir): package.json's "files" list
 // is for the npm package of the CLI, and vsce refuses a .vscodeignore next to it. The stage
 // holds only what the extension loads (see .vscodeignore): the bundle, node-pty's JS and
 // native module, the manifest, README and media. Run after `npm run build`.
 import { spawnSync } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..');
-const stage = path.join(root, 'out', 'vsix');
+// A private stage and an atomic rename: two packaging runs at once must not trip each other.
+const stage = mkdtempSync(path.join(os.tmpdir(), 'exec-server-vsix-'));
 const out = path.join(root, 'dist', 'exec-server.vsix');
-
-rmSync(stage, { recursive: true, force: true });
-mkdirSync(stage, { recursive: true });
+const tmpOut = `${out}.${process.pid}.tmp`;
+process.on('exit', () => rmSync(stage, { recursive: true, force: true }));
 // node-pty's tests and source maps are not needed at run time.
 const wanted = (src) => !/\.test\.js(\.map)?$|\.js\.map$/.test(src);
 const copy = (rel) => {
   const from = path.join(root, rel);
   if (!existsSync(from)) throw new Error(`package-vsix: ${rel} is missing (run npm run build first?)`);
+  mkdirSync(path.dirname(path.join(stage, rel)), { recursive: true });
   cpSync(from, path.join(stage, rel), { recursive: true, filter: wanted });
 };
 
@@ -40,5 +42,10 @@ delete ptyPkg.dependencies;
 writeFileSync(path.join(stage, pty, 'package.json'), JSON.stringify(ptyPkg, null, 2) + '\n');
 
 const vsce = path.join(root, 'node_modules', '@vscode', 'vsce', 'vsce');
-const r = spawnSync(process.execPath, [vsce, 'package', '--allow-missing-repository', '--skip-license', '-o', out], { cwd: stage, stdio: 'inherit' });
-if (r.status !== 0) process.exit(r.status ?? 1);
+const r = spawnSync(process.execPath, [vsce, 'package', '--allow-missing-repository', '--skip-license', '-o', tmpOut], { cwd: stage, stdio: 'inherit' });
+if (r.status !== 0) {
+  rmSync(tmpOut, { force: true });
+  process.exit(r.status ?? 1);
+}
+renameSync(tmpOut, out);
+console.log(`package-vsix: ${path.relative(root, out)}`);
