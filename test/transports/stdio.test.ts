@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { PassThrough } from 'node:stream';
+import fc from 'fast-check';
 import { RpcConnection } from '../../src/rpc/connection';
 import { StdioTransport } from '../../src/transports/stdio';
 
@@ -112,4 +113,29 @@ test('stdio: bufferedAmount and onDrain reflect the writable backpressure', asyn
   await drained;
   assert.equal(t.bufferedAmount, 0);
   t.close();
+});
+
+test('stdio: any split of a message stream into chunks yields the same messages (property)', async () => {
+  await fc.assert(
+    fc.asyncProperty(
+      fc.array(fc.jsonValue(), { minLength: 1, maxLength: 20 }),
+      fc.array(fc.integer({ min: 1, max: 64 }), { minLength: 1, maxLength: 50 }),
+      fc.boolean(),
+      async (values, cuts, crlf) => {
+        const { input, t, messages, parseErrors } = setup();
+        const objects = values.map((v, i) => ({ id: i, v }));
+        const bytes = Buffer.from(objects.map((o) => JSON.stringify(o) + (crlf ? '\r\n' : '\n')).join(''));
+        for (let pos = 0, i = 0; pos < bytes.length; i++) {
+          const n = cuts[i % cuts.length];
+          input.write(bytes.subarray(pos, pos + n));
+          pos += n;
+        }
+        await tick();
+        assert.deepEqual(parseErrors, []);
+        assert.deepEqual(messages, JSON.parse(JSON.stringify(objects)));
+        t.close();
+      },
+    ),
+    { numRuns: 150 },
+  );
 });
