@@ -116,3 +116,19 @@ test('a request times out with RequestTimeout and a late answer is ignored', asy
   await new Promise((r) => setTimeout(r, 80));
   assert.equal(client.pendingCount, 0);
 });
+
+test('a method call with "id": null is rejected as invalid, not taken for a notification', async () => {
+  const [a, b] = pair();
+  const client = new RpcConnection(a);
+  const server = new RpcConnection(b);
+  const notes: unknown[] = [];
+  server.onNotification((n) => notes.push(n));
+  const replies: any[] = [];
+  client.transport.onMessage((m) => replies.push(m));
+  (b as any).deliver(JSON.stringify({ id: null, method: 'initialized', params: {} }));
+  await new Promise((r) => setTimeout(r, 20));
+  assert.deepEqual(notes, []);
+  assert.equal(replies.length, 1);
+  assert.equal(replies[0].id, null);
+  assert.equal(replies[0].error.code, ErrorCodes.InvalidRequest);
+});

@@ -48,7 +48,9 @@ export function classify(value: unknown): Classified {
     return { kind: 'invalid', id: null, reason: 'id must be an integer or a string' };
   }
   if (typeof v.method === 'string') {
-    if (hasId && v.id !== null) return { kind: 'request', msg: v as unknown as RequestMessage };
+    // `"id": null` on a method call is neither a request nor a notification (the reference rejects it).
+    if (hasId && v.id === null) return { kind: 'invalid', id: null, reason: 'id must be an integer or a string' };
+    if (hasId) return { kind: 'request', msg: v as unknown as RequestMessage };
     return { kind: 'notification', msg: v as unknown as NotificationMessage };
   }
   if ('method' in v) {
