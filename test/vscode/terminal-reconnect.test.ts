@@ -1,0 +1,55 @@
+// A terminal survives a network drop: the client resumes its session and the same PTY keeps
+// taking input and producing output (nothing re-typed, nothing lost).
+import assert from 'node:assert/strict';
+import { after, describe, it } from 'node:test';
+import { ExecServerClient } from '../../src/client/client';
+import { ExecServer } from '../../src/server/exec-server';
+import { serveConnection } from '../../src/transports/serve';
+import { listenWebSocket } from '../../src/transports/websocket-server';
+import { ExecTerminal } from '../../src/vscode/core/exec-terminal';
+import { startDropProxy } from '../client/drop-proxy';
+
+const server = new ExecServer();
+after(() => server.shutdown());
+
+async function until(what: string, f: () => boolean, ms = 20_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!f()) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+describe('terminal across a connection drop', () => {
+  it('keeps the same shell after the client resumes its session', async () => {
+    const listener = await listenWebSocket({ host: '127.0.0.1', port: 0, onConnection: (t) => serveConnection(server, t) });
+    const proxy = await startDropProxy(listener.url);
+    const client = await ExecServerClient.connectWebSocket(proxy.url, { reconnect: true, clientName: 'vscode-drop-test' });
+    let out = '';
+    const term = new ExecTerminal({
+      mode: 'pty',
+      start: () => client.startProcess({ argv: ['/bin/sh'], cwd: '/tmp', env: { PATH: process.env.PATH ?? '/usr/bin:/bin', MARK: 'same-shell' }, tty: true }),
+    });
+    term.onDidWrite((t) => (out += t));
+    term.open({ rows: 24, columns: 80 });
+    try {
+      term.handleInput('X=before-$((1+1))\r');
+      term.handleInput('echo "$X"\r');
+      await until('first echo', () => out.includes('before-2'));
+      const sessionId = client.sessionId;
+      assert.ok(proxy.dropAll() > 0, 'a live connection was cut');
+      // Output produced while the connection is down is caught up after the resume.
+      term.handleInput('echo "after-$X-$MARK"\r');
+      await until('output after the drop', () => out.includes('after-before-2-same-shell'));
+      assert.equal(client.sessionId, sessionId, 'the session was resumed, not replaced');
+      assert.equal(term.isRunning, true);
+      term.handleInput('exit 3\r');
+      assert.equal((await term.result).exitCode, 3);
+    } finally {
+      term.close();
+      await client.close();
+      await proxy.close();
+      await listener.close();
+    }
+  });
+});
