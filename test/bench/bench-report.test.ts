@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { patternBuffer, sha256 } from '../../bench/fixtures';
 import { judge, outcome, tableRows, type BenchResult } from '../../bench/report';
-import { FULL, type MetricDef } from '../../bench/scenarios';
+import { FULL, PatternChecker, STREAM_LINE, type MetricDef } from '../../bench/scenarios';
 import { percentile } from '../../bench/stats';
 import { renderSvg } from '../../bench/svg';
 
@@ -54,6 +54,30 @@ test('fixture pattern is 251-periodic and the checksum covers chunk boundaries',
   assert.equal(sha256([b.subarray(0, 3000), b.subarray(3000)]), sha256([b]));
   const lost = Buffer.concat([b.subarray(0, 3000), b.subarray(3001)]);
   assert.notEqual(sha256([lost]), sha256([b]));
+});
+
+test('stream checker accepts the pattern in any chunking and flags a changed or dropped byte', () => {
+  const total = 5 * 1024 * 1024 + 17; // crosses the 4 MiB comparison window
+  const good = Buffer.alloc(total, `${STREAM_LINE}\n`);
+  const cut = (b: Buffer, sizes: number[]) => {
+    const c = new PatternChecker();
+    for (let o = 0, i = 0; o < b.length; i++) {
+      const n = sizes[i % sizes.length];
+      c.check(b.subarray(o, o + n));
+      o += n;
+    }
+    return c;
+  };
+  const ok = cut(good, [1, 7, 65536, 4 * 1024 * 1024 + 3, 8191]);
+  assert.equal(ok.bytes, total);
+  assert.equal(ok.mismatchAt, -1);
+  const changed = Buffer.from(good);
+  changed[3_000_000] ^= 1;
+  assert.equal(cut(changed, [65536]).mismatchAt, 3_000_000 - (3_000_000 % 65536));
+  const dropped = Buffer.concat([good.subarray(0, 100_000), good.subarray(100_001)]);
+  const d = cut(dropped, [4096]);
+  assert.equal(d.bytes, total - 1);
+  assert.ok(d.mismatchAt >= 0 && d.mismatchAt <= 100_000);
 });
 
 test('svg: well-formed document with one row per headline metric and escaped text', () => {
