@@ -170,7 +170,8 @@ export function registerCommands(ctx: vscode.ExtensionContext, s: CommandService
     const uri = remoteUri(env, folder);
     const folders = vscode.workspace.workspaceFolders ?? [];
     if (!folders.some((f) => f.uri.toString() === uri.toString())) {
-      const ok = vscode.workspace.updateWorkspaceFolders(folders.length, 0, { uri, name: `${folder} (${env})` });
+      const base = folder.replace(/\/+$/, '').split('/').pop() || '/';
+      const ok = vscode.workspace.updateWorkspaceFolders(folders.length, 0, { uri, name: `${base} (${env})` });
       if (!ok) throw new Error('Exec Server: VS Code refused to add the workspace folder');
     }
     return uri.toString();

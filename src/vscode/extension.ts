@@ -47,6 +47,8 @@ export function activate(ctx: vscode.ExtensionContext): ExecServerApi {
   const tree = new ExecServerTree(store, manager, registry);
   ctx.subscriptions.push(statusBar, terminals, agent, tree);
 
+  const snapshot = () => new Map(store.list().map((e) => [e.name, JSON.stringify(e)]));
+  let known = snapshot();
   const refresh = () => {
     tree.refresh();
     statusBar.update();
@@ -60,10 +62,19 @@ export function activate(ctx: vscode.ExtensionContext): ExecServerApi {
     }),
     manager.onDidReconnect(({ environment }) => log.info(`${environment}: reconnected with a new session`)),
     vscode.workspace.onDidChangeConfiguration((e) => {
-      if (e.affectsConfiguration('execServer.environments')) {
-        for (const p of store.problems()) log.warn(`settings: ${p}`);
-        refresh();
+      if (!e.affectsConfiguration('execServer.environments')) return;
+      for (const p of store.problems()) log.warn(`settings: ${p}`);
+      // An environment edited or removed in the settings: drop its live connection.
+      const now = snapshot();
+      for (const [name, was] of known) {
+        if (now.get(name) !== was && manager.state(name) !== 'disconnected') {
+          log.info(`${name}: settings changed; disconnecting`);
+          registry.forgetEnvironment(name);
+          void manager.disconnect(name);
+        }
       }
+      known = now;
+      refresh();
     }),
     vscode.window.createTreeView('execServer.environments', { treeDataProvider: tree, showCollapseAll: false }),
   );
