@@ -5,7 +5,7 @@
 import { registerAgentTests } from './agent-tests';
 import { registerApiApprovalTests } from './api-approval-tests';
 import { E2EConfig, loadConfig, setConfig } from './config';
-import { LOCAL, registerExtensionTests, registerRemoteLifecycleTests, registerRemoteSetupTest, remoteName } from './environment-tests';
+import { LOCAL, registerExtensionTests, registerRemoteLifecycleTests, registerRemoteSetupTest, remote, remoteName } from './environment-tests';
 import { afterAll, registerWithMocha, ResultsFile, runTests } from './framework';
 import { registerFsTests } from './fs-tests';
 import { disposeTerminals, registerTerminalTests } from './terminal-tests';
@@ -13,9 +13,9 @@ import { disposeTerminals, registerTerminalTests } from './terminal-tests';
 // Order matters: the remote tests share one environment set up by the first remote test,
 // and the restart/remove tests come last.
 registerExtensionTests();
-registerTerminalTests('local', () => LOCAL);
+registerTerminalTests('local', () => LOCAL, () => process.pid);
 registerRemoteSetupTest();
-registerTerminalTests('remote', remoteName);
+registerTerminalTests('remote', remoteName, () => remote.server.pid);
 registerFsTests();
 registerApiApprovalTests();
 registerAgentTests();

@@ -48,14 +48,18 @@ function parseSize(text: string): { rows: number; cols: number } | undefined {
   return m ? { rows: Number(m[1]), cols: Number(m[2]) } : undefined;
 }
 
-/** Registers the process + terminal tests for one environment. `env()` returns its name (after setup). */
-export function registerTerminalTests(label: string, env: () => string): void {
-  test(`${label}: run() returns exit code, stdout and stderr of a real process`, async () => {
+/**
+ * Registers the process + terminal tests for one environment. `env()` returns its name (after
+ * setup); `serverPid()` the pid of the process that must be the parent of what it starts (the
+ * extension host for Local, which runs in-process; the CLI server for the remote one).
+ */
+export function registerTerminalTests(label: string, env: () => string, serverPid: () => number | undefined): void {
+  test(`${label}: run() returns exit code, stdout and stderr of a real process started by its server`, async () => {
     const api = await productApi();
-    const r = await api.run(env(), ['/bin/sh', '-c', 'printf out-$((20+22)); printf err-x >&2; exit 3']);
+    const r = await api.run(env(), ['/bin/sh', '-c', 'printf out-$((20+22)); printf "err-$PPID" >&2; exit 3']);
     assertEqual(r.exitCode, 3, 'exit code');
     assertEqual(r.stdout, 'out-42', 'stdout');
-    assertEqual(r.stderr, 'err-x', 'stderr');
+    assertEqual(r.stderr, `err-${serverPid()}`, 'stderr (holding the parent pid)');
   });
 
   test(`${label}: execServer.runCommand runs the command in cwd and returns its exit code`, async () => {
@@ -75,12 +79,13 @@ export function registerTerminalTests(label: string, env: () => string): void {
     assertEqual(failed?.exitCode, 5, 'exit code of `exit 5` given as a command line');
   });
 
-  test(`${label}: a command typed into the terminal runs in its shell (output reaches a file)`, async () => {
+  test(`${label}: a command typed into the terminal runs in a shell started by its server (output reaches a file)`, async () => {
     const dir = freshDir(`${label}-term`);
     const terminal = await newTerminal(env(), dir, `e2e ${label} typed`);
-    terminal.sendText('echo "typed-$((6*7))" > typed.txt');
+    terminal.sendText('echo $PPID > ppid.txt; echo "typed-$((6*7))" > typed.txt');
     const text = await waitForFile(path.join(dir, 'typed.txt'), (t) => t.endsWith('\n'), 30_000);
     assertEqual(text, 'typed-42\n', 'output of the typed command');
+    assertEqual(Number(await waitForFile(path.join(dir, 'ppid.txt'))), serverPid(), 'the shell is a child of the environment\'s server');
     terminal.dispose();
   });
 
