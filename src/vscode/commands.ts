@@ -18,6 +18,8 @@ export interface CommandServices {
   agent: AgentEndpointService;
   log: vscode.LogOutputChannel;
   refresh(): void;
+  /** The commands changed the settings themselves (their connections are already handled). */
+  settingsWritten(): void;
   /** The approval gate for command lines given programmatically (like the API's run). */
   approve(environment: string, argv: string[], cwd: string): Promise<void>;
 }
@@ -108,6 +110,7 @@ export function registerCommands(ctx: vscode.ExtensionContext, s: CommandService
     // Replacing an entry: drop the live connection so the next use takes the new settings.
     await s.manager.disconnect(input.name.trim());
     const config = await s.store.add(input);
+    s.settingsWritten();
     s.log.info(`environment ${config.name} saved (${config.kind})`);
     s.refresh();
     return { name: config.name, kind: config.kind };
@@ -119,6 +122,7 @@ export function registerCommands(ctx: vscode.ExtensionContext, s: CommandService
     await s.manager.disconnect(env);
     s.registry.forgetEnvironment(env);
     const removed = await s.store.remove(env);
+    s.settingsWritten();
     if (!removed) throw new Error(`Exec Server: unknown environment "${env}"`);
     s.refresh();
     return true;

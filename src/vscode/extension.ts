@@ -105,7 +105,8 @@ export function activate(ctx: vscode.ExtensionContext): ExecServerApi {
     const d = await gate.check({ kind: 'run', argv, cwd, environment }, 'api');
     if (!d.allowed) throw new Error(`Exec Server: running ${argv.join(' ')} was not approved (${d.reason})`);
   };
-  registerCommands(ctx, { store, manager, registry, terminals, agent, log, refresh, approve });
+  const settingsWritten = () => (known = snapshot());
+  registerCommands(ctx, { store, manager, registry, terminals, agent, log, refresh, approve, settingsWritten });
   const api: ExecServerApi = {
     version: String((ctx.extension.packageJSON as { version?: string }).version ?? '0.0.0'),
     getEnvironments: () => store.list().map((e) => ({ name: e.name, kind: e.kind, state: manager.state(e.name) })),
