@@ -39,6 +39,17 @@ export function registerExtensionTests(): void {
       assert((await vscode.commands.getCommands(true)).includes(c), `command ${c} is registered`);
     }
   });
+
+  test('extension: commands given an unknown environment fail with an error naming it', async () => {
+    for (const [command, args] of [
+      ['execServer.newTerminal', { environment: 'no-such-env' }],
+      ['execServer.runCommand', { environment: 'no-such-env', command: 'true' }],
+      ['execServer.connect', { environment: 'no-such-env' }],
+    ] as const) {
+      const err = await expectReject(command, () => Promise.resolve(vscode.commands.executeCommand(command, args)));
+      assert(/unknown environment/i.test(err.message) && err.message.includes('no-such-env'), `${command}: clear error (got "${err.message}")`);
+    }
+  });
 }
 
 export function registerRemoteSetupTest(): void {
