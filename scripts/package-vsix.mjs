@@ -31,7 +31,13 @@ pkg.dependencies = { 'node-pty': pkg.dependencies['node-pty'] };
 pkg.scripts = {};
 writeFileSync(path.join(stage, 'package.json'), JSON.stringify(pkg, null, 2) + '\n');
 
-for (const rel of ['.vscodeignore', 'README.md', 'dist/extension.js', 'media/icon.png', 'media/exec-server.svg']) copy(rel);
+for (const rel of ['.vscodeignore', 'dist/extension.js', 'media/icon.png', 'media/exec-server.svg']) copy(rel);
+// vsce refuses relative images (no repository URL to resolve them) and SVG images in the
+// README: the VSIX's copy names them in text instead.
+const readme = readFileSync(path.join(root, 'README.md'), 'utf8')
+  .replace(/!\[([^\]]*)\]\((?!https:)[^)]*\)/g, (_m, alt) => `*[image: ${alt || 'figure'} — see the repository]*`)
+  .replace(/<img\b[^>]*>/gi, '*[image — see the repository]*');
+writeFileSync(path.join(stage, 'README.md'), readme);
 if (existsSync(path.join(root, 'LICENSE'))) copy('LICENSE');
 const pty = 'node_modules/node-pty';
 for (const rel of ['lib', 'build/Release/pty.node', 'LICENSE']) copy(`${pty}/${rel}`);
