@@ -137,6 +137,7 @@ function machine(): BenchResult['machine'] {
 export async function main(repo: string): Promise<number> {
   const cfg = { ...(arg('quick') !== undefined ? QUICK : FULL) };
   if (arg('rounds')) cfg.rounds = Math.max(1, Number(arg('rounds')));
+  if (arg('pipelined')) cfg.pipelined = arg('pipelined')!.split(',').map(Number).filter((n) => n > 0);
   const only = arg('only')?.split(',').filter(Boolean);
   const list = scenarios(cfg).filter((s) => !only || only.includes(s.id));
   const oursFlags = (arg('ours-node-flags') ?? '').split(' ').filter(Boolean);
