@@ -89,3 +89,18 @@ test('PTY: terminate, resize errors, closeStdin sends EOF', async () => {
   await c.sink.waitFor(() => c.sink.closed('tk') && c.sink.closed('pipe'));
   assert.equal(c.sink.forProcess('tk').find((e) => e.method === 'process/exited')!.params.exitCode, 137);
 });
+
+test('PTY: the tail of a large output is not lost when the child exits right after writing', async () => {
+  const c = await client();
+  const size = 4 * 1024 * 1024;
+  await c.call('process/start', startParams('big', ['/bin/sh', '-c', `head -c ${size} /dev/zero | tr '\\0' b; exit 0`], { tty: true }));
+  await c.sink.waitFor(() => c.sink.closed('big'), 60_000, 'big closed');
+  let count = 0;
+  for (const e of c.sink.forProcess('big')) {
+    if (e.method !== 'process/output') continue;
+    const buf = Buffer.from(e.params.chunk, 'base64');
+    for (const byte of buf) if (byte === 0x62) count++;
+  }
+  assert.equal(count, size, 'no byte lost');
+  assert.equal(c.sink.forProcess('big').find((e) => e.method === 'process/exited')!.params.exitCode, 0);
+});

@@ -49,6 +49,58 @@ export function resolveExecutable(file: string, cwd: string, env: Record<string,
   throw errno('ENOENT', 'spawn', file);
 }
 
+/** Output counts as "still draining" if some arrived within this window. */
+const DRAIN_IDLE_MS = 50;
+/** Upper bound on holding the terminal open after the child exited. */
+const DRAIN_MAX_MS = 10_000;
+
+/**
+ * Keeps the tail of a PTY's output. Two things lose it otherwise:
+ * - libuv treats POLLHUP after a partial read as EOF, but on Linux the kernel may still be
+ *   moving the last bytes the child wrote into the master's read buffer: they are dropped.
+ *   Holding our own descriptor of the slave side open means the master never sees the
+ *   hang-up while the child exits; we release it once the output has gone quiet.
+ * - node-pty destroys the socket 200 ms after the child exits, buffered data or not: that
+ *   destroy (its only caller of `_socket.destroy()` on this path) is deferred while output
+ *   is still flowing or reading is paused by backpressure, within DRAIN_MAX_MS.
+ * Returns a function that releases the held slave descriptor.
+ */
+function holdUntilDrained(pty: IPty, busy: () => boolean): () => void {
+  const internals = pty as unknown as { _pty?: string; _socket?: { destroy(...a: unknown[]): unknown } };
+  let slaveFd: number | undefined;
+  try {
+    if (internals._pty) slaveFd = fs.openSync(internals._pty, fs.constants.O_RDWR | fs.constants.O_NOCTTY);
+  } catch {
+    slaveFd = undefined; // best effort: without it only the tail race remains
+  }
+  const release = () => {
+    if (slaveFd !== undefined) fs.closeSync(slaveFd);
+    slaveFd = undefined;
+  };
+  const socket = internals._socket;
+  if (!socket || typeof socket.destroy !== 'function') return release;
+  const realDestroy = socket.destroy.bind(socket);
+  let deadline: number | undefined;
+  socket.destroy = (...args: unknown[]) => {
+    deadline ??= Date.now() + DRAIN_MAX_MS;
+    const attempt = () => {
+      if (busy() && Date.now() < deadline!) {
+        setTimeout(attempt, 25);
+        return;
+      }
+      // One more pass through the poll phase so data already in the kernel is read first.
+      setImmediate(() => {
+        if (busy() && Date.now() < deadline!) return void setTimeout(attempt, 25);
+        release();
+        realDestroy(...args);
+      });
+    };
+    attempt();
+    return socket;
+  };
+  return release;
+}
+
 export async function spawnPty(req: SpawnRequest, events: ChildEvents): Promise<ChildHandle> {
   const st = await fs.promises.stat(req.cwd); // ENOENT/ENOTDIR surface as spawn errors
   if (!st.isDirectory()) throw errno('ENOTDIR', 'chdir', req.cwd);
@@ -63,9 +115,16 @@ export async function spawnPty(req: SpawnRequest, events: ChildEvents): Promise<
   } as Parameters<NodePty['spawn']>[2]);
   let exited = false;
   let stdinOpen = true;
-  pty.onData((d: string | Buffer) => events.output('pty', typeof d === 'string' ? Buffer.from(d) : d));
+  let paused = false;
+  let lastDataAt = Date.now();
+  pty.onData((d: string | Buffer) => {
+    lastDataAt = Date.now();
+    events.output('pty', typeof d === 'string' ? Buffer.from(d) : d);
+  });
+  const release = holdUntilDrained(pty, () => paused || Date.now() - lastDataAt < DRAIN_IDLE_MS);
   // node-pty emits exit only after the terminal's read side reached EOF: all output is in.
   pty.onExit(({ exitCode, signal }) => {
+    release();
     exited = true;
     stdinOpen = false;
     events.exit(exitCodeOf(exitCode, signal ?? null));
@@ -98,9 +157,11 @@ export async function spawnPty(req: SpawnRequest, events: ChildEvents): Promise<
       if (fg !== undefined && fg !== pid) killGroup(fg, signal);
     },
     pause() {
+      paused = true;
       pty.pause();
     },
     resume() {
+      paused = false;
       pty.resume();
     },
   };
