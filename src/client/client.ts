@@ -228,7 +228,7 @@ export class ExecServerClient implements ExecClient {
       arg0: opts.arg0 ?? null,
     };
     if (opts.envPolicy) params.envPolicy = opts.envPolicy;
-    // Only our server knows rows/cols; the reference would reject unknown fields? It ignores them, but keep the wire minimal.
+    // rows/cols are an extension: only sent to servers that announce extensions.
     if (this.extensions && (opts.rows !== undefined || opts.cols !== undefined)) {
       params.rows = opts.rows ?? 24;
       params.cols = opts.cols ?? 80;
