@@ -10,7 +10,9 @@ import path from 'node:path';
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..');
 // A private stage and an atomic rename: two packaging runs at once must not trip each other.
 const stage = mkdtempSync(path.join(os.tmpdir(), 'exec-server-vsix-'));
-const out = path.join(root, 'dist', 'exec-server.vsix');
+// `--out FILE` packages elsewhere (tests); default dist/exec-server.vsix.
+const outArg = process.argv.indexOf('--out');
+const out = outArg > 0 ? path.resolve(process.argv[outArg + 1]) : path.join(root, 'dist', 'exec-server.vsix');
 const tmpOut = `${out}.${process.pid}.tmp`;
 process.on('exit', () => rmSync(stage, { recursive: true, force: true }));
 // node-pty's tests and source maps are not needed at run time.
@@ -54,4 +56,4 @@ if (r.status !== 0) {
   process.exit(r.status ?? 1);
 }
 renameSync(tmpOut, out);
-console.log(`package-vsix: ${path.relative(root, out)}`);
+console.log(`package-vsix: ${out}`);
