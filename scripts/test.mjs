@@ -3,7 +3,7 @@
 // unless EXEC_SERVER_SKIP_E2E=1. Prints a final "N passed, N failed" line over both.
 // Extra args are test-name filters: `npm test -- resize` runs tests whose file matches.
 import { spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import path from 'node:path';
 
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..');
@@ -64,7 +64,7 @@ const files = find('out/test').filter((f) => filters.length === 0 || filters.som
 let passed = typePassed;
 let failed = typeFailed;
 if (files.length) {
-  const tap = 'out/unit.tap';
+  const tap = `out/unit-${process.pid}.tap`; // per run: concurrent runs must not mix totals
   const status = run(process.execPath, [
     '--test', '--test-concurrency=2', '--test-timeout=120000',
     '--test-reporter=spec', '--test-reporter-destination=stdout',
@@ -72,6 +72,7 @@ if (files.length) {
     ...files,
   ], { env: { ...process.env, EXEC_SERVER_REPO: root } });
   const text = existsSync(tap) ? readFileSync(tap, 'utf8') : '';
+  rmSync(tap, { force: true });
   passed += Number(/^# pass (\d+)/m.exec(text)?.[1] ?? 0);
   failed += Number(/^# fail (\d+)/m.exec(text)?.[1] ?? 0);
   if (status !== 0 && failed === 0) failed += 1; // runner crashed without counting
