@@ -109,7 +109,7 @@ async function main() {
   if (!existsSync(path.join(repo, 'dist', 'cli.js'))) log('warning: dist/cli.js missing after the build');
 
   tmp = mkdtempSync(path.join(os.tmpdir(), 'exec-server-e2e-'));
-  const dirs = Object.fromEntries(['ud', 'ext', 'ws', 'work', 'control'].map((d) => [d, path.join(tmp, d)]));
+  const dirs = Object.fromEntries(['ud', 'ext', 'ws', 'work', 'control', 'xdg-config', 'xdg-data', 'xdg-cache'].map((d) => [d, path.join(tmp, d)]));
   for (const d of Object.values(dirs)) mkdirSync(d, { recursive: true });
   const resultsFile = path.join(tmp, 'results.json');
   const config = {
@@ -144,9 +144,13 @@ async function main() {
   }, null, 2));
 
   const common = ['--user-data-dir', dirs.ud, '--extensions-dir', dirs.ext];
+  // Keep the user's home untouched: code-server otherwise writes ~/.config/code-server/config.yaml,
+  // ~/.local/share/code-server and ~/.cache/Microsoft; Chromium ~/.config/chromium and ~/.cache/dconf.
+  const xdg = { XDG_CONFIG_HOME: dirs['xdg-config'], XDG_DATA_HOME: dirs['xdg-data'], XDG_CACHE_HOME: dirs['xdg-cache'] };
+  const csEnv = { ...process.env, ...xdg };
   log('installing both VSIXs into a fresh extensions dir');
   const inst = spawnSync(tools.NODE24, [tools.CODE_SERVER, ...common, '--install-extension', productVsix, '--install-extension', runnerVsix],
-    { encoding: 'utf8' });
+    { encoding: 'utf8', env: csEnv });
   if (inst.status !== 0) throw new Error(`code-server --install-extension failed:\n${inst.stdout}${inst.stderr}`);
 
   const port = await freePort();
@@ -156,7 +160,7 @@ async function main() {
     '--disable-telemetry', '--disable-update-check', '--disable-workspace-trust', '--disable-getting-started-override', workspaceFile], {
     stdio: ['ignore', logFd, logFd],
     detached: true, // own process group, so everything it starts can be killed at the end
-    env: { ...process.env, EXEC_SERVER_E2E_CONFIG: configFile, EXEC_SERVER_REPO: repo },
+    env: { ...csEnv, EXEC_SERVER_E2E_CONFIG: configFile, EXEC_SERVER_REPO: repo },
   });
   log(`code-server pid ${codeServer.pid} on 127.0.0.1:${port} (log: ${path.relative(repo, csLog)})`);
   await waitHealthy(port, codeServer);
@@ -164,6 +168,7 @@ async function main() {
   const { chromium } = createRequire(path.join(path.dirname(tools.PLAYWRIGHT), '/'))('playwright-core');
   browser = await chromium.launch({
     executablePath: tools.CHROMIUM,
+    env: { ...process.env, ...xdg },
     args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync',
       '--no-first-run', '--disable-dev-shm-usage'],
   });
