@@ -237,6 +237,11 @@ export interface FsChangedNotification {
   changes: { path: WireUri; kind: FsChangeKind }[];
 }
 
+/** Reference notification following `fs/watchMissing` (the Codex client's config discovery). */
+export interface FsMissingChangedNotification {
+  watchId: number;
+}
+
 // ---------------------------------------------------------------- environment / http
 
 export interface EnvironmentInfo {
@@ -322,6 +327,8 @@ export interface NotificationMap {
   'process/closed': ProcessClosedNotification;
   'fs/changed': FsChangedNotification;
   'http/request/bodyDelta': HttpBodyDeltaNotification;
+  /** Sent once after `fs/watchMissing` when one of the missing paths appeared (reference shape). */
+  'fs/missingChanged': FsMissingChangedNotification;
 }
 export type NotificationMethod = keyof NotificationMap;
 

@@ -19,6 +19,7 @@ import type { ConnectOptions, NotificationSink, ServerConnection } from './api';
 import { environmentInfo } from './environment';
 import type { ExecServer } from './exec-server';
 import { FileHandles } from './fs/handles';
+import { MissingWatches } from './fs/missing-watch';
 import { Watches } from './fs/watch';
 import type { HttpRequestInput } from './http';
 import { METHODS } from './router';
@@ -32,6 +33,7 @@ export interface ConnectionContext {
   session(): Session;
   readonly handles: FileHandles;
   readonly watches: Watches;
+  readonly missingWatches: MissingWatches;
   http(
     input: HttpRequestInput,
     run: (
@@ -51,6 +53,7 @@ export class Connection implements ServerConnection, ConnectionContext {
   private readonly httpAborts = new Set<AbortController>();
   readonly handles: FileHandles;
   readonly watches: Watches;
+  readonly missingWatches: MissingWatches;
 
   constructor(
     private readonly server: ExecServer,
@@ -61,6 +64,7 @@ export class Connection implements ServerConnection, ConnectionContext {
   ) {
     this.handles = new FileHandles(maxOpenHandles);
     this.watches = new Watches((n) => this.notify('fs/changed', n));
+    this.missingWatches = new MissingWatches((watchId) => this.notify('fs/missingChanged', { watchId }));
   }
 
   get label(): string {
@@ -163,6 +167,7 @@ export class Connection implements ServerConnection, ConnectionContext {
     this.closed = true;
     this.handles.closeAll();
     this.watches.closeAll();
+    this.missingWatches.closeAll();
     for (const ac of this.httpAborts) ac.abort();
     this.httpAborts.clear();
     if (this.sessionRef) this.server.releaseSession(this, this.sessionRef, this.options.terminateOnClose === true);

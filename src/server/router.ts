@@ -159,16 +159,17 @@ const fsMethods: Record<string, MethodSpec> = {
     (raw) => P.str(P.object(raw, 'WireFsUnwatchParams'), 'watchId'),
     (c, id) => c.watches.unwatch(id),
   ),
-  // Sent by the real Codex client (protocol §6a). Accepted; no notifications are produced.
+  // Sent by the real Codex client (protocol §6a); `fs/missingChanged {watchId}` follows once.
   'fs/watchMissing': spec(
     'filesystem',
     (raw) => {
       const o = P.object(raw, 'WireFsWatchMissingParams');
-      if (o.watchId === undefined) throw invalidParams('missing field `watchId`');
-      if (o.missing === undefined) throw invalidParams('missing field `missing`');
-      return o;
+      const watchId = P.uint(o, 'watchId');
+      const missing = P.strArray(o, 'missing').map(uriToPath);
+      P.optStr(o, 'present');
+      return { watchId, missing };
     },
-    () => ({ watching: true }),
+    (c, p) => c.missingWatches.watch(p.watchId, p.missing),
   ),
 };
 

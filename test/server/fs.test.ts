@@ -171,9 +171,28 @@ test('fs/open, readBlock, close: blocks, eof, errors, handle limit per connectio
   }
 });
 
-test('fs/watchMissing and environmentConfig/read (what the Codex client sends)', async () => {
-  assert.deepEqual(await c.call('fs/watchMissing', { watchId: 1, missing: [uri(path.join(dir, 'nothere'))], present: null }), { watching: true });
+test('fs/watchMissing → fs/missingChanged, and environmentConfig/read (what the Codex client sends)', async () => {
+  const wm = path.join(dir, 'wm');
+  fs.mkdirSync(wm);
+  const target = path.join(wm, 'sub/deeper/config.toml');
+  assert.deepEqual(await c.call('fs/watchMissing', { watchId: 1, missing: [uri(target)], present: null }), { watching: true });
+  assert.deepEqual(await c.call('fs/watchMissing', { watchId: 1, missing: [uri(target)], present: null }), { watching: false }, 'id already active');
   await rejectsWith(c.call('fs/watchMissing', {}), -32602, 'missing field `watchId`');
+  await rejectsWith(c.call('fs/watchMissing', { watchId: 's', missing: [] }), -32602, 'invalid type: string "s", expected usize');
+  const notes = () => c.sink.events.filter((e) => e.method === 'fs/missingChanged');
+  // Intermediate directories appear first: no notification yet, the watch moves down.
+  fs.mkdirSync(path.join(wm, 'sub'));
+  await new Promise((r) => setTimeout(r, 200));
+  fs.mkdirSync(path.join(wm, 'sub/deeper'));
+  await new Promise((r) => setTimeout(r, 200));
+  assert.equal(notes().length, 0);
+  fs.writeFileSync(target, 'x = 1');
+  await c.sink.waitFor(() => notes().length > 0, 10_000, 'fs/missingChanged');
+  assert.deepEqual(notes()[0].params, { watchId: 1 });
+  // Once fired the watch is gone: the id can be used again.
+  await new Promise((r) => setTimeout(r, 200));
+  assert.equal(notes().length, 1);
+  assert.deepEqual(await c.call('fs/watchMissing', { watchId: 1, missing: [uri(path.join(wm, 'other'))], present: null }), { watching: true });
   await rejectsWith(
     c.call('environmentConfig/read', { cwd: uri(dir), configPaths: [], requirementsPaths: [] }),
     -32602,
