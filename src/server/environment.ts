@@ -19,11 +19,6 @@ export function environmentInfo(): EnvironmentInfo {
     capabilities: {
       fsWatchMissing: true,
       environmentConfigRead: true,
-      // This project's extensions (also listed in initialize `extensions`).
-      processResize: true,
-      processCloseStdin: true,
-      fsRename: true,
-      fsWatch: true,
     },
   };
 }
