@@ -153,7 +153,14 @@ export async function main(repo: string): Promise<number> {
   process.once('SIGINT', () => void stopAll().then(() => process.exit(130)));
   try {
     if (arg('no-ours') === undefined) targets.push(await serverTarget('ours', oursCommand(repo, oursFlags, arg('ours-cli') || undefined, (arg('ours-args') ?? '').split(' ').filter(Boolean)), factory));
-    if (arg('no-reference') === undefined) targets.push(await serverTarget('reference', referenceCommand(repo), factory));
+    if (arg('no-reference') === undefined) {
+      try {
+        targets.push(await serverTarget('reference', referenceCommand(repo), factory));
+      } catch (e) {
+        // e.g. offline without a cached reference: still measure ours, say why the column is empty
+        console.log(`! reference unavailable, measuring ours only: ${e instanceof Error ? e.message : String(e)}`);
+      }
+    }
     const inProcess = arg('no-in-process') === undefined ? factory.inProcess : undefined;
     if (inProcess) targets.push({ name: 'inProcess', connect: inProcess, recover: async () => undefined, stop: async () => undefined });
     console.log(`clients: websocket = ${factory.websocketKind}; in-process = ${factory.inProcessKind}`);

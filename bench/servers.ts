@@ -30,7 +30,7 @@ export function oursCommand(repo: string, nodeFlags: string[] = [], cliPath?: st
 export function referenceCommand(repo: string): ServerCommand {
   const r = spawnSync('bash', [path.join(repo, 'scripts', 'install-reference.sh')], { encoding: 'utf8', timeout: 300_000 });
   const bin = r.stdout.trim().split('\n').pop() ?? '';
-  if (r.status !== 0 || !bin) throw new Error(`install-reference.sh failed: ${r.stderr.trim()}`);
+  if (r.status !== 0 || !bin) throw new Error(`scripts/install-reference.sh failed (exit ${r.status ?? r.signal}): ${r.stderr.trim() || "no output"}`);
   // <cache>/reference-<v>/node_modules/... → CODEX_HOME=<cache>/reference-<v>/home
   const home = path.join(bin.replace(/\/node_modules\/.*$/, ''), 'home');
   mkdirSync(home, { recursive: true });
