@@ -51,7 +51,8 @@ export function fsError(err: unknown): RpcError {
   const code = (err as NodeJS.ErrnoException)?.code;
   const msg = osMessage(err);
   if (code === 'ENOENT') return new RpcError(ErrorCodes.NotFound, msg);
-  if (code === 'EACCES' || code === 'EPERM' || code === 'EINVAL' || code === 'ENAMETOOLONG') {
+  // Node's own argument checks (e.g. a NUL byte in a path) are invalid input too.
+  if (code === 'EACCES' || code === 'EPERM' || code === 'EINVAL' || code === 'ENAMETOOLONG' || code?.startsWith('ERR_INVALID_ARG')) {
     return new RpcError(ErrorCodes.InvalidRequest, msg);
   }
   return new RpcError(ErrorCodes.InternalError, msg);

@@ -1,12 +1,12 @@
-// process/* methods: decoding and the session-level operations behind them.
-import { invalidParams, invalidRequest, internalError } from '../protocol/errors';
-import type { EnvPolicy, ProcessStartResult } from '../protocol/types';
-import type { ConnectionContext } from './connection';
-import { osMessage } from './os-errors';
-import * as P from './params';
-import { uriToPath } from './paths';
-import { buildChildEnv } from './process/env-policy';
-import type { MethodSpec } from './router';
+// process/* method table: decoding and the session-level operations behind them.
+import { invalidParams, invalidRequest, internalError } from '../../protocol/errors';
+import type { EnvPolicy, ProcessStartResult } from '../../protocol/types';
+import type { ConnectionContext } from '../connection';
+import { osMessage } from '../os-errors';
+import * as P from '../params';
+import { uriToPath } from '../paths';
+import { buildChildEnv } from '../process/env-policy';
+import type { MethodSpec } from './spec';
 
 /** Upper bound of a process/read long-poll, whatever the client asks. */
 export const MAX_WAIT_MS = 5 * 60_000;
