@@ -31,6 +31,8 @@ export const MAX_IN_FLIGHT = 4096;
 /** What method handlers may use. */
 export interface ConnectionContext {
   session(): Session;
+  /** Aborted when the connection closes (ends long-polls whose answer nobody can receive). */
+  readonly closedSignal: AbortSignal;
   readonly handles: FileHandles;
   readonly watches: Watches;
   readonly missingWatches: MissingWatches;
@@ -51,6 +53,8 @@ export class Connection implements ServerConnection, ConnectionContext {
   private closed = false;
   private inFlight = 0;
   private readonly httpAborts = new Set<AbortController>();
+  private readonly closeController = new AbortController();
+  readonly closedSignal = this.closeController.signal;
   readonly handles: FileHandles;
   readonly watches: Watches;
   readonly missingWatches: MissingWatches;
@@ -165,6 +169,7 @@ export class Connection implements ServerConnection, ConnectionContext {
   close(): void {
     if (this.closed) return;
     this.closed = true;
+    this.closeController.abort();
     this.handles.closeAll();
     this.watches.closeAll();
     this.missingWatches.closeAll();

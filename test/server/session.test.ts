@@ -184,3 +184,16 @@ test('while detached, output keeps flowing into retention (bounded by the cap)',
   assert.ok(text.length <= 128 * 1024 + 65536);
   assert.ok(all.evictedThroughSeq > 0);
 });
+
+test('a pending long-poll ends when its connection closes', async () => {
+  const s = server();
+  const a = await connectClient(s);
+  await a.call('process/start', startParams('quiet', ['sleep', '30']));
+  const t0 = Date.now();
+  const pending = a.call('process/read', { processId: 'quiet', afterSeq: 0, waitMs: 60_000 });
+  setTimeout(() => a.conn.close(), 100);
+  const r = await pending;
+  assert.ok(Date.now() - t0 < 30_000, 'returned long before waitMs');
+  assert.deepEqual(r.chunks, []);
+  assert.equal(r.exited, false);
+});

@@ -90,7 +90,7 @@ export const processMethods: Record<string, MethodSpec> = {
     async (ctx, p) => {
       const proc = ctx.session().requireProcess(p.processId);
       const wait = Math.min(p.waitMs ?? 0, MAX_WAIT_MS);
-      if (wait > 0 && !proc.hasNews(p.afterSeq)) await proc.waitForEvent(wait);
+      if (wait > 0 && !proc.hasNews(p.afterSeq)) await proc.waitForEvent(wait, ctx.closedSignal);
       return proc.read(p.afterSeq, p.maxBytes);
     },
   ),

@@ -111,16 +111,19 @@ export class ManagedProcess {
     return this.closed || this.disposed || this.buffer.hasAfter(afterSeq ?? 0) || (this.exited && (afterSeq ?? 0) < this.exitSeq);
   }
 
-  /** Resolves on the next event (output/exit/close/disposal) or after `ms`. */
-  waitForEvent(ms: number): Promise<void> {
+  /** Resolves on the next event (output/exit/close/disposal), after `ms`, or when `cancel` aborts. */
+  waitForEvent(ms: number, cancel?: AbortSignal): Promise<void> {
     return new Promise((resolve) => {
+      if (cancel?.aborted) return resolve();
       const done = () => {
         clearTimeout(timer);
         this.waiters.delete(done);
+        cancel?.removeEventListener('abort', done);
         resolve();
       };
       const timer = setTimeout(done, ms);
       this.waiters.add(done);
+      cancel?.addEventListener('abort', done, { once: true });
     });
   }
 
