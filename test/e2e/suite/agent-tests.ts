@@ -47,7 +47,7 @@ export function registerAgentTests(): void {
     const c = await client();
     const info = await c.request('environment/info', {});
     assert(info && typeof info.shell === 'object', 'an authenticated agent gets environment/info without approval');
-  });
+  }, undefined, { setup: true });
 
   test('agent: clicking Allow on the approval notification runs the agent process', async () => {
     const dir = freshDir('agent-allow');

@@ -66,7 +66,7 @@ export function registerRemoteSetupTest(): void {
     assert(env, 'environment listed');
     assertEqual(await parentPid(name), remote.server.pid, 'processes of the remote environment are children of the CLI server');
     remote.name = name;
-  }, 90_000);
+  }, 90_000, { setup: true });
   test('remote: connecting with a wrong token fails with an error naming the token problem', async () => {
     remoteName();
     const name = uniqueName('e2e-badtoken');

@@ -26,6 +26,8 @@ interface Registered {
   name: string;
   fn: TestFn;
   timeoutMs: number;
+  /** Other tests depend on it: it runs even when a name filter does not select it. */
+  setup: boolean;
 }
 
 const registered: Registered[] = [];
@@ -33,9 +35,9 @@ const cleanups: (() => Promise<void> | void)[] = [];
 
 export const DEFAULT_TIMEOUT_MS = 60_000;
 
-export function test(name: string, fn: TestFn, timeoutMs = DEFAULT_TIMEOUT_MS): void {
+export function test(name: string, fn: TestFn, timeoutMs = DEFAULT_TIMEOUT_MS, opts: { setup?: boolean } = {}): void {
   if (registered.some((t) => t.name === name)) throw new Error(`duplicate test name: ${name}`);
-  registered.push({ name, fn, timeoutMs });
+  registered.push({ name, fn, timeoutMs, setup: opts.setup ?? false });
 }
 
 /** Runs after all tests (in reverse order of registration), even when tests failed. */
@@ -79,7 +81,7 @@ export async function runTests(opts: {
   grep?: string;
   log?: (line: string) => void;
 }): Promise<ResultsFile> {
-  const selected = registered.filter((t) => !opts.grep || t.name.includes(opts.grep));
+  const selected = registered.filter((t) => !opts.grep || t.setup || t.name.includes(opts.grep));
   const data: ResultsFile = { planned: selected.map((t) => t.name), results: [], done: false };
   writeResults(opts.resultsFile, data);
   for (const t of selected) {

@@ -14,9 +14,10 @@ import { disposeTerminals, registerTerminalTests } from './terminal-tests';
 // and the restart/remove tests come last.
 registerExtensionTests();
 registerTerminalTests('local', () => LOCAL, () => process.pid);
+registerFsTests('local', () => LOCAL);
 registerRemoteSetupTest();
 registerTerminalTests('remote', remoteName, () => remote.server.pid);
-registerFsTests();
+registerFsTests('remote', remoteName);
 registerApiApprovalTests();
 registerAgentTests();
 registerRemoteLifecycleTests();
