@@ -1,0 +1,92 @@
+// Backpressure end to end against the built CLI: a client that stops reading its websocket
+// while a child writes far more than memory should hold. The server must stop reading the
+// child (the child blocks on a full pipe/PTY, it is not finished) and its RSS must stay flat
+// under 300 MB; once the client reads again every byte arrives, in seq order.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import * as os from 'node:os';
+import { pathToFileURL } from 'node:url';
+import { startCli, stopAll, type Cli } from '../security/cli-helpers';
+import { ensureFreshBuild } from './fresh-build';
+import { StallClient, bytesWritten, descendantsNamed, isAlive, rssBytes, sleep, waitFor } from './stall-client';
+
+const GiB = 1024 * 1024 * 1024;
+const RSS_LIMIT = 300 * 1024 * 1024;
+/** How long the client stays stalled while RSS is sampled. */
+const STALL_MS = 15_000;
+
+before(() => ensureFreshBuild());
+after(() => stopAll());
+
+interface Scenario {
+  tty: boolean;
+  bytes: number;
+  /** After the stall: read everything back (true) or terminate the child and check cleanup. */
+  drainTimeoutMs: number;
+}
+
+async function stalledReader(s: Scenario): Promise<void> {
+  const cli: Cli = await startCli(['--listen', 'ws://127.0.0.1:0']);
+  const serverPid = cli.child.pid!;
+  const client = await StallClient.connect(cli.url);
+  let maxRss = 0;
+  const sampler = setInterval(() => (maxRss = Math.max(maxRss, rssBytes(serverPid) ?? 0)), 200);
+  try {
+    await client.init();
+    const started = await client.call('process/start', {
+      processId: 'flood',
+      argv: ['/usr/bin/head', '-c', String(s.bytes), '/dev/zero'],
+      cwd: pathToFileURL(os.tmpdir()).href,
+      env: {},
+      tty: s.tty,
+      pipeStdin: false,
+      arg0: null,
+    });
+    assert.ok(started.result, JSON.stringify(started));
+    client.stall();
+    let childPid: number | undefined;
+    assert.ok(await waitFor(() => (childPid = descendantsNamed(serverPid, 'head')[0]) !== undefined, 10_000), 'child not found');
+    const pid = childPid!;
+
+    // Stalled: sample the child's write counter; once the server stops reading it must stop moving.
+    const written: number[] = [];
+    const stallEnd = Date.now() + STALL_MS;
+    while (Date.now() < stallEnd) {
+      written.push(bytesWritten(pid) ?? -1);
+      await sleep(250);
+    }
+    const rssWhileStalled = maxRss;
+    const last = written[written.length - 1];
+    const threeSecondsEarlier = written[written.length - 13];
+    assert.ok(isAlive(pid), `the child finished while the client was stalled (wrote ${last} bytes): the server kept reading`);
+    assert.ok(last > 0 && last < s.bytes, `child wrote ${last} of ${s.bytes} bytes`);
+    assert.equal(last, threeSecondsEarlier, 'the child kept writing during the last 3 s of the stall: output is not paused');
+    assert.ok(rssWhileStalled < RSS_LIMIT, `server RSS reached ${(rssWhileStalled / 2 ** 20).toFixed(0)} MiB while stalled`);
+    const stats = client.stats('flood');
+    assert.ok(stats.bytes < s.bytes, 'the client cannot have everything yet');
+
+    // Read again: every byte arrives, seqs contiguous, then exit 0 and close.
+    client.unstall();
+    const done = await waitFor(() => stats.closed, s.drainTimeoutMs);
+    assert.ok(done, `stream incomplete after ${s.drainTimeoutMs} ms: ${stats.bytes} of ${s.bytes} bytes`);
+    assert.deepEqual(stats.seqErrors, []);
+    assert.equal(stats.bytes, s.bytes);
+    assert.equal(stats.exitCode, 0);
+    assert.ok(maxRss < RSS_LIMIT, `server RSS reached ${(maxRss / 2 ** 20).toFixed(0)} MiB while draining`);
+    assert.ok(!isAlive(pid), 'the child was not reaped');
+    // The server is still healthy on the same connection.
+    assert.deepEqual((await client.call('environment/status', null)).result, { status: 'ready' });
+  } finally {
+    clearInterval(sampler);
+    client.ws.terminate();
+    await cli.stop();
+  }
+}
+
+test('stalled websocket reader, pipe child writing 1 GiB: child throttled, server RSS < 300 MB, every byte delivered after resume', async () => {
+  await stalledReader({ tty: false, bytes: GiB, drainTimeoutMs: 60_000 });
+});
+
+test('stalled websocket reader, PTY child writing 256 MiB (smaller: PTYs are slow): child throttled, RSS < 300 MB, every byte delivered', async () => {
+  await stalledReader({ tty: true, bytes: 256 * 1024 * 1024, drainTimeoutMs: 60_000 });
+});
