@@ -1,7 +1,7 @@
 // The harness side of the approval handshake (see test/e2e/suite/approval.ts): for every
 // pending <controlDir>/approval-<id>.request.json, find the workbench notification whose text
 // contains the requested marker ("Exec Server:"), click the requested button, and write
-// approval-<id>.result.json with what was clicked and the notification text.
+// approval-<id>.result.json with what was clicked, the notification text and its buttons.
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
@@ -47,8 +47,10 @@ async function tryClick(page, req) {
     if (n === 0) return { clicked: false, error: `no notification containing "${req.match}"` };
     const item = toasts.first();
     const text = (await item.locator('.notification-list-item-message').first().innerText({ timeout: 2000 })).trim();
+    const buttons = (await item.locator('.notification-list-item-buttons-container').getByRole('button').allInnerTexts())
+      .map((b) => b.trim()).filter(Boolean);
     await item.getByRole('button', { name: req.answer, exact: true }).click({ timeout: 3000 });
-    return { clicked: true, text };
+    return { clicked: true, text, buttons };
   } catch (err) {
     return { clicked: false, error: String(err?.message ?? err).split('\n')[0] };
   }

@@ -55,6 +55,7 @@ export function registerAgentTests(): void {
     const started = c.request('process/start', startParams(['/bin/sh', '-c', 'echo allowed > allowed.txt'], dir));
     const seen = await answerApproval('Allow');
     assert(seen.text?.includes('Exec Server:') && seen.text.includes('allowed.txt'), `notification names the command (saw "${seen.text}")`);
+    assertEqual(seen.buttons, ['Allow', 'Allow for Session', 'Deny'], 'buttons of the approval notification');
     const r = await started;
     assert(typeof r?.processId === 'string', 'process/start answered with a processId');
     assertEqual(await waitForFile(path.join(dir, 'allowed.txt'), (t) => t.endsWith('\n')), 'allowed\n', 'file written by the allowed process');

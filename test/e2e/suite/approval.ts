@@ -3,7 +3,7 @@
 // the harness (run.mjs, Playwright) finds the toast whose text contains "Exec Server:", clicks
 // the button, and writes back what it saw. Protocol (one file pair per request):
 //   <controlDir>/approval-<n>.request.json  {answer, match}
-//   <controlDir>/approval-<n>.result.json   {clicked: boolean, text?: string, error?: string}
+//   <controlDir>/approval-<n>.result.json   {clicked: boolean, text?: string, buttons?: string[], error?: string}
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import * as vscode from 'vscode';
@@ -14,6 +14,8 @@ export type ApprovalAnswer = 'Allow' | 'Allow for Session' | 'Deny';
 export interface ApprovalResult {
   clicked: boolean;
   text?: string;
+  /** Titles of the notification's buttons, in order. */
+  buttons?: string[];
   error?: string;
 }
 
