@@ -142,7 +142,7 @@ export async function main(argv: string[]): Promise<number> {
   };
   process.stdout.on('error', () => {}); // a closed stdout must not crash the server (EPIPE)
 
-  // The engine's own per-connection cap follows --max-in-flight too (it would otherwise stay 4096).
+  // The engine's own per-connection cap follows --max-in-flight too (it would otherwise stay at its own default).
   const server = new ExecServer({ log, maxInFlightPerConnection: opts.maxInFlight });
   let stopping: Promise<number> | undefined;
   let closeListener: () => Promise<void> = async () => {};

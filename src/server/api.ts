@@ -44,7 +44,7 @@ export interface ServerOptions {
   maxOpenHandles?: number;
   /** Maximum live processes per session (default 1024). */
   maxProcessesPerSession?: number;
-  /** Requests in flight per connection before new ones get -32001 (default 4096; the CLI's --max-in-flight). */
+  /** Requests in flight per connection before new ones get -32001 (default 16 384; the CLI's --max-in-flight). */
   maxInFlightPerConnection?: number;
   /** Is this transport one where end-of-connection ends the session (stdio)? Decided per connect(). */
   log?: (level: 'debug' | 'info' | 'warn' | 'error', message: string) => void;

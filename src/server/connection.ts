@@ -25,8 +25,11 @@ import type { HttpRequestInput } from './http';
 import { METHODS } from './router';
 import type { Session } from './session';
 
-/** Requests in flight on one connection before new ones are refused with -32001. */
-export const MAX_IN_FLIGHT = 4096;
+/**
+ * Requests in flight on one connection before new ones are refused with -32001 (the same
+ * default as the transports' DEFAULT_MAX_IN_FLIGHT; see there for why refuse, not pause).
+ */
+export const MAX_IN_FLIGHT = 16_384;
 
 /** What method handlers may use. */
 export interface ConnectionContext {

@@ -3,7 +3,7 @@
 // survives a detach for `detachedSessionTtlMs`, so a client can resume it.
 import { ErrorCodes, Messages, RpcError, invalidRequest } from '../protocol/errors';
 import type { ConnectOptions, NotificationSink, ServerConnection, ServerOptions } from './api';
-import { Connection } from './connection';
+import { Connection, MAX_IN_FLIGHT } from './connection';
 import { Session } from './session';
 
 export const DEFAULTS = {
@@ -12,7 +12,7 @@ export const DEFAULTS = {
   maxRetainedBytesPerProcess: 1024 * 1024,
   maxOpenHandles: 128,
   maxProcessesPerSession: 1024,
-  maxInFlightPerConnection: 4096,
+  maxInFlightPerConnection: MAX_IN_FLIGHT,
 } as const;
 
 /** How long shutdown() waits for killed children to be reaped. */

@@ -8,11 +8,20 @@ import type { MessageTransport } from '../rpc/transport';
 import type { ConnectOptions, NotificationSink, ServerConnection } from '../server/api';
 import type { ConnectableServer } from './in-process';
 
-export const DEFAULT_MAX_IN_FLIGHT = 4096;
+/**
+ * Requests processed at once per connection. Large enough that a client pipelining 10 000
+ * requests on one connection gets every answer; beyond it a request is refused at once with
+ * -32001 (retryable, like HTTP/2's REFUSED_STREAM) rather than by pausing reads of the socket:
+ * a paused socket would also hold back the requests that free slots (the `process/write` a
+ * long-polling `process/read` waits for, a `process/terminate`), stalling the connection
+ * instead of telling the client to back off. Memory per in-flight request is small (a promise
+ * and its decoded params), so 16 384 of them cost a few tens of MB at most.
+ */
+export const DEFAULT_MAX_IN_FLIGHT = 16_384;
 export const OVERLOADED_MESSAGE = 'server overloaded: too many requests in flight';
 
 export interface ServeOptions extends ConnectOptions {
-  /** Requests processed at once on this connection (default 4096); more → -32001. */
+  /** Requests processed at once on this connection (default 16 384); more → -32001. */
   maxInFlight?: number;
   /** bufferedAmount above which the sink reports congestion, for transports without isCongested (default 4 MiB). */
   congestionThreshold?: number;

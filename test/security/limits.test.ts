@@ -2,12 +2,14 @@
 // in-flight cap answers -32001 instead of stalling, an oversized frame closes cleanly.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
-import { attempt, ensureBuilt, RawRpc, startCli, stopAll } from './cli-helpers';
+import { ensureFreshBuild } from '../reliability/fresh-build';
+import { attempt, RawRpc, startCli, stopAll } from './cli-helpers';
 import { tempDir } from './helpers';
 
 const tmp = tempDir();
-before(() => ensureBuilt());
+before(() => ensureFreshBuild()); // the CLI built from this tree, not a stale bundle
 after(async () => {
   await stopAll();
   tmp.dispose();
@@ -37,8 +39,8 @@ function assertSuccess(r: Record<string, unknown>, i: number): void {
   else assert.equal((r.result as { size: number } | undefined)?.size, 5, JSON.stringify(r));
 }
 
-test('10 000 pipelined requests on one connection all complete when the in-flight cap allows them', async () => {
-  const cli = await startCli(['--listen', 'ws://127.0.0.1:0', '--max-in-flight', '10000']);
+test('10 000 pipelined requests on one connection all complete with the default limits', async () => {
+  const cli = await startCli(['--listen', 'ws://127.0.0.1:0']);
   const rpc = await open(cli.url);
   const file = pathToFileURL(tmp.file('meta.txt', 'hello')).href;
   const replies = await pipeline(rpc, pipelineFrames(file));
@@ -51,22 +53,32 @@ test('10 000 pipelined requests on one connection all complete when the in-fligh
   await cli.stop();
 });
 
-test('10 000 pipelined requests with the default cap: each is answered (result or -32001, never lost); retries succeed', async () => {
+test('beyond the default in-flight cap (16 384), requests get -32001 at once; the held requests then complete', async () => {
+  const DEFAULT_CAP = 16_384;
   const cli = await startCli(['--listen', 'ws://127.0.0.1:0']);
   const rpc = await open(cli.url);
-  const file = pathToFileURL(tmp.file('meta2.txt', 'hello')).href;
-  const frames = pipelineFrames(file);
-  const replies = await pipeline(rpc, frames);
-  const overloaded: number[] = [];
-  replies.forEach((r, i) => {
-    if (r.error) {
-      assert.equal((r.error as { code: number }).code, -32001, JSON.stringify(r));
-      overloaded.push(i);
-    } else assertSuccess(r, i);
+  // A process that prints only once the test creates `go`: until then every long poll on it waits.
+  const go = `${tmp.dir}/go`;
+  const started = await rpc.call('process/start', {
+    processId: 'gated', argv: ['/bin/sh', '-c', 'while [ ! -e "$0" ]; do /bin/sleep 0.05; done; echo go', go],
+    cwd: pathToFileURL(tmp.dir).href, env: {}, tty: false, pipeStdin: false, arg0: null,
   });
-  // Whatever was refused under load goes through when sent again.
-  const retried = await pipeline(rpc, overloaded.map((i) => frames[i]));
-  retried.forEach((r, k) => assertSuccess(r, overloaded[k]));
+  assert.ok(started.result, JSON.stringify(started));
+  // Fill every slot with a long poll, then pipeline a few more requests behind them.
+  const polls = Array.from({ length: DEFAULT_CAP }, () => rpc.call('process/read', { processId: 'gated', afterSeq: 0, waitMs: 120_000 }));
+  const extra = await Promise.all(Array.from({ length: 16 }, () => rpc.call('environment/status', null)));
+  for (const r of extra) {
+    const err = r.error as { code: number; message: string } | undefined;
+    assert.equal(err?.code, -32001, JSON.stringify(r));
+    assert.match(err!.message, /overloaded|in flight/i);
+  }
+  assert.equal(rpc.pendingCount, DEFAULT_CAP, 'the long polls are all still held');
+  // Release them: every held request is answered normally, and the connection serves again.
+  writeFileSync(go, '');
+  const answers = await Promise.all(polls);
+  const failed = answers.filter((a) => !a.result);
+  assert.equal(failed.length, 0, `first failures: ${JSON.stringify(failed.slice(0, 3))}`);
+  assert.deepEqual((await rpc.call('environment/status', null)).result, { status: 'ready' });
   rpc.ws.close();
   await cli.stop();
 });
