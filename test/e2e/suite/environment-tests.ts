@@ -1,5 +1,7 @@
 // Environment lifecycle: the built-in Local environment, adding the project's CLI as a remote
 // environment, running on it, surviving a restart of the remote server, and removing it.
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
 import * as vscode from 'vscode';
 import { afterAll, test } from './framework';
 import { RemoteServer } from './remote-server';
@@ -38,6 +40,25 @@ export function registerExtensionTests(): void {
       'execServer.openRemoteFolder', 'execServer.startAgentEndpoint', 'execServer.showLog']) {
       assert((await vscode.commands.getCommands(true)).includes(c), `command ${c} is registered`);
     }
+  });
+
+  test('extension: the installed product holds its bundle and node-pty, and no test code', async () => {
+    const ext = vscode.extensions.getExtension('exec-server.exec-server')!;
+    const files: string[] = [];
+    const walk = (dir: string) => {
+      for (const e of readdirSync(dir, { withFileTypes: true })) {
+        const p = path.join(dir, e.name);
+        if (e.isDirectory()) walk(p);
+        else files.push(path.relative(ext.extensionPath, p));
+      }
+    };
+    walk(ext.extensionPath);
+    for (const f of ['dist/extension.js', 'node_modules/node-pty/build/Release/pty.node']) {
+      assert(files.includes(f), `the installed extension contains ${f}`);
+    }
+    const testish = files.filter((f) => /(^|\/)(test|tests|e2e|suite|runner-ext)\/|\.test\.|\.spec\./.test(f) || /^(src|out)\//.test(f));
+    assertEqual(testish, [], 'test or source files in the installed product extension');
+    assert(!readFileSync(path.join(ext.extensionPath, 'dist/extension.js'), 'utf8').includes('registerWithMocha'), 'the product bundle does not contain the e2e suite');
   });
 
   test('extension: commands given an unknown environment fail with an error naming it', async () => {
