@@ -22,6 +22,7 @@ import { FileHandles } from './fs/handles';
 import { MissingWatches } from './fs/missing-watch';
 import { Watches } from './fs/watch';
 import type { HttpRequestInput } from './http';
+import { KeyedOrder } from './ordering';
 import { METHODS } from './router';
 import type { Session } from './session';
 
@@ -57,6 +58,7 @@ export class Connection implements ServerConnection, ConnectionContext {
   private inFlight = 0;
   private readonly httpAborts = new Set<AbortController>();
   private readonly closeController = new AbortController();
+  private readonly ordering = new KeyedOrder();
   readonly closedSignal = this.closeController.signal;
   readonly handles: FileHandles;
   readonly watches: Watches;
@@ -121,7 +123,8 @@ export class Connection implements ServerConnection, ConnectionContext {
     const decoded = spec.decode(params);
     if (!this.sessionRef) throw invalidRequest(`client must call initialize before using ${spec.category} methods`);
     if (!this.initializedNotified) throw invalidRequest(`client must send initialized before using ${spec.category} methods`);
-    return spec.handle(this, decoded as never);
+    const order = spec.order?.(decoded as never);
+    return this.ordering.run(order?.key, order?.access ?? 'free', () => spec.handle(this, decoded as never));
   }
 
   private initialize(params: unknown): InitializeResult {

@@ -145,6 +145,17 @@ test('fs/open, readBlock, close: blocks, eof, errors, handle limit per connectio
   await rejectsWith(c.call('fs/open', { handleId: 'm', path: uri(path.join(dir, 'missing')) }), -32004, ENOENT);
   assert.deepEqual(await c.call('fs/close', { handleId: 'h' }), {});
   assert.deepEqual(await c.call('fs/close', { handleId: 'h' }), {}, 'closing twice is fine');
+  // Pipelined open + readBlock + close + readBlock on one handle run in order.
+  const piped = await Promise.allSettled([
+    c.call('fs/open', { handleId: 'p', path: uri(f) }),
+    c.call('fs/readBlock', { handleId: 'p', offset: 0, len: 5 }),
+    c.call('fs/close', { handleId: 'p' }),
+    c.call('fs/readBlock', { handleId: 'p', offset: 0, len: 5 }),
+  ]);
+  assert.deepEqual(
+    piped.map((x) => (x.status === 'fulfilled' ? x.value : (x.reason as Error).message)),
+    [{ handleId: 'p' }, { chunk: b64('hello'), eof: false }, {}, 'unknown file handle `p`'],
+  );
   await rejectsWith(c.call('fs/readBlock', { handleId: 'h', offset: 0, len: 1 }), -32004, 'unknown file handle `h`');
 
   // Limit: 128 per connection; another connection has its own budget.

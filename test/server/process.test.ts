@@ -213,18 +213,37 @@ test('process/write: statuses and writeId de-duplication', async () => {
   await rejectsWith(c.call('process/write', { processId: 'cat', chunk: 'aGk=' }), -32602, 'missing field `writeId`');
 });
 
-test('process/write while starting answers "starting"', async () => {
+test('pipelined requests on one process run in order (start + write + read in the same tick)', async () => {
   const c = await client();
-  // Both calls are issued in the same tick: the id is reserved synchronously, spawn is not done.
+  // Issued together without awaiting, as a pipelining client would: the write waits for the
+  // start (the reference handles a connection's requests in order), so it is accepted.
   const start = c.call('process/start', startParams('st', ['cat'], { pipeStdin: true }));
-  const w = await c.call('process/write', { processId: 'st', chunk: b64('x'), writeId: '1' });
-  await start;
-  assert.equal(w.status, 'starting');
-  // Not remembered as written: the same id is accepted once the process runs.
-  assert.deepEqual(await c.call('process/write', { processId: 'st', chunk: b64('x'), writeId: '1' }), { status: 'accepted' });
-  await c.sink.waitFor(() => c.sink.outputText('st') === 'x');
-  await c.call('process/terminate', { processId: 'st' });
-  await c.sink.waitFor(() => c.sink.closed('st'));
+  const write = c.call('process/write', { processId: 'st', chunk: b64('x'), writeId: '1' });
+  const read = c.call('process/read', { processId: 'st', afterSeq: 0, waitMs: 10_000 });
+  assert.deepEqual(await start, { processId: 'st', sandboxType: 'none' });
+  assert.deepEqual(await write, { status: 'accepted' });
+  const r = await read;
+  assert.equal(unb64(r.chunks[0].chunk), 'x');
+  // A failed start followed by a pipelined start of the same id: the second sees the id free.
+  const bad = c.call('process/start', startParams('again', ['no-such-binary-xyz']));
+  const good = c.call('process/start', startParams('again', ['true']));
+  await rejectsWith(bad, -32603, 'No such file or directory (os error 2)');
+  assert.deepEqual(await good, { processId: 'again', sandboxType: 'none' });
+  await c.call('process/closeStdin', { processId: 'st' });
+  await c.sink.waitFor(() => c.sink.closed('st') && c.sink.closed('again'));
+});
+
+test('a long-poll read does not hold up a write to the same process', async () => {
+  const c = await client();
+  await c.call('process/start', startParams('echo', ['cat'], { pipeStdin: true }));
+  const poll = c.call('process/read', { processId: 'echo', afterSeq: 0, waitMs: 20_000 });
+  const t0 = Date.now();
+  assert.deepEqual(await c.call('process/write', { processId: 'echo', chunk: b64('ping\n'), writeId: 'a' }), { status: 'accepted' });
+  const r = await poll; // woken by the echoed output
+  assert.ok(Date.now() - t0 < 15_000);
+  assert.equal(unb64(r.chunks[0].chunk), 'ping\n');
+  await c.call('process/terminate', { processId: 'echo' });
+  await c.sink.waitFor(() => c.sink.closed('echo'));
 });
 
 test('writeId memory is bounded: the oldest ids are forgotten after 4096 more', async () => {

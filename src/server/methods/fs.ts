@@ -104,6 +104,7 @@ export const fsMethods: Record<string, MethodSpec> = {
       return { handleId: P.str(o, 'handleId'), path: pathParam(o, 'path') };
     },
     (c, p) => c.handles.open(p.handleId, p.path),
+    (p) => ({ key: `handle:${p.handleId}`, access: 'write' }),
   ),
   'fs/readBlock': spec(
     'filesystem',
@@ -112,11 +113,13 @@ export const fsMethods: Record<string, MethodSpec> = {
       return { handleId: P.str(o, 'handleId'), offset: P.uint(o, 'offset'), len: P.uint(o, 'len') };
     },
     (c, p) => c.handles.readBlock(p.handleId, p.offset, p.len),
+    (p) => ({ key: `handle:${p.handleId}`, access: 'read' }),
   ),
   'fs/close': spec(
     'filesystem',
     (raw) => P.str(P.object(raw, 'WireFsCloseParams'), 'handleId'),
     (c, id) => c.handles.close(id),
+    (id) => ({ key: `handle:${id}`, access: 'write' }),
   ),
   'fs/watch': spec(
     'filesystem',
@@ -125,11 +128,13 @@ export const fsMethods: Record<string, MethodSpec> = {
       return { watchId: P.str(o, 'watchId'), path: pathParam(o, 'path'), recursive: P.optBool(o, 'recursive') ?? false };
     },
     (c, p) => c.watches.watch(p.watchId, p.path, p.recursive),
+    (p) => ({ key: `watch:${p.watchId}`, access: 'write' }),
   ),
   'fs/unwatch': spec(
     'filesystem',
     (raw) => P.str(P.object(raw, 'WireFsUnwatchParams'), 'watchId'),
     (c, id) => c.watches.unwatch(id),
+    (id) => ({ key: `watch:${id}`, access: 'write' }),
   ),
   // Sent by the real Codex client (protocol §6a); `fs/missingChanged {watchId}` follows once.
   'fs/watchMissing': spec(

@@ -6,6 +6,7 @@ import { osMessage } from '../os-errors';
 import * as P from '../params';
 import { uriToPath } from '../paths';
 import { buildChildEnv } from '../process/env-policy';
+import type { Access } from '../ordering';
 import type { MethodSpec } from './spec';
 
 /** Upper bound of a process/read long-poll, whatever the client asks. */
@@ -29,8 +30,18 @@ function ptyDim(o: P.Obj, k: string): number | undefined {
   return v;
 }
 
-function spec<T>(decode: (raw: unknown) => T, handle: (ctx: ConnectionContext, p: T) => unknown): MethodSpec {
-  return { category: 'exec', decode, handle: handle as MethodSpec['handle'] };
+/**
+ * A process method. Requests on one process id run in arrival order (a pipelined start +
+ * write behaves as on the reference); process/read is "free" so a long-poll never holds
+ * up a write to the same process.
+ */
+function spec<T extends string | { processId: string }>(
+  decode: (raw: unknown) => T,
+  handle: (ctx: ConnectionContext, p: T) => unknown,
+  access: Access = 'write',
+): MethodSpec {
+  const order = (p: T) => ({ key: `process:${typeof p === 'string' ? p : p.processId}`, access });
+  return { category: 'exec', decode, handle: handle as MethodSpec['handle'], order: order as MethodSpec['order'] };
 }
 
 const processIdOnly = (name: string) => (raw: unknown) => P.str(P.object(raw, name), 'processId');
@@ -93,6 +104,7 @@ export const processMethods: Record<string, MethodSpec> = {
       if (wait > 0 && !proc.hasNews(p.afterSeq)) await proc.waitForEvent(wait, ctx.closedSignal);
       return proc.read(p.afterSeq, p.maxBytes);
     },
+    'free',
   ),
   'process/write': spec(
     (raw) => {
