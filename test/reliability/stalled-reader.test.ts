@@ -1,7 +1,8 @@
 // Backpressure end to end against the built CLI: a client that stops reading its websocket
 // while a child writes far more than memory should hold. The server must stop reading the
 // child (the child blocks on a full pipe/PTY, it is not finished) and its RSS must stay flat
-// under 300 MB; once the client reads again every byte arrives, in seq order.
+// under 300 MB; once the client reads again every byte arrives, in seq order, and retention
+// for process/read holds no more than its 1 MiB cap.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import * as os from 'node:os';
@@ -74,6 +75,13 @@ async function stalledReader(s: Scenario): Promise<void> {
     assert.equal(stats.exitCode, 0);
     assert.ok(maxRss < RSS_LIMIT, `server RSS reached ${(maxRss / 2 ** 20).toFixed(0)} MiB while draining`);
     assert.ok(!isAlive(pid), 'the child was not reaped');
+    // Retention for process/read kept only its 1 MiB cap out of everything that went through.
+    const read = await client.call('process/read', { processId: 'flood', afterSeq: 0, maxBytes: 64 * 1024 * 1024 });
+    const retained = ((read.result as { chunks?: Array<{ chunk: string }> } | undefined)?.chunks ?? []).reduce(
+      (n, c) => n + Buffer.byteLength(c.chunk, 'base64'),
+      0,
+    );
+    assert.ok(retained > 0 && retained <= 1024 * 1024, `retained ${retained} bytes: ${JSON.stringify(read).slice(0, 200)}`);
     // The server is still healthy on the same connection.
     assert.deepEqual((await client.call('environment/status', null)).result, { status: 'ready' });
   } finally {
