@@ -42,7 +42,7 @@ export function loadConfig(file: string | undefined): E2EConfig {
     return cfg;
   }
   // No harness: @vscode/test-electron on a machine that can download VS Code.
-  const repo = process.env.EXEC_SERVER_REPO ?? path.resolve(__dirname, '../../../..');
+  const repo = process.env.EXEC_SERVER_REPO ?? findRepo(__dirname);
   const base = mkdtempSync(path.join(os.tmpdir(), 'exec-server-e2e-'));
   const cfg: E2EConfig = {
     repo,
@@ -55,4 +55,16 @@ export function loadConfig(file: string | undefined): E2EConfig {
   for (const d of [cfg.workDir, cfg.controlDir]) mkdirSync(d, { recursive: true });
   if (!existsSync(path.join(repo, 'dist', 'cli.js'))) throw new Error(`${repo}/dist/cli.js missing: run npm run build`);
   return cfg;
+}
+
+/** The nearest ancestor holding the product's package.json (the bundles live at different depths). */
+function findRepo(from: string): string {
+  for (let dir = from; dir !== path.dirname(dir); dir = path.dirname(dir)) {
+    try {
+      if (JSON.parse(readFileSync(path.join(dir, 'package.json'), 'utf8')).name === 'exec-server') return dir;
+    } catch {
+      // no package.json here
+    }
+  }
+  throw new Error(`cannot find the exec-server repository above ${from} (set EXEC_SERVER_REPO)`);
 }

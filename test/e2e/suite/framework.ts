@@ -114,9 +114,13 @@ export async function runCleanups(log?: (line: string) => void): Promise<void> {
 }
 
 /** Registers every test with Mocha's TDD interface (used when @vscode/test-cli loads the bundle). */
-export function registerWithMocha(g: { suite: Function; test: Function; suiteTeardown: Function }): void {
+export function registerWithMocha(
+  g: { suite: Function; test: Function; suiteTeardown: Function; suiteSetup?: Function },
+  setup?: () => Promise<void>,
+): void {
   g.suite('exec-server e2e', function (this: { timeout(ms: number): void }) {
     this.timeout(DEFAULT_TIMEOUT_MS * 2);
+    if (setup && g.suiteSetup) g.suiteSetup(setup);
     for (const t of registered) g.test(t.name, () => withTimeout(t.fn, t.timeoutMs, t.name));
     g.suiteTeardown(() => runCleanups());
   });

@@ -6,6 +6,7 @@ import { registerAgentTests } from './agent-tests';
 import { registerApiApprovalTests } from './api-approval-tests';
 import { E2EConfig, loadConfig, setConfig } from './config';
 import { LOCAL, registerExtensionTests, registerRemoteLifecycleTests, registerRemoteSetupTest, remote, remoteName } from './environment-tests';
+import * as vscode from 'vscode';
 import { afterAll, registerWithMocha, ResultsFile, runTests } from './framework';
 import { registerFsTests } from './fs-tests';
 import { disposeTerminals, registerTerminalTests } from './terminal-tests';
@@ -28,9 +29,16 @@ export async function runFromConfig(cfg: E2EConfig, log?: (line: string) => void
   return runTests({ resultsFile: cfg.resultsFile, grep: cfg.grep, log });
 }
 
+/** Without the harness (its settings.json sets it), start from the same approval policy. */
+async function prepareWithoutHarness(): Promise<void> {
+  await vscode.workspace.getConfiguration('execServer').update('approval.policy', 'neverAsk', vscode.ConfigurationTarget.Global);
+}
+
 /** @vscode/test-electron entry: throws when any test failed. */
 export async function run(): Promise<void> {
-  const data = await runFromConfig(loadConfig(process.env.EXEC_SERVER_E2E_CONFIG), (l) => console.log(l));
+  const cfg = loadConfig(process.env.EXEC_SERVER_E2E_CONFIG);
+  if (!cfg.approvalDriver) await prepareWithoutHarness();
+  const data = await runFromConfig(cfg, (l) => console.log(l));
   const failed = data.results.filter((r) => !r.ok).length;
   console.log(`${data.results.length - failed} passed, ${failed} failed`);
   if (failed) throw new Error(`${failed} e2e test(s) failed`);
@@ -38,6 +46,7 @@ export async function run(): Promise<void> {
 
 const g = globalThis as { suite?: Function; test?: Function; suiteTeardown?: Function; suiteSetup?: Function };
 if (typeof g.suite === 'function' && typeof g.test === 'function' && typeof g.suiteTeardown === 'function') {
-  setConfig(loadConfig(process.env.EXEC_SERVER_E2E_CONFIG));
-  registerWithMocha(g as { suite: Function; test: Function; suiteTeardown: Function });
+  const cfg = loadConfig(process.env.EXEC_SERVER_E2E_CONFIG);
+  setConfig(cfg);
+  registerWithMocha(g as { suite: Function; test: Function; suiteTeardown: Function }, cfg.approvalDriver ? undefined : prepareWithoutHarness);
 }
