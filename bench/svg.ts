@@ -25,7 +25,7 @@ export function renderSvg(result: BenchResult): string {
   const plotW = 520;
   const rowH = 34;
   const top = 58;
-  const width = labelW + plotW + 160;
+  const width = labelW + plotW + 200;
   const height = top + rows.length * rowH + 40;
   const x = (v: number) => labelW + ((Math.log2(v) - Math.log2(lo)) / (Math.log2(hi) - Math.log2(lo))) * plotW;
   const x1 = x(1);
@@ -56,7 +56,7 @@ export function renderSvg(result: BenchResult): string {
         out.push(`<rect x="${Math.min(x1, xv).toFixed(1)}" y="${by}" width="${Math.max(1, Math.abs(xv - x1)).toFixed(1)}" height="10" fill="${s.color}"/>`);
         out.push(`<text x="${(Math.max(x1, xv) + 4).toFixed(1)}" y="${by + 9}" font-size="10" fill="#333">${v.toFixed(2)}×</text>`);
       } else {
-        const why = o.status === 'ok' ? (m.reference.status === 'ok' ? '' : `reference ${m.reference.status}; ours ok`) : o.status === 'n/a' ? '' : `${o.status}${o.detail ? `: ${o.detail.slice(0, 48)}` : ''}`;
+        const why = o.status === 'ok' ? (m.reference.status === 'ok' ? '' : `${fmtOutcome(o, m.unit)}; reference ${m.reference.status}`) : o.status === 'n/a' ? '' : `${o.status}${o.detail ? `: ${o.detail.slice(0, 48)}` : ''}`;
         if (why) out.push(`<text x="${x1 + 4}" y="${by + 9}" font-size="10" fill="${o.status === 'ok' ? '#2a7a2a' : '#c0392b'}">${esc(why)}</text>`);
       }
     });
@@ -65,7 +65,7 @@ export function renderSvg(result: BenchResult): string {
       out.push(`<line x1="${gx}" y1="${y0 + 2}" x2="${gx}" y2="${y0 + 19}" stroke="#d35400" stroke-width="2"/>`);
     }
     const verdict = m.goal ? (m.goal.met ? 'goal met' : 'goal missed') : '';
-    const rx = labelW + plotW + 30;
+    const rx = labelW + plotW + 60;
     if (verdict) out.push(`<text x="${rx}" y="${y0 + 13}" fill="${m.goal!.met ? '#2a7a2a' : '#c0392b'}">${verdict}</text>`);
     out.push(`<text x="${rx}" y="${y0 + 27}" font-size="10" fill="#777">${esc(`reference: ${fmtOutcome(m.reference, m.unit)}`)}</text>`);
   });
