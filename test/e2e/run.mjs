@@ -54,15 +54,16 @@ function freePort() {
 }
 
 function setup() {
-  const r = spawnSync('bash', [path.join(here, 'setup.sh')], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
-  if (r.status !== 0) throw new Error(`test/e2e/setup.sh failed (exit ${r.status})`);
+  // Bounded: a first install takes ~3 min; a stuck apt-get or npm must not hang CI.
+  const r = spawnSync('bash', [path.join(here, 'setup.sh')], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], timeout: 12 * 60_000 });
+  if (r.status !== 0) throw new Error(`test/e2e/setup.sh failed (${r.error ? r.error.message : `exit ${r.status}`})`);
   const env = Object.fromEntries(r.stdout.split('\n').filter((l) => l.includes('=')).map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]));
   for (const k of ['NODE24', 'CODE_SERVER', 'PLAYWRIGHT', 'CHROMIUM']) if (!env[k]) throw new Error(`setup.sh did not report ${k}`);
   return env;
 }
 
 function npmRun(script) {
-  return spawnSync('npm', ['run', '--silent', script], { cwd: repo, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+  return spawnSync('npm', ['run', '--silent', script], { cwd: repo, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], timeout: 5 * 60_000 });
 }
 
 function buildProductVsix() {
