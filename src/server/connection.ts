@@ -181,6 +181,7 @@ export class Connection implements ServerConnection, ConnectionContext {
     this.missingWatches.closeAll();
     for (const ac of this.httpAborts) ac.abort();
     this.httpAborts.clear();
+    this.server.connectionClosed(this);
     if (this.sessionRef) this.server.releaseSession(this, this.sessionRef, this.options.terminateOnClose === true);
   }
 }

@@ -48,6 +48,15 @@ export class ExecServer {
     return conn;
   }
 
+  /** A connection ended (initialized or not). */
+  connectionClosed(conn: Connection): void {
+    this.connections.delete(conn);
+  }
+
+  get connectionCount(): number {
+    return this.connections.size;
+  }
+
   /** initialize: a new session, or resume a detached one. */
   openSession(owner: Connection, sink: NotificationSink, resumeSessionId: string | undefined): Session {
     if (this.shuttingDown) throw invalidRequest('server is shutting down');
@@ -68,7 +77,6 @@ export class ExecServer {
 
   /** The connection ended: detach (keep processes for the TTL) or end the session (stdio). */
   releaseSession(owner: Connection, s: Session, terminate: boolean): void {
-    this.connections.delete(owner);
     if (s.attachedTo !== owner) return; // already taken over or ended
     if (terminate) {
       this.endSession(s);

@@ -58,6 +58,11 @@ test('gating: before initialize, before initialized, second initialize, unknown 
   await rejectsWith(conn.requestUntyped('fs/readFile', []), -32602, /invalid type: sequence, expected struct/);
   conn.close();
   await rejectsWith(conn.requestUntyped('environment/status', null), -32099);
+  // Connections that never initialized are forgotten too.
+  const idle = s.connect(new RecordingSink());
+  assert.equal(s.connectionCount, 1);
+  idle.close();
+  assert.equal(s.connectionCount, 0);
 });
 
 test('detach + resume: processes keep running, no output lost (read with afterSeq), notifications to the new sink', async () => {
