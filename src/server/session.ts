@@ -51,7 +51,14 @@ export class Session implements ProcessHost {
     // Backpressure: stop reading children while the peer cannot take more.
     if (!this.drainSub && sink.onDrain && sink.isCongested?.()) {
       for (const p of this.processes.values()) p.pauseOutput();
-      this.drainSub = sink.onDrain(() => this.resumeAll());
+      let drained = false;
+      const sub = sink.onDrain(() => {
+        drained = true;
+        this.resumeAll();
+      });
+      // A sink may report the drain synchronously: then there is nothing to wait for.
+      if (drained) sub.dispose();
+      else this.drainSub = sub;
     }
   }
 
