@@ -23,6 +23,7 @@ import { MissingWatches } from './fs/missing-watch';
 import { Watches } from './fs/watch';
 import type { HttpRequestInput } from './http';
 import { KeyedOrder } from './ordering';
+import { checkSandbox } from './sandbox';
 import { METHODS } from './router';
 import type { Session } from './session';
 
@@ -121,6 +122,7 @@ export class Connection implements ServerConnection, ConnectionContext {
     const spec = Object.prototype.hasOwnProperty.call(METHODS, method) ? METHODS[method] : undefined;
     if (!spec) throw new RpcError(ErrorCodes.MethodNotFound, Messages.methodNotFound(method));
     const decoded = spec.decode(params);
+    checkSandbox(params);
     if (!this.sessionRef) throw invalidRequest(`client must call initialize before using ${spec.category} methods`);
     if (!this.initializedNotified) throw invalidRequest(`client must send initialized before using ${spec.category} methods`);
     const order = spec.order?.(decoded as never);
