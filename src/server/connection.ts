@@ -106,9 +106,14 @@ export class Connection implements ServerConnection, ConnectionContext {
     }
     this.inFlight++;
     try {
-      return await this.dispatch(method, params);
+      const result = await this.dispatch(method, params);
+      this.server.log('debug', `${this.label}: ${method} ok`);
+      return result;
     } catch (e) {
-      if (e instanceof RpcError) throw e;
+      if (e instanceof RpcError) {
+        this.server.log('debug', `${this.label}: ${method} → ${e.code} ${e.message}`);
+        throw e;
+      }
       this.server.log('error', `${this.label}: ${method} failed: ${(e as Error)?.stack ?? e}`);
       throw internalError((e as Error)?.message ?? String(e));
     } finally {
