@@ -73,7 +73,7 @@ test('PTY: terminate, resize errors, closeStdin sends EOF', async () => {
   // cat echoes the line back once it is reading: then ^D is an EOF for it.
   await c.sink.waitFor(() => c.sink.outputText('cat').split('line').length >= 3, 15_000, 'cat echo');
   await c.call('process/closeStdin', { processId: 'cat' });
-  await c.sink.waitFor(() => c.sink.closed('cat'));
+  await c.sink.waitFor(() => c.sink.closed('cat'), 15_000, 'cat closed');
   assert.match(c.sink.outputText('cat'), /cat-done-0/);
   assert.equal(c.sink.forProcess('cat').find((e) => e.method === 'process/exited')!.params.exitCode, 0);
 
@@ -86,7 +86,7 @@ test('PTY: terminate, resize errors, closeStdin sends EOF', async () => {
 
   await c.call('process/start', startParams('tk', ['sleep', '30'], { tty: true }));
   assert.deepEqual(await c.call('process/terminate', { processId: 'tk' }), { running: true });
-  await c.sink.waitFor(() => c.sink.closed('tk') && c.sink.closed('pipe'));
+  await c.sink.waitFor(() => c.sink.closed('tk') && c.sink.closed('pipe'), 15_000, 'tk and pipe closed');
   assert.equal(c.sink.forProcess('tk').find((e) => e.method === 'process/exited')!.params.exitCode, 137);
 });
 

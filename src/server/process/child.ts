@@ -45,14 +45,19 @@ export function exitCodeOf(code: number | null, signal: NodeJS.Signals | number 
   return code ?? 1;
 }
 
-/** Signals a process group, falling back to the single process (it may have left its group). */
-export function killGroup(pid: number, signal: NodeJS.Signals | number): void {
+/**
+ * Signals a process group; with `fallbackToPid` the bare process too when there is no such
+ * group (it left it, or has not made it yet right after spawn). Callers only pass it while
+ * the child is known not to be reaped, so the pid cannot have been reused.
+ */
+export function killGroup(pid: number, signal: NodeJS.Signals | number, fallbackToPid = false): void {
   try {
     process.kill(-pid, signal);
     return;
   } catch {
     // group gone or not a leader
   }
+  if (!fallbackToPid) return;
   try {
     process.kill(pid, signal);
   } catch {
@@ -60,15 +65,22 @@ export function killGroup(pid: number, signal: NodeJS.Signals | number): void {
   }
 }
 
-/** Linux: the terminal's foreground process group of `pid` (field tpgid of /proc/pid/stat). */
-export function foregroundGroupOf(pid: number): number | undefined {
+/** Linux: controlling tty (tty_nr) and its foreground group (tpgid) of `pid`, from /proc. */
+export function procTty(pid: number): { ttyNr: number; tpgid: number } | undefined {
   try {
     const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
     // "pid (comm) state ppid pgrp session tty_nr tpgid ..." — comm may contain spaces/parens.
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const ttyNr = Number(fields[4]);
     const tpgid = Number(fields[5]);
-    return Number.isInteger(tpgid) && tpgid > 0 ? tpgid : undefined;
+    return Number.isInteger(ttyNr) && Number.isInteger(tpgid) ? { ttyNr, tpgid } : undefined;
   } catch {
     return undefined;
   }
+}
+
+/** The terminal's foreground process group of `pid` (Linux; undefined elsewhere). */
+export function foregroundGroupOf(pid: number): number | undefined {
+  const t = procTty(pid);
+  return t && t.tpgid > 0 ? t.tpgid : undefined;
 }

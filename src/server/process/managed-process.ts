@@ -84,7 +84,7 @@ export class ManagedProcess {
     };
     const child = tty ? await spawnPty(req, events) : await spawnPipe(req, events);
     this.child = child;
-    if (this.disposed) child.kill('SIGKILL'); // the session ended while we were spawning // the session ended while we were spawning
+    if (this.disposed) child.kill('SIGKILL'); // the session ended while we were spawning
     else if (this.paused) child.pause();
   }
 

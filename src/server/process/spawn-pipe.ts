@@ -50,10 +50,10 @@ export function spawnPipe(req: SpawnRequest, events: ChildEvents): Promise<Child
           throw new Error('not a PTY');
         },
         interrupt() {
-          killGroup(pid, 'SIGINT');
+          killGroup(pid, 'SIGINT', true);
         },
         kill(signal) {
-          killGroup(pid, signal);
+          killGroup(pid, signal, true);
         },
         pause() {
           child.stdout?.pause();

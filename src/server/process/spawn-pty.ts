@@ -131,6 +131,10 @@ export async function spawnPty(req: SpawnRequest, events: ChildEvents): Promise<
     events.close();
   });
   const pid = pty.pid;
+  // node-pty reaps the child before it reports the exit (which we hold back while output
+  // drains): once reaped, `pid` may be reused, so nothing is signalled any more. node-pty
+  // marks that moment with `_boundClose` (set by its native exit callback).
+  const stillOurs = () => !exited && !(pty as unknown as { _boundClose?: boolean })._boundClose;
   return {
     pid,
     isPty: true,
@@ -148,12 +152,15 @@ export async function spawnPty(req: SpawnRequest, events: ChildEvents): Promise<
       if (!exited) pty.resize(cols, rows);
     },
     interrupt() {
+      if (!stillOurs()) return;
       // What Ctrl-C does: SIGINT to the terminal's foreground process group.
-      killGroup(foregroundGroupOf(pid) ?? pid, 'SIGINT');
+      killGroup(foregroundGroupOf(pid) ?? pid, 'SIGINT', true);
     },
     kill(signal) {
+      if (!stillOurs()) return;
       const fg = foregroundGroupOf(pid); // read before the leader dies
-      killGroup(pid, signal);
+      // Bare-pid fallback: right after spawn the child may not have made its own group yet.
+      killGroup(pid, signal, true);
       if (fg !== undefined && fg !== pid) killGroup(fg, signal);
     },
     pause() {
