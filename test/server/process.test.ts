@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
 import { after, test } from 'node:test';
 import { ExecServer } from '../../src/server/exec-server';
-import { alive, b64, connectClient, rejectsWith, startParams, unb64, uri, waitUntil } from './helpers';
+import { MAX_PENDING_STDIN_BYTES } from '../../src/server/process/managed-process';
+import { alive, b64, connectClient, rejectsWith, startParams, tmpDir, unb64, uri, waitUntil } from './helpers';
 
 const servers: ExecServer[] = [];
 after(async () => {
@@ -336,4 +338,39 @@ test('sandbox: null/disabled/external accepted, a managed sandbox is refused cle
   await rejectsWith(c.call('process/read', { processId: 's4' }), -32600, 'unknown process id s4');
   await rejectsWith(c.call('fs/readFile', { path: '/etc/hostname', sandbox: { permissions: { type: 'managed' } } }), -32600, /sandboxed execution/);
   await c.sink.waitFor(() => ['s1', 's2', 's3'].every((id) => c.sink.closed(id)));
+});
+
+test('stdin that the child never reads is bounded: writes beyond the limit fail clearly, then succeed once read', async () => {
+  const c = await client();
+  // The child reads nothing until told (a file appears), then drains stdin.
+  const dir = tmpDir();
+  const flag = `${dir}/go`;
+  await c.call('process/start', startParams('slow', ['/bin/sh', '-c', `while [ ! -e ${flag} ]; do sleep 0.05; done; wc -c`], { pipeStdin: true }));
+  const block = Buffer.alloc(8 * 1024 * 1024, 97).toString('base64');
+  let refused: any;
+  let written = 0;
+  for (let i = 0; i < 20 && !refused; i++) {
+    try {
+      await c.call('process/write', { processId: 'slow', chunk: block, writeId: `b${i}` });
+      written++;
+    } catch (e) {
+      refused = e;
+    }
+  }
+  assert.ok(refused, 'a write was refused');
+  assert.equal(refused.code, -32603);
+  assert.match(refused.message, /is not being read/);
+  assert.ok(written * 8 * 1024 * 1024 <= MAX_PENDING_STDIN_BYTES + 8 * 1024 * 1024);
+  fs.writeFileSync(flag, '');
+  // The refused id was not remembered: retrying it works once the child drains stdin.
+  let retried: any;
+  for (let i = 0; i < 200 && !retried; i++) {
+    await new Promise((r) => setTimeout(r, 50));
+    retried = await c.call('process/write', { processId: 'slow', chunk: b64('z'), writeId: `b${written}` }).catch(() => undefined);
+  }
+  assert.deepEqual(retried, { status: 'accepted' });
+  await c.call('process/closeStdin', { processId: 'slow' });
+  await c.sink.waitFor(() => c.sink.closed('slow'), 30_000);
+  assert.equal(Number(c.sink.outputText('slow').trim()), written * 8 * 1024 * 1024 + 1);
+  fs.rmSync(dir, { recursive: true, force: true });
 });

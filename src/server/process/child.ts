@@ -27,6 +27,8 @@ export interface ChildHandle {
   readonly isPty: boolean;
   /** Can the client still write to stdin? */
   readonly stdinOpen: boolean;
+  /** Bytes written to stdin that the child has not consumed yet (0 when unknown). */
+  readonly pendingStdinBytes: number;
   write(data: Buffer): void;
   closeStdin(): void;
   resize(rows: number, cols: number): void;

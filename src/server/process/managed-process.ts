@@ -1,5 +1,6 @@
 // One client-visible process: its OS child, one seq counter shared by output/exited/closed
 // events, retained output for process/read, long-poll waiters and write-id de-duplication.
+import { internalError } from '../../protocol/errors';
 import type { NotificationMap, NotificationMethod, ProcessReadResult, WriteStatus } from '../../protocol/types';
 import type { ChildHandle, ChildEvents, SpawnRequest } from './child';
 import { OutputBuffer } from './output-buffer';
@@ -8,6 +9,8 @@ import { spawnPty } from './spawn-pty';
 
 /** Write ids remembered per process (a retried write with a known id is not written again). */
 export const WRITE_ID_MEMORY = 4096;
+/** Stdin bytes a child may leave unread before further writes are refused (bounds memory). */
+export const MAX_PENDING_STDIN_BYTES = 64 * 1024 * 1024;
 
 export interface ProcessHost {
   /** Delivers an event of this process to the session's current sink (if attached). */
@@ -136,6 +139,12 @@ export class ManagedProcess {
     if (this.writeIds.has(writeId)) return 'accepted'; // retried after a reconnect: already written
     const child = this.child;
     if (!child || this.exited || !child.stdinOpen) return 'stdinClosed';
+    if (child.pendingStdinBytes + data.length > MAX_PENDING_STDIN_BYTES) {
+      // Not remembered: the same writeId can be retried once the child reads.
+      throw internalError(
+        `stdin of process ${this.id} is not being read: ${child.pendingStdinBytes} bytes already pending (limit ${MAX_PENDING_STDIN_BYTES})`,
+      );
+    }
     this.writeIds.add(writeId);
     this.writeIdOrder.push(writeId);
     if (this.writeIdOrder.length > WRITE_ID_MEMORY) this.writeIds.delete(this.writeIdOrder.shift()!);

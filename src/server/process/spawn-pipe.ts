@@ -39,6 +39,9 @@ export function spawnPipe(req: SpawnRequest, events: ChildEvents): Promise<Child
         get stdinOpen() {
           return stdinOpen && !!child.stdin && !child.stdin.destroyed && child.stdin.writable;
         },
+        get pendingStdinBytes() {
+          return child.stdin?.writableLength ?? 0;
+        },
         write(data) {
           child.stdin?.write(data);
         },

@@ -141,6 +141,7 @@ export async function spawnPty(req: SpawnRequest, events: ChildEvents): Promise<
     get stdinOpen() {
       return stdinOpen && !exited;
     },
+    pendingStdinBytes: 0, // node-pty does not expose its write queue
     write(data) {
       pty.write(data);
     },
