@@ -32,6 +32,14 @@ function required(o: Obj, k: string): unknown {
   return o[k];
 }
 
+/** Client-chosen ids the server keeps in memory (processId, writeId, watchId) are bounded. */
+export const MAX_ID_BYTES = 1024;
+export function id(o: Obj, k: string): string {
+  const v = str(o, k);
+  if (Buffer.byteLength(v) > MAX_ID_BYTES) throw invalidParams(`${k} must not exceed ${MAX_ID_BYTES} bytes`);
+  return v;
+}
+
 export function str(o: Obj, k: string): string {
   const v = required(o, k);
   if (typeof v !== 'string') throw typeError(v, 'a string');

@@ -140,6 +140,7 @@ test('fs/open, readBlock, close: blocks, eof, errors, handle limit per connectio
   await rejectsWith(c.call('fs/readBlock', { handleId: 'h', offset: -1, len: 1 }), -32602, 'invalid number');
   await rejectsWith(c.call('fs/readBlock', { handleId: 'h', offset: 0, len: '1' }), -32602, /invalid type: string "1"/);
   await rejectsWith(c.call('fs/open', { handleId: 'h', path: uri(f) }), -32600, 'file handle `h` already exists');
+  await rejectsWith(c.call('fs/open', { handleId: 'x'.repeat(33), path: uri(f) }), -32600, 'file handle ID must not exceed 32 bytes');
   await rejectsWith(c.call('fs/readBlock', { handleId: 'nope', offset: 0, len: 1 }), -32004, 'unknown file handle `nope`');
   await rejectsWith(c.call('fs/open', { handleId: 'd', path: uri(dir) }), -32600, `path \`${dir}\` is not a file`);
   await rejectsWith(c.call('fs/open', { handleId: 'm', path: uri(path.join(dir, 'missing')) }), -32004, ENOENT);

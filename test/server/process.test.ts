@@ -213,6 +213,9 @@ test('process/write: statuses and writeId de-duplication', async () => {
   await rejectsWith(c.call('process/write', { processId: 'cat', chunk: b64('x'), writeId: '' }), -32602, 'writeId must not be empty');
   await rejectsWith(c.call('process/write', { processId: 'cat', chunk: '!!', writeId: '9' }), -32602, 'Invalid symbol 33, offset 0.');
   await rejectsWith(c.call('process/write', { processId: 'cat', chunk: 'aGk=' }), -32602, 'missing field `writeId`');
+  // Ids the server keeps in memory are bounded.
+  await rejectsWith(c.call('process/write', { processId: 'cat', chunk: 'aGk=', writeId: 'w'.repeat(1025) }), -32602, 'writeId must not exceed 1024 bytes');
+  await rejectsWith(c.call('process/start', startParams('p'.repeat(1025), ['true'])), -32602, 'processId must not exceed 1024 bytes');
 });
 
 test('pipelined requests on one process run in order (start + write + read in the same tick)', async () => {

@@ -4,6 +4,8 @@ import { ErrorCodes, RpcError, invalidRequest } from '../../protocol/errors';
 import { fsError } from '../os-errors';
 
 export const MAX_READ_BLOCK = 1024 * 1024;
+/** The reference's limit on handle ids (UTF-8 bytes). */
+export const MAX_HANDLE_ID_BYTES = 32;
 
 export class FileHandles {
   private readonly handles = new Map<string, fs.promises.FileHandle>();
@@ -14,6 +16,9 @@ export class FileHandles {
   constructor(private readonly maxHandles: number) {}
 
   async open(handleId: string, p: string): Promise<{ handleId: string }> {
+    if (Buffer.byteLength(handleId) > MAX_HANDLE_ID_BYTES) {
+      throw invalidRequest(`file handle ID must not exceed ${MAX_HANDLE_ID_BYTES} bytes`);
+    }
     if (this.handles.has(handleId) || this.opening.has(handleId)) {
       throw invalidRequest(`file handle \`${handleId}\` already exists`);
     }

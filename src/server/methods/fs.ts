@@ -125,7 +125,7 @@ export const fsMethods: Record<string, MethodSpec> = {
     'filesystem',
     (raw) => {
       const o = P.object(raw, 'WireFsWatchParams');
-      return { watchId: P.str(o, 'watchId'), path: pathParam(o, 'path'), recursive: P.optBool(o, 'recursive') ?? false };
+      return { watchId: P.id(o, 'watchId'), path: pathParam(o, 'path'), recursive: P.optBool(o, 'recursive') ?? false };
     },
     (c, p) => c.watches.watch(p.watchId, p.path, p.recursive),
     (p) => ({ key: `watch:${p.watchId}`, access: 'write' }),

@@ -44,13 +44,13 @@ function spec<T extends string | { processId: string }>(
   return { category: 'exec', decode, handle: handle as MethodSpec['handle'], order: order as MethodSpec['order'] };
 }
 
-const processIdOnly = (name: string) => (raw: unknown) => P.str(P.object(raw, name), 'processId');
+const processIdOnly = (name: string) => (raw: unknown) => P.id(P.object(raw, name), 'processId');
 
 export const processMethods: Record<string, MethodSpec> = {
   'process/start': spec(
     (raw) => {
       const o = P.object(raw, 'ExecParams');
-      const processId = P.str(o, 'processId');
+      const processId = P.id(o, 'processId');
       const argv = P.strArray(o, 'argv');
       const cwdUri = P.str(o, 'cwd');
       const env = P.strRecord(o, 'env');
@@ -92,7 +92,7 @@ export const processMethods: Record<string, MethodSpec> = {
     (raw) => {
       const o = P.object(raw, 'ReadParams');
       return {
-        processId: P.str(o, 'processId'),
+        processId: P.id(o, 'processId'),
         afterSeq: P.optUint(o, 'afterSeq'),
         maxBytes: P.optUint(o, 'maxBytes'),
         waitMs: P.optUint(o, 'waitMs'),
@@ -109,9 +109,9 @@ export const processMethods: Record<string, MethodSpec> = {
   'process/write': spec(
     (raw) => {
       const o = P.object(raw, 'WriteParams');
-      const processId = P.str(o, 'processId');
+      const processId = P.id(o, 'processId');
       const chunk = P.str(o, 'chunk');
-      const writeId = P.str(o, 'writeId');
+      const writeId = P.id(o, 'writeId');
       if (writeId.length === 0) throw invalidParams('writeId must not be empty');
       let data: Buffer;
       try {
@@ -131,7 +131,7 @@ export const processMethods: Record<string, MethodSpec> = {
   'process/signal': spec(
     (raw) => {
       const o = P.object(raw, 'SignalParams');
-      return { processId: P.str(o, 'processId'), signal: P.variant(o, 'signal', ['interrupt'] as const) };
+      return { processId: P.id(o, 'processId'), signal: P.variant(o, 'signal', ['interrupt'] as const) };
     },
     (ctx, p) => {
       ctx.session().get(p.processId)?.interrupt();
@@ -144,7 +144,7 @@ export const processMethods: Record<string, MethodSpec> = {
   'process/resize': spec(
     (raw) => {
       const o = P.object(raw, 'ResizeParams');
-      const processId = P.str(o, 'processId');
+      const processId = P.id(o, 'processId');
       P.uint(o, 'rows');
       P.uint(o, 'cols');
       return { processId, rows: ptyDim(o, 'rows')!, cols: ptyDim(o, 'cols')! };
