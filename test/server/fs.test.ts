@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
@@ -91,6 +92,20 @@ test('fs/remove and fs/copy', async () => {
   assert.equal(fs.readFileSync(path.join(d, 'tree2/inner/x'), 'utf8'), 'x');
   await rejectsWith(c.call('fs/copy', { sourcePath: uri(path.join(d, 'none')), destinationPath: uri(path.join(d, 'n2')), recursive: true }), -32004, ENOENT);
   await rejectsWith(c.call('fs/copy', { sourcePath: uri(path.join(d, 'src')), destinationPath: uri(path.join(d, 'n2')) }), -32602, 'missing field `recursive`');
+
+  // Reference semantics: symlinks are copied as links; no copying a directory into itself; no special files.
+  fs.symlinkSync(path.join(d, 'src'), path.join(d, 'link'));
+  await c.call('fs/copy', { sourcePath: uri(path.join(d, 'link')), destinationPath: uri(path.join(d, 'link2')), recursive: false });
+  assert.equal(fs.readlinkSync(path.join(d, 'link2')), path.join(d, 'src'));
+  const intoSelf = 'fs/copy cannot copy a directory to itself or one of its descendants';
+  await rejectsWith(c.call('fs/copy', { sourcePath: uri(path.join(d, 'tree')), destinationPath: uri(path.join(d, 'tree/inner/x2')), recursive: true }), -32600, intoSelf);
+  await rejectsWith(c.call('fs/copy', { sourcePath: uri(path.join(d, 'tree')), destinationPath: uri(path.join(d, 'tree')), recursive: true }), -32600, intoSelf);
+  execFileSync('mkfifo', [path.join(d, 'fifo')]);
+  await rejectsWith(
+    c.call('fs/copy', { sourcePath: uri(path.join(d, 'fifo')), destinationPath: uri(path.join(d, 'fifo2')), recursive: false }),
+    -32600,
+    'fs/copy only supports regular files, directories, and symlinks',
+  );
 
   assert.deepEqual(await c.call('fs/remove', { path: uri(path.join(d, 'none')) }), {}, 'force default');
   await rejectsWith(c.call('fs/remove', { path: uri(path.join(d, 'none')), force: false }), -32004, ENOENT);

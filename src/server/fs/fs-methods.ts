@@ -102,15 +102,41 @@ export function remove(p: string, recursive: boolean, force: boolean): Promise<R
 
 export function copy(src: string, dst: string, recursive: boolean): Promise<Record<string, never>> {
   return guard(async () => {
-    const st = await fs.promises.stat(src);
-    if (st.isDirectory()) {
+    const st = await fs.promises.lstat(src);
+    if (st.isSymbolicLink()) {
+      // Like the reference: the link itself is copied, not what it points to.
+      await fs.promises.symlink(await fs.promises.readlink(src), dst);
+    } else if (st.isDirectory()) {
       if (!recursive) throw invalidRequest('fs/copy requires recursive: true when sourcePath is a directory');
+      const rel = path.relative(await fs.promises.realpath(src), await realpathOfNew(dst));
+      if (rel === '' || (!rel.startsWith('..') && !path.isAbsolute(rel))) {
+        throw invalidRequest('fs/copy cannot copy a directory to itself or one of its descendants');
+      }
       await fs.promises.cp(src, dst, { recursive: true, force: true, errorOnExist: false, verbatimSymlinks: true });
-    } else {
+    } else if (st.isFile()) {
       await fs.promises.copyFile(src, dst);
+    } else {
+      throw invalidRequest('fs/copy only supports regular files, directories, and symlinks');
     }
     return {};
   });
+}
+
+/** realpath of a path that may not exist yet: its nearest existing ancestor, resolved, plus the rest. */
+async function realpathOfNew(p: string): Promise<string> {
+  let existing = p;
+  const rest: string[] = [];
+  for (let i = 0; i < 4096; i++) {
+    try {
+      return path.join(await fs.promises.realpath(existing), ...rest);
+    } catch {
+      const up = path.dirname(existing);
+      if (up === existing) return p;
+      rest.unshift(path.basename(existing));
+      existing = up;
+    }
+  }
+  return p;
 }
 
 /**
