@@ -34,6 +34,11 @@ test('fs/writeFile + readFile round trip (binary, URI with spaces, plain absolut
 test('fs/readFile + writeFile errors', async () => {
   await rejectsWith(c.call('fs/readFile', { path: uri(path.join(dir, 'missing')) }), -32004, ENOENT);
   await rejectsWith(c.call('fs/readFile', { path: uri(dir) }), -32600, `path \`${dir}\` is not a file`);
+  const sparse = path.join(dir, 'huge.sparse');
+  fs.closeSync(fs.openSync(sparse, 'w'));
+  fs.truncateSync(sparse, 200 * 1024 * 1024); // sparse: no real disk use
+  await rejectsWith(c.call('fs/readFile', { path: uri(sparse) }), -32600, 'file is too large to read: limit is 134217728 bytes');
+  fs.rmSync(sparse);
   await rejectsWith(c.call('fs/readFile', { path: 'relative/x' }), -32602, 'invalid URI: relative URL without a base');
   await rejectsWith(c.call('fs/readFile', { path: 'http://x/y' }), -32602, 'unsupported path URI scheme `http`');
   await rejectsWith(c.call('fs/readFile', { path: 'file://host/y' }), -32600, /is invalid on/);

@@ -15,10 +15,18 @@ async function guard<T>(fn: () => Promise<T>): Promise<T> {
   }
 }
 
+/**
+ * fs/readFile answers in one JSON message (base64), so it is bounded (reference: 512 MiB,
+ * more than a Node string can carry once base64-encoded); larger files are read with
+ * fs/open + fs/readBlock.
+ */
+export const MAX_READ_FILE_BYTES = 128 * 1024 * 1024;
+
 export function readFile(p: string): Promise<{ dataBase64: string }> {
   return guard(async () => {
     const st = await fs.promises.stat(p);
     if (!st.isFile()) throw invalidRequest(`path \`${p}\` is not a file`);
+    if (st.size > MAX_READ_FILE_BYTES) throw invalidRequest(`file is too large to read: limit is ${MAX_READ_FILE_BYTES} bytes`);
     return { dataBase64: (await fs.promises.readFile(p)).toString('base64') };
   });
 }
