@@ -1,5 +1,5 @@
-// The approval gate as other extensions meet it through the exported API (scope "api"), under
-// the default policy askOutsideWorkspace: inside a workspace folder runs at once, outside asks.
+// The approval gate as other extensions meet it through the exported API and programmatic command
+// calls (scope "api"): under askOutsideWorkspace, inside a workspace folder runs at once, outside asks.
 import { existsSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import * as vscode from 'vscode';
@@ -26,6 +26,24 @@ export function registerApiApprovalTests(): void {
       await restoreApprovalPolicy();
     }
   });
+
+  test('commands: a runCommand line given programmatically asks under alwaysAsk; Allow runs it', async () => {
+    const dir = freshDir('cmd-allow');
+    await setApprovalPolicy('alwaysAsk');
+    try {
+      const result = vscode.commands.executeCommand<{ exitCode: number }>('execServer.runCommand', {
+        environment: LOCAL,
+        command: 'echo approved > approved.txt; exit 6',
+        cwd: dir,
+      });
+      const seen = await answerApproval('Allow');
+      assert(seen.text?.includes('approved.txt'), `the notification shows the command line (saw "${seen.text}")`);
+      assertEqual((await result)?.exitCode, 6, 'exit code of the allowed command');
+      assert(existsSync(path.join(dir, 'approved.txt')), 'the allowed command ran');
+    } finally {
+      await restoreApprovalPolicy();
+    }
+  }, 90_000);
 
   test('api: under askOutsideWorkspace, run() outside the workspace asks; Deny rejects and nothing runs', async () => {
     const dir = freshDir('api-deny');
