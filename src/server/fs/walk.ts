@@ -49,31 +49,32 @@ export async function walk(root: string, o: FsWalkOptions): Promise<FsWalkResult
     }
     dirsRead++;
     const { dir, depth } = queue[qi];
-    let names: string[];
+    let dirents: fs.Dirent[];
     try {
-      names = (await fs.promises.readdir(dir)).sort();
+      // Dirent types come with the listing: only symlinks need an extra stat.
+      dirents = (await fs.promises.readdir(dir, { withFileTypes: true })).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     } catch (e) {
       if (dir === root) throw fsError(e);
       result.errors.push({ path: pathToUri(dir), message: osMessage(e) });
       continue;
     }
-    for (const name of names) {
+    for (const dirent of dirents) {
+      const name = dirent.name;
       const full = path.join(dir, name);
-      let st: fs.Stats;
-      try {
-        st = await fs.promises.lstat(full);
-        if (st.isSymbolicLink()) {
-          if (!o.followDirectorySymlinks) continue;
-          st = await fs.promises.stat(full);
-          if (!st.isDirectory()) continue; // only directory symlinks are followed
+      let isDir = dirent.isDirectory();
+      let isFile = dirent.isFile();
+      if (dirent.isSymbolicLink()) {
+        if (!o.followDirectorySymlinks) continue;
+        try {
+          isDir = (await fs.promises.stat(full)).isDirectory();
+        } catch (e) {
+          if ((e as NodeJS.ErrnoException).code !== 'ENOENT') result.errors.push({ path: pathToUri(full), message: osMessage(e) });
+          continue; // dangling link
         }
-      } catch (e) {
-        if ((e as NodeJS.ErrnoException).code !== 'ENOENT') {
-          result.errors.push({ path: pathToUri(full), message: osMessage(e) });
-        }
-        continue; // dangling link or vanished entry
+        if (!isDir) continue; // only directory symlinks are followed
+        isFile = false;
       }
-      const kind = st.isDirectory() ? 'directory' : st.isFile() ? 'file' : undefined;
+      const kind = isDir ? 'directory' : isFile ? 'file' : undefined;
       if (!kind) continue;
       if (result.entries.length >= o.maxEntries) {
         result.truncated = true;
@@ -88,9 +89,12 @@ export async function walk(root: string, o: FsWalkOptions): Promise<FsWalkResult
       result.entries.push({ path: uri, kind });
       if (kind !== 'directory' || depth >= o.maxDepth) continue;
       if (o.pruneHiddenDirectories && name.startsWith('.')) continue;
-      const real = await fs.promises.realpath(full).catch(() => full);
-      if (visited.has(real)) continue; // symlink cycle or second route to the same directory
-      visited.add(real);
+      if (o.followDirectorySymlinks) {
+        // Only followed links can make cycles or a second route to a directory.
+        const real = await fs.promises.realpath(full).catch(() => full);
+        if (visited.has(real)) continue;
+        visited.add(real);
+      }
       queue.push({ dir: full, depth: depth + 1 });
     }
   }
