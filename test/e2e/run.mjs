@@ -28,6 +28,7 @@ const repo = path.resolve(here, '../..');
 const resultsDir = path.join(repo, 'test-results');
 const TIMEOUT_S = Number(process.env.EXEC_SERVER_E2E_TIMEOUT ?? 600);
 const STARTUP_TIMEOUT_S = Number(process.env.EXEC_SERVER_E2E_STARTUP_TIMEOUT ?? 180);
+const STALL_TIMEOUT_S = 200;
 const started = Date.now();
 const log = (msg) => console.error(`[e2e ${((Date.now() - started) / 1000).toFixed(0).padStart(3)}s] ${msg}`);
 
@@ -184,6 +185,8 @@ async function main() {
   let data;
   const deadline = started + TIMEOUT_S * 1000;
   let timedOut = false;
+  let lastCount = -2;
+  let lastProgress = Date.now();
   for (;;) {
     data = readResults(resultsFile);
     for (const r of data?.results ?? []) {
@@ -193,6 +196,17 @@ async function main() {
       if (!r.ok) console.log(String(r.error).split('\n').slice(0, 4).map((l) => `      ${l}`).join('\n'));
     }
     if (data?.done) break;
+    // Every test has its own timeout (at most 120 s): no new result for longer means the
+    // extension host is gone or wedged.
+    const count = data?.results?.length ?? -1;
+    if (count !== lastCount) {
+      lastCount = count;
+      lastProgress = Date.now();
+    } else if (data && Date.now() - lastProgress > STALL_TIMEOUT_S * 1000) {
+      timedOut = true;
+      log(`no test finished for ${STALL_TIMEOUT_S} s: the extension host stalled`);
+      break;
+    }
     if (codeServer.exitCode !== null) {
       log(`code-server exited (code ${codeServer.exitCode})`);
       break;
