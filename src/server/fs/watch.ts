@@ -21,6 +21,7 @@ interface Watch {
 
 export class Watches {
   private readonly watches = new Map<string, Watch>();
+  private closed = false;
 
   constructor(private readonly emit: (n: FsChangedNotification) => void) {}
 
@@ -34,11 +35,15 @@ export class Watches {
       throw fsError(e);
     }
     if (this.watches.has(watchId)) throw invalidRequest(`watch \`${watchId}\` already exists`);
+    if (this.closed) throw invalidRequest('connection closed'); // closed while we were checking the path
     const base = st.isDirectory() ? p : path.dirname(p);
     const known = new Set<string>();
     if (st.isDirectory()) {
       for (const n of await fs.promises.readdir(p).catch(() => [] as string[])) known.add(path.join(p, n));
     } else known.add(p);
+    if (this.closed || this.watches.has(watchId)) {
+      throw invalidRequest(this.closed ? 'connection closed' : `watch \`${watchId}\` already exists`);
+    }
     let watcher: fs.FSWatcher;
     try {
       watcher = fs.watch(p, { recursive: recursive && st.isDirectory(), persistent: false });
@@ -89,6 +94,7 @@ export class Watches {
   }
 
   closeAll(): void {
+    this.closed = true;
     for (const id of [...this.watches.keys()]) this.unwatch(id);
   }
 }
