@@ -18,6 +18,7 @@ import {
 import { Emitter, type Disposable } from '../rpc/event';
 import type { NotificationMessage } from '../rpc/messages';
 import type { CloseInfo } from '../rpc/transport';
+import { markVerbatim } from '../rpc/verbatim';
 import type { ClientState, ExecClient, FileChange, StartProcessOptions } from './api';
 import type { Readable, Writable } from 'node:stream';
 import type { ConnectOptions } from '../server/api';
@@ -281,7 +282,8 @@ export class ExecServerClient implements ExecClient {
   private readonly processOps: ProcessOps = {
     write: async (processId, data) => {
       const writeId = `${++this.writeCounter}-${randomUUID().slice(0, 8)}`;
-      const r = await this.request('process/write', { processId, chunk: Buffer.from(data).toString('base64'), writeId });
+      const params = markVerbatim({ processId, chunk: Buffer.from(data).toString('base64'), writeId }, 'chunk');
+      const r = await this.request('process/write', params);
       return r.status as WriteStatus;
     },
     resize: async (processId, rows, cols) => {

@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { ErrorCodes, RpcError } from '../protocol/errors';
 import type { FsDirectoryEntry, FsMetadata, FsWalkOptions, FsWalkResult, ParamsOf, RequestMethod, ResultOf } from '../protocol/types';
 import type { Disposable } from '../rpc/event';
+import { markVerbatim } from '../rpc/verbatim';
 import type { ExecFs, FileChange } from './api';
 import { fromWireUri, toWireUri } from './uri';
 
@@ -25,7 +26,8 @@ export class ClientFs implements ExecFs {
     return Buffer.from(r.dataBase64, 'base64');
   }
   async writeFile(path: string, data: Uint8Array): Promise<void> {
-    await this.host.request('fs/writeFile', { path: toWireUri(path), dataBase64: Buffer.from(data).toString('base64') });
+    const params = markVerbatim({ path: toWireUri(path), dataBase64: Buffer.from(data).toString('base64') }, 'dataBase64');
+    await this.host.request('fs/writeFile', params);
   }
   stat(path: string): Promise<FsMetadata> {
     return this.host.request('fs/getMetadata', { path: toWireUri(path) });

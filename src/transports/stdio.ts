@@ -4,6 +4,7 @@
 import type { Readable, Writable } from 'node:stream';
 import { Emitter } from '../rpc/event';
 import type { CloseInfo, MessageTransport } from '../rpc/transport';
+import { encodeMessage } from './encode';
 
 export interface StdioTransportOptions {
   /** Maximum bytes of one line (one message). Default 64 MiB, like the websocket maxPayload. */
@@ -68,7 +69,7 @@ export class StdioTransport implements MessageTransport {
 
   send(message: object): void {
     if (this.isClosed || this.output.destroyed || this.output.writableEnded) return;
-    this.output.write(JSON.stringify(message) + '\n');
+    this.output.write(encodeMessage(message, '\n'));
   }
 
   close(reason = 'closed locally'): void {

@@ -1,0 +1,65 @@
+// Serializing messages that carry a large base64 payload without JSON.stringify scanning it.
+//
+// JSON.stringify looks at every character of every string for escapes: for a 1 MiB block
+// (1.4 MB of base64) that cost ~2.2 ms here, against ~0.1 ms to copy the same string into a
+// frame. Base64 never needs escaping, so a producer that just encoded a buffer marks the
+// object holding it (markVerbatim); the transport then serializes the envelope with a short
+// placeholder and splices the payload in. Unmarked messages take the plain JSON.stringify
+// path, so a caller-supplied string can never produce invalid JSON.
+
+/** Objects whose named string member is trusted base64 (no character needs JSON escaping). */
+const verbatimMembers = new WeakMap<object, string>();
+
+/** Below this size the splice saves nothing worth the bookkeeping. */
+const MIN_VERBATIM_LENGTH = 1024;
+
+/** Placeholder swapped in while the envelope is serialized; random so no real value equals it. */
+const PLACEHOLDER = `verbatim-${Math.random().toString(36).slice(2)}${Math.random().toString(36).slice(2)}`;
+const QUOTED_PLACEHOLDER = `"${PLACEHOLDER}"`;
+
+/**
+ * Declares that `holder[key]` is a string needing no JSON escaping — only call it on a string
+ * this process produced with a base64 encoder. Returns `holder` for use in expressions.
+ */
+export function markVerbatim<T extends object>(holder: T, key: keyof T & string): T {
+  verbatimMembers.set(holder, key);
+  return holder;
+}
+
+/** A serialized message in three parts: `head + payload + tail` is the JSON text. */
+export interface SplicedJson {
+  head: string;
+  /** The verbatim string, to be copied as is between the quotes that end `head` / start `tail`. */
+  payload: string;
+  tail: string;
+}
+
+/** JSON text of a message, or its parts when it carries a marked payload in `params`/`result`. */
+export function serializeMessage(message: object): string | SplicedJson {
+  const m = message as { params?: unknown; result?: unknown };
+  const holder = (isObject(m.result) ? m.result : isObject(m.params) ? m.params : undefined) as Record<string, unknown> | undefined;
+  const key = holder ? verbatimMembers.get(holder) : undefined;
+  if (!holder || key === undefined) return JSON.stringify(message);
+  const payload = holder[key];
+  if (typeof payload !== 'string' || payload.length < MIN_VERBATIM_LENGTH) return JSON.stringify(message);
+  holder[key] = PLACEHOLDER;
+  let text: string;
+  try {
+    text = JSON.stringify(message);
+  } finally {
+    holder[key] = payload;
+  }
+  const at = text.indexOf(QUOTED_PLACEHOLDER);
+  // Exactly one occurrence, or do it the slow, certain way.
+  if (at < 0 || text.indexOf(QUOTED_PLACEHOLDER, at + 1) >= 0) return JSON.stringify(message);
+  return { head: text.slice(0, at + 1), payload, tail: text.slice(at + 1 + PLACEHOLDER.length) };
+}
+
+/** The full JSON text of serializeMessage's result (for tests and non-splicing carriers). */
+export function joinSerialized(s: string | SplicedJson): string {
+  return typeof s === 'string' ? s : s.head + s.payload + s.tail;
+}
+
+function isObject(v: unknown): v is object {
+  return v !== null && typeof v === 'object';
+}
