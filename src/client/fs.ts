@@ -17,6 +17,10 @@ export interface FsHost {
 }
 
 export const DEFAULT_READ_BLOCK = 256 * 1024;
+/** createReadStream keeps at most this many bytes of blocks requested ahead … */
+export const READ_AHEAD_BYTES = 4 * 1024 * 1024;
+/** … and at most this many blocks. */
+export const MAX_READ_AHEAD_BLOCKS = 4;
 
 export class ClientFs implements ExecFs {
   constructor(private readonly host: FsHost) {}
@@ -76,22 +80,45 @@ export class ClientFs implements ExecFs {
     };
   }
 
-  /** fs/open + fs/readBlock until eof; fs/close always runs (also on early break or error). */
+  /**
+   * fs/open + fs/readBlock until eof; fs/close always runs (also on early break or error).
+   * After the first full block, up to READ_AHEAD_BYTES of later blocks are requested ahead so
+   * the link stays busy while the caller consumes (a small file still costs one readBlock).
+   */
   async *createReadStream(path: string, opts: { blockSize?: number } = {}): AsyncIterable<Uint8Array> {
     const len = Math.max(1, Math.min(opts.blockSize ?? DEFAULT_READ_BLOCK, 1024 * 1024));
+    const window = Math.max(2, Math.min(MAX_READ_AHEAD_BLOCKS, Math.floor(READ_AHEAD_BYTES / len)));
     // The reference limits handle ids to 32 bytes.
     const handleId = `h-${randomUUID().replace(/-/g, "").slice(0, 24)}`;
     await this.host.request('fs/open', { handleId, path: toWireUri(path) });
+    const inFlight: Promise<ResultOf<'fs/readBlock'>>[] = [];
+    let nextOffset = 0; // where the next request reads
+    let depth = 1; // blocks requested at once: 1 until the file proved longer than one block
+    const requestBlock = () => {
+      const p = this.host.request('fs/readBlock', { handleId, offset: nextOffset, len });
+      p.catch(() => {}); // a dropped read-ahead's failure is nobody's error; awaited ones still throw
+      inFlight.push(p);
+      nextOffset += len;
+    };
     try {
       let offset = 0;
       for (;;) {
-        const r = await this.host.request('fs/readBlock', { handleId, offset, len });
+        while (inFlight.length < depth) requestBlock();
+        const r = await inFlight.shift()!;
         const chunk = Buffer.from(r.chunk, 'base64');
         offset += chunk.length;
         if (chunk.length) yield chunk;
         if (r.eof || chunk.length === 0) return;
+        if (chunk.length < len) {
+          // A short block without eof: the blocks requested ahead start at the wrong offsets.
+          inFlight.length = 0;
+          nextOffset = offset;
+        } else {
+          depth = window;
+        }
       }
     } finally {
+      await Promise.allSettled(inFlight);
       await this.host.request('fs/close', { handleId }).catch((e: unknown) => {
         this.host.log('debug', `fs/close ${handleId} failed: ${e instanceof Error ? e.message : String(e)}`);
       });

@@ -216,6 +216,17 @@ export function defineClientScenarios(label: string, connect: () => Promise<Targ
     for await (const chunk of client.fs.createReadStream(file, { blockSize: 1024 * 1024 })) parts.push(Buffer.from(chunk));
     assert.equal(parts.length, 4);
     assert.ok(Buffer.concat(parts).equals(data));
+    // Small blocks: many read-ahead requests in flight at once, delivered in file order.
+    const small: Buffer[] = [];
+    for await (const chunk of client.fs.createReadStream(file, { blockSize: 64 * 1024 })) small.push(Buffer.from(chunk));
+    assert.equal(small.length, Math.ceil(data.length / (64 * 1024)));
+    assert.ok(Buffer.concat(small).equals(data), 'read-ahead stream delivers every byte in order');
+    // A file of exactly two blocks: the end is found by the empty or eof block, not by a loss.
+    const exact = path.join(dir, 'exact.bin');
+    await client.fs.writeFile(exact, data.subarray(0, 2 * 4096));
+    const exactParts: Buffer[] = [];
+    for await (const chunk of client.fs.createReadStream(exact, { blockSize: 4096 })) exactParts.push(Buffer.from(chunk));
+    assert.ok(Buffer.concat(exactParts).equals(data.subarray(0, 2 * 4096)));
     // 140 streams abandoned after one block: the servers allow 128 open handles, so a leak would fail here.
     for (let i = 0; i < 140; i++) {
       for await (const _ of client.fs.createReadStream(file, { blockSize: 16 })) break;
