@@ -1,6 +1,7 @@
 // http/request: an HTTP request made from the executor host with Node's fetch. With
 // streamResponse the body arrives as http/request/bodyDelta notifications after the result.
 import { internalError, invalidParams } from '../protocol/errors';
+import { markVerbatim } from '../rpc/verbatim';
 import type { HttpBodyDeltaNotification, HttpHeader, HttpRequestResult } from '../protocol/types';
 
 export interface HttpRequestInput {
@@ -51,7 +52,7 @@ export async function httpRequest(
   if (!req.streamResponse) {
     try {
       const body = Buffer.from(await res.arrayBuffer());
-      return { status: res.status, headers, bodyBase64: body.toString('base64') };
+      return markVerbatim({ status: res.status, headers, bodyBase64: body.toString('base64') }, 'bodyBase64');
     } catch (e) {
       throw internalError(`http/request failed while reading the body: ${(e as Error).message}`);
     }
@@ -66,7 +67,7 @@ async function pump(res: Response, requestId: string, emit: (n: HttpBodyDeltaNot
   try {
     if (res.body) {
       for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
-        emit({ requestId, seq: seq++, deltaBase64: Buffer.from(chunk).toString('base64'), done: false, error: null });
+        emit(markVerbatim({ requestId, seq: seq++, deltaBase64: Buffer.from(chunk).toString('base64'), done: false, error: null }, 'deltaBase64'));
       }
     }
     emit({ requestId, seq: seq++, deltaBase64: '', done: true, error: null });

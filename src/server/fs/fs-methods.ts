@@ -3,6 +3,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { invalidRequest } from '../../protocol/errors';
+import { markVerbatim } from '../../rpc/verbatim';
 import type { FsDirectoryEntry, FsMetadata } from '../../protocol/types';
 import { fsError } from '../os-errors';
 import { pathToUri } from '../paths';
@@ -27,7 +28,7 @@ export function readFile(p: string): Promise<{ dataBase64: string }> {
     const st = await fs.promises.stat(p);
     if (!st.isFile()) throw invalidRequest(`path \`${p}\` is not a file`);
     if (st.size > MAX_READ_FILE_BYTES) throw invalidRequest(`file is too large to read: limit is ${MAX_READ_FILE_BYTES} bytes`);
-    return { dataBase64: (await fs.promises.readFile(p)).toString('base64') };
+    return markVerbatim({ dataBase64: (await fs.promises.readFile(p)).toString('base64') }, 'dataBase64');
   });
 }
 

@@ -1,6 +1,7 @@
 // fs/open, fs/readBlock, fs/close: read handles owned by one connection (closed with it).
 import fs from 'node:fs';
 import { ErrorCodes, RpcError, invalidRequest } from '../../protocol/errors';
+import { markVerbatim } from '../../rpc/verbatim';
 import { fsError } from '../os-errors';
 
 export const MAX_READ_BLOCK = 1024 * 1024;
@@ -65,7 +66,7 @@ export class FileHandles {
     } catch (e) {
       throw fsError(e);
     }
-    return { chunk: buf.subarray(0, got).toString('base64'), eof: got < len };
+    return markVerbatim({ chunk: buf.subarray(0, got).toString('base64'), eof: got < len }, 'chunk');
   }
 
   async close(handleId: string): Promise<Record<string, never>> {

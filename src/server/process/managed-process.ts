@@ -1,6 +1,7 @@
 // One client-visible process: its OS child, one seq counter shared by output/exited/closed
 // events, retained output for process/read, long-poll waiters and write-id de-duplication.
 import { internalError } from '../../protocol/errors';
+import { markVerbatim } from '../../rpc/verbatim';
 import type { NotificationMap, NotificationMethod, ProcessReadResult, WriteStatus } from '../../protocol/types';
 import type { ChildHandle, ChildEvents, SpawnRequest } from './child';
 import { OutputBuffer } from './output-buffer';
@@ -63,7 +64,8 @@ export class ManagedProcess {
         if (this.closed || data.length === 0) return;
         const seq = this.nextSeq++;
         this.buffer.push({ seq, stream, data });
-        this.host.notify('process/output', { processId: this.id, seq, stream, chunk: data.toString('base64') });
+        // Marked: the transport splices this base64 into the frame without a JSON escape scan.
+        this.host.notify('process/output', markVerbatim({ processId: this.id, seq, stream, chunk: data.toString('base64') }, 'chunk'));
         this.wake();
       },
       exit: (exitCode) => {
