@@ -75,16 +75,59 @@ test('fs/walk: symlinks skipped unless following directory symlinks; cycles not 
   assert.equal(follow.truncated, false);
 });
 
-test('fs/walk: unreadable subdirectory is a per-path error, not fatal', { skip: process.getuid?.() === 0 ? 'root can read everything' : false }, async () => {
+test('fs/walk: a subdirectory that cannot be read is a per-path error, not fatal', async () => {
   const u = path.join(dir, 'u');
-  fs.mkdirSync(path.join(u, 'locked'), { recursive: true });
-  fs.chmodSync(path.join(u, 'locked'), 0);
+  fs.mkdirSync(u, { recursive: true });
+  fs.writeFileSync(path.join(u, 'ok.txt'), 'ok');
+  if (process.getuid?.() !== 0) {
+    // Unprivileged: a directory without permissions.
+    fs.mkdirSync(path.join(u, 'locked'));
+    fs.chmodSync(path.join(u, 'locked'), 0);
+    try {
+      const r = await c.call('fs/walk', { path: uri(u), options: opts() });
+      assert.equal(r.errors.length, 1);
+      assert.match(r.errors[0].message, /Permission denied/);
+      assert.ok(rel(r).includes('f:u/ok.txt'));
+    } finally {
+      fs.chmodSync(path.join(u, 'locked'), 0o755);
+    }
+    return;
+  }
+  // Root reads everything, so make the error another way: a directory whose absolute path is
+  // longer than PATH_MAX (built with relative mkdirs) cannot be opened (ENAMETOOLONG).
+  const name = 'n'.repeat(250);
+  let cur = u;
+  const cwd = process.cwd();
   try {
-    const r = await c.call('fs/walk', { path: uri(u), options: opts() });
-    assert.equal(r.errors.length, 1);
-    assert.match(r.errors[0].message, /Permission denied/);
+    process.chdir(u);
+    for (let i = 0; i < 18; i++) {
+      fs.mkdirSync(name);
+      process.chdir(name);
+      cur += '/' + name;
+    }
   } finally {
-    fs.chmodSync(path.join(u, 'locked'), 0o755);
+    process.chdir(cwd);
+  }
+  assert.ok(cur.length > 4096);
+  const r = await c.call('fs/walk', { path: uri(u), options: opts({ maxDepth: 30 }) });
+  assert.ok(rel(r).includes('f:u/ok.txt'), 'the rest of the walk still arrives');
+  assert.ok(r.errors.length >= 1, 'the unreadable directory is reported');
+  assert.match(r.errors[0].message, /too long/i);
+  // Clean up from the inside out with relative paths (absolute ones are too long to remove).
+  const rmDeep = (d: string, depth: number) => {
+    process.chdir(d);
+    try {
+      if (depth > 1) rmDeep(name, depth - 1);
+    } finally {
+      process.chdir('..');
+    }
+    fs.rmdirSync(d);
+  };
+  try {
+    process.chdir(u);
+    rmDeep(name, 18);
+  } finally {
+    process.chdir(cwd);
   }
 });
 
