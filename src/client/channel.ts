@@ -16,6 +16,8 @@ export interface ClientChannel {
   close(reason?: string): void;
   /** Test/diagnostic hook: drop the link as if the network failed (non-local close). */
   abort?(): void;
+  /** Largest inbound message the link accepts (bytes); undefined when unlimited (in-process). */
+  readonly maxMessageBytes?: number;
 }
 
 export class RpcChannel implements ClientChannel {
@@ -34,6 +36,9 @@ export class RpcChannel implements ClientChannel {
   }
   get closed(): boolean {
     return this.rpc.closed;
+  }
+  get maxMessageBytes(): number | undefined {
+    return this.transport.maxMessageBytes;
   }
   request(method: string, params: unknown): Promise<unknown> {
     return this.rpc.request(method, params);

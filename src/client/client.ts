@@ -93,6 +93,7 @@ export class ExecServerClient implements ExecClient {
       supports: (m) => this.supports(m),
       markUnsupported: (m) => this.unsupported.add(m),
       log: (l, m) => this.log(l, m),
+      maxMessageBytes: () => this.channel?.maxMessageBytes,
       registerWatch: (id, l) => {
         this.watches.set(id, l);
         return { dispose: () => this.watches.delete(id) };

@@ -13,10 +13,17 @@ export interface FsHost {
   supports(method: 'fs/rename' | 'fs/watch'): boolean;
   markUnsupported(method: string): void;
   log(level: 'debug' | 'info' | 'warn' | 'error', message: string): void;
+  /** Largest answer the current link can carry (bytes), undefined when unlimited. */
+  maxMessageBytes?(): number | undefined;
   registerWatch(watchId: string, listener: (changes: FileChange[]) => void): Disposable;
 }
 
 export const DEFAULT_READ_BLOCK = 256 * 1024;
+/** fs/readBlock's largest block (protocol limit). */
+export const MAX_READ_BLOCK = 1024 * 1024;
+/** Room for the JSON envelope around fs/readFile's or fs/readBlock's base64. */
+const READ_FILE_ENVELOPE_BYTES = 4096;
+const base64Length = (bytes: number) => Math.ceil(bytes / 3) * 4;
 /** createReadStream keeps at most this many bytes of blocks requested ahead … */
 export const READ_AHEAD_BYTES = 4 * 1024 * 1024;
 /** … and at most this many blocks. */
@@ -25,9 +32,43 @@ export const MAX_READ_AHEAD_BLOCKS = 4;
 export class ClientFs implements ExecFs {
   constructor(private readonly host: FsHost) {}
 
+  /**
+   * fs/readFile, unless the answer could not fit in one message on this link (a websocket frame
+   * over maxPayload ends the connection): then the size is asked first (one more round trip,
+   * only on links with a limit) and a file too big is streamed with fs/readBlock instead.
+   */
   async readFile(path: string): Promise<Uint8Array> {
+    const limit = this.host.maxMessageBytes?.();
+    if (limit !== undefined) {
+      const meta = await this.stat(path);
+      if (meta.isFile && base64Length(meta.size) + READ_FILE_ENVELOPE_BYTES > limit) return this.readStreamed(path, meta.size);
+    }
     const r = await this.host.request('fs/readFile', { path: toWireUri(path) });
     return Buffer.from(r.dataBase64, 'base64');
+  }
+
+  /** fs/readBlock's limit, or less when a block's base64 answer would not fit in one message on this link. */
+  private largestBlock(): number {
+    const limit = this.host.maxMessageBytes?.();
+    if (limit === undefined) return MAX_READ_BLOCK;
+    return Math.max(1, Math.min(MAX_READ_BLOCK, Math.floor((limit - READ_FILE_ENVELOPE_BYTES) / 4) * 3));
+  }
+
+  /** The whole file through createReadStream (1 MiB blocks, read ahead); `sizeHint` presizes the result. */
+  private async readStreamed(path: string, sizeHint: number): Promise<Uint8Array> {
+    let out = Buffer.allocUnsafe(sizeHint);
+    let used = 0;
+    for await (const chunk of this.createReadStream(path, { blockSize: this.largestBlock() })) {
+      if (used + chunk.length > out.length) {
+        // The file grew while being read: keep everything that arrives.
+        const bigger = Buffer.allocUnsafe(Math.max(out.length * 2, used + chunk.length));
+        out.copy(bigger, 0, 0, used);
+        out = bigger;
+      }
+      out.set(chunk, used);
+      used += chunk.length;
+    }
+    return out.subarray(0, used);
   }
   async writeFile(path: string, data: Uint8Array): Promise<void> {
     const params = markVerbatim({ path: toWireUri(path), dataBase64: Buffer.from(data).toString('base64') }, 'dataBase64');
@@ -86,7 +127,7 @@ export class ClientFs implements ExecFs {
    * the link stays busy while the caller consumes (a small file still costs one readBlock).
    */
   async *createReadStream(path: string, opts: { blockSize?: number } = {}): AsyncIterable<Uint8Array> {
-    const len = Math.max(1, Math.min(opts.blockSize ?? DEFAULT_READ_BLOCK, 1024 * 1024));
+    const len = Math.max(1, Math.min(opts.blockSize ?? DEFAULT_READ_BLOCK, this.largestBlock()));
     const window = Math.max(2, Math.min(MAX_READ_AHEAD_BLOCKS, Math.floor(READ_AHEAD_BYTES / len)));
     // The reference limits handle ids to 32 bytes.
     const handleId = `h-${randomUUID().replace(/-/g, "").slice(0, 24)}`;

@@ -27,4 +27,9 @@ export interface MessageTransport extends Disposable {
   readonly bufferedAmount?: number;
   /** Optional: fires when a previously full send buffer drained. */
   readonly onDrain?: Event<void>;
+  /**
+   * Optional: the largest inbound message (bytes) this transport accepts; a bigger one ends the
+   * connection. Clients use it to fetch big payloads in pieces instead.
+   */
+  readonly maxMessageBytes?: number;
 }

@@ -62,6 +62,10 @@ export class StdioTransport implements MessageTransport {
     return this.isClosed;
   }
 
+  get maxMessageBytes(): number {
+    return this.maxLineBytes;
+  }
+
   /** Bytes queued in the writable and not yet flushed to the OS. */
   get bufferedAmount(): number {
     return this.output.writableLength ?? 0;

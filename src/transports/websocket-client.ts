@@ -17,6 +17,9 @@ export interface WebSocketConnectOptions {
   keepaliveMs?: number;
 }
 
+/** Largest frame the client accepts unless told otherwise (ws's default is 100 MiB). */
+export const DEFAULT_CLIENT_MAX_PAYLOAD = 64 * 1024 * 1024;
+
 export class WebSocketConnectError extends Error {
   constructor(
     message: string,
@@ -37,7 +40,7 @@ export function connectWebSocketTransport(url: string, opts: WebSocketConnectOpt
     try {
       ws = new WebSocket(url, {
         headers,
-        maxPayload: opts.maxPayload ?? 64 * 1024 * 1024,
+        maxPayload: opts.maxPayload ?? DEFAULT_CLIENT_MAX_PAYLOAD,
         perMessageDeflate: false,
         handshakeTimeout: timeoutMs,
         ca: opts.ca,
@@ -87,7 +90,7 @@ export function connectWebSocketTransport(url: string, opts: WebSocketConnectOpt
       clearTimeout(timer);
       ws.removeAllListeners('error');
       ws.removeAllListeners('unexpected-response');
-      resolve(new WebSocketTransport(ws, { keepaliveMs: opts.keepaliveMs ?? 30_000 }));
+      resolve(new WebSocketTransport(ws, { keepaliveMs: opts.keepaliveMs ?? 30_000, maxMessageBytes: opts.maxPayload ?? DEFAULT_CLIENT_MAX_PAYLOAD }));
     });
   });
 }

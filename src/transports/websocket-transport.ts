@@ -15,6 +15,8 @@ export interface WebSocketTransportOptions {
    * no pong (a half-open connection is then noticed and recovery can start). 0 = off.
    */
   keepaliveMs?: number;
+  /** The socket's maxPayload, reported as maxMessageBytes (the ws option itself is set at construction). */
+  maxMessageBytes?: number;
 }
 
 export const DEFAULT_HIGH_WATER_MARK = 4 * 1024 * 1024;
@@ -73,6 +75,9 @@ export class WebSocketTransport implements MessageTransport {
 
   get closed(): boolean {
     return this.isClosed;
+  }
+  get maxMessageBytes(): number | undefined {
+    return this.options.maxMessageBytes;
   }
   get bufferedAmount(): number {
     return this.socket.bufferedAmount;

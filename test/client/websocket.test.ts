@@ -49,3 +49,32 @@ test('websocket client: the bearer token defaults to $CODEX_EXEC_SERVER_CONNECTI
     await server.shutdown();
   }
 });
+
+test('websocket client: readFile of a file whose answer exceeds maxPayload streams it instead of losing the connection', async () => {
+  const fs = await import('node:fs');
+  const os = await import('node:os');
+  const path = await import('node:path');
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'client-maxpayload-'));
+  const server = new ExecServer();
+  const listener = await listenWebSocket({ host: '127.0.0.1', port: 0, onConnection: (t) => serveConnection(server, t) });
+  const client = await ExecServerClient.connectWebSocket(listener.url, { clientName: 'test', maxPayload: 256 * 1024, reconnect: false });
+  try {
+    const big = Buffer.alloc(1024 * 1024 + 5);
+    for (let i = 0; i < big.length; i += 997) big[i] = i % 253;
+    const bigFile = path.join(dir, 'big.bin');
+    fs.writeFileSync(bigFile, big);
+    const small = Buffer.from('small enough for one frame');
+    const smallFile = path.join(dir, 'small.txt');
+    fs.writeFileSync(smallFile, small);
+    assert.ok(Buffer.from(await client.fs.readFile(bigFile)).equals(big), 'every byte of the streamed read');
+    assert.ok(Buffer.from(await client.fs.readFile(smallFile)).equals(small));
+    assert.equal(client.state, 'connected');
+    assert.equal(client.reconnects, 0);
+    await assert.rejects(client.fs.readFile(path.join(dir, 'missing')), (e: { code?: number }) => e.code === -32004);
+  } finally {
+    await client.close();
+    await listener.close();
+    await server.shutdown();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
