@@ -29,6 +29,8 @@ export interface RecoveryScenarioOptions {
    * leave such an id stuck in "starting" (see docs/differences.md), so it is not run there.
    */
   startSurvivesDrop?: boolean;
+  /** Forced drops in the numbered-lines scenario (default 50, the issue's bar). */
+  dropRounds?: number;
 }
 
 export function defineRecoveryScenarios(
@@ -128,7 +130,7 @@ export function defineRecoveryScenarios(
     }
   });
 
-  test(`${label}: client recovery — 15 forced drops during a gated numbered-lines stream, every line exactly once`, async () => {
+  test(`${label}: client recovery — ${options.dropRounds ?? 50} forced drops during a gated numbered-lines stream, every line exactly once`, async () => {
     const server = await startServer();
     const proxy = await startDropProxy(server.url);
     const client = await ExecServerClient.connectWebSocket(proxy.url, { clientName: 'recovery', reconnectDelayMs: 50 });
@@ -136,7 +138,7 @@ export function defineRecoveryScenarios(
     client.onLog((l) => logs.push(`${l.level} ${l.message}`));
     try {
       const LINES = 300;
-      const ROUNDS = 15;
+      const ROUNDS = options.dropRounds ?? 50;
       // Each "go" line on stdin prints the next LINES numbered lines: a duplicated write would show as extra lines.
       const script = `n=0; while read x; do i=0; while [ $i -lt ${LINES} ]; do n=$((n+1)); echo line$n; i=$((i+1)); if [ $((i % 60)) = 0 ]; then sleep 0.01; fi; done; done`;
       const h = await client.startProcess({ argv: ['sh', '-c', script], cwd: os.tmpdir(), env: ENV, pipeStdin: true });
