@@ -54,7 +54,7 @@ export class FileHandles {
     }
     const fh = this.handles.get(handleId);
     if (!fh) throw new RpcError(ErrorCodes.NotFound, `unknown file handle \`${handleId}\``);
-    const buf = Buffer.alloc(len);
+    const buf = Buffer.allocUnsafe(len); // only the `got` bytes actually read are sent
     let got = 0;
     try {
       // Fill the block unless end of file comes first (a short read alone is not EOF).
