@@ -38,7 +38,9 @@ for (const rel of ['.vscodeignore', 'dist/extension.js', 'media/icon.png', 'medi
 // README: the VSIX's copy names them in text instead.
 const readme = readFileSync(path.join(root, 'README.md'), 'utf8')
   .replace(/!\[([^\]]*)\]\((?!https:)[^)]*\)/g, (_m, alt) => `*[image: ${alt || 'figure'} — see the repository]*`)
-  .replace(/<img\b[^>]*>/gi, '*[image — see the repository]*');
+  .replace(/<img\b[^>]*>/gi, '*[image — see the repository]*')
+  // Relative links (docs/…, src/…) have no target inside a VSIX either: keep their text.
+  .replace(/(?<!!)\[([^\]]+)\]\((?!https?:|#)[^)]*\)/g, (_m, text) => text);
 writeFileSync(path.join(stage, 'README.md'), readme);
 if (existsSync(path.join(root, 'LICENSE'))) copy('LICENSE');
 const pty = 'node_modules/node-pty';
