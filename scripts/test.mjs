@@ -17,17 +17,19 @@ function run(cmd, args, opts = {}) {
 
 // Transpile (no type check) src + test into out/, file by file, so one unfinished file
 // elsewhere never blocks running the tests of another area.
-function listTs(dir) {
+/** Files under dir whose name passes keep(); e2e (own harness) and node_modules are not entered. */
+function listFiles(dir, keep) {
   const out = [];
   if (!existsSync(dir)) return out;
   for (const name of readdirSync(dir)) {
     const p = path.join(dir, name);
     if (statSync(p).isDirectory()) {
-      if (name !== 'e2e' && name !== 'node_modules') out.push(...listTs(p));
-    } else if (name.endsWith('.ts') && !name.endsWith('.d.ts')) out.push(p);
+      if (name !== 'e2e' && name !== 'node_modules') out.push(...listFiles(p, keep));
+    } else if (keep(name)) out.push(p);
   }
-  return out;
+  return out.sort();
 }
+const listTs = (dir) => listFiles(dir, (n) => n.endsWith('.ts') && !n.endsWith('.d.ts'));
 const esbuild = await import('esbuild');
 await esbuild.build({
   entryPoints: [...listTs('src'), ...listTs('test'), ...listTs('bench')],
@@ -49,18 +51,7 @@ if (!process.argv.includes('--no-typecheck')) {
   }
 }
 
-function find(dir) {
-  const out = [];
-  if (!existsSync(dir)) return out;
-  for (const name of readdirSync(dir)) {
-    const p = path.join(dir, name);
-    if (statSync(p).isDirectory()) {
-      if (name !== 'e2e') out.push(...find(p));
-    } else if (name.endsWith('.test.js')) out.push(p);
-  }
-  return out.sort();
-}
-const files = find('out/test').filter((f) => filters.length === 0 || filters.some((x) => f.includes(x)));
+const files = listFiles('out/test', (n) => n.endsWith('.test.js')).filter((f) => filters.length === 0 || filters.some((x) => f.includes(x)));
 let passed = typePassed;
 let failed = typeFailed;
 if (files.length) {
