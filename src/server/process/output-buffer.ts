@@ -9,6 +9,9 @@ export interface RetainedChunk {
   data: Buffer;
 }
 
+/** Placeholder left in evicted slots (below `head`, never read). */
+const EVICTED: RetainedChunk = Object.freeze({ seq: 0, stream: 'stdout', data: Buffer.alloc(0) });
+
 export class OutputBuffer {
   private chunks: RetainedChunk[] = [];
   private head = 0; // index of the oldest retained chunk (avoids O(n) shift)
@@ -27,7 +30,12 @@ export class OutputBuffer {
     this.bytes += chunk.data.length;
     // Keep at least the newest chunk even if it alone exceeds the cap.
     while (this.bytes > this.capBytes && this.chunks.length - this.head > 1) {
-      const old = this.chunks[this.head++];
+      const old = this.chunks[this.head];
+      // Drop the reference now, not at the next compaction: up to 1024 evicted 64 KiB chunks
+      // (64 MiB) stayed reachable, were promoted to the old generation and freed late, which
+      // left the C heap (RSS) ~90 MiB bigger after one large stream — and fork, hence every
+      // spawn, slower.
+      this.chunks[this.head++] = EVICTED;
       this.bytes -= old.data.length;
       this.evictedThroughSeq = old.seq;
     }
