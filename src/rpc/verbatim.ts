@@ -41,7 +41,7 @@ export function serializeMessage(message: object): string | SplicedJson {
   const key = holder ? verbatimMembers.get(holder) : undefined;
   if (!holder || key === undefined) return JSON.stringify(message);
   const payload = holder[key];
-  if (typeof payload !== 'string' || payload.length < MIN_VERBATIM_LENGTH) return JSON.stringify(message);
+  if (typeof payload !== 'string' || payload.length < MIN_VERBATIM_LENGTH || !Object.isExtensible(holder)) return JSON.stringify(message);
   holder[key] = PLACEHOLDER;
   let text: string;
   try {

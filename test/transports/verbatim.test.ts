@@ -32,6 +32,8 @@ test('verbatim: unmarked, small, non-string or missing payloads take the plain J
   assert.equal(serializeMessage(small), JSON.stringify(small));
   const notString = { id: 1, result: markVerbatim({ chunk: 42 } as { chunk: unknown }, 'chunk') };
   assert.equal(serializeMessage(notString), JSON.stringify(notString));
+  const frozen = { id: 1, result: Object.freeze(markVerbatim({ chunk: b64(5000) }, 'chunk')) };
+  assert.equal(serializeMessage(frozen), JSON.stringify(frozen), 'a frozen holder is never written to');
   const nullParams = { method: 'x', params: null };
   assert.equal(serializeMessage(nullParams), JSON.stringify(nullParams));
 });
