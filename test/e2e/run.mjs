@@ -13,18 +13,11 @@
 //      EXEC_SERVER_E2E_VSIX (use this product VSIX instead of packaging one), EXEC_SERVER_E2E_KEEP=1 (keep temp dir),
 //      EXEC_SERVER_E2E_SKIP_BUILD=1 (use dist/ as it is; for iterating on the suite),
 //      EXEC_SERVER_E2E_STARTUP_TIMEOUT (s from opening the workbench to the suite's first write, default 180).
-import { execFileSync, spawn, spawnSync } from 'node:child_process';
-import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import net from 'node:net';
-import os from 'node:os';
+import { copyFileSync, cpSync, existsSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { answerPendingApprovals } from './harness/approvals.mjs';
-import { killTree } from './harness/processes.mjs';
+import { repo, startWorkbench, stopWorkbench } from './harness/workbench.mjs';
 
-const here = path.dirname(fileURLToPath(import.meta.url));
-const repo = path.resolve(here, '../..');
 const resultsDir = path.join(repo, 'test-results');
 const TIMEOUT_S = Number(process.env.EXEC_SERVER_E2E_TIMEOUT ?? 600);
 const STARTUP_TIMEOUT_S = Number(process.env.EXEC_SERVER_E2E_STARTUP_TIMEOUT ?? 180);
@@ -32,63 +25,13 @@ const STALL_TIMEOUT_S = 200;
 const started = Date.now();
 const log = (msg) => console.error(`[e2e ${((Date.now() - started) / 1000).toFixed(0).padStart(3)}s] ${msg}`);
 
-let codeServer;
-let browser;
-let tmp;
+const wb = {}; // what startWorkbench started (browser, code-server, temp dir)
 let exitCode = 1;
 
 /** Ends the run: always prints the summary line last on stdout. */
 function finish(passed, failed) {
   console.log(`${passed} passed, ${failed} failed`);
   exitCode = failed > 0 || passed === 0 ? 1 : 0;
-}
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address();
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
-function setup() {
-  // Bounded: a first install takes ~3 min; a stuck apt-get or npm must not hang CI.
-  const r = spawnSync('bash', [path.join(here, 'setup.sh')], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], timeout: 12 * 60_000 });
-  if (r.status !== 0) throw new Error(`test/e2e/setup.sh failed (${r.error ? r.error.message : `exit ${r.status}`})`);
-  const env = Object.fromEntries(r.stdout.split('\n').filter((l) => l.includes('=')).map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]));
-  for (const k of ['NODE24', 'CODE_SERVER', 'PLAYWRIGHT', 'CHROMIUM']) if (!env[k]) throw new Error(`setup.sh did not report ${k}`);
-  return env;
-}
-
-function npmRun(script) {
-  return spawnSync('npm', ['run', '--silent', script], { cwd: repo, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], timeout: 5 * 60_000 });
-}
-
-function buildProductVsix() {
-  const b = process.env.EXEC_SERVER_E2E_SKIP_BUILD === '1' ? { status: 0 } : npmRun('build');
-  if (b.status !== 0) throw new Error(`npm run build failed (exit ${b.status}):\n${(b.stdout + b.stderr).split('\n').slice(-30).join('\n')}`);
-  if (process.env.EXEC_SERVER_E2E_VSIX) return path.resolve(process.env.EXEC_SERVER_E2E_VSIX);
-  const r = npmRun('package');
-  const vsix = path.join(repo, 'dist', 'exec-server.vsix');
-  if (r.status !== 0 || !existsSync(vsix)) {
-    throw new Error(`npm run package failed (exit ${r.status}):\n${(r.stdout + r.stderr).split('\n').slice(-30).join('\n')}`);
-  }
-  return vsix;
-}
-
-async function waitHealthy(port, child) {
-  for (let i = 0; i < 300; i++) {
-    if (child.exitCode !== null) throw new Error(`code-server exited early (code ${child.exitCode})`);
-    try {
-      const res = await fetch(`http://127.0.0.1:${port}/healthz`);
-      if (res.ok) return;
-    } catch {}
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  throw new Error('code-server did not answer /healthz within 60 s');
 }
 
 function readResults(file) {
@@ -100,85 +43,15 @@ function readResults(file) {
 }
 
 async function main() {
-  mkdirSync(resultsDir, { recursive: true });
-  log('setup (code-server, Chromium, Node 24, playwright-core)');
-  const tools = setup();
-  log('building the CLI and the product VSIX (npm run build, npm run package)');
-  const productVsix = buildProductVsix();
-  log('building the test-runner VSIX');
-  const runnerVsix = execFileSync(process.execPath, [path.join(here, 'build-runner.mjs')], { cwd: repo, encoding: 'utf8' }).trim().split('\n').pop();
-  // The remote-environment tests start dist/cli.js; without it they fail with their own message.
-  if (!existsSync(path.join(repo, 'dist', 'cli.js'))) log('warning: dist/cli.js missing after the build');
-
-  tmp = mkdtempSync(path.join(os.tmpdir(), 'exec-server-e2e-'));
-  const dirs = Object.fromEntries(['ud', 'ext', 'ws', 'work', 'control', 'xdg-config', 'xdg-data', 'xdg-cache'].map((d) => [d, path.join(tmp, d)]));
-  for (const d of Object.values(dirs)) mkdirSync(d, { recursive: true });
-  const resultsFile = path.join(tmp, 'results.json');
-  const config = {
-    repo, resultsFile, workDir: dirs.work, controlDir: dirs.control, nodePath: process.execPath,
-    grep: process.env.EXEC_SERVER_E2E_GREP || undefined, approvalDriver: true,
-  };
-  const configFile = path.join(tmp, 'e2e-config.json');
-  writeFileSync(configFile, JSON.stringify(config, null, 2));
-  // A multi-root workspace from the start: adding a remote folder later then keeps the first
-  // folder, so the extension host (and the running suite) is not restarted.
-  const workspaceFile = path.join(tmp, 'e2e.code-workspace');
-  writeFileSync(workspaceFile, JSON.stringify({ folders: [{ path: dirs.ws }] }));
-  mkdirSync(path.join(dirs.ud, 'User'), { recursive: true });
-  writeFileSync(path.join(dirs.ud, 'User', 'settings.json'), JSON.stringify({
-    'execServerE2E.config': configFile,
-    'workbench.startupEditor': 'none',
-    'workbench.tips.enabled': false,
-    'security.workspace.trust.enabled': false,
-    'telemetry.telemetryLevel': 'off',
-    'extensions.autoUpdate': false,
-    'extensions.autoCheckUpdates': false,
-    'extensions.ignoreRecommendations': true,
-    'terminal.integrated.enablePersistentSessions': false,
-    'window.restoreWindows': 'none',
-    'update.mode': 'none',
-    // Processes/terminals the suite starts through the API run without a prompt; the approval
-    // tests switch the policy to alwaysAsk / askOutsideWorkspace themselves and restore it.
-    'execServer.approval.policy': 'neverAsk',
-    // Keep the workbench plain: no chat side bar over the panel the terminal tests resize.
-    'chat.disableAIFeatures': true,
-    'workbench.secondarySideBar.defaultVisibility': 'hidden',
-  }, null, 2));
-
-  const common = ['--user-data-dir', dirs.ud, '--extensions-dir', dirs.ext];
-  // Keep the user's home untouched: code-server otherwise writes ~/.config/code-server/config.yaml,
-  // ~/.local/share/code-server and ~/.cache/Microsoft; Chromium ~/.config/chromium and ~/.cache/dconf.
-  const xdg = { XDG_CONFIG_HOME: dirs['xdg-config'], XDG_DATA_HOME: dirs['xdg-data'], XDG_CACHE_HOME: dirs['xdg-cache'] };
-  const csEnv = { ...process.env, ...xdg };
-  log('installing both VSIXs into a fresh extensions dir');
-  const inst = spawnSync(tools.NODE24, [tools.CODE_SERVER, ...common, '--install-extension', productVsix, '--install-extension', runnerVsix],
-    { encoding: 'utf8', env: csEnv });
-  if (inst.status !== 0) throw new Error(`code-server --install-extension failed:\n${inst.stdout}${inst.stderr}`);
-
-  const port = await freePort();
-  const csLog = path.join(resultsDir, 'e2e-code-server.log');
-  const logFd = openSync(csLog, 'w');
-  codeServer = spawn(tools.NODE24, [tools.CODE_SERVER, ...common, '--auth', 'none', '--bind-addr', `127.0.0.1:${port}`,
-    '--disable-telemetry', '--disable-update-check', '--disable-workspace-trust', '--disable-getting-started-override', workspaceFile], {
-    stdio: ['ignore', logFd, logFd],
-    detached: true, // own process group, so everything it starts can be killed at the end
-    env: { ...csEnv, EXEC_SERVER_E2E_CONFIG: configFile, EXEC_SERVER_REPO: repo },
+  await startWorkbench(wb, {
+    log, resultsDir, logName: 'e2e-code-server.log', viewport: { width: 1400, height: 900 },
+    makeConfig: (dirs, tmp) => ({
+      repo, resultsFile: path.join(tmp, 'results.json'), workDir: dirs.work, controlDir: dirs.control, nodePath: process.execPath,
+      grep: process.env.EXEC_SERVER_E2E_GREP || undefined, approvalDriver: true,
+    }),
   });
-  log(`code-server pid ${codeServer.pid} on 127.0.0.1:${port} (log: ${path.relative(repo, csLog)})`);
-  await waitHealthy(port, codeServer);
-
-  const { chromium } = createRequire(path.join(path.dirname(tools.PLAYWRIGHT), '/'))('playwright-core');
-  browser = await chromium.launch({
-    executablePath: tools.CHROMIUM,
-    env: { ...process.env, ...xdg },
-    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync',
-      '--no-first-run', '--disable-dev-shm-usage'],
-  });
-  const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
-  const pageErrors = [];
-  page.on('pageerror', (e) => pageErrors.push(String(e)));
-  await page.goto(`http://127.0.0.1:${port}/?workspace=${encodeURIComponent(workspaceFile)}`);
-  const opened = Date.now();
+  const { page, dirs, csLog, pageErrors, opened } = wb;
+  const resultsFile = path.join(wb.tmp, 'results.json');
   log('workbench opened; waiting for the suite');
 
   const printed = new Set();
@@ -207,8 +80,8 @@ async function main() {
       log(`no test finished for ${STALL_TIMEOUT_S} s: the extension host stalled`);
       break;
     }
-    if (codeServer.exitCode !== null) {
-      log(`code-server exited (code ${codeServer.exitCode})`);
+    if (wb.codeServer.exitCode !== null) {
+      log(`code-server exited (code ${wb.codeServer.exitCode})`);
       break;
     }
     if (Date.now() > deadline) {
@@ -261,12 +134,7 @@ async function main() {
 }
 
 async function cleanup() {
-  try {
-    await browser?.close();
-  } catch {}
-  if (codeServer?.pid) await killTree(codeServer.pid);
-  if (tmp && process.env.EXEC_SERVER_E2E_KEEP !== '1') rmSync(tmp, { recursive: true, force: true });
-  else if (tmp) log(`kept ${tmp}`);
+  await stopWorkbench(wb, log);
 }
 
 let interrupted = false;

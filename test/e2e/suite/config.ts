@@ -20,6 +20,8 @@ export interface E2EConfig {
   grep?: string;
   /** true when a harness answers approval notifications in the workbench. */
   approvalDriver?: boolean;
+  /** true: the runner extension plays the README screenshot scene (runner-ext/src/scene.ts) instead of the suite. */
+  scene?: boolean;
 }
 
 let current: E2EConfig | undefined;

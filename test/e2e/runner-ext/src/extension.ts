@@ -3,9 +3,10 @@
 // startup. It does nothing otherwise, so installing it by accident is harmless.
 import { existsSync, readFileSync } from 'node:fs';
 import * as vscode from 'vscode';
-import { loadConfig } from '../../suite/config';
+import { loadConfig, setConfig } from '../../suite/config';
 import { writeResults, type ResultsFile } from '../../suite/framework';
 import { runFromConfig } from '../../suite/index';
+import { runScene } from './scene';
 
 export function activate(context: vscode.ExtensionContext): void {
   const configFile = process.env.EXEC_SERVER_E2E_CONFIG || vscode.workspace.getConfiguration('execServerE2E').get<string>('config');
@@ -17,6 +18,12 @@ export function activate(context: vscode.ExtensionContext): void {
     cfg = loadConfig(configFile);
   } catch (err) {
     out.appendLine(String(err));
+    return;
+  }
+  if (cfg.scene) {
+    // The README screenshot scene (test/e2e/screenshots.mjs) instead of the suite.
+    setConfig(cfg);
+    void runScene(cfg, (line) => out.appendLine(line));
     return;
   }
   // A second activation (the extension host restarted mid-run) must not start the suite again:
