@@ -40,6 +40,12 @@ describe('approval gate', () => {
       'Exec Server: an agent wants to rename /a to /b',
     );
     assert.ok(describeRequest(run('/', ['x'.repeat(1000)])).length < 300, 'long commands are clipped');
+    // Requests through the exported API come from another extension, and remote environments are named.
+    assert.equal(
+      describeRequest({ kind: 'run', argv: ['make'], cwd: '/src', environment: 'devbox' }, 'api'),
+      'Exec Server: another extension wants to run `make` in /src on devbox',
+    );
+    assert.equal(describeRequest({ kind: 'fs', operation: 'delete', path: '/a', environment: 'Local' }), 'Exec Server: an agent wants to delete /a');
   });
 
   it('neverAsk allows without prompting', async () => {

@@ -68,11 +68,18 @@ export function commandLine(argv: string[]): string {
   return argv.map(quoteArg).join(' ');
 }
 
+/** Who is asking, as the notification names it. */
+function requesterOf(scope: string): string {
+  return scope === 'agent' ? 'an agent' : 'another extension';
+}
+
 /** The notification text. The e2e harness matches "Exec Server:" — keep the wording. */
-export function describeRequest(req: ApprovalRequest): string {
-  if (req.kind === 'run') return `Exec Server: an agent wants to run \`${clip(commandLine(req.argv))}\` in ${req.cwd}`;
+export function describeRequest(req: ApprovalRequest, scope = 'agent'): string {
+  const who = requesterOf(scope);
+  const where = req.environment !== undefined && req.environment !== 'Local' ? ` on ${req.environment}` : '';
+  if (req.kind === 'run') return `Exec Server: ${who} wants to run \`${clip(commandLine(req.argv))}\` in ${req.cwd}${where}`;
   const target = req.destination !== undefined ? `${req.path} to ${req.destination}` : req.path;
-  return `Exec Server: an agent wants to ${req.operation} ${target}`;
+  return `Exec Server: ${who} wants to ${req.operation} ${target}${where}`;
 }
 
 function pathsOf(req: ApprovalRequest): string[] {
@@ -119,7 +126,7 @@ export class ApprovalGate {
   }
 
   private ask(req: ApprovalRequest, scope: string): Promise<ApprovalDecision> {
-    const message = describeRequest(req);
+    const message = describeRequest(req, scope);
     const timeoutMs = Math.max(1, this.host.timeoutMs());
     return new Promise<ApprovalDecision>((resolve) => {
       let done = false;
