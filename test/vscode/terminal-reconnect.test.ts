@@ -43,6 +43,15 @@ describe('terminal across a connection drop', () => {
       await until('output after the drop', () => out.includes('after-before-2-same-shell'));
       assert.equal(client.sessionId, sessionId, 'the session was resumed, not replaced');
       assert.equal(term.isRunning, true);
+      // A numbered stream with the connection cut while it runs: every line shows exactly once.
+      const before = out.length;
+      term.handleInput('i=1; while [ $i -le 3000 ]; do echo "n:$i:"; [ $((i % 300)) = 0 ] && sleep 0.05; i=$((i+1)); done; echo stream-done\r');
+      await until('stream started', () => /n:200:/.test(out.slice(before)));
+      assert.ok(proxy.dropAll() > 0, 'cut during the stream');
+      await until('stream done', () => /\r\nstream-done/.test(out.slice(before)));
+      const seen = out.slice(before).match(/^n:\d+:/gm) ?? [];
+      assert.equal(seen.length, 3000, 'no line missing or shown twice');
+      seen.forEach((l, i) => assert.equal(l, `n:${i + 1}:`));
       term.handleInput('exit 3\r');
       assert.equal((await term.result).exitCode, 3);
     } finally {
