@@ -33,6 +33,14 @@ import type { Session } from './session';
  */
 export const MAX_IN_FLIGHT = 16_384;
 
+/** Performs one http/request (httpRequest in ./http); `streamFinished` fires once a streamed body is done. */
+export type HttpRunner = (
+  i: HttpRequestInput,
+  emit: (n: HttpBodyDeltaNotification) => void,
+  cancel: AbortSignal,
+  streamFinished: () => void,
+) => Promise<HttpRequestResult>;
+
 /** What method handlers may use. */
 export interface ConnectionContext {
   session(): Session;
@@ -41,15 +49,7 @@ export interface ConnectionContext {
   readonly handles: FileHandles;
   readonly watches: Watches;
   readonly missingWatches: MissingWatches;
-  http(
-    input: HttpRequestInput,
-    run: (
-      i: HttpRequestInput,
-      emit: (n: HttpBodyDeltaNotification) => void,
-      cancel: AbortSignal,
-      streamFinished: () => void,
-    ) => Promise<HttpRequestResult>,
-  ): Promise<HttpRequestResult>;
+  http(input: HttpRequestInput, run: HttpRunner): Promise<HttpRequestResult>;
 }
 
 export class Connection implements ServerConnection, ConnectionContext {
@@ -155,15 +155,7 @@ export class Connection implements ServerConnection, ConnectionContext {
     return true;
   }
 
-  async http(
-    input: HttpRequestInput,
-    run: (
-      i: HttpRequestInput,
-      emit: (n: HttpBodyDeltaNotification) => void,
-      cancel: AbortSignal,
-      streamFinished: () => void,
-    ) => Promise<HttpRequestResult>,
-  ): Promise<HttpRequestResult> {
+  async http(input: HttpRequestInput, run: HttpRunner): Promise<HttpRequestResult> {
     const ac = new AbortController();
     this.httpAborts.add(ac);
     const forget = () => this.httpAborts.delete(ac);
