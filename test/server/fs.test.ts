@@ -4,20 +4,15 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { ExecServer } from '../../src/server/exec-server';
-import { b64, type Client, connectClient, rejectsWith, tmpDir, uri } from './helpers';
+import { b64, type Client, connectClient, rejectsWith, serverWithTmpDir, uri } from './helpers';
 
-let server: ExecServer;
 let c: Client;
 let dir: string;
+let close: (() => Promise<void>) | undefined;
 before(async () => {
-  server = new ExecServer();
-  c = await connectClient(server);
-  dir = tmpDir();
+  ({ c, dir, close } = await serverWithTmpDir());
 });
-after(async () => {
-  await server.shutdown();
-  fs.rmSync(dir, { recursive: true, force: true });
-});
+after(() => close?.());
 const ENOENT = 'No such file or directory (os error 2)';
 
 test('fs/writeFile + readFile round trip (binary, URI with spaces, plain absolute path)', async () => {

@@ -111,6 +111,17 @@ export async function rejectsWith(p: Promise<unknown>, code: number, msg?: strin
 export function tmpDir(prefix = 'es-server-'): string {
   return fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), prefix)));
 }
+
+/** A fresh server with an initialized client and a new temp dir; `close` shuts the server down, then removes the dir. */
+export async function serverWithTmpDir(): Promise<{ c: Client; dir: string; close(): Promise<void> }> {
+  const c = await newServerClient();
+  const dir = tmpDir();
+  const close = async () => {
+    await c.server.shutdown();
+    fs.rmSync(dir, { recursive: true, force: true });
+  };
+  return { c, dir, close };
+}
 export const uri = (p: string) => pathToFileURL(p).href;
 export const b64 = (s: string | Buffer) => Buffer.from(s).toString('base64');
 export const unb64 = (s: string) => Buffer.from(s, 'base64').toString();

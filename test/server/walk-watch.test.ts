@@ -2,24 +2,18 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
-import { ExecServer } from '../../src/server/exec-server';
-import { type Client, connectClient, rejectsWith, tmpDir, uri } from './helpers';
+import { type Client, rejectsWith, serverWithTmpDir, uri } from './helpers';
 
-let server: ExecServer;
 let c: Client;
 let dir: string;
+let close: (() => Promise<void>) | undefined;
 before(async () => {
-  server = new ExecServer();
-  c = await connectClient(server);
-  dir = tmpDir();
+  ({ c, dir, close } = await serverWithTmpDir());
   // t/.hid/r  t/a/aa/x  t/a/y  t/b/.h/q  t/b/z  t/c  + symlinks
   for (const d of ['t/.hid', 't/a/aa', 't/b/.h']) fs.mkdirSync(path.join(dir, d), { recursive: true });
   for (const f of ['t/.hid/r', 't/a/aa/x', 't/a/y', 't/b/.h/q', 't/b/z', 't/c']) fs.writeFileSync(path.join(dir, f), f);
 });
-after(async () => {
-  await server.shutdown();
-  fs.rmSync(dir, { recursive: true, force: true });
-});
+after(() => close?.());
 const opts = (o: Record<string, unknown> = {}) => ({ maxDepth: 5, maxDirectories: 100, maxEntries: 100, followDirectorySymlinks: false, ...o });
 const rel = (r: any) => r.entries.map((e: any) => `${e.kind[0]}:${e.path.slice(uri(dir).length + 1)}`);
 
