@@ -10,20 +10,12 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { ExecServerClient } from '../../src/client/client';
 import { cliPath, ourServer, repoRoot, startWsServer, waitFor } from '../interop/helpers';
+import { isAlive } from '../pid-alive';
 
 if (!existsSync(cliPath)) throw new Error(`${cliPath} is missing: run \`npm run build\` before the CLI tests`);
 
 const run = (args: string[]) => spawnSync(process.execPath, [cliPath, ...args], { encoding: 'utf8', timeout: 30_000 });
 const ENV = { PATH: process.env.PATH ?? '/usr/bin:/bin' };
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 /** Starts `echo $$; exec sleep 300` and returns the OS pid of the sleeping child. */
 async function startSleeper(client: ExecServerClient): Promise<number> {

@@ -134,11 +134,4 @@ export function startParams(processId: string, argv: string[], extra: Record<str
 }
 
 /** Is a pid alive? (signal 0) */
-export function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
+export { isAlive as alive } from '../pid-alive';

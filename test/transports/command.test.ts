@@ -10,17 +10,9 @@ import { RpcChannel } from '../../src/client/channel';
 import { ExecServerClient } from '../../src/client/client';
 import { spawnCommandTransport } from '../../src/transports/command';
 import { cliPath, repoRoot, waitFor } from '../interop/helpers';
+import { isAlive } from '../pid-alive';
 
 if (!existsSync(cliPath)) throw new Error(`${cliPath} is missing: run \`npm run build\` first`);
-
-const isAlive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 test('command: the server child runs while connected and dies when the client closes', async () => {
   const { transport, child, exited } = await spawnCommandTransport(process.execPath, [cliPath, '--listen', 'stdio://']);

@@ -9,6 +9,7 @@ import { ErrorCodes, RpcError } from '../../src/protocol/errors';
 import { ExecServer } from '../../src/server/exec-server';
 import { serveConnection, OVERLOADED_MESSAGE, type ServeOptions } from '../../src/transports/serve';
 import { StdioTransport } from '../../src/transports/stdio';
+import { isAlive } from '../pid-alive';
 
 const ENV = { PATH: process.env.PATH ?? '/usr/bin:/bin' };
 const cwd = new URL(`file://${os.tmpdir()}`).href;
@@ -26,15 +27,6 @@ async function init(client: RpcConnection) {
   await client.request('initialize', { clientName: 'serve-test' });
   client.notify('initialized', {});
 }
-
-const isAlive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 test('serve: requests are processed concurrently (a long poll does not block others)', async () => {
   const server = new ExecServer();
