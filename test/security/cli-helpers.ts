@@ -147,3 +147,12 @@ export class RawRpc {
     return this.pending.size;
   }
 }
+
+/** A websocket to `url` that must open, with an initialized RawRpc on it (throws with the failed attempt otherwise). */
+export async function openRpc(url: string): Promise<RawRpc> {
+  const a = await attempt(url);
+  if (a.kind !== 'open') throw new Error(`connect failed: ${JSON.stringify(a)}`);
+  const rpc = new RawRpc(a.ws);
+  await rpc.init();
+  return rpc;
+}

@@ -7,7 +7,7 @@ import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSyn
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { attempt, ensureBuilt, RawRpc, startCli, stopAll } from './cli-helpers';
+import { ensureBuilt, openRpc, RawRpc, startCli, stopAll } from './cli-helpers';
 import { childPids, isAlive, waitUntil, withTimeout } from '../fuzz/fuzz-helpers';
 import { ExecServerClient } from '../../src/client/client';
 import { ErrorCodes, RpcError } from '../../src/protocol/errors';
@@ -25,20 +25,12 @@ after(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-async function open(url: string): Promise<RawRpc> {
-  const a = await attempt(url);
-  if (a.kind !== 'open') throw new Error(`connect failed: ${JSON.stringify(a)}`);
-  const rpc = new RawRpc(a.ws);
-  await rpc.init();
-  return rpc;
-}
-
 const events = (rpc: RawRpc, id: string, method: string) =>
   rpc.notifications.filter((n) => n.method === method && (n.params as { processId: string }).processId === id);
 
 test('a child SIGKILLed from outside mid-stream is reported exited (137); reads do not hang; a grandchild holding the pipe is reaped at shutdown', async () => {
   const cli = await startCli(['--listen', 'ws://127.0.0.1:0']);
-  const rpc = await open(cli.url);
+  const rpc = await openRpc(cli.url);
   const script = 'sleep 300 & i=0; while :; do echo "line $i"; i=$((i+1)); sleep 0.02; done';
   const r = await rpc.call('process/start', { processId: 'victim', argv: ['/bin/sh', '-c', script], cwd: pathToFileURL(dir).href, env: { PATH: '/usr/bin:/bin' }, tty: false, arg0: null });
   assert.ok(r.result, JSON.stringify(r));
@@ -77,7 +69,7 @@ test('writes into a directory the server cannot write: clear -32600, nothing cre
     chmodSync(ro, 0o555);
   }
   const cli = await startCli(['--listen', 'ws://127.0.0.1:0'], { cwd: dir, user: asNobody ? { uid: 65534, gid: 65534 } : undefined });
-  const rpc = await open(cli.url);
+  const rpc = await openRpc(cli.url);
   const u = (name: string) => pathToFileURL(path.join(ro, name)).href;
   const attempts: Array<[string, unknown]> = [
     ['fs/writeFile', { path: u('new.txt'), dataBase64: Buffer.from('x').toString('base64') }],

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import { ensureFreshBuild } from '../reliability/fresh-build';
-import { attempt, RawRpc, startCli, stopAll } from './cli-helpers';
+import { openRpc, RawRpc, startCli, stopAll } from './cli-helpers';
 import { tempDir } from './helpers';
 
 const tmp = tempDir();
@@ -14,14 +14,6 @@ after(async () => {
   await stopAll();
   tmp.dispose();
 });
-
-async function open(url: string): Promise<RawRpc> {
-  const a = await attempt(url);
-  if (a.kind !== 'open') throw new Error(`connect failed: ${JSON.stringify(a)}`);
-  const rpc = new RawRpc(a.ws);
-  await rpc.init();
-  return rpc;
-}
 
 /** Sends all frames back to back (one write burst), then collects every response by id. */
 function pipeline(rpc: RawRpc, frames: Array<{ method: string; params: unknown }>) {
@@ -41,7 +33,7 @@ function assertSuccess(r: Record<string, unknown>, i: number): void {
 
 test('10 000 pipelined requests on one connection all complete with the default limits', async () => {
   const cli = await startCli(['--listen', 'ws://127.0.0.1:0']);
-  const rpc = await open(cli.url);
+  const rpc = await openRpc(cli.url);
   const file = pathToFileURL(tmp.file('meta.txt', 'hello')).href;
   const replies = await pipeline(rpc, pipelineFrames(file));
   assert.equal(replies.length, 10_000);
@@ -56,7 +48,7 @@ test('10 000 pipelined requests on one connection all complete with the default 
 test('beyond the default in-flight cap (16 384), requests get -32001 at once; the held requests then complete', async () => {
   const DEFAULT_CAP = 16_384;
   const cli = await startCli(['--listen', 'ws://127.0.0.1:0']);
-  const rpc = await open(cli.url);
+  const rpc = await openRpc(cli.url);
   // A process that prints only once the test creates `go`: until then every long poll on it waits.
   const go = `${tmp.dir}/go`;
   const started = await rpc.call('process/start', {
@@ -85,7 +77,7 @@ test('beyond the default in-flight cap (16 384), requests get -32001 at once; th
 
 test('beyond --max-in-flight, requests get -32001 at once instead of stalling; the connection recovers', async () => {
   const cli = await startCli(['--listen', 'ws://127.0.0.1:0', '--max-in-flight', '2']);
-  const rpc = await open(cli.url);
+  const rpc = await openRpc(cli.url);
   const started = await rpc.call('process/start', {
     processId: 'sleeper', argv: ['/bin/sleep', '30'], cwd: pathToFileURL(tmp.dir).href, env: {}, tty: false, pipeStdin: false, arg0: null,
   });
@@ -108,12 +100,12 @@ test('beyond --max-in-flight, requests get -32001 at once instead of stalling; t
 
 test('a frame over the 64 MiB maximum closes the connection with 1009; the server keeps serving', async () => {
   const cli = await startCli(['--listen', 'ws://127.0.0.1:0']);
-  const rpc = await open(cli.url);
+  const rpc = await openRpc(cli.url);
   const big = JSON.stringify({ id: 99, method: 'fs/writeFile', params: { path: pathToFileURL(`${tmp.dir}/big`).href, dataBase64: 'A'.repeat(64 * 1024 * 1024 + 16) } });
   rpc.ws.send(big);
   const closed = await rpc.closed;
   assert.equal(closed.code, 1009, `close code ${closed.code} ${closed.reason}`);
-  const fresh = await open(cli.url);
+  const fresh = await openRpc(cli.url);
   assert.deepEqual((await fresh.call('environment/status', null)).result, { status: 'ready' });
   fresh.ws.close();
   await cli.stop();
