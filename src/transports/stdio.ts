@@ -2,9 +2,9 @@
 // One message per `\n` line; CRLF and blank lines are tolerated; partial lines are buffered
 // up to a limit so a peer that never sends `\n` cannot exhaust memory.
 import type { Readable, Writable } from 'node:stream';
-import { Emitter } from '../rpc/event';
-import type { CloseInfo, MessageTransport } from '../rpc/transport';
+import type { MessageTransport } from '../rpc/transport';
 import { encodeMessage } from './encode';
+import { MessageTransportBase } from './message-transport-base';
 
 export interface StdioTransportOptions {
   /** Maximum bytes of one line (one message). Default 64 MiB, like the websocket maxPayload. */
@@ -15,27 +15,18 @@ export interface StdioTransportOptions {
 
 export const DEFAULT_MAX_LINE_BYTES = 64 * 1024 * 1024;
 
-export class StdioTransport implements MessageTransport {
-  private readonly messageEmitter = new Emitter<unknown>();
-  private readonly parseErrorEmitter = new Emitter<string>();
-  private readonly closeEmitter = new Emitter<CloseInfo>();
-  private readonly drainEmitter = new Emitter<void>();
+export class StdioTransport extends MessageTransportBase implements MessageTransport {
   private pending: Buffer[] = [];
   private pendingBytes = 0;
-  private isClosed = false;
   private readonly maxLineBytes: number;
   private readonly cleanup: (() => void)[] = [];
-
-  readonly onMessage = this.messageEmitter.event;
-  readonly onParseError = this.parseErrorEmitter.event;
-  readonly onClose = this.closeEmitter.event;
-  readonly onDrain = this.drainEmitter.event;
 
   constructor(
     private readonly input: Readable,
     private readonly output: Writable,
     private readonly options: StdioTransportOptions = {},
   ) {
+    super();
     this.maxLineBytes = options.maxLineBytes ?? DEFAULT_MAX_LINE_BYTES;
     const onData = (d: Buffer | string) => this.handleData(typeof d === 'string' ? Buffer.from(d) : d);
     const onEnd = () => this.finish('end of input', false);
@@ -56,10 +47,6 @@ export class StdioTransport implements MessageTransport {
       output.off('drain', onDrain);
       // keep a no-op error listener on output: a late EPIPE must not crash the process
     });
-  }
-
-  get closed(): boolean {
-    return this.isClosed;
   }
 
   get maxMessageBytes(): number {
@@ -121,14 +108,7 @@ export class StdioTransport implements MessageTransport {
     let text = line.toString('utf8');
     if (text.endsWith('\r')) text = text.slice(0, -1);
     if (text.trim() === '') return;
-    let value: unknown;
-    try {
-      value = JSON.parse(text);
-    } catch (e) {
-      this.parseErrorEmitter.fire(e instanceof Error ? e.message : String(e));
-      return;
-    }
-    this.messageEmitter.fire(value);
+    this.deliver(text);
   }
 
   private lineTooLong(): void {
@@ -152,10 +132,6 @@ export class StdioTransport implements MessageTransport {
         /* already broken */
       }
     }
-    this.closeEmitter.fire({ reason, local });
-    this.closeEmitter.dispose();
-    this.messageEmitter.dispose();
-    this.parseErrorEmitter.dispose();
-    this.drainEmitter.dispose();
+    this.emitClosed({ reason, local }, false);
   }
 }

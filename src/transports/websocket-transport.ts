@@ -1,9 +1,9 @@
 // A MessageTransport over one `ws` WebSocket (either side): one JSON message per text frame,
 // binary frames holding UTF-8 JSON accepted too.
 import type WebSocket from 'ws';
-import { Emitter } from '../rpc/event';
-import type { CloseInfo, MessageTransport } from '../rpc/transport';
+import type { MessageTransport } from '../rpc/transport';
 import { encodeMessage } from './encode';
+import { MessageTransportBase } from './message-transport-base';
 
 export interface WebSocketTransportOptions {
   /** bufferedAmount above which the transport reports congestion (default 4 MiB). */
@@ -21,26 +21,17 @@ export interface WebSocketTransportOptions {
 
 export const DEFAULT_HIGH_WATER_MARK = 4 * 1024 * 1024;
 
-export class WebSocketTransport implements MessageTransport {
-  private readonly messageEmitter = new Emitter<unknown>();
-  private readonly parseErrorEmitter = new Emitter<string>();
-  private readonly closeEmitter = new Emitter<CloseInfo>();
-  private readonly drainEmitter = new Emitter<void>();
-  private isClosed = false;
+export class WebSocketTransport extends MessageTransportBase implements MessageTransport {
   private corked = false;
   private closingLocally = false;
   private drainTimer: ReturnType<typeof setInterval> | undefined;
   readonly highWaterMark: number;
 
-  readonly onMessage = this.messageEmitter.event;
-  readonly onParseError = this.parseErrorEmitter.event;
-  readonly onClose = this.closeEmitter.event;
-  readonly onDrain = this.drainEmitter.event;
-
   constructor(
     readonly socket: WebSocket,
     private readonly options: WebSocketTransportOptions = {},
   ) {
+    super();
     this.highWaterMark = options.highWaterMark ?? DEFAULT_HIGH_WATER_MARK;
     socket.on('message', (data, isBinary) => this.handleFrame(data, isBinary));
     socket.on('close', (code, reason) => {
@@ -73,9 +64,6 @@ export class WebSocketTransport implements MessageTransport {
     this.keepaliveTimer.unref?.();
   }
 
-  get closed(): boolean {
-    return this.isClosed;
-  }
   get maxMessageBytes(): number | undefined {
     return this.options.maxMessageBytes;
   }
@@ -152,14 +140,7 @@ export class WebSocketTransport implements MessageTransport {
   private handleFrame(data: WebSocket.RawData, _isBinary: boolean): void {
     if (this.isClosed) return;
     const buf = Array.isArray(data) ? Buffer.concat(data) : Buffer.isBuffer(data) ? data : Buffer.from(data);
-    let value: unknown;
-    try {
-      value = JSON.parse(buf.toString('utf8'));
-    } catch (e) {
-      this.parseErrorEmitter.fire(e instanceof Error ? e.message : String(e));
-      return;
-    }
-    this.messageEmitter.fire(value);
+    this.deliver(buf.toString('utf8'));
   }
 
   private finish(reason: string, local: boolean): void {
@@ -167,11 +148,6 @@ export class WebSocketTransport implements MessageTransport {
     this.isClosed = true;
     this.stopDrainWatch();
     if (this.keepaliveTimer) clearInterval(this.keepaliveTimer);
-    this.closeEmitter.fire({ reason, local });
-    this.closeEmitter.dispose();
-    this.messageEmitter.dispose();
-    this.parseErrorEmitter.dispose();
-    this.drainEmitter.fire();
-    this.drainEmitter.dispose();
+    this.emitClosed({ reason, local }, true);
   }
 }
