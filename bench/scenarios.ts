@@ -24,7 +24,7 @@ export const FULL: BenchConfig = {
   quick: false,
   rounds: 3,
   rttIterations: 2000,
-  rttWarmup: 200,
+  rttWarmup: 10000,
   spawnIterations: 30,
   streamBytes: 128 * MiB,
   fileBytes: 100 * MiB,
