@@ -111,17 +111,15 @@ export function activate(ctx: vscode.ExtensionContext): ExecServerApi {
     version: String((ctx.extension.packageJSON as { version?: string }).version ?? '0.0.0'),
     getEnvironments: () => store.list().map((e) => ({ name: e.name, kind: e.kind, state: manager.state(e.name) })),
     getClient: (environment) => manager.getClient(environment),
+    // Connect first without the progress/error UI (API callers handle their own failures);
+    // TerminalService then resolves the default cwd/argv and asks the gate with the final ones.
     async run(environment, argv, opts = {}) {
-      const client = await manager.getClient(environment);
-      const cwd = opts.cwd ?? (await terminals.defaultCwd(environment, client));
-      await approve(environment, argv, cwd);
-      return terminals.run(environment, argv, { ...opts, cwd });
+      await manager.getClient(environment);
+      return terminals.run(environment, argv, { ...opts, approve: (a, c) => approve(environment, a, c) });
     },
     async openTerminal(environment, opts = {}) {
-      const client = await manager.getClient(environment);
-      const cwd = opts.cwd ?? (await terminals.defaultCwd(environment, client));
-      const argv = opts.argv?.length ? opts.argv : [await terminals.shellPath(client)];
-      return terminals.newTerminal(environment, { ...opts, cwd, argv, origin: 'api', approve: (a, c) => approve(environment, a, c) });
+      await manager.getClient(environment);
+      return terminals.newTerminal(environment, { ...opts, origin: 'api', approve: (a, c) => approve(environment, a, c) });
     },
   };
 

@@ -128,12 +128,18 @@ export class TerminalService implements vscode.Disposable {
   }
 
   /** API run(): no terminal; stdout and stderr collected (bounded). */
-  async run(environment: string, argv: string[], opts: { cwd?: string; env?: Record<string, string> } = {}): Promise<RunResult> {
+  async run(
+    environment: string,
+    argv: string[],
+    opts: { cwd?: string; env?: Record<string, string>; approve?(argv: string[], cwd: string): Promise<void> } = {},
+  ): Promise<RunResult> {
+    // Checked before the approval question, which quotes argv.
     if (!Array.isArray(argv) || argv.length === 0 || argv.some((a) => typeof a !== 'string')) {
       throw new Error('run: argv must be a non-empty array of strings');
     }
     const client = await this.deps.getClient(environment);
     const cwd = opts.cwd ?? (await this.defaultCwd(environment, client));
+    await opts.approve?.(argv, cwd);
     const h = await this.start(environment, client, commandLine(argv), 'api', { argv, cwd, env: opts.env ?? {}, envPolicy: ENV_POLICY, tty: false });
     const out: Uint8Array[] = [];
     const err: Uint8Array[] = [];
