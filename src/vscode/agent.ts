@@ -4,7 +4,7 @@ import { AgentEndpoint } from './core/agent-endpoint';
 import { APPROVAL_POLICIES, type ApprovalGate, type ApprovalHost, type ApprovalPolicy } from './core/approval';
 import { LOCAL_ENVIRONMENT } from './core/environment-store';
 import type { LocalServerHolder, StatusBar } from './environments';
-import { SCHEME, type TerminalService } from './terminals';
+import { workspaceFolderPaths, type TerminalService } from './terminals';
 
 /** Reads the approval settings and shows the approval notification (exact wording and buttons). */
 export function vscodeApprovalHost(log: vscode.LogOutputChannel): ApprovalHost {
@@ -17,11 +17,7 @@ export function vscodeApprovalHost(log: vscode.LogOutputChannel): ApprovalHost {
       const s = vscode.workspace.getConfiguration('execServer').get<number>('approval.timeoutSeconds');
       return (typeof s === 'number' && s > 0 ? s : 60) * 1000;
     },
-    workspaceRoots(environment?: string): string[] {
-      const folders = vscode.workspace.workspaceFolders ?? [];
-      if (environment === undefined || environment === LOCAL_ENVIRONMENT) return folders.filter((f) => f.uri.scheme === 'file').map((f) => f.uri.fsPath);
-      return folders.filter((f) => f.uri.scheme === SCHEME && f.uri.authority === environment).map((f) => f.uri.path);
-    },
+    workspaceRoots: (environment?: string) => workspaceFolderPaths(environment ?? LOCAL_ENVIRONMENT),
     prompt: (message, choices) => Promise.resolve(vscode.window.showWarningMessage(message, ...choices)),
     log: (m) => log.info(m),
   };

@@ -39,6 +39,16 @@ export interface TerminalOptions {
   approve?(argv: string[], cwd: string): Promise<void>;
 }
 
+/**
+ * Paths of the workspace folders that live in an environment: file-scheme folders for Local,
+ * exec-server://<environment>/ folders otherwise (the approval gate's roots, the default cwd).
+ */
+export function workspaceFolderPaths(environment: string): string[] {
+  const folders = vscode.workspace.workspaceFolders ?? [];
+  if (environment === LOCAL_ENVIRONMENT) return folders.filter((f) => f.uri.scheme === 'file').map((f) => f.uri.fsPath);
+  return folders.filter((f) => f.uri.scheme === SCHEME && f.uri.authority === environment).map((f) => f.uri.path);
+}
+
 function clip(s: string, n = 60): string {
   return s.length > n ? `${s.slice(0, n - 1)}…` : s;
 }
@@ -48,14 +58,8 @@ export class TerminalService implements vscode.Disposable {
 
   /** The working directory used when none is given. */
   async defaultCwd(environment: string, client: ExecClient): Promise<string> {
-    const folders = vscode.workspace.workspaceFolders ?? [];
-    if (environment === LOCAL_ENVIRONMENT) {
-      const f = folders.find((x) => x.uri.scheme === 'file');
-      if (f) return f.uri.fsPath;
-    } else {
-      const f = folders.find((x) => x.uri.scheme === SCHEME && x.uri.authority === environment);
-      if (f) return f.uri.path;
-    }
+    const [folder] = workspaceFolderPaths(environment);
+    if (folder !== undefined) return folder;
     try {
       const info = await client.environmentInfo();
       return (info.userHomeDir as string | undefined) ?? info.cwd ?? '/';
