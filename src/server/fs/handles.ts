@@ -31,15 +31,15 @@ export class FileHandles {
       const fh = await fs.promises.open(p, 'r').catch((e) => {
         throw fsError(e);
       });
-      const st = await fh.stat();
-      if (!st.isFile()) {
-        await fh.close();
-        throw invalidRequest(`path \`${p}\` is not a file`);
-      }
-      if (this.closed) {
-        // The connection went away while we were opening: do not leak the descriptor.
-        await fh.close();
-        throw invalidRequest('connection closed');
+      try {
+        const st = await fh.stat();
+        if (!st.isFile()) throw invalidRequest(`path \`${p}\` is not a file`);
+        // The connection went away while we were opening.
+        if (this.closed) throw invalidRequest('connection closed');
+      } catch (e) {
+        // Whatever went wrong after open(), the descriptor must not leak.
+        await fh.close().catch(() => undefined);
+        throw e;
       }
       this.handles.set(handleId, fh);
       return { handleId };
