@@ -287,31 +287,28 @@ export class ExecServerClient implements ExecClient {
       const r = await this.request('process/write', params);
       return r.status as WriteStatus;
     },
-    resize: async (processId, rows, cols) => {
-      if (!this.supports('process/resize')) return false;
-      try {
-        await this.request('process/resize', { processId, rows, cols });
-        return true;
-      } catch (e) {
-        if (e instanceof RpcError && e.code === ErrorCodes.MethodNotFound) return false;
-        throw e;
-      }
-    },
-    closeStdin: async (processId) => {
-      if (!this.supports('process/closeStdin')) return false;
-      try {
-        await this.request('process/closeStdin', { processId });
-        return true;
-      } catch (e) {
-        if (e instanceof RpcError && e.code === ErrorCodes.MethodNotFound) return false;
-        throw e;
-      }
-    },
+    resize: (processId, rows, cols) => this.requestExtension('process/resize', { processId, rows, cols }),
+    closeStdin: (processId) => this.requestExtension('process/closeStdin', { processId }),
     interrupt: async (processId) => {
       await this.request('process/signal', { processId, signal: 'interrupt' });
     },
     terminate: async (processId) => (await this.request('process/terminate', { processId })).running,
   };
+
+  /**
+   * An extension call whose absence is not an error: false when the server does not offer it
+   * (not announced, or it answered MethodNotFound — send() then records it as unsupported).
+   */
+  private async requestExtension<M extends ExtensionMethod & RequestMethod>(method: M, params: ParamsOf<M>): Promise<boolean> {
+    if (!this.supports(method)) return false;
+    try {
+      await this.request(method, params);
+      return true;
+    } catch (e) {
+      if (e instanceof RpcError && e.code === ErrorCodes.MethodNotFound) return false;
+      throw e;
+    }
+  }
 
   private log(level: LogLevel, message: string): void {
     this.options.log?.(level, message);
