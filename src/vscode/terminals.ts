@@ -4,7 +4,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import type { ExecClient, ProcessHandle, StartProcessOptions } from '../client/api';
-import type { EnvPolicy } from '../protocol/types';
+import type { EnvironmentInfo, EnvPolicy } from '../protocol/types';
 import type { AgentProcess } from './core/agent-endpoint';
 import { commandLine } from './core/approval';
 import { LOCAL_ENVIRONMENT } from './core/environment-store';
@@ -49,6 +49,13 @@ export function workspaceFolderPaths(environment: string): string[] {
   return folders.filter((f) => f.uri.scheme === SCHEME && f.uri.authority === environment).map((f) => f.uri.path);
 }
 
+/** environment/info at most once per terminal: the shell and the home directory come from one answer. */
+type InfoSource = () => Promise<EnvironmentInfo | undefined>;
+function infoOnce(client: ExecClient): InfoSource {
+  let answer: Promise<EnvironmentInfo | undefined> | undefined;
+  return () => (answer ??= client.environmentInfo().catch(() => undefined));
+}
+
 function clip(s: string, n = 60): string {
   return s.length > n ? `${s.slice(0, n - 1)}…` : s;
 }
@@ -57,30 +64,24 @@ export class TerminalService implements vscode.Disposable {
   constructor(private readonly deps: TerminalServiceDeps) {}
 
   /** The working directory used when none is given. */
-  async defaultCwd(environment: string, client: ExecClient): Promise<string> {
+  async defaultCwd(environment: string, client: ExecClient, info: InfoSource = infoOnce(client)): Promise<string> {
     const [folder] = workspaceFolderPaths(environment);
     if (folder !== undefined) return folder;
-    try {
-      const info = await client.environmentInfo();
-      return (info.userHomeDir as string | undefined) ?? info.cwd ?? '/';
-    } catch {
-      return environment === LOCAL_ENVIRONMENT ? os.homedir() : '/';
-    }
+    const i = await info();
+    if (!i) return environment === LOCAL_ENVIRONMENT ? os.homedir() : '/';
+    return i.userHomeDir ?? i.cwd ?? '/';
   }
 
-  async shellPath(client: ExecClient): Promise<string> {
-    try {
-      return (await client.environmentInfo()).shell?.path || '/bin/sh';
-    } catch {
-      return '/bin/sh';
-    }
+  async shellPath(client: ExecClient, info: InfoSource = infoOnce(client)): Promise<string> {
+    return (await info())?.shell?.path || '/bin/sh';
   }
 
   /** A PTY terminal running argv (default: the environment's shell). */
   async newTerminal(environment: string, opts: TerminalOptions = {}): Promise<vscode.Terminal> {
     const client = await this.deps.getClient(environment);
-    const argv = opts.argv?.length ? opts.argv : [await this.shellPath(client)];
-    const cwd = opts.cwd ?? (await this.defaultCwd(environment, client));
+    const info = infoOnce(client);
+    const argv = opts.argv?.length ? opts.argv : [await this.shellPath(client, info)];
+    const cwd = opts.cwd ?? (await this.defaultCwd(environment, client, info));
     await opts.approve?.(argv, cwd);
     const name = opts.name ?? `${path.basename(argv[0])} (${environment})`;
     const pty = this.ptyFor(environment, client, name, opts.origin ?? 'terminal', {
@@ -98,8 +99,9 @@ export class TerminalService implements vscode.Disposable {
   /** The pseudoterminal of a shell, for the contributed terminal profile. */
   async profilePty(environment: string): Promise<{ name: string; pty: ExecTerminal }> {
     const client = await this.deps.getClient(environment);
-    const argv = [await this.shellPath(client)];
-    const cwd = await this.defaultCwd(environment, client);
+    const info = infoOnce(client);
+    const argv = [await this.shellPath(client, info)];
+    const cwd = await this.defaultCwd(environment, client, info);
     const name = `${path.basename(argv[0])} (${environment})`;
     return { name, pty: this.ptyFor(environment, client, name, 'terminal', { argv, cwd, env: TERMINAL_ENV, envPolicy: ENV_POLICY, tty: true }) };
   }
@@ -110,11 +112,12 @@ export class TerminalService implements vscode.Disposable {
     spec: { command?: string; argv?: string[]; cwd?: string; approve?(argv: string[], cwd: string): Promise<void> },
   ): Promise<{ exitCode: number }> {
     const client = await this.deps.getClient(environment);
+    const info = infoOnce(client);
     let argv: string[];
     if (spec.argv?.length) argv = spec.argv;
-    else if (spec.command?.trim()) argv = [await this.shellPath(client), '-c', spec.command];
+    else if (spec.command?.trim()) argv = [await this.shellPath(client, info), '-c', spec.command];
     else throw new Error('runCommand needs "command" (a shell command line) or "argv"');
-    const cwd = spec.cwd ?? (await this.defaultCwd(environment, client));
+    const cwd = spec.cwd ?? (await this.defaultCwd(environment, client, info));
     await spec.approve?.(argv, cwd);
     const shown = spec.command ?? commandLine(argv);
     const name = `Run: ${clip(shown, 40)} (${environment})`;
