@@ -91,7 +91,6 @@ export class ExecServerClient implements ExecClient {
     this.fs = new ClientFs({
       request: (m, p) => this.request(m, p),
       supports: (m) => this.supports(m),
-      markUnsupported: (m) => this.unsupported.add(m),
       log: (l, m) => this.log(l, m),
       maxMessageBytes: () => this.channel?.maxMessageBytes,
       registerWatch: (id, l) => {

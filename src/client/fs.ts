@@ -10,8 +10,8 @@ import { fromWireUri, toWireUri } from './uri';
 /** What the fs helper needs from the client. */
 export interface FsHost {
   request<M extends RequestMethod>(method: M, params: ParamsOf<M>): Promise<ResultOf<M>>;
+  /** False once the server answered MethodNotFound for it (the host's request() records that). */
   supports(method: 'fs/rename' | 'fs/watch'): boolean;
-  markUnsupported(method: string): void;
   log(level: 'debug' | 'info' | 'warn' | 'error', message: string): void;
   /** Largest answer the current link can carry (bytes), undefined when unlimited. */
   maxMessageBytes?(): number | undefined;
@@ -96,7 +96,6 @@ export class ClientFs implements ExecFs {
         return;
       } catch (e) {
         if (!(e instanceof RpcError && e.code === ErrorCodes.MethodNotFound)) throw e;
-        this.host.markUnsupported('fs/rename');
       }
     }
     // Fallback for servers without fs/rename (the reference): not atomic.
@@ -176,7 +175,6 @@ export class ClientFs implements ExecFs {
       await this.host.request('fs/watch', { watchId, path: toWireUri(path), recursive });
     } catch (e) {
       reg.dispose();
-      if (e instanceof RpcError && e.code === ErrorCodes.MethodNotFound) this.host.markUnsupported('fs/watch');
       throw e;
     }
     let disposed = false;
