@@ -4,6 +4,7 @@ import { internalError } from '../../protocol/errors';
 import { markVerbatim } from '../../rpc/verbatim';
 import type { NotificationMap, NotificationMethod, ProcessReadResult, WriteStatus } from '../../protocol/types';
 import type { ChildHandle, ChildEvents, SpawnRequest } from './child';
+import { killGroup } from './child';
 import { OutputBuffer } from './output-buffer';
 import { spawnPipe } from './spawn-pipe';
 import { spawnPty } from './spawn-pty';
@@ -25,8 +26,8 @@ export class ManagedProcess {
   private nextSeq = 1;
   private readonly buffer: OutputBuffer;
   private readonly waiters = new Set<() => void>();
+  /** Remembered write ids, oldest first (a Set iterates in insertion order). */
   private readonly writeIds = new Set<string>();
-  private readonly writeIdOrder: string[] = [];
   private paused = false;
   exited = false;
   exitCode: number | null = null;
@@ -148,8 +149,7 @@ export class ManagedProcess {
       );
     }
     this.writeIds.add(writeId);
-    this.writeIdOrder.push(writeId);
-    if (this.writeIdOrder.length > WRITE_ID_MEMORY) this.writeIds.delete(this.writeIdOrder.shift()!);
+    if (this.writeIds.size > WRITE_ID_MEMORY) this.writeIds.delete(this.writeIds.values().next().value!);
     if (data.length > 0) child.write(data);
     return 'accepted';
   }
@@ -191,11 +191,7 @@ export class ManagedProcess {
     else if (this.child && !this.closed) {
       // The leader exited but its group still holds the output streams (e.g. `sleep &` left
       // behind): kill the group only — never the bare pid, which may have been reused.
-      try {
-        process.kill(-this.child.pid, 'SIGKILL');
-      } catch {
-        // group already gone
-      }
+      killGroup(this.child.pid, 'SIGKILL');
     }
     if (!this.child || this.closed) this.resolveClosed();
     this.resumeOutput();
