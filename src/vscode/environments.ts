@@ -4,7 +4,7 @@ import * as vscode from 'vscode';
 import type { ExecClient } from '../client/api';
 import { ExecServerClient } from '../client/client';
 import { ExecServer } from '../server/exec-server';
-import { EnvironmentConnectError, EnvironmentManager, type Connector } from './core/environment-manager';
+import { EnvironmentConnectError, EnvironmentManager, type Connector, type EnvironmentState } from './core/environment-manager';
 import { EnvironmentStore, LOCAL_ENVIRONMENT, type EnvironmentConfig } from './core/environment-store';
 
 const CLIENT_NAME = 'vscode-exec-server';
@@ -15,7 +15,7 @@ export class LocalServerHolder implements vscode.Disposable {
   constructor(private readonly log: vscode.LogOutputChannel) {}
   get(): ExecServer {
     this.server ??= new ExecServer({
-      log: (level, message) => this.log[level === 'warn' ? 'warn' : level](`[local server] ${message}`),
+      log: (level, message) => this.log[level](`[local server] ${message}`),
     });
     return this.server;
   }
@@ -92,17 +92,19 @@ export class StatusBar implements vscode.Disposable {
   }
 
   update(): void {
-    const envs = this.store.list();
-    const connected = envs.filter((e) => this.manager.state(e.name) === 'connected');
-    const busy = envs.filter((e) => ['connecting', 'reconnecting'].includes(this.manager.state(e.name)));
-    const failed = envs.filter((e) => this.manager.state(e.name) === 'failed');
-    const icon = busy.length ? '$(sync~spin)' : failed.length ? '$(warning)' : '$(server-process)';
+    const envs = this.store.list().map((e) => ({ name: e.name, state: this.manager.state(e.name) }));
+    const count = (...states: EnvironmentState[]) => envs.filter((e) => states.includes(e.state)).length;
+    const failed = count('failed');
+    const icon = count('connecting', 'reconnecting') ? '$(sync~spin)' : failed ? '$(warning)' : '$(server-process)';
     const agent = this.endpointPort !== undefined ? ` $(broadcast) ${this.endpointPort}` : '';
-    this.item.text = `${icon} ${connected.length}/${envs.length}${agent}`;
-    const lines = envs.map((e) => `${e.name}: ${this.manager.state(e.name)}${this.manager.lastError(e.name) && this.manager.state(e.name) === 'failed' ? ` — ${this.manager.lastError(e.name)}` : ''}`);
+    this.item.text = `${icon} ${count('connected')}/${envs.length}${agent}`;
+    const lines = envs.map(({ name, state }) => {
+      const error = state === 'failed' ? this.manager.lastError(name) : undefined;
+      return `${name}: ${state}${error ? ` — ${error}` : ''}`;
+    });
     if (this.endpointPort !== undefined) lines.push(`Agent endpoint: ws://127.0.0.1:${this.endpointPort}`);
     this.item.tooltip = `Exec Server\n${lines.join('\n')}`;
-    this.item.backgroundColor = failed.length ? new vscode.ThemeColor('statusBarItem.warningBackground') : undefined;
+    this.item.backgroundColor = failed ? new vscode.ThemeColor('statusBarItem.warningBackground') : undefined;
   }
 
   dispose(): void {
