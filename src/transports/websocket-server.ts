@@ -112,6 +112,15 @@ export async function listenWebSocket(opts: WebSocketListenOptions): Promise<Web
     })();
   });
 
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(opts.port, opts.host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  server.on('error', (e) => log('error', `listener error: ${e.message}`));
+  // Started only once listening: a failed listen (EADDRINUSE) leaves no interval behind.
   const ping = setInterval(() => {
     for (const ws of wss.clients) {
       if (alive.get(ws) === false) {
@@ -128,15 +137,6 @@ export async function listenWebSocket(opts: WebSocketListenOptions): Promise<Web
     }
   }, opts.pingIntervalMs ?? DEFAULT_PING_INTERVAL_MS);
   ping.unref();
-
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(opts.port, opts.host, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  server.on('error', (e) => log('error', `listener error: ${e.message}`));
   const port = (server.address() as AddressInfo).port;
   const host = opts.host.includes(':') ? `[${opts.host}]` : opts.host;
   const url = `${opts.tls ? 'wss' : 'ws'}://${host}:${port}`;
