@@ -7,7 +7,7 @@ import * as P from '../params';
 import { uriToPath } from '../paths';
 import { buildChildEnv } from '../process/env-policy';
 import type { Access } from '../ordering';
-import type { MethodSpec } from './spec';
+import { spec as methodSpec, type MethodSpec } from './spec';
 
 /** Upper bound of a process/read long-poll, whatever the client asks. */
 export const MAX_WAIT_MS = 5 * 60_000;
@@ -40,8 +40,7 @@ function spec<T extends string | { processId: string }>(
   handle: (ctx: ConnectionContext, p: T) => unknown,
   access: Access = 'write',
 ): MethodSpec {
-  const order = (p: T) => ({ key: `process:${typeof p === 'string' ? p : p.processId}`, access });
-  return { category: 'exec', decode, handle: handle as MethodSpec['handle'], order: order as MethodSpec['order'] };
+  return methodSpec('exec', decode, handle, (p) => ({ key: `process:${typeof p === 'string' ? p : p.processId}`, access }));
 }
 
 const processIdOnly = (name: string) => (raw: unknown) => P.id(P.object(raw, name), 'processId');
