@@ -44,8 +44,7 @@ export class KeyedOrder {
       if (!state.writer && state.readers.size === 0 && this.keys.get(key) === state) this.keys.delete(key);
     };
     // Nothing to wait for: run now (keeps the common case as fast as an unordered call).
-    const start = prior.length === 0 ? Promise.resolve() : Promise.all(prior).then(() => undefined);
-    return (prior.length === 0 ? runNow(fn) : start.then(fn)).finally(finish) as Promise<T>;
+    return (prior.length === 0 ? runNow(fn) : Promise.all(prior).then(() => fn())).finally(finish);
   }
 
   get size(): number {
