@@ -1,6 +1,7 @@
 // Every command of the extension. Each accepts an optional args object (the e2e harness and
 // other extensions call them programmatically); without args it asks with pickers/inputs.
 // Tree nodes are valid args too ({environment} / {environment, key}).
+import * as os from 'node:os';
 import * as vscode from 'vscode';
 import type { AgentEndpointService } from './agent';
 import type { EnvironmentManager } from './core/environment-manager';
@@ -107,9 +108,12 @@ export function registerCommands(ctx: vscode.ExtensionContext, s: CommandService
         input = { name, url: undefined, token: undefined, command: parts[0], args: parts.slice(1) };
       }
     }
+    // A command environment runs its command on this machine at connect time: when another
+    // extension supplies it (args), it passes the approval gate like any programmatic command line.
+    if (args && input.command) await s.approve(LOCAL_ENVIRONMENT, [input.command, ...(input.args ?? [])], os.homedir());
+    const config = await s.store.add(input); // validates first: bad input changes nothing
     // Replacing an entry: drop the live connection so the next use takes the new settings.
-    await s.manager.disconnect(input.name.trim());
-    const config = await s.store.add(input);
+    await s.manager.disconnect(config.name);
     s.settingsWritten();
     s.log.info(`environment ${config.name} saved (${config.kind})`);
     s.refresh();

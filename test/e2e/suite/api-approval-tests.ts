@@ -60,4 +60,21 @@ export function registerApiApprovalTests(): void {
       await restoreApprovalPolicy();
     }
   }, 90_000);
+  test('commands: addEnvironment with a command from another extension asks; Deny saves nothing', async () => {
+    const name = uniqueName('cmd-env');
+    await setApprovalPolicy('alwaysAsk');
+    try {
+      const outcome = vscode.commands
+        .executeCommand('execServer.addEnvironment', { name, command: '/bin/sh', args: ['-c', 'echo never-run'] })
+        .then(() => 'added', (e: Error) => e);
+      const seen = await answerApproval('Deny');
+      assert(seen.text?.includes('never-run'), `the notification shows the command line (saw "${seen.text}")`);
+      const err = await outcome;
+      assert(err instanceof Error && /not approved|denied/i.test(err.message), `addEnvironment rejects as not approved (got ${String(err)})`);
+      const api = await productApi();
+      assert(!api.getEnvironments().some((e) => e.name === name), 'the denied environment was not saved');
+    } finally {
+      await restoreApprovalPolicy();
+    }
+  }, 90_000);
 }
