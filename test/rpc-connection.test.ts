@@ -132,3 +132,18 @@ test('a method call with "id": null is rejected as invalid, not taken for a noti
   assert.equal(replies[0].id, null);
   assert.equal(replies[0].error.code, ErrorCodes.InvalidRequest);
 });
+
+test('a value the transport cannot serialize fails that call on both sides instead of leaking or crashing', async () => {
+  const [a, b] = pair();
+  const client = new RpcConnection(a);
+  const server = new RpcConnection(b);
+  server.setRequestHandler(async (method) => (method === 'big' ? { n: 1n } : { ok: true }));
+  // Client side: params with a BigInt reject at once and leave nothing pending.
+  await assert.rejects(client.request('ok', { n: 2n }, { timeoutMs: 60_000 }), TypeError);
+  assert.equal(client.pendingCount, 0);
+  // Server side: an unserializable result becomes an InternalError answer, not an unhandled rejection.
+  await assert.rejects(client.request('big', {}, { timeoutMs: 30_000 }), (e: unknown) => e instanceof RpcError && e.code === ErrorCodes.InternalError && /BigInt/.test(e.message));
+  assert.deepEqual(await client.request('ok', {}), { ok: true });
+  client.close();
+  server.close();
+});

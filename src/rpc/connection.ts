@@ -75,7 +75,14 @@ export class RpcConnection implements Disposable {
         }, opts.timeoutMs);
       }
       this.pending.set(id, p);
-      this.transport.send(params === undefined ? { id, method } : { id, method, params });
+      try {
+        this.transport.send(params === undefined ? { id, method } : { id, method, params });
+      } catch (e) {
+        // Params the transport cannot serialize (a BigInt, a cycle) fail this call, not leave it pending.
+        this.pending.delete(id);
+        if (p.timer) clearTimeout(p.timer);
+        reject(e instanceof Error ? e : new Error(String(e)));
+      }
     });
   }
 
@@ -153,11 +160,20 @@ export class RpcConnection implements Disposable {
     }
     if (out instanceof Promise) {
       out.then(
-        (r) => this.sendResponse(msg.id, r ?? {}),
+        (r) => this.reply(msg.id, r),
         (e) => this.sendError(msg.id, toResponseError(e)),
       );
     } else {
-      this.sendResponse(msg.id, out ?? {});
+      this.reply(msg.id, out);
+    }
+  }
+
+  /** The handler's result, or an error response when the transport cannot serialize it (never a throw into the caller's promise chain). */
+  private reply(id: RequestId, result: unknown): void {
+    try {
+      this.sendResponse(id, result ?? {});
+    } catch (e) {
+      this.sendError(id, toResponseError(e));
     }
   }
 
