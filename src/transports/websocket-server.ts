@@ -6,9 +6,11 @@ import * as https from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
+import type { Authenticate, AuthResult } from './ws-auth';
 import { WebSocketTransport } from './websocket-transport';
 
-export type AuthResult = { ok: true } | { ok: false; status: number; message: string };
+// The verdict type lives with the authenticators (ws-auth.ts); re-exported for listener users.
+export type { AuthResult };
 
 export interface WebSocketListenOptions {
   host: string;
@@ -19,7 +21,7 @@ export interface WebSocketListenOptions {
   /** Ping period; a peer that did not answer the previous ping is terminated (default 30 000 ms). */
   pingIntervalMs?: number;
   /** Decides each upgrade before the websocket exists (see src/transports/ws-auth.ts). */
-  authenticate?: (req: http.IncomingMessage) => Promise<AuthResult> | AuthResult;
+  authenticate?: Authenticate;
   /**
    * Browser origins allowed to connect. Upgrades carrying an `Origin` header not in this list
    * are refused with 403 (non-browser clients send no Origin). Default: none allowed.
