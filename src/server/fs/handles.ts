@@ -28,7 +28,10 @@ export class FileHandles {
     }
     this.opening.add(handleId);
     try {
-      const fh = await fs.promises.open(p, 'r').catch((e) => {
+      // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer, pinning a
+      // thread-pool thread (shared by every async fs call) with no answer; the not-a-file
+      // check below then refuses it. No effect on regular files.
+      const fh = await fs.promises.open(p, fs.constants.O_RDONLY | (fs.constants.O_NONBLOCK ?? 0)).catch((e) => {
         throw fsError(e);
       });
       try {
