@@ -82,12 +82,10 @@ export class ExecServer {
       this.endSession(s);
       return;
     }
-    s.detach();
-    s.ttlTimer = setTimeout(() => {
+    s.detach(this.opts.detachedSessionTtlMs, () => {
       this.log('info', `session ${s.id} expired after ${this.opts.detachedSessionTtlMs} ms detached`);
       this.endSession(s);
-    }, this.opts.detachedSessionTtlMs);
-    s.ttlTimer.unref?.();
+    });
   }
 
   private endSession(s: Session): void {

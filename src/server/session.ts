@@ -19,7 +19,8 @@ export class Session implements ProcessHost {
   private sink: NotificationSink | undefined;
   /** Opaque owner token of the attached connection (undefined = detached). */
   attachedTo: object | undefined;
-  ttlTimer: ReturnType<typeof setTimeout> | undefined;
+  /** Ends a detached session unless it is resumed first (set by detach, cleared by attach/end). */
+  private ttlTimer: ReturnType<typeof setTimeout> | undefined;
   private drainSub: { dispose(): void } | undefined;
   ended = false;
 
@@ -32,10 +33,13 @@ export class Session implements ProcessHost {
     this.ttlTimer = undefined;
   }
 
-  detach(): void {
+  /** The connection went away: keep the processes for `ttlMs`, then `expire` unless resumed. */
+  detach(ttlMs: number, expire: () => void): void {
     this.attachedTo = undefined;
     this.sink = undefined;
     this.resumeAll(); // while detached, output keeps flowing into retention
+    this.ttlTimer = setTimeout(expire, ttlMs);
+    this.ttlTimer.unref?.();
   }
 
   // ------------------------------------------------------------ ProcessHost
