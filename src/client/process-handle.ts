@@ -91,7 +91,8 @@ export class ClientProcess implements ProcessHandle {
     const last = reads[reads.length - 1];
     const chunks = reads.flatMap((r) => r.chunks).filter((c) => c.seq > before);
     chunks.sort((a, b) => a.seq - b.seq);
-    const upTo = Math.max(before, last.nextSeq - 1, ...chunks.map((c) => c.seq));
+    // Sorted, so the last chunk has the highest seq (a spread of every seq could exceed the argument limit).
+    const upTo = Math.max(before, last.nextSeq - 1, chunks.length ? chunks[chunks.length - 1].seq : before);
     // Seqs in (before, upTo] not covered by chunks must be exit/close events.
     const seen = new Set(chunks.map((c) => c.seq));
     for (const [seq, ev] of this.outOfOrder) if (seq <= upTo && ev.kind !== 'output') seen.add(seq);

@@ -98,3 +98,21 @@ test('process handle: output evicted while disconnected fails that process alone
   assert.equal(log.at(-1)?.startsWith('closed!'), true);
   assert.deepEqual(log.slice(0, 3), ['o1:c1', 'o7:c7', 'o8:c8']);
 });
+
+test('process handle: a catch-up of more chunks than a call can take as arguments merges them all', async () => {
+  const p = new ClientProcess('p', ops);
+  let count = 0;
+  let lastSeq = 0;
+  p.onOutput((e) => {
+    count++;
+    lastSeq = e.seq;
+  });
+  p.release();
+  await tick();
+  const n = 300_000; // more seqs than Math.max(...seqs) accepts
+  const seqs = Array.from({ length: n }, (_, i) => i + 1);
+  assert.equal(p.catchUp([read(seqs, n + 1)]), true);
+  assert.equal(count, n);
+  assert.equal(lastSeq, n);
+  assert.equal(p.lastSeq, n);
+});
