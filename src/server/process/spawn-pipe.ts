@@ -28,6 +28,10 @@ export function spawnPipe(req: SpawnRequest, events: ChildEvents): Promise<Child
     });
     child.stdout!.on('data', (d: Buffer) => events.output('stdout', d));
     child.stderr!.on('data', (d: Buffer) => events.output('stderr', d));
+    // A read error on an output pipe (e.g. EIO) must not crash the whole server through an
+    // unhandled 'error' event; the stream is destroyed and the child's 'close' still follows.
+    child.stdout!.on('error', () => {});
+    child.stderr!.on('error', () => {});
     child.once('spawn', () => {
       spawned = true;
       const pid = child.pid!;
