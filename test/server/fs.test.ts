@@ -232,3 +232,16 @@ test('fs/watchMissing → fs/missingChanged, and environmentConfig/read (what th
   assert.match(cfg.codexHomeDir, /^file:\/\//);
   assert.equal(typeof cfg.hostname, 'string');
 });
+
+// fs/open of something that is not a regular file must answer, not block: opening a FIFO
+// for reading waits for a writer, which would pin a libuv thread-pool thread (4 of them
+// serve every async fs call of the whole server) and never answer the request.
+test('fs/open of a FIFO is refused as not a file (as the reference), without waiting for a writer', { timeout: 10_000 }, async () => {
+  const fifo = path.join(dir, 'fifo');
+  execFileSync('mkfifo', [fifo]);
+  // More than the thread pool's 4 threads: if any open blocked, later fs calls would starve too.
+  for (let i = 0; i < 6; i++) {
+    await rejectsWith(c.call('fs/open', { handleId: `f${i}`, path: uri(fifo) }), -32600, `path \`${fifo}\` is not a file`);
+  }
+  assert.equal((await c.call('fs/getMetadata', { path: uri(dir) })).isDirectory, true);
+});
