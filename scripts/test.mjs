@@ -51,7 +51,10 @@ if (!process.argv.includes('--no-typecheck')) {
   }
 }
 
-const files = listFiles('out/test', (n) => n.endsWith('.test.js')).filter((f) => filters.length === 0 || filters.some((x) => f.includes(x)));
+// Derived from the sources, so a compiled test left in out/ by a deleted source never runs.
+const files = listFiles('test', (n) => n.endsWith('.test.ts'))
+  .map((f) => path.join('out', f.replace(/\.ts$/, '.js')))
+  .filter((f) => filters.length === 0 || filters.some((x) => f.includes(x)));
 let passed = typePassed;
 let failed = typeFailed;
 if (files.length) {
