@@ -1,0 +1,279 @@
+// A real Codex agent turn through an exec-server: the unmodified `codex app-server` (reference
+// package) with a stand-in model (test/codex/mock-model.ts) whose scripted turn calls
+// `exec_command` (a marker command, a write inside the workspace, a write into the protected
+// `.git`, a write outside every writable root) and `apply_patch`, with Codex's remote environment
+// pointed — through a recording websocket proxy — at the reference `codex exec-server` and at our
+// CLI, in Codex's default mode, read-only, workspace-write and danger-full-access.
+// The proxy proves each command ran through `process/start` on the exec-server, shows the sandbox
+// object Codex sent and the `process/exited` (`sandboxDenied`) the server answered; the files on
+// disk show what the sandbox let through; the mock model shows what Codex reported back.
+// For each mode, a last test compares our outcome with the reference's field by field.
+// Requires `npm run build` (dist/cli.js) and the reference package (scripts/install-reference.sh).
+import assert from 'node:assert/strict';
+import { createHash, randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { describe, test } from 'node:test';
+import { pathToFileURL } from 'node:url';
+import { startCodexAppServer, type SandboxMode } from '../codex/codex-app-server';
+import { startMockModel } from '../codex/mock-model';
+import { startWsRecorder, type RecordedCall, type WsRecorder } from '../codex/ws-recorder';
+import { cliPath, ourServer, referenceBinary, referenceServer, startWsServer, type ServerCommand } from './helpers';
+
+if (!existsSync(cliPath)) throw new Error(`${cliPath} is missing: run \`npm run build\` before the interop tests`);
+
+const cacheDir = process.env.EXEC_SERVER_CACHE ?? path.join(os.homedir(), '.cache', 'exec-server');
+const MODES: (SandboxMode | undefined)[] = [undefined, 'read-only', 'workspace-write', 'danger-full-access'];
+const modeName = (m: SandboxMode | undefined) => m ?? 'default';
+
+/** What one agent turn did, with run-specific paths replaced by <ws> / <outside>: compared across servers. */
+interface Outcome {
+  marker: CommandOutcome;
+  inside: CommandOutcome & { file: string | null };
+  protectedGit: CommandOutcome & { file: string | null };
+  outside: CommandOutcome & { file: string | null };
+  /** fs/writeFile calls for the patched file: the sandbox kind each carried and the server's error code. */
+  patch: { writeFiles: { sandbox: string; error: number | null }[]; file: string | null; modelOutputOk: boolean };
+  approvals: string[];
+  turnStatus: string;
+}
+interface CommandOutcome {
+  /** process/start calls Codex sent for the command, and the first one's sandbox: 'managed' | 'none'. */
+  starts: number;
+  sandbox: string;
+  /** The server's answer to that process/start. */
+  startError: number | null;
+  sandboxType: unknown;
+  /** process/exited as the server sent it. */
+  exitCode: unknown;
+  sandboxDenied: unknown;
+  /** What Codex told the model (function_call_output), abridged. */
+  modelSaw: string;
+}
+
+/** The model's view of a command result, reduced to what must match across servers. */
+function modelSummary(out: string | undefined): string {
+  if (out === undefined) return '<no tool output>';
+  const code = /Process exited with code (\d+)/.exec(out)?.[1];
+  if (code !== undefined) {
+    const denied = /Read-only file system|Permission denied|Operation not permitted/.test(out);
+    return `exit ${code}${denied ? ' (write denied)' : ''}`;
+  }
+  return out.slice(0, 200);
+}
+
+function commandOutcome(rec: WsRecorder, cmd: string, modelOut: string | undefined): { o: CommandOutcome; call?: RecordedCall } {
+  const starts = rec.calls('process/start').filter((c) => Array.isArray(c.params?.argv) && c.params.argv[c.params.argv.length - 1] === cmd);
+  const call = starts[0];
+  const exited = call?.result ? rec.notifications('process/exited').find((n) => n.processId === call.result.processId) : undefined;
+  return {
+    call,
+    o: {
+      starts: starts.length,
+      sandbox: call === undefined ? 'absent' : call.params.sandbox === null ? 'none' : String(call.params.sandbox?.permissions?.type),
+      startError: call?.error?.code ?? null,
+      sandboxType: call?.result?.sandboxType ?? null,
+      exitCode: exited?.exitCode ?? null,
+      sandboxDenied: exited?.sandboxDenied ?? null,
+      modelSaw: modelSummary(modelOut),
+    },
+  };
+}
+
+const readIf = (p: string) => (existsSync(p) ? readFileSync(p, 'utf8') : null);
+
+const ROOT_READ = { path: { type: 'special', value: { kind: 'root' } }, access: 'read' };
+const protectedEntry = (subpath: string) => ({ path: { type: 'special', value: { kind: 'project_roots', subpath } }, access: 'read', missing_path_behavior: 'skip' });
+/** The file_system entries Codex 0.169 sends for a process/start in each mode (null: no sandbox). */
+function expectedEntries(mode: SandboxMode | undefined): unknown[] | null {
+  if (mode === 'danger-full-access') return null;
+  if (mode === 'workspace-write') {
+    return [
+      ROOT_READ,
+      { path: { type: 'special', value: { kind: 'project_roots' } }, access: 'write' },
+      { path: { type: 'special', value: { kind: 'slash_tmp' } }, access: 'write' },
+      { path: { type: 'special', value: { kind: 'tmpdir' } }, access: 'write' },
+      protectedEntry('.git'), protectedEntry('.agents'), protectedEntry('.codex'), protectedEntry('.aws'),
+    ];
+  }
+  return [ROOT_READ]; // read-only, and Codex's default
+}
+
+/** Runs one scripted agent turn against `server` in `mode`; asserts what must hold on any server. */
+async function agentTurn(server: ServerCommand, mode: SandboxMode | undefined, outcomes: Map<string, Outcome>): Promise<void> {
+  const base = path.join(cacheDir, `codex-agent-${randomBytes(4).toString('hex')}`);
+  // Not under /tmp or TMPDIR: those are writable roots under workspace-write.
+  assert.ok(!base.startsWith('/tmp/') && !base.startsWith(os.tmpdir() + '/'), `test dir ${base} must not be under a temp dir`);
+  const ws = path.join(base, 'work');
+  const outside = path.join(base, 'outside');
+  mkdirSync(path.join(ws, '.git'), { recursive: true });
+  mkdirSync(outside, { recursive: true });
+
+  const marker = `marker-${randomBytes(4).toString('hex')}`;
+  const cmds = {
+    marker: `echo ${marker}; pwd`,
+    inside: `printf inside > ${ws}/inside.txt`,
+    protectedGit: `printf git > ${ws}/.git/written.txt`,
+    outside: `printf outside > ${outside}/outside.txt`,
+  };
+  const patch = `*** Begin Patch\n*** Add File: ${ws}/patched.txt\n+hello from apply_patch\n*** End Patch\n`;
+  const ids = { marker: 'c_marker', inside: 'c_inside', protectedGit: 'c_git', outside: 'c_outside', patch: 'c_patch' };
+
+  const token = randomBytes(16).toString('hex');
+  const tokenSha = createHash('sha256').update(token).digest('hex');
+  const cleanups: (() => Promise<void>)[] = [];
+  try {
+    const srv = await startWsServer(server, ['--ws-auth', 'capability-token', '--ws-token-sha256', tokenSha]);
+    cleanups.unshift(() => srv.stop());
+    const rec = await startWsRecorder(srv.url);
+    cleanups.unshift(() => rec.stop());
+    const model = await startMockModel({
+      script: [
+        { exec_command: cmds.marker, callId: ids.marker },
+        { exec_command: cmds.inside, callId: ids.inside },
+        { exec_command: cmds.protectedGit, callId: ids.protectedGit },
+        { exec_command: cmds.outside, callId: ids.outside },
+        { apply_patch: patch, callId: ids.patch },
+      ],
+      finalText: 'all done',
+    });
+    cleanups.unshift(() => model.stop());
+    const codex = await startCodexAppServer({
+      codexBinary: referenceBinary(),
+      modelBaseUrl: model.baseUrl,
+      execServerUrl: rec.url,
+      token,
+      workspace: ws,
+      sandboxMode: mode,
+    });
+    cleanups.unshift(() => codex.stop());
+
+    const threadId = await codex.startThread();
+    const turn = await codex.runTurn(threadId, 'run the scripted steps', 90_000);
+    const outputs = model.toolOutputs();
+    const out = (id: string) => outputs.get(id)?.output;
+
+    const marked = commandOutcome(rec, cmds.marker, out(ids.marker));
+    const writeCalls = rec.calls('fs/writeFile').filter((c) => c.params?.path === pathToFileURL(path.join(ws, 'patched.txt')).href);
+    const writeCall = writeCalls[0];
+    const o: Outcome = {
+      marker: marked.o,
+      inside: { ...commandOutcome(rec, cmds.inside, out(ids.inside)).o, file: readIf(path.join(ws, 'inside.txt')) },
+      protectedGit: { ...commandOutcome(rec, cmds.protectedGit, out(ids.protectedGit)).o, file: readIf(path.join(ws, '.git/written.txt')) },
+      outside: { ...commandOutcome(rec, cmds.outside, out(ids.outside)).o, file: readIf(path.join(outside, 'outside.txt')) },
+      patch: {
+        writeFiles: writeCalls.map((c) => ({ sandbox: c.params.sandbox === null ? 'none' : String(c.params.sandbox?.permissions?.type), error: c.error?.code ?? null })),
+        file: readIf(path.join(ws, 'patched.txt')),
+        modelOutputOk: /Success\. Updated the following files/.test(out(ids.patch) ?? ''),
+      },
+      approvals: turn.approvals.map((a) => a.method),
+      turnStatus: turn.status,
+    };
+    outcomes.set(`${modeName(mode)}/${server.name}`, o);
+    const ctx = `[${server.name}, ${modeName(mode)}]`;
+    const dump = () => JSON.stringify(o, null, 1);
+
+    // Sanity of the harness itself: the whole script was played, and Codex reached this server with the token.
+    assert.equal(turn.status, 'completed', `${ctx} turn status: ${JSON.stringify(turn.error)}`);
+    assert.equal(model.remaining(), 0, `${ctx} the model's script was not used up`);
+    assert.equal(rec.authorizations[0], `Bearer ${token}`, `${ctx} Codex did not present the environments.toml token`);
+    assert.ok(rec.calls('initialize').length >= 1, `${ctx} Codex never initialized a session on the exec-server`);
+
+    // 1. Every command ran through process/start on the exec-server, with the sandbox of the mode.
+    const entries = expectedEntries(mode);
+    for (const [name, c] of Object.entries(cmds)) {
+      const { call } = commandOutcome(rec, c, undefined);
+      assert.ok(call, `${ctx} no process/start for the ${name} command`);
+      assert.equal(commandOutcome(rec, c, undefined).o.starts, 1, `${ctx} process/start calls for ${name}`);
+      assert.deepEqual(call.params.argv, ['/bin/bash', '-lc', c], `${ctx} argv of ${name}`);
+      assert.equal(call.params.cwd, pathToFileURL(ws).href, `${ctx} cwd of ${name}`);
+      if (entries === null) {
+        assert.equal(call.params.sandbox, null, `${ctx} danger-full-access must send sandbox: null`);
+      } else {
+        assert.equal(call.params.sandbox?.permissions?.type, 'managed', `${ctx} sandbox type`);
+        assert.deepEqual(call.params.sandbox.permissions.file_system.entries, entries, `${ctx} sandbox entries`);
+        assert.equal(call.params.sandbox.permissions.network, 'restricted', `${ctx} network`);
+        assert.deepEqual(call.params.sandbox.workspaceRoots, [pathToFileURL(ws).href], `${ctx} workspaceRoots`);
+      }
+      assert.equal(call.error, undefined,
+        `${ctx} the exec-server rejected process/start of ${name} (${JSON.stringify(call.error)}); the reference runs it under bubblewrap`);
+      assert.equal(call.result?.sandboxType, entries === null ? 'none' : 'linuxSeccomp', `${ctx} sandboxType of ${name}`);
+    }
+    // The marker command's output reached the model.
+    assert.equal(o.marker.exitCode, 0, `${ctx} marker command exit: ${dump()}`);
+    assert.equal(o.marker.sandboxDenied, false, `${ctx} marker sandboxDenied`);
+    assert.match(out(ids.marker) ?? '', new RegExp(`Process exited with code 0[\\s\\S]*${marker}\\n${ws.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`),
+      `${ctx} function_call_output of the marker command`);
+
+    // 2. Writes: the sandbox decides, the server reports denials with sandboxDenied: true.
+    const denied = (c: CommandOutcome & { file: string | null }, what: string) => {
+      assert.equal(c.file, null, `${ctx} ${what}: the file was written despite the sandbox`);
+      assert.notEqual(c.exitCode, 0, `${ctx} ${what}: exit code`);
+      assert.equal(c.sandboxDenied, true, `${ctx} ${what}: process/exited must carry sandboxDenied: true: ${dump()}`);
+      assert.equal(c.modelSaw, 'exit 1 (write denied)', `${ctx} ${what}: what the model was told`);
+    };
+    const allowed = (c: CommandOutcome & { file: string | null }, what: string, content: string) => {
+      assert.equal(c.exitCode, 0, `${ctx} ${what}: exit code: ${dump()}`);
+      assert.equal(c.sandboxDenied, false, `${ctx} ${what}: sandboxDenied`);
+      assert.equal(c.file, content, `${ctx} ${what}: file content`);
+      assert.equal(c.modelSaw, 'exit 0', `${ctx} ${what}: what the model was told`);
+    };
+    if (mode === 'danger-full-access') {
+      allowed(o.inside, 'write inside the workspace', 'inside');
+      allowed(o.protectedGit, 'write into .git', 'git');
+      allowed(o.outside, 'write outside the workspace', 'outside');
+    } else if (mode === 'workspace-write') {
+      allowed(o.inside, 'write inside the workspace', 'inside');
+      denied(o.protectedGit, 'write into the protected .git');
+      denied(o.outside, 'write outside every writable root');
+    } else {
+      denied(o.inside, 'write inside the workspace (read-only)');
+      denied(o.protectedGit, 'write into .git (read-only)');
+      denied(o.outside, 'write outside every writable root');
+    }
+
+    // 3. apply_patch writes through fs/writeFile on the exec-server (read-only/default: after the
+    // user approved the change, with an explicit write entry for the workspace).
+    assert.ok(writeCall, `${ctx} apply_patch did not call fs/writeFile on the exec-server`);
+    assert.equal(writeCalls.length, 1, `${ctx} fs/writeFile calls for the patch: ${JSON.stringify(o.patch.writeFiles)}`);
+    assert.equal(Buffer.from(writeCall.params.dataBase64, 'base64').toString(), 'hello from apply_patch\n', `${ctx} fs/writeFile data`);
+    if (mode === 'danger-full-access') {
+      assert.equal(writeCall.params.sandbox, null, `${ctx} fs/writeFile sandbox`);
+    } else {
+      assert.equal(writeCall.params.sandbox?.permissions?.type, 'managed', `${ctx} fs/writeFile sandbox`);
+      const wsWrite = mode === 'workspace-write'
+        ? { path: { type: 'special', value: { kind: 'project_roots' } }, access: 'write' }
+        : { path: { type: 'path', path: pathToFileURL(ws).href }, access: 'write' };
+      assert.deepEqual(writeCall.params.sandbox.permissions.file_system.entries.slice(0, 2), [ROOT_READ, wsWrite], `${ctx} fs/writeFile sandbox entries`);
+    }
+    assert.equal(writeCall.error, undefined, `${ctx} the exec-server rejected apply_patch's fs/writeFile (${JSON.stringify(writeCall.error)}); the reference writes it`);
+    assert.equal(o.patch.file, 'hello from apply_patch\n', `${ctx} patched file content`);
+    assert.ok(o.patch.modelOutputOk, `${ctx} apply_patch output to the model: ${out(ids.patch)}`);
+
+    // 4. Approvals: Codex asks before a patch only when the sandbox would not allow it.
+    const expectApprovals = mode === 'workspace-write' || mode === 'danger-full-access' ? [] : ['item/fileChange/requestApproval'];
+    assert.deepEqual(o.approvals, expectApprovals, `${ctx} approval requests`);
+  } finally {
+    for (const c of cleanups) await c().catch(() => {});
+    rmSync(base, { recursive: true, force: true });
+  }
+}
+
+for (const mode of MODES) {
+  describe(`codex agent turn, ${modeName(mode)} mode`, { timeout: 240_000 }, () => {
+    const outcomes = new Map<string, Outcome>();
+    for (const server of [referenceServer, ourServer] as ServerCommand[]) {
+      test(`through ${server.name}`, () => agentTurn(server, mode, outcomes));
+    }
+    test('ours has the same outcome as the reference', () => {
+      const ref = outcomes.get(`${modeName(mode)}/reference`);
+      const ours = outcomes.get(`${modeName(mode)}/ours`);
+      assert.ok(ref && ours, 'both turns must have run');
+      const diffs = (Object.keys(ref) as (keyof Outcome)[])
+        .filter((k) => JSON.stringify(ref[k]) !== JSON.stringify(ours[k]))
+        .map((k) => `${k}: reference ${JSON.stringify(ref[k])}\n${' '.repeat(k.length)}  ours      ${JSON.stringify(ours[k])}`);
+      assert.equal(diffs.length, 0, `ours differs from the reference (${modeName(mode)} mode):\n${diffs.join('\n')}`);
+    });
+  });
+}
