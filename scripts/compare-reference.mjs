@@ -5,7 +5,7 @@
 // Usage: node scripts/compare-reference.mjs < requests.jsonl   (initialize is sent for you)
 import { spawn, execFileSync } from 'node:child_process';
 import { createRequire } from 'node:module';
-import os from 'node:os';
+import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import readline from 'node:readline';
 
@@ -17,9 +17,12 @@ const init = ['{"id":"init","method":"initialize","params":{"clientName":"compar
 const volatile = (r) => JSON.stringify(r).replace(/"sessionId":"[^"]+"/, '"sessionId":"*"');
 
 async function runReference() {
-  const ref = execFileSync('bash', [path.join(root, 'scripts/install-reference.sh')], { encoding: 'utf8' }).trim();
-  const child = spawn(ref, ['exec-server', '--listen', 'stdio'], {
-    env: { ...process.env, CODEX_HOME: path.join(os.homedir(), '.cache/exec-server/reference-0.169.0/home') },
+  // Installs the reference into the cache if missing (REFERENCE=<bin>, CODEX_HOME=<its home>).
+  const keys = Object.fromEntries(execFileSync(process.execPath, [path.join(root, 'scripts/tools/install.mjs'), 'reference'], { encoding: 'utf8' })
+    .split('\n').filter((l) => l.includes('=')).map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]));
+  mkdirSync(keys.CODEX_HOME, { recursive: true });
+  const child = spawn(keys.REFERENCE, ['exec-server', '--listen', 'stdio'], {
+    env: { ...process.env, CODEX_HOME: keys.CODEX_HOME },
     stdio: ['pipe', 'pipe', 'ignore'],
   });
   const out = new Map();

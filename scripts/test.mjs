@@ -1,6 +1,8 @@
-// The project's test command (`npm test`): compiles src+test with tsc, runs every
+// The project's test command (`npm test`): compiles src+test with tsc, installs the tools the
+// tests need (once, before any test: scripts/tools/install.mjs), runs every
 // out/test/**/*.test.js with node:test, then the VS Code end-to-end suite (test/e2e)
-// unless EXEC_SERVER_SKIP_E2E=1. Prints a final "N passed, N failed" line over both.
+// unless EXEC_SERVER_SKIP_E2E=1 (then its tools are not installed either). Prints a final
+// "N passed, N failed" line over all of them.
 // Extra args are test-name filters: `npm test -- resize` runs tests whose file matches.
 import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
@@ -38,6 +40,31 @@ await esbuild.build({
   define: { __EXEC_SERVER_VERSION__: JSON.stringify(JSON.parse(readFileSync('package.json', 'utf8')).version) },
 });
 
+// Derived from the sources, so a compiled test left in out/ by a deleted source never runs.
+const files = listFiles('test', (n) => n.endsWith('.test.ts'))
+  .map((f) => path.join('out', f.replace(/\.ts$/, '.js')))
+  .filter((f) => filters.length === 0 || filters.some((x) => f.includes(x)));
+const e2e = 'test/e2e/run.mjs';
+const runE2e = existsSync(e2e) && process.env.EXEC_SERVER_SKIP_E2E !== '1' && filters.length === 0;
+
+// Install stage: the tools the tests need (bubblewrap and the reference codex for the unit and
+// interop tests; Chromium, Node 24, code-server, playwright-core for the VS Code suite) are
+// installed here, once, before any test starts; the tests only look them up. The installer
+// (scripts/tools/install.mjs) locks, installs atomically with a clean env and names the tool,
+// command and output tail when something fails. A failed install counts as a failed test.
+let installFailed = 0;
+let e2eToolsReady = runE2e;
+function installStage(group) {
+  const t0 = Date.now();
+  console.log(`install stage (${group}): node scripts/tools/install.mjs ${group}`);
+  const status = run(process.execPath, ['scripts/tools/install.mjs', group], { stdio: ['ignore', 'ignore', 'inherit'] });
+  console.log(`install stage (${group}): ${status === 0 ? 'ready' : `FAILED (exit ${status})`} in ${((Date.now() - t0) / 1000).toFixed(0)} s`);
+  if (status !== 0) installFailed += 1;
+  return status === 0;
+}
+if (files.length) installStage('unit');
+if (runE2e) e2eToolsReady = installStage('e2e');
+
 // The type check counts as a test: strict TypeScript over src and test.
 let typeFailed = 0;
 let typePassed = 0;
@@ -51,12 +78,8 @@ if (!process.argv.includes('--no-typecheck')) {
   }
 }
 
-// Derived from the sources, so a compiled test left in out/ by a deleted source never runs.
-const files = listFiles('test', (n) => n.endsWith('.test.ts'))
-  .map((f) => path.join('out', f.replace(/\.ts$/, '.js')))
-  .filter((f) => filters.length === 0 || filters.some((x) => f.includes(x)));
 let passed = typePassed;
-let failed = typeFailed;
+let failed = typeFailed + installFailed;
 if (files.length) {
   const tap = `out/unit-${process.pid}.tap`; // per run: concurrent runs must not mix totals
   const status = run(process.execPath, [
@@ -68,12 +91,14 @@ if (files.length) {
   const text = existsSync(tap) ? readFileSync(tap, 'utf8') : '';
   rmSync(tap, { force: true });
   passed += Number(/^# pass (\d+)/m.exec(text)?.[1] ?? 0);
-  failed += Number(/^# fail (\d+)/m.exec(text)?.[1] ?? 0);
-  if (status !== 0 && failed === 0) failed += 1; // runner crashed without counting
+  const unitFailed = Number(/^# fail (\d+)/m.exec(text)?.[1] ?? 0);
+  failed += unitFailed;
+  if (status !== 0 && unitFailed === 0) failed += 1; // runner crashed without counting
 }
 
-const e2e = 'test/e2e/run.mjs';
-if (existsSync(e2e) && process.env.EXEC_SERVER_SKIP_E2E !== '1' && filters.length === 0) {
+if (runE2e && !e2eToolsReady) {
+  console.log('  ✖ VS Code e2e suite: not run, its tools failed to install (see the install stage above)');
+} else if (runE2e) {
   const r = spawnSync(process.execPath, [e2e], { stdio: ['ignore', 'pipe', 'inherit'], encoding: 'utf8' });
   process.stdout.write(r.stdout ?? '');
   const m = /^(\d+) passed, (\d+) failed/m.exec(r.stdout ?? '');

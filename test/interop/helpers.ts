@@ -6,19 +6,29 @@ import * as path from 'node:path';
 export const repoRoot = process.env.EXEC_SERVER_REPO ?? path.resolve(__dirname, '../../..');
 export const cliPath = path.join(repoRoot, 'dist/cli.js');
 
-let refPath: string | undefined;
-/** Path of the reference `codex` binary (installs it into the cache if missing). */
+let reference: { bin: string; home: string } | undefined;
+/**
+ * The reference `codex` binary and its CODEX_HOME, as installed by `npm test`'s install stage
+ * (scripts/tools/install.mjs). Tests only look it up: installing from several test files at once
+ * is what made them spawn a binary another file was still writing (ETXTBSY).
+ */
+function findReference(): { bin: string; home: string } {
+  if (reference) return reference;
+  const r = spawnSync(process.execPath, [path.join(repoRoot, 'scripts/tools/install.mjs'), '--find', 'reference'], { encoding: 'utf8', timeout: 60_000 });
+  const keys = Object.fromEntries(r.stdout.split('\n').filter((l) => l.includes('=')).map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]));
+  if (r.status !== 0 || !keys.REFERENCE || !keys.CODEX_HOME) {
+    throw new Error(`the reference codex is not available (scripts/tools/install.mjs --find reference, exit ${r.status ?? r.signal}): ${r.stderr.trim()}`);
+  }
+  mkdirSync(keys.CODEX_HOME, { recursive: true });
+  reference = { bin: keys.REFERENCE, home: keys.CODEX_HOME };
+  return reference;
+}
+/** Path of the reference `codex` binary (fails clearly when the install stage has not installed it). */
 export function referenceBinary(): string {
-  if (refPath) return refPath;
-  const r = spawnSync('bash', [path.join(repoRoot, 'scripts/install-reference.sh')], { encoding: 'utf8', timeout: 300_000 });
-  if (r.status !== 0) throw new Error(`install-reference.sh failed: ${r.stderr}`);
-  refPath = r.stdout.trim();
-  return refPath;
+  return findReference().bin;
 }
 export function referenceEnv(): NodeJS.ProcessEnv {
-  const home = path.join(path.dirname(referenceBinary().replace(/\/node_modules\/.*$/, '/x')), 'home');
-  mkdirSync(home, { recursive: true });
-  return { ...process.env, CODEX_HOME: home };
+  return { ...process.env, CODEX_HOME: findReference().home };
 }
 
 export interface ServerCommand {

