@@ -11,7 +11,8 @@
 // Requires `npm run build` (dist/cli.js) and the reference package (scripts/install-reference.sh).
 import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { describe, test } from 'node:test';
@@ -33,10 +34,21 @@ interface Outcome {
   inside: CommandOutcome & { file: string | null };
   protectedGit: CommandOutcome & { file: string | null };
   outside: CommandOutcome & { file: string | null };
+  /** A write through a symlink in the workspace that points outside it. */
+  viaLink: CommandOutcome & { file: string | null };
+  /** A TCP connection to a listener on the host's 127.0.0.1 (network: restricted). */
+  network: CommandOutcome & { connections: number };
   /** fs/writeFile calls for the patched file: the sandbox kind each carried and the server's error code. */
-  patch: { writeFiles: { sandbox: string; error: number | null }[]; file: string | null; modelOutputOk: boolean };
+  patch: { writeFiles: WriteOutcome[]; file: string | null; modelOutputOk: boolean };
+  /** apply_patch adding a file through the symlink that points outside the workspace (workspace-write, danger-full-access). */
+  escapePatch: { writeFiles: WriteOutcome[]; file: string | null; modelSaw: string };
   approvals: string[];
   turnStatus: string;
+}
+interface WriteOutcome {
+  sandbox: string;
+  followSymlinks?: unknown;
+  error: { code: number; message: string } | null;
 }
 interface CommandOutcome {
   /** process/start calls Codex sent for the command, and the first one's sandbox: 'managed' | 'none'. */
@@ -57,8 +69,8 @@ function modelSummary(out: string | undefined): string {
   if (out === undefined) return '<no tool output>';
   const code = /Process exited with code (\d+)/.exec(out)?.[1];
   if (code !== undefined) {
-    const denied = /Read-only file system|Permission denied|Operation not permitted/.test(out);
-    return `exit ${code}${denied ? ' (write denied)' : ''}`;
+    const denied = /Read-only file system|Permission denied|Operation not permitted|Network is unreachable|Connection refused/.test(out);
+    return `exit ${code}${denied ? ' (denied)' : ''}`;
   }
   return out.slice(0, 200);
 }
@@ -78,6 +90,18 @@ function commandOutcome(rec: WsRecorder, cmd: string, modelOut: string | undefin
       sandboxDenied: exited?.sandboxDenied ?? null,
       modelSaw: modelSummary(modelOut),
     },
+  };
+}
+
+function writeOutcomes(rec: WsRecorder, file: string): { calls: RecordedCall[]; o: WriteOutcome[] } {
+  const calls = rec.calls('fs/writeFile').filter((c) => c.params?.path === pathToFileURL(file).href);
+  return {
+    calls,
+    o: calls.map((c) => ({
+      sandbox: c.params.sandbox === null ? 'none' : String(c.params.sandbox?.permissions?.type),
+      ...('followSymlinks' in c.params ? { followSymlinks: c.params.followSymlinks } : {}),
+      error: c.error ? { code: c.error.code, message: c.error.message } : null,
+    })),
   };
 }
 
@@ -109,6 +133,7 @@ async function agentTurn(server: ServerCommand, mode: SandboxMode | undefined, o
   const outside = path.join(base, 'outside');
   mkdirSync(path.join(ws, '.git'), { recursive: true });
   mkdirSync(outside, { recursive: true });
+  symlinkSync(outside, path.join(ws, 'link'));
 
   const marker = `marker-${randomBytes(4).toString('hex')}`;
   const cmds = {
@@ -116,14 +141,28 @@ async function agentTurn(server: ServerCommand, mode: SandboxMode | undefined, o
     inside: `printf inside > ${ws}/inside.txt`,
     protectedGit: `printf git > ${ws}/.git/written.txt`,
     outside: `printf outside > ${outside}/outside.txt`,
+    viaLink: `printf link > ${ws}/link/via-link.txt`,
+    network: '', // set once the listener has a port
   };
   const patch = `*** Begin Patch\n*** Add File: ${ws}/patched.txt\n+hello from apply_patch\n*** End Patch\n`;
-  const ids = { marker: 'c_marker', inside: 'c_inside', protectedGit: 'c_git', outside: 'c_outside', patch: 'c_patch' };
+  const escapePatch = `*** Begin Patch\n*** Add File: ${ws}/link/escape.txt\n+escaped\n*** End Patch\n`;
+  const ids = { marker: 'c_marker', inside: 'c_inside', protectedGit: 'c_git', outside: 'c_outside', viaLink: 'c_link', network: 'c_net',
+    patch: 'c_patch', escapePatch: 'c_escape' };
 
   const token = randomBytes(16).toString('hex');
   const tokenSha = createHash('sha256').update(token).digest('hex');
   const cleanups: (() => Promise<void>)[] = [];
   try {
+    // A host TCP listener: a sandbox with network "restricted" must not reach it.
+    let connections = 0;
+    const listener = createServer((sock) => {
+      connections++;
+      sock.destroy();
+    });
+    await new Promise<void>((resolve) => listener.listen(0, '127.0.0.1', resolve));
+    cleanups.unshift(() => new Promise((resolve) => listener.close(() => resolve())));
+    cmds.network = `exec 3<>/dev/tcp/127.0.0.1/${(listener.address() as AddressInfo).port} && echo connected`;
+
     const srv = await startWsServer(server, ['--ws-auth', 'capability-token', '--ws-token-sha256', tokenSha]);
     cleanups.unshift(() => srv.stop());
     const rec = await startWsRecorder(srv.url);
@@ -134,7 +173,13 @@ async function agentTurn(server: ServerCommand, mode: SandboxMode | undefined, o
         { exec_command: cmds.inside, callId: ids.inside },
         { exec_command: cmds.protectedGit, callId: ids.protectedGit },
         { exec_command: cmds.outside, callId: ids.outside },
+        { exec_command: cmds.viaLink, callId: ids.viaLink },
+        { exec_command: cmds.network, callId: ids.network },
         { apply_patch: patch, callId: ids.patch },
+        // Read-only/default are left out: there the user's approval makes Codex grant an explicit
+        // write on the workspace path, through which the reference follows the link (it writes
+        // outside), while issue 9 asks ours to resolve symlinks first; the two may differ by design.
+        ...(mode === 'workspace-write' || mode === 'danger-full-access' ? [{ apply_patch: escapePatch, callId: ids.escapePatch }] : []),
       ],
       finalText: 'all done',
     });
@@ -155,24 +200,29 @@ async function agentTurn(server: ServerCommand, mode: SandboxMode | undefined, o
     const out = (id: string) => outputs.get(id)?.output;
 
     const marked = commandOutcome(rec, cmds.marker, out(ids.marker));
-    const writeCalls = rec.calls('fs/writeFile').filter((c) => c.params?.path === pathToFileURL(path.join(ws, 'patched.txt')).href);
-    const writeCall = writeCalls[0];
+    const writes = writeOutcomes(rec, path.join(ws, 'patched.txt'));
+    const writeCall = writes.calls[0];
+    const escapeWrites = writeOutcomes(rec, path.join(ws, 'link', 'escape.txt'));
     const o: Outcome = {
       marker: marked.o,
       inside: { ...commandOutcome(rec, cmds.inside, out(ids.inside)).o, file: readIf(path.join(ws, 'inside.txt')) },
       protectedGit: { ...commandOutcome(rec, cmds.protectedGit, out(ids.protectedGit)).o, file: readIf(path.join(ws, '.git/written.txt')) },
       outside: { ...commandOutcome(rec, cmds.outside, out(ids.outside)).o, file: readIf(path.join(outside, 'outside.txt')) },
+      viaLink: { ...commandOutcome(rec, cmds.viaLink, out(ids.viaLink)).o, file: readIf(path.join(outside, 'via-link.txt')) },
+      network: { ...commandOutcome(rec, cmds.network, out(ids.network)).o, connections },
       patch: {
-        writeFiles: writeCalls.map((c) => ({ sandbox: c.params.sandbox === null ? 'none' : String(c.params.sandbox?.permissions?.type), error: c.error?.code ?? null })),
+        writeFiles: writes.o,
         file: readIf(path.join(ws, 'patched.txt')),
         modelOutputOk: /Success\. Updated the following files/.test(out(ids.patch) ?? ''),
       },
+      escapePatch: { writeFiles: escapeWrites.o, file: readIf(path.join(outside, 'escape.txt')), modelSaw: (out(ids.escapePatch) ?? '<no tool output>').split('\n')[0] },
       approvals: turn.approvals.map((a) => a.method),
       turnStatus: turn.status,
     };
     outcomes.set(`${modeName(mode)}/${server.name}`, o);
     const ctx = `[${server.name}, ${modeName(mode)}]`;
     const dump = () => JSON.stringify(o, null, 1);
+    if (process.env.CODEX_AGENT_TEST_DUMP) console.log(`${ctx} outcome ${JSON.stringify(o)}\n${ctx} approvals ${JSON.stringify(turn.approvals)}`);
 
     // Sanity of the harness itself: the whole script was played, and Codex reached this server with the token.
     assert.equal(turn.status, 'completed', `${ctx} turn status: ${JSON.stringify(turn.error)}`);
@@ -211,7 +261,7 @@ async function agentTurn(server: ServerCommand, mode: SandboxMode | undefined, o
       assert.equal(c.file, null, `${ctx} ${what}: the file was written despite the sandbox`);
       assert.notEqual(c.exitCode, 0, `${ctx} ${what}: exit code`);
       assert.equal(c.sandboxDenied, true, `${ctx} ${what}: process/exited must carry sandboxDenied: true: ${dump()}`);
-      assert.equal(c.modelSaw, 'exit 1 (write denied)', `${ctx} ${what}: what the model was told`);
+      assert.equal(c.modelSaw, 'exit 1 (denied)', `${ctx} ${what}: what the model was told`);
     };
     const allowed = (c: CommandOutcome & { file: string | null }, what: string, content: string) => {
       assert.equal(c.exitCode, 0, `${ctx} ${what}: exit code: ${dump()}`);
@@ -223,20 +273,32 @@ async function agentTurn(server: ServerCommand, mode: SandboxMode | undefined, o
       allowed(o.inside, 'write inside the workspace', 'inside');
       allowed(o.protectedGit, 'write into .git', 'git');
       allowed(o.outside, 'write outside the workspace', 'outside');
+      allowed(o.viaLink, 'write through a symlink to outside', 'link');
     } else if (mode === 'workspace-write') {
       allowed(o.inside, 'write inside the workspace', 'inside');
       denied(o.protectedGit, 'write into the protected .git');
       denied(o.outside, 'write outside every writable root');
+      denied(o.viaLink, 'write through a workspace symlink to outside every writable root');
     } else {
       denied(o.inside, 'write inside the workspace (read-only)');
       denied(o.protectedGit, 'write into .git (read-only)');
       denied(o.outside, 'write outside every writable root');
+      denied(o.viaLink, 'write through a workspace symlink to outside');
+    }
+    // network: "restricted" — the sandboxed command cannot reach a listener on the host's loopback.
+    if (mode === 'danger-full-access') {
+      assert.equal(o.network.connections, 1, `${ctx} unsandboxed command did not reach the host listener: ${dump()}`);
+      assert.equal(o.network.exitCode, 0, `${ctx} network command exit`);
+    } else {
+      assert.equal(o.network.connections, 0, `${ctx} a sandboxed command (network: restricted) connected to the host's 127.0.0.1`);
+      assert.notEqual(o.network.exitCode, 0, `${ctx} network command exit: ${dump()}`);
+      assert.equal(o.network.sandboxDenied, true, `${ctx} blocked connection: process/exited must carry sandboxDenied: true like the reference's: ${JSON.stringify(o.network)}`);
     }
 
     // 3. apply_patch writes through fs/writeFile on the exec-server (read-only/default: after the
     // user approved the change, with an explicit write entry for the workspace).
     assert.ok(writeCall, `${ctx} apply_patch did not call fs/writeFile on the exec-server`);
-    assert.equal(writeCalls.length, 1, `${ctx} fs/writeFile calls for the patch: ${JSON.stringify(o.patch.writeFiles)}`);
+    assert.equal(writes.calls.length, 1, `${ctx} fs/writeFile calls for the patch: ${JSON.stringify(o.patch.writeFiles)}`);
     assert.equal(Buffer.from(writeCall.params.dataBase64, 'base64').toString(), 'hello from apply_patch\n', `${ctx} fs/writeFile data`);
     if (mode === 'danger-full-access') {
       assert.equal(writeCall.params.sandbox, null, `${ctx} fs/writeFile sandbox`);
@@ -251,8 +313,31 @@ async function agentTurn(server: ServerCommand, mode: SandboxMode | undefined, o
     assert.equal(o.patch.file, 'hello from apply_patch\n', `${ctx} patched file content`);
     assert.ok(o.patch.modelOutputOk, `${ctx} apply_patch output to the model: ${out(ids.patch)}`);
 
-    // 4. Approvals: Codex asks before a patch only when the sandbox would not allow it.
-    const expectApprovals = mode === 'workspace-write' || mode === 'danger-full-access' ? [] : ['item/fileChange/requestApproval'];
+    // apply_patch adding a file through a workspace symlink that points outside.
+    if (mode === 'danger-full-access') {
+      assert.equal(o.escapePatch.file, 'escaped\n', `${ctx} unsandboxed apply_patch through the link: ${dump()}`);
+    } else if (mode === 'workspace-write') {
+      // Codex's sandboxed write must be refused; Codex then asks the user, and the approved retry
+      // comes with sandbox: null and followSymlinks: false — which must not follow the link either.
+      assert.equal(o.escapePatch.file, null, `${ctx} apply_patch wrote outside the workspace through a symlink: ${JSON.stringify(o.escapePatch)}`);
+      const [first, retry] = escapeWrites.calls;
+      assert.ok(first, `${ctx} no fs/writeFile for the escaping patch`);
+      assert.equal(first.params.sandbox?.permissions?.type, 'managed', `${ctx} escaping patch: first write's sandbox`);
+      assert.ok(first.error, `${ctx} the exec-server let a sandboxed fs/writeFile through a symlink to outside every writable root`);
+      assert.deepEqual(first.error && { code: first.error.code, message: first.error.message }, { code: -32603, message: 'Read-only file system (os error 30)' },
+        `${ctx} sandbox denial of fs/writeFile: the reference's error shape`);
+      assert.ok(retry, `${ctx} Codex did not retry the escaping patch after approval: ${JSON.stringify(o.escapePatch)}`);
+      assert.equal(retry.params.sandbox, null, `${ctx} approved retry sandbox`);
+      assert.equal(retry.params.followSymlinks, false, `${ctx} approved retry followSymlinks`);
+      assert.ok(retry.error, `${ctx} fs/writeFile with followSymlinks: false wrote through a symlinked directory (the reference answers "Not a directory")`);
+      assert.equal(escapeWrites.calls.length, 2, `${ctx} fs/writeFile calls for the escaping patch`);
+      assert.match(o.escapePatch.modelSaw, /^Exit code: 1/, `${ctx} escaping patch: what the model was told`);
+    }
+
+    // 4. Approvals: Codex asks before a patch only when the sandbox would not allow it (read-only,
+    // default), or when the sandbox refused it.
+    // workspace-write: only the escaping patch, after the sandbox refused it ("retry without sandbox?").
+    const expectApprovals = mode === 'danger-full-access' ? [] : ['item/fileChange/requestApproval'];
     assert.deepEqual(o.approvals, expectApprovals, `${ctx} approval requests`);
   } finally {
     for (const c of cleanups) await c().catch(() => {});
