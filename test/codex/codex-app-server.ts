@@ -95,11 +95,16 @@ function killGroup(child: ChildProcess, sig: NodeJS.Signals): void {
   }
 }
 
-/** Path of the reference `codex` binary: runs `<repoRoot>/scripts/install-reference.sh` (installs into the cache if missing). */
+/**
+ * Path of the reference `codex` binary, as installed by `npm test`'s install stage: asks
+ * `<repoRoot>/scripts/tools/install.mjs --find reference` (finds only; never installs, so parallel
+ * test files cannot spawn a binary another one is still writing).
+ */
 export function referenceCodexBinary(repoRoot: string): string {
-  const r = spawnSync('bash', [path.join(repoRoot, 'scripts/install-reference.sh')], { encoding: 'utf8', timeout: 300_000 });
-  if (r.status !== 0) throw new Error(`install-reference.sh failed (${r.status}): ${r.stderr}`);
-  return r.stdout.trim();
+  const r = spawnSync(process.execPath, [path.join(repoRoot, 'scripts/tools/install.mjs'), '--find', 'reference'], { encoding: 'utf8', timeout: 60_000 });
+  const bin = /^REFERENCE=(.+)$/m.exec(r.stdout ?? '')?.[1];
+  if (r.status !== 0 || !bin) throw new Error(`the reference codex is not installed (scripts/tools/install.mjs --find reference, exit ${r.status ?? r.signal}): ${r.stderr}`);
+  return bin;
 }
 
 const tomlString = (s: string) => JSON.stringify(s); // TOML basic strings accept JSON escapes
