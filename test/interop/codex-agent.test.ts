@@ -34,6 +34,9 @@ interface Outcome {
   inside: CommandOutcome & { file: string | null };
   protectedGit: CommandOutcome & { file: string | null };
   outside: CommandOutcome & { file: string | null };
+  /** The inside / outside writes again, from a command on a PTY (exec_command tty: true). */
+  ptyInside: CommandOutcome & { file: string | null };
+  ptyOutside: CommandOutcome & { file: string | null };
   /** A write through a symlink in the workspace that points outside it. */
   viaLink: CommandOutcome & { file: string | null };
   /** A TCP connection to a listener on the host's 127.0.0.1 (network: restricted). */
@@ -141,12 +144,16 @@ async function agentTurn(server: ServerCommand, mode: SandboxMode | undefined, o
     inside: `printf inside > ${ws}/inside.txt`,
     protectedGit: `printf git > ${ws}/.git/written.txt`,
     outside: `printf outside > ${outside}/outside.txt`,
+    ptyInside: `printf pty > ${ws}/pty.txt`,
+    ptyOutside: `printf pty > ${outside}/pty.txt`,
     viaLink: `printf link > ${ws}/link/via-link.txt`,
     network: '', // set once the listener has a port
   };
   const patch = `*** Begin Patch\n*** Add File: ${ws}/patched.txt\n+hello from apply_patch\n*** End Patch\n`;
   const escapePatch = `*** Begin Patch\n*** Add File: ${ws}/link/escape.txt\n+escaped\n*** End Patch\n`;
-  const ids = { marker: 'c_marker', inside: 'c_inside', protectedGit: 'c_git', outside: 'c_outside', viaLink: 'c_link', network: 'c_net',
+  const ttyCmds = new Set(['ptyInside', 'ptyOutside']);
+  const ids = { marker: 'c_marker', inside: 'c_inside', protectedGit: 'c_git', outside: 'c_outside', ptyInside: 'c_pty_in', ptyOutside: 'c_pty_out',
+    viaLink: 'c_link', network: 'c_net',
     patch: 'c_patch', escapePatch: 'c_escape' };
 
   const token = randomBytes(16).toString('hex');
@@ -173,6 +180,8 @@ async function agentTurn(server: ServerCommand, mode: SandboxMode | undefined, o
         { exec_command: cmds.inside, callId: ids.inside },
         { exec_command: cmds.protectedGit, callId: ids.protectedGit },
         { exec_command: cmds.outside, callId: ids.outside },
+        { exec_command: cmds.ptyInside, callId: ids.ptyInside, extra: { tty: true } },
+        { exec_command: cmds.ptyOutside, callId: ids.ptyOutside, extra: { tty: true } },
         { exec_command: cmds.viaLink, callId: ids.viaLink },
         { exec_command: cmds.network, callId: ids.network },
         { apply_patch: patch, callId: ids.patch },
@@ -208,6 +217,8 @@ async function agentTurn(server: ServerCommand, mode: SandboxMode | undefined, o
       inside: { ...commandOutcome(rec, cmds.inside, out(ids.inside)).o, file: readIf(path.join(ws, 'inside.txt')) },
       protectedGit: { ...commandOutcome(rec, cmds.protectedGit, out(ids.protectedGit)).o, file: readIf(path.join(ws, '.git/written.txt')) },
       outside: { ...commandOutcome(rec, cmds.outside, out(ids.outside)).o, file: readIf(path.join(outside, 'outside.txt')) },
+      ptyInside: { ...commandOutcome(rec, cmds.ptyInside, out(ids.ptyInside)).o, file: readIf(path.join(ws, 'pty.txt')) },
+      ptyOutside: { ...commandOutcome(rec, cmds.ptyOutside, out(ids.ptyOutside)).o, file: readIf(path.join(outside, 'pty.txt')) },
       viaLink: { ...commandOutcome(rec, cmds.viaLink, out(ids.viaLink)).o, file: readIf(path.join(outside, 'via-link.txt')) },
       network: { ...commandOutcome(rec, cmds.network, out(ids.network)).o, connections },
       patch: {
@@ -238,6 +249,7 @@ async function agentTurn(server: ServerCommand, mode: SandboxMode | undefined, o
       assert.equal(commandOutcome(rec, c, undefined).o.starts, 1, `${ctx} process/start calls for ${name}`);
       assert.deepEqual(call.params.argv, ['/bin/bash', '-lc', c], `${ctx} argv of ${name}`);
       assert.equal(call.params.cwd, pathToFileURL(ws).href, `${ctx} cwd of ${name}`);
+      assert.equal(call.params.tty, ttyCmds.has(name), `${ctx} tty of ${name}`);
       if (entries === null) {
         assert.equal(call.params.sandbox, null, `${ctx} danger-full-access must send sandbox: null`);
       } else {
@@ -274,16 +286,22 @@ async function agentTurn(server: ServerCommand, mode: SandboxMode | undefined, o
       allowed(o.protectedGit, 'write into .git', 'git');
       allowed(o.outside, 'write outside the workspace', 'outside');
       allowed(o.viaLink, 'write through a symlink to outside', 'link');
+      allowed(o.ptyInside, 'PTY: write inside the workspace', 'pty');
+      allowed(o.ptyOutside, 'PTY: write outside the workspace', 'pty');
     } else if (mode === 'workspace-write') {
       allowed(o.inside, 'write inside the workspace', 'inside');
       denied(o.protectedGit, 'write into the protected .git');
       denied(o.outside, 'write outside every writable root');
       denied(o.viaLink, 'write through a workspace symlink to outside every writable root');
+      allowed(o.ptyInside, 'PTY: write inside the workspace', 'pty');
+      denied(o.ptyOutside, 'PTY: write outside every writable root');
     } else {
       denied(o.inside, 'write inside the workspace (read-only)');
       denied(o.protectedGit, 'write into .git (read-only)');
       denied(o.outside, 'write outside every writable root');
       denied(o.viaLink, 'write through a workspace symlink to outside');
+      denied(o.ptyInside, 'PTY: write inside the workspace (read-only)');
+      denied(o.ptyOutside, 'PTY: write outside every writable root');
     }
     // network: "restricted" — the sandboxed command cannot reach a listener on the host's loopback.
     if (mode === 'danger-full-access') {
