@@ -1,12 +1,19 @@
 // The harness side of the approval handshake (see test/e2e/suite/approval.ts): for every
-// pending <controlDir>/approval-<id>.request.json, find the workbench notification whose text
-// contains the requested marker ("Exec Server:"), click the requested button, and write
-// approval-<id>.result.json with what was clicked, the notification text and its buttons.
+// pending <controlDir>/approval-<id>.request.json, find the workbench question whose text
+// contains the requested marker ("Exec Server:") and every `contains` string — a notification
+// toast (or the same item in the notification center) or a modal dialog — then click the
+// requested button (or, without `answer`, only look), and write approval-<id>.result.json with
+// what was clicked and what the question showed: its visible text, the modal's detail, its
+// buttons and every <a> link inside it (the security tests check that agent text never becomes
+// a link), plus the message's HTML for post-mortems.
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
 const firstSeen = new Map();
 const GIVE_UP_MS = 30_000;
+
+const TOASTS = '.notification-toast-container .notification-list-item, .notifications-center .notification-list-item';
+const DIALOGS = '.monaco-dialog-box';
 
 export async function answerPendingApprovals(page, controlDir, log) {
   let names;
@@ -25,33 +32,64 @@ export async function answerPendingApprovals(page, controlDir, log) {
       continue; // being written
     }
     if (!firstSeen.has(name)) firstSeen.set(name, Date.now());
-    const outcome = await tryClick(page, req);
-    if (outcome.clicked) {
-      log(`approval: clicked "${req.answer}" on "${outcome.text}"`);
+    const outcome = await tryAnswer(page, req);
+    const giveUpMs = typeof req.giveUpMs === 'number' ? req.giveUpMs : GIVE_UP_MS;
+    if (outcome.found && (outcome.clicked || !req.answer)) {
+      log(`approval: ${req.answer ? `clicked "${req.answer}"` : 'inspected'} on "${String(outcome.text).slice(0, 300)}"`);
       writeFileSync(resultFile, JSON.stringify(outcome));
-    } else if (Date.now() - firstSeen.get(name) > GIVE_UP_MS) {
-      log(`approval: gave up on "${req.answer}": ${outcome.error}`);
-      writeFileSync(resultFile, JSON.stringify({ clicked: false, error: `${outcome.error} (after ${GIVE_UP_MS / 1000} s)` }));
+    } else if (Date.now() - firstSeen.get(name) > giveUpMs) {
+      log(`approval: gave up on ${req.answer ? `"${req.answer}"` : 'inspecting'} (${(req.contains ?? []).join(', ')}): ${outcome.error}`);
+      writeFileSync(resultFile, JSON.stringify({ ...outcome, clicked: false, error: `${outcome.error} (after ${giveUpMs / 1000} s)` }));
     }
   }
 }
 
-async function tryClick(page, req) {
+/** The anchors inside `scope` that are real links, not the buttons/actions VS Code draws as <a>. */
+async function linksIn(scope) {
+  return scope.locator('a').evaluateAll((els) => els
+    .filter((a) => a.getAttribute('role') !== 'button' && !a.classList.contains('monaco-button') && !a.classList.contains('action-label'))
+    .map((a) => ({ text: a.textContent ?? '', href: a.getAttribute('href') ?? '', title: a.getAttribute('title') ?? '', dataHref: a.getAttribute('data-href') ?? '' })));
+}
+
+function filtered(locator, page, req) {
+  let l = locator.filter({ hasText: req.match ?? 'Exec Server:' });
+  for (const c of req.contains ?? []) l = l.filter({ hasText: c });
+  if (req.answer) l = l.filter({ has: page.getByRole('button', { name: req.answer, exact: true }) });
+  return l;
+}
+
+async function tryAnswer(page, req) {
   try {
-    // Toasts first; the notification center holds the same items if a toast was hidden.
-    const toasts = page.locator('.notification-toast-container .notification-list-item, .notifications-center .notification-list-item')
-      .filter({ hasText: req.match })
-      // Only the question: other "Exec Server:" notifications (info, warnings) have no such button.
-      .filter({ has: page.getByRole('button', { name: req.answer, exact: true }) });
-    const n = await toasts.count();
-    if (n === 0) return { clicked: false, error: `no notification containing "${req.match}"` };
+    // A modal dialog first (it blocks the toasts); then toasts, then the notification center.
+    const dialogs = filtered(page.locator(DIALOGS), page, req);
+    if ((await dialogs.count()) > 0) {
+      const box = dialogs.first();
+      const text = (await box.locator('.dialog-message-text').first().innerText({ timeout: 2000 }).catch(() => '')).trim();
+      const detail = (await box.locator('.dialog-message-detail').first().innerText({ timeout: 2000 }).catch(() => '')).trim();
+      const buttons = (await box.locator('.dialog-buttons').getByRole('button').allInnerTexts()).map((b) => b.trim()).filter(Boolean);
+      const links = await linksIn(box.locator('.dialog-message-row, .dialog-message-container, .dialog-message').first());
+      const html = (await box.innerHTML()).slice(0, 8000);
+      const seen = { found: true, kind: 'modal', text, detail, buttons, links, html };
+      if (!req.answer) return { ...seen, clicked: false };
+      await box.locator('.dialog-buttons').getByRole('button', { name: req.answer, exact: true }).click({ timeout: 3000 });
+      return { ...seen, clicked: true };
+    }
+    const toasts = filtered(page.locator(TOASTS), page, req);
+    if ((await toasts.count()) === 0) {
+      return { found: false, clicked: false, error: `no question containing "${[req.match ?? 'Exec Server:', ...(req.contains ?? [])].join('", "')}"${req.answer ? ` with a "${req.answer}" button` : ''}` };
+    }
     const item = toasts.first();
-    const text = (await item.locator('.notification-list-item-message').first().innerText({ timeout: 2000 })).trim();
+    const message = item.locator('.notification-list-item-message').first();
+    const text = (await message.innerText({ timeout: 2000 })).trim();
     const buttons = (await item.locator('.notification-list-item-buttons-container').getByRole('button').allInnerTexts())
       .map((b) => b.trim()).filter(Boolean);
+    const links = await linksIn(message);
+    const html = (await message.innerHTML()).slice(0, 8000);
+    const seen = { found: true, kind: 'toast', text, detail: '', buttons, links, html };
+    if (!req.answer) return { ...seen, clicked: false };
     await item.getByRole('button', { name: req.answer, exact: true }).click({ timeout: 3000 });
-    return { clicked: true, text, buttons };
+    return { ...seen, clicked: true };
   } catch (err) {
-    return { clicked: false, error: String(err?.message ?? err).split('\n')[0] };
+    return { found: false, clicked: false, error: String(err?.message ?? err).split('\n')[0] };
   }
 }

@@ -1,9 +1,10 @@
-// Answers the extension's approval notification through the real workbench. The suite cannot
+// Answers the extension's approval question through the real workbench. The suite cannot
 // click a notification itself, so it writes the wanted answer into the control directory;
-// the harness (run.mjs, Playwright) finds the toast whose text contains "Exec Server:", clicks
-// the button, and writes back what it saw. Protocol (one file pair per request):
-//   <controlDir>/approval-<n>.request.json  {answer, match}
-//   <controlDir>/approval-<n>.result.json   {clicked: boolean, text?: string, buttons?: string[], error?: string}
+// the harness (run.mjs, Playwright) finds the toast (or modal dialog) whose text contains
+// "Exec Server:" and every `contains` string, clicks the button (or only looks, without an
+// answer), and writes back what it saw. Protocol (one file pair per request):
+//   <controlDir>/approval-<n>.request.json  {answer?, match, contains?: string[], giveUpMs?}
+//   <controlDir>/approval-<n>.result.json   {found, clicked, kind?, text?, detail?, buttons?, links?, html?, error?}
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import * as vscode from 'vscode';
@@ -12,41 +13,95 @@ import { waitFor } from './util';
 
 export type ApprovalAnswer = 'Allow' | 'Allow for Session' | 'Deny';
 export interface ApprovalResult {
+  /** A question matching the request was on screen. */
+  found?: boolean;
   clicked: boolean;
+  /** 'toast' (notification) or 'modal' (dialog). */
+  kind?: 'toast' | 'modal';
+  /** The question's visible text (innerText: link targets and tooltips are not part of it). */
   text?: string;
-  /** Titles of the notification's buttons, in order. */
+  /** A modal's detail text ('' for a toast). */
+  detail?: string;
+  /** Titles of the question's buttons, in order. */
   buttons?: string[];
+  /** Every <a> link inside the question's text (VS Code's own buttons excluded). */
+  links?: { text: string; href: string; title: string; dataHref: string }[];
+  /** The message's HTML (for failure messages). */
+  html?: string;
   error?: string;
+}
+
+export interface ApprovalOptions {
+  /** Strings the question must contain besides "Exec Server:" (pick one unique to the request). */
+  contains?: string | string[];
+  /** How long the harness looks for the question before it reports not found (default 30 s). */
+  giveUpMs?: number;
+  /** How long the suite waits for the harness's answer (default 45 s). */
+  timeoutMs?: number;
 }
 
 let next = 0;
 
-/** Asks the harness to click `answer` on the approval notification; resolves with what it saw. */
-export async function answerApproval(answer: ApprovalAnswer, timeoutMs = 45_000): Promise<ApprovalResult> {
+async function ask(answer: string | undefined, opts: ApprovalOptions): Promise<ApprovalResult> {
   const { controlDir, approvalDriver } = config();
   if (!approvalDriver) throw new Error('no harness answers approval notifications here (run through test/e2e/run.mjs)');
   const id = `${process.pid}-${++next}`;
   const request = path.join(controlDir, `approval-${id}.request.json`);
   const result = path.join(controlDir, `approval-${id}.result.json`);
-  writeFileSync(request, JSON.stringify({ answer, match: 'Exec Server:' }));
+  const contains = opts.contains === undefined ? [] : Array.isArray(opts.contains) ? opts.contains : [opts.contains];
+  writeFileSync(request, JSON.stringify({ answer, match: 'Exec Server:', contains, giveUpMs: opts.giveUpMs }));
+  const timeoutMs = opts.timeoutMs ?? Math.max(45_000, (opts.giveUpMs ?? 30_000) + 15_000);
   const text = await waitFor(`harness answer to approval ${id}`, () => existsSync(result) && readFileSync(result, 'utf8'), timeoutMs, 250);
-  const r = JSON.parse(text) as ApprovalResult;
-  if (!r.clicked) throw new Error(`harness could not click "${answer}": ${r.error ?? 'unknown error'}`);
+  return JSON.parse(text) as ApprovalResult;
+}
+
+/** Asks the harness to click `answer` on the approval question; resolves with what it saw, throws if it found none. */
+export async function answerApproval(answer: ApprovalAnswer, opts: number | ApprovalOptions = {}): Promise<ApprovalResult> {
+  const o = typeof opts === 'number' ? { timeoutMs: opts } : opts;
+  const r = await ask(answer, o);
+  if (!r.clicked) throw new Error(`harness could not click "${answer}"${o.contains ? ` on a question containing ${JSON.stringify(o.contains)}` : ''}: ${r.error ?? 'unknown error'}`);
   return r;
 }
 
-let savedPolicy: { value: unknown } | undefined;
-
-/** Sets execServer.approval.policy (user settings), remembering the first value for restore. */
-export async function setApprovalPolicy(policy: 'alwaysAsk' | 'askOutsideWorkspace' | 'neverAsk'): Promise<void> {
-  const cfg = vscode.workspace.getConfiguration('execServer');
-  savedPolicy ??= { value: cfg.inspect('approval.policy')?.globalValue };
-  await cfg.update('approval.policy', policy, vscode.ConfigurationTarget.Global);
+/** Like answerApproval, but a missing question is a result ({clicked: false}), not an error. */
+export function answerApprovalIfShown(answer: ApprovalAnswer | string, opts: ApprovalOptions = {}): Promise<ApprovalResult> {
+  return ask(answer, opts);
 }
 
+/** Asks the harness to find the question and report what it shows, without clicking. */
+export function inspectApproval(opts: ApprovalOptions = {}): Promise<ApprovalResult> {
+  return ask(undefined, opts);
+}
+
+/**
+ * Settings the approval tests change (user settings). The first value of each is remembered
+ * for restoreApprovalSettings()/restoreApprovalPolicy().
+ */
+const saved = new Map<string, { value: unknown }>();
+
+export async function setExecServerSetting(key: string, value: unknown): Promise<void> {
+  const cfg = vscode.workspace.getConfiguration('execServer');
+  if (!saved.has(key)) saved.set(key, { value: cfg.inspect(key)?.globalValue });
+  await cfg.update(key, value, vscode.ConfigurationTarget.Global);
+}
+
+/** Sets execServer.approval.policy (user settings), remembering the first value for restore. */
+export async function setApprovalPolicy(policy: 'alwaysAsk' | 'askOutsideWorkspace' | 'neverAsk' | string): Promise<void> {
+  await setExecServerSetting('approval.policy', policy);
+}
+
+/** The policy a user has who never changed it (package.json default); never "neverAsk". */
+export function defaultApprovalPolicy(): string {
+  const d = vscode.workspace.getConfiguration('execServer').inspect<string>('approval.policy')?.defaultValue;
+  if (typeof d !== 'string' || d === 'neverAsk') throw new Error(`unexpected default approval policy ${JSON.stringify(d)}`);
+  return d;
+}
+
+/** Restores every setting changed through setExecServerSetting / setApprovalPolicy. */
 export async function restoreApprovalPolicy(): Promise<void> {
-  if (!savedPolicy) return;
-  const { value } = savedPolicy;
-  savedPolicy = undefined;
-  await vscode.workspace.getConfiguration('execServer').update('approval.policy', value, vscode.ConfigurationTarget.Global);
+  const cfg = vscode.workspace.getConfiguration('execServer');
+  for (const [key, { value }] of [...saved]) {
+    saved.delete(key);
+    await cfg.update(key, value, vscode.ConfigurationTarget.Global);
+  }
 }

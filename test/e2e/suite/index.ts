@@ -2,6 +2,8 @@
 //   - the runner extension (runner-ext) calls runFromConfig() when the harness asks for it;
 //   - @vscode/test-electron loads this file as extensionTestsPath and calls run();
 //   - @vscode/test-cli loads it with Mocha's TDD globals: tests register with Mocha.
+import { registerAgentCodexTests } from './agent-codex-tests';
+import { registerAgentSecurityTests } from './agent-security-tests';
 import { registerAgentTests } from './agent-tests';
 import { registerApiApprovalTests } from './api-approval-tests';
 import { E2EConfig, loadConfig, setConfig } from './config';
@@ -21,6 +23,8 @@ registerTerminalTests('remote', remoteName, () => remote.server.pid);
 registerFsTests('remote', remoteName);
 registerApiApprovalTests();
 registerAgentTests();
+registerAgentSecurityTests();
+registerAgentCodexTests();
 registerRemoteLifecycleTests();
 afterAll(disposeTerminals);
 
