@@ -1,10 +1,13 @@
 // A recording websocket proxy for JSON-RPC: listens on 127.0.0.1 (free port), and for each client
-// connection opens one to the upstream URL (passing the client's Authorization header through),
+// upgrade request first opens a connection to the upstream URL (passing the client's Authorization
+// header through; an upstream HTTP refusal such as 401 is answered to the client as is), then
 // relays frames both ways unchanged and records every frame, parsed. Put it between Codex and an
 // exec-server to prove what Codex sent (process/start, its sandbox object, fs/writeFile …) and
 // what the server answered (process/exited with sandboxDenied …), whichever server it is.
 // Plain Node + ws, so the VS Code e2e suite can bundle it too.
+import { createServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
 import WebSocket, { WebSocketServer, type RawData } from 'ws';
 
 export interface RecordedFrame {
@@ -48,21 +51,45 @@ export async function startWsRecorder(upstreamUrl: string): Promise<WsRecorder> 
   const frames: RecordedFrame[] = [];
   const authorizations: (string | undefined)[] = [];
   const sockets = new Set<WebSocket>();
+  const rawSockets = new Set<Duplex>();
   let nextConn = 0;
-  const wss = new WebSocketServer({ host: '127.0.0.1', port: 0 });
+  // The upstream handshake comes first, so the client sees the upstream's own answer: an HTTP
+  // refusal (401 for a bad token …) is passed back as that status instead of an upgrade.
+  const http = createServer((_req, res) => res.writeHead(426).end());
+  const wss = new WebSocketServer({ noServer: true });
   await new Promise<void>((resolve, reject) => {
-    wss.once('listening', resolve);
-    wss.once('error', reject);
+    http.once('error', reject);
+    http.listen(0, '127.0.0.1', () => resolve());
   });
 
-  wss.on('connection', (client, req) => {
+  http.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     const conn = nextConn++;
     const auth = req.headers.authorization;
     authorizations[conn] = auth;
+    rawSockets.add(socket);
+    socket.once('close', () => rawSockets.delete(socket));
+    socket.on('error', () => {});
     const upstream = new WebSocket(upstreamUrl, { headers: auth ? { authorization: auth } : {} });
-    sockets.add(client);
     sockets.add(upstream);
-    const pending: string[] = []; // client frames that arrived before the upstream opened
+    upstream.on('unexpected-response', (_r, res) => {
+      frames.push({ conn, dir: 'in', msg: undefined, raw: `HTTP ${res.statusCode}`, at: Date.now() });
+      const body: Buffer[] = [];
+      res.on('data', (d: Buffer) => body.push(d));
+      res.on('end', () => {
+        const text = Buffer.concat(body);
+        socket.end(`HTTP/1.1 ${res.statusCode} ${res.statusMessage ?? ''}\r\nContent-Length: ${text.length}\r\nConnection: close\r\n\r\n${text}`);
+      });
+      sockets.delete(upstream);
+    });
+    upstream.once('error', () => {
+      sockets.delete(upstream);
+      if (!socket.destroyed) socket.end('HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\nConnection: close\r\n\r\n');
+    });
+    upstream.once('open', () => wss.handleUpgrade(req, socket, head, (client) => relay(conn, client, upstream)));
+  });
+
+  const relay = (conn: number, client: WebSocket, upstream: WebSocket) => {
+    sockets.add(client);
     const record = (dir: 'in' | 'out', raw: string) => {
       let msg: any;
       try {
@@ -76,10 +103,6 @@ export async function startWsRecorder(upstreamUrl: string): Promise<WsRecorder> 
       const raw = text(d);
       record('out', raw);
       if (upstream.readyState === WebSocket.OPEN) upstream.send(raw);
-      else pending.push(raw);
-    });
-    upstream.on('open', () => {
-      for (const raw of pending.splice(0)) upstream.send(raw);
     });
     upstream.on('message', (d) => {
       const raw = text(d);
@@ -97,15 +120,9 @@ export async function startWsRecorder(upstreamUrl: string): Promise<WsRecorder> 
       sockets.delete(upstream);
       if (client.readyState === WebSocket.OPEN) client.close(closeCode(code));
     });
-    upstream.on('unexpected-response', (_r, res) => {
-      // e.g. 401: refuse the client's connection the same way is not possible after the
-      // upgrade; close it with a policy-violation code instead.
-      frames.push({ conn, dir: 'in', msg: undefined, raw: `HTTP ${res.statusCode}`, at: Date.now() });
-      client.close(1008, `upstream HTTP ${res.statusCode}`);
-    });
     upstream.on('error', () => client.terminate());
     client.on('error', () => upstream.terminate());
-  });
+  };
 
   const calls = (method?: string): RecordedCall[] => {
     const out: RecordedCall[] = [];
@@ -129,7 +146,7 @@ export async function startWsRecorder(upstreamUrl: string): Promise<WsRecorder> 
   };
 
   return {
-    url: `ws://127.0.0.1:${(wss.address() as AddressInfo).port}`,
+    url: `ws://127.0.0.1:${(http.address() as AddressInfo).port}`,
     frames,
     calls,
     notifications: (method) => frames.filter((f) => f.dir === 'in' && f.msg?.method === method && f.msg.id === undefined).map((f) => f.msg.params),
@@ -137,7 +154,10 @@ export async function startWsRecorder(upstreamUrl: string): Promise<WsRecorder> 
     stop: () =>
       new Promise<void>((resolve) => {
         for (const s of sockets) s.terminate();
-        wss.close(() => resolve());
+        for (const s of rawSockets) s.destroy();
+        wss.close();
+        http.close(() => resolve());
+        http.closeAllConnections();
       }),
   };
 }
