@@ -127,7 +127,7 @@ async function installDebs(debs) {
     const sudo = process.getuid?.() === 0 ? [] : ['sudo', '-n'];
     const env = cleanEnv({ DEBIAN_FRONTEND: 'noninteractive' });
     const apt = (args) => (sudo.length ? ['sudo', [...sudo.slice(1), 'apt-get', ...args]] : ['apt-get', args]);
-    const install = ['-o', 'DPkg::Lock::Timeout=600', 'install', '-y', '--no-install-recommends', ...missing];
+    const install = ['-o', 'DPkg::Lock::Timeout=600', 'install', '-y', ...missing];
     try {
       await runLogged(missing.join(' '), ...apt(install), { cwd: os.tmpdir(), env, log });
     } catch {
