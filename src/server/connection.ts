@@ -23,7 +23,7 @@ import { MissingWatches } from './fs/missing-watch';
 import { Watches } from './fs/watch';
 import type { HttpRequestInput } from './http';
 import { KeyedOrder } from './ordering';
-import { checkSandbox } from './sandbox';
+import { checkSandbox } from './sandbox/gate';
 import { METHODS } from './router';
 import type { Session } from './session';
 
@@ -127,7 +127,7 @@ export class Connection implements ServerConnection, ConnectionContext {
     const spec = Object.prototype.hasOwnProperty.call(METHODS, method) ? METHODS[method] : undefined;
     if (!spec) throw new RpcError(ErrorCodes.MethodNotFound, Messages.methodNotFound(method));
     const decoded = spec.decode(params);
-    checkSandbox(params);
+    checkSandbox(method, params);
     if (!this.sessionRef) throw invalidRequest(`client must call initialize before using ${spec.category} methods`);
     if (!this.initializedNotified) throw invalidRequest(`client must send initialized before using ${spec.category} methods`);
     const order = spec.order?.(decoded as never);

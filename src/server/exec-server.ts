@@ -4,6 +4,7 @@
 import { ErrorCodes, Messages, RpcError, invalidRequest } from '../protocol/errors';
 import type { ConnectOptions, NotificationSink, ServerConnection, ServerOptions } from './api';
 import { Connection, MAX_IN_FLIGHT } from './connection';
+import { sandboxSupport } from './sandbox/support';
 import { Session } from './session';
 
 export const DEFAULTS = {
@@ -35,6 +36,11 @@ export class ExecServer {
       maxProcessesPerSession: options.maxProcessesPerSession ?? DEFAULTS.maxProcessesPerSession,
       maxInFlightPerConnection: options.maxInFlightPerConnection ?? DEFAULTS.maxInFlightPerConnection,
     };
+    // Checked once (cached per bwrap path) and logged, so a host that cannot sandbox says so
+    // at startup rather than at the first managed process/start (which then gets -32600).
+    void sandboxSupport().then((s) =>
+      this.log(s.ok ? 'info' : 'warn', s.ok ? `managed sandboxes: enforced with ${s.tools.bwrap}` : `managed sandboxes: unavailable: ${s.reason}`),
+    );
   }
 
   log(level: 'debug' | 'info' | 'warn' | 'error', message: string): void {

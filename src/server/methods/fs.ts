@@ -1,27 +1,49 @@
 // fs/* method table: decoding of params (paths → local absolute paths) and dispatch to
 // the implementations in ../fs.
+import os from 'node:os';
 import { invalidRequest } from '../../protocol/errors';
 import * as fsm from '../fs/fs-methods';
 import { walk } from '../fs/walk';
 import * as P from '../params';
 import { uriToPath } from '../paths';
+import { checkFsAccess, checkFsAccesses, isDirectory } from '../sandbox/fs-guard';
+import { parseSandbox, type SandboxProfile } from '../sandbox/profile';
 import { spec, type MethodSpec } from './spec';
 
 const pathParam = (o: P.Obj, k: string) => uriToPath(P.str(o, k));
 
+/**
+ * The request's `sandbox`, as a profile (kind 'none' when absent). Codex sends the cwd and
+ * workspace roots a managed profile is relative to in `policyContext` (and in the sandbox).
+ */
+function sandboxParam(o: P.Obj): SandboxProfile {
+  if (o.sandbox === undefined || o.sandbox === null) return { kind: 'none', type: 'absent' };
+  const pc = o.policyContext !== null && typeof o.policyContext === 'object' ? (o.policyContext as Record<string, unknown>) : {};
+  const cwd = typeof pc.cwd === 'string' ? uriToPath(pc.cwd) : process.cwd();
+  const roots = Array.isArray(pc.workspaceRoots) ? pc.workspaceRoots.filter((r): r is string => typeof r === 'string') : undefined;
+  return parseSandbox(o.sandbox, { cwd, workspaceRoots: roots, tmpDir: os.tmpdir() });
+}
+
 export const fsMethods: Record<string, MethodSpec> = {
   'fs/readFile': spec(
     'filesystem',
-    (raw) => pathParam(P.object(raw, 'WireFsReadFileParams'), 'path'),
-    (_c, p) => fsm.readFile(p),
+    (raw) => {
+      const o = P.object(raw, 'WireFsReadFileParams');
+      return { path: pathParam(o, 'path'), sandbox: sandboxParam(o) };
+    },
+    (_c, p) => {
+      checkFsAccess(p.sandbox, { path: p.path, intent: 'read' });
+      return fsm.readFile(p.path);
+    },
   ),
   'fs/writeFile': spec(
     'filesystem',
     (raw) => {
       const o = P.object(raw, 'WireFsWriteFileParams');
-      return { path: pathParam(o, 'path'), data: P.str(o, 'dataBase64') };
+      return { path: pathParam(o, 'path'), data: P.str(o, 'dataBase64'), sandbox: sandboxParam(o) };
     },
     (_c, p) => {
+      checkFsAccess(p.sandbox, { path: p.path, intent: 'write' });
       let data: Buffer;
       try {
         data = P.base64(p.data, 'fs/writeFile requires valid base64 dataBase64');
@@ -35,48 +57,98 @@ export const fsMethods: Record<string, MethodSpec> = {
     'filesystem',
     (raw) => {
       const o = P.object(raw, 'WireFsCreateDirectoryParams');
-      return { path: pathParam(o, 'path'), recursive: P.optBool(o, 'recursive') ?? true };
+      return { path: pathParam(o, 'path'), recursive: P.optBool(o, 'recursive') ?? true, sandbox: sandboxParam(o) };
     },
-    (_c, p) => fsm.createDirectory(p.path, p.recursive),
+    (_c, p) => {
+      checkFsAccess(p.sandbox, { path: p.path, intent: 'write' });
+      return fsm.createDirectory(p.path, p.recursive);
+    },
   ),
   'fs/getMetadata': spec(
     'filesystem',
-    (raw) => pathParam(P.object(raw, 'WireFsGetMetadataParams'), 'path'),
-    (_c, p) => fsm.getMetadata(p),
+    (raw) => {
+      const o = P.object(raw, 'WireFsGetMetadataParams');
+      return { path: pathParam(o, 'path'), sandbox: sandboxParam(o) };
+    },
+    (_c, p) => {
+      if (p.sandbox.kind === 'managed') checkFsAccess(p.sandbox, { path: p.path, intent: 'read', followFinal: false });
+      return fsm.getMetadata(p.path);
+    },
   ),
   'fs/canonicalize': spec(
     'filesystem',
-    (raw) => pathParam(P.object(raw, 'WireFsCanonicalizeParams'), 'path'),
-    (_c, p) => fsm.canonicalize(p),
+    (raw) => {
+      const o = P.object(raw, 'WireFsCanonicalizeParams');
+      return { path: pathParam(o, 'path'), sandbox: sandboxParam(o) };
+    },
+    (_c, p) => {
+      if (p.sandbox.kind === 'managed') checkFsAccess(p.sandbox, { path: p.path, intent: 'read' });
+      return fsm.canonicalize(p.path);
+    },
   ),
   'fs/readDirectory': spec(
     'filesystem',
-    (raw) => pathParam(P.object(raw, 'WireFsReadDirectoryParams'), 'path'),
-    (_c, p) => fsm.readDirectory(p),
+    (raw) => {
+      const o = P.object(raw, 'WireFsReadDirectoryParams');
+      return { path: pathParam(o, 'path'), sandbox: sandboxParam(o) };
+    },
+    (_c, p) => {
+      if (p.sandbox.kind === 'managed') checkFsAccess(p.sandbox, { path: p.path, intent: 'read' });
+      return fsm.readDirectory(p.path);
+    },
   ),
   'fs/remove': spec(
     'filesystem',
     (raw) => {
       const o = P.object(raw, 'WireFsRemoveParams');
-      return { path: pathParam(o, 'path'), recursive: P.optBool(o, 'recursive') ?? true, force: P.optBool(o, 'force') ?? true };
+      return {
+        path: pathParam(o, 'path'),
+        recursive: P.optBool(o, 'recursive') ?? true,
+        force: P.optBool(o, 'force') ?? true,
+        sandbox: sandboxParam(o),
+      };
     },
-    (_c, p) => fsm.remove(p.path, p.recursive, p.force),
+    (_c, p) => {
+      if (p.sandbox.kind === 'managed') {
+        checkFsAccess(p.sandbox, { path: p.path, intent: 'write', followFinal: false, tree: p.recursive && isDirectory(p.path) });
+      }
+      return fsm.remove(p.path, p.recursive, p.force);
+    },
   ),
   'fs/copy': spec(
     'filesystem',
     (raw) => {
       const o = P.object(raw, 'WireFsCopyParams');
-      return { src: pathParam(o, 'sourcePath'), dst: pathParam(o, 'destinationPath'), recursive: P.bool(o, 'recursive') };
+      return { src: pathParam(o, 'sourcePath'), dst: pathParam(o, 'destinationPath'), recursive: P.bool(o, 'recursive'), sandbox: sandboxParam(o) };
     },
-    (_c, p) => fsm.copy(p.src, p.dst, p.recursive),
+    (_c, p) => {
+      checkFsAccesses(p.sandbox, [
+        { path: p.src, intent: 'read', tree: p.recursive },
+        { path: p.dst, intent: 'write', tree: p.recursive },
+      ]);
+      return fsm.copy(p.src, p.dst, p.recursive);
+    },
   ),
   'fs/rename': spec(
     'filesystem',
     (raw) => {
       const o = P.object(raw, 'WireFsRenameParams');
-      return { src: pathParam(o, 'sourcePath'), dst: pathParam(o, 'destinationPath'), overwrite: P.optBool(o, 'overwrite') ?? false };
+      return {
+        src: pathParam(o, 'sourcePath'),
+        dst: pathParam(o, 'destinationPath'),
+        overwrite: P.optBool(o, 'overwrite') ?? false,
+        sandbox: sandboxParam(o),
+      };
     },
-    (_c, p) => fsm.rename(p.src, p.dst, p.overwrite),
+    (_c, p) => {
+      if (p.sandbox.kind === 'managed') {
+        checkFsAccesses(p.sandbox, [
+          { path: p.src, intent: 'write', followFinal: false, tree: isDirectory(p.src) },
+          { path: p.dst, intent: 'write', followFinal: false, tree: isDirectory(p.dst) },
+        ]);
+      }
+      return fsm.rename(p.src, p.dst, p.overwrite);
+    },
   ),
   'fs/walk': spec(
     'filesystem',
@@ -86,6 +158,7 @@ export const fsMethods: Record<string, MethodSpec> = {
       const opts = P.object(o.options === undefined ? P.str(o, 'options') : o.options, 'WireFsWalkOptions');
       return {
         path,
+        sandbox: sandboxParam(o),
         options: {
           maxDepth: P.uint(opts, 'maxDepth'),
           maxDirectories: P.uint(opts, 'maxDirectories'),
@@ -95,15 +168,21 @@ export const fsMethods: Record<string, MethodSpec> = {
         },
       };
     },
-    (_c, p) => walk(p.path, p.options),
+    (_c, p) => {
+      checkFsAccess(p.sandbox, { path: p.path, intent: 'read' });
+      return walk(p.path, p.options);
+    },
   ),
   'fs/open': spec(
     'filesystem',
     (raw) => {
       const o = P.object(raw, 'WireFsOpenParams');
-      return { handleId: P.str(o, 'handleId'), path: pathParam(o, 'path') };
+      return { handleId: P.str(o, 'handleId'), path: pathParam(o, 'path'), sandbox: sandboxParam(o) };
     },
-    (c, p) => c.handles.open(p.handleId, p.path),
+    (c, p) => {
+      checkFsAccess(p.sandbox, { path: p.path, intent: 'read' });
+      return c.handles.open(p.handleId, p.path);
+    },
     (p) => ({ key: `handle:${p.handleId}`, access: 'write' }),
   ),
   'fs/readBlock': spec(

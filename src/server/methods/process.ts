@@ -1,11 +1,17 @@
 // process/* method table: decoding and the session-level operations behind them.
-import { invalidParams, invalidRequest, internalError } from '../../protocol/errors';
+import fs from 'node:fs';
+import os from 'node:os';
+import { RpcError, invalidParams, invalidRequest, internalError } from '../../protocol/errors';
 import type { EnvPolicy, ProcessStartResult } from '../../protocol/types';
 import type { ConnectionContext } from '../connection';
 import { osMessage } from '../os-errors';
 import * as P from '../params';
 import { uriToPath } from '../paths';
+import type { SpawnRequest } from '../process/child';
 import { buildChildEnv } from '../process/env-policy';
+import { resolveExecutable } from '../process/spawn-pty';
+import { sandboxBackend } from '../sandbox/backend';
+import { parseSandbox } from '../sandbox/profile';
 import type { Access } from '../ordering';
 import { spec as methodSpec, type MethodSpec } from './spec';
 
@@ -61,30 +67,33 @@ export const processMethods: Record<string, MethodSpec> = {
       const cols = ptyDim(o, 'cols') ?? 80;
       if (argv.length === 0) throw invalidParams('argv must not be empty');
       const cwd = uriToPath(cwdUri);
-      return { processId, argv, cwd, env, tty, pipeStdin, arg0, envPolicy, rows, cols };
+      const childEnv = buildChildEnv(env, envPolicy);
+      // Decoded here so a malformed sandbox is a -32602 before anything else, as on the reference.
+      const sandbox = parseSandbox(o.sandbox, { cwd, tmpDir: childEnv.TMPDIR || os.tmpdir(), homeDir: childEnv.HOME });
+      return { processId, argv, cwd, childEnv, tty, pipeStdin, arg0, rows, cols, sandbox };
     },
     async (ctx, p): Promise<ProcessStartResult> => {
       const session = ctx.session();
-      const proc = session.reserve(p.processId); // synchronous: a concurrent duplicate fails here
+      let req: SpawnRequest = { argv: p.argv, cwd: p.cwd, env: p.childEnv, arg0: p.arg0, pipeStdin: p.pipeStdin, rows: p.rows, cols: p.cols };
+      // Refused before the id is taken: no usable sandbox → -32600, never an unconfined run.
+      const backend = p.sandbox.kind === 'managed' ? await sandboxBackend() : undefined;
+      const proc = session.reserve(p.processId); // a concurrent duplicate fails here
       try {
-        await proc.start(
-          {
-            argv: p.argv,
-            cwd: p.cwd,
-            env: buildChildEnv(p.env, p.envPolicy),
-            arg0: p.arg0,
-            pipeStdin: p.pipeStdin,
-            rows: p.rows,
-            cols: p.cols,
-          },
-          p.tty,
-        );
+        if (backend && p.sandbox.kind === 'managed') {
+          // What an unsandboxed spawn reports as a spawn error is checked first, on the host
+          // (same files: the sandbox sees the host's paths); inside, bwrap would only print it.
+          const st = await fs.promises.stat(p.cwd);
+          if (!st.isDirectory()) throw Object.assign(new Error(`ENOTDIR: ${p.cwd}`), { code: 'ENOTDIR' });
+          resolveExecutable(p.argv[0], p.cwd, p.childEnv);
+          req = backend.wrap(p.sandbox, req);
+        }
+        await proc.start(req, p.tty, backend !== undefined);
       } catch (e) {
         session.release(proc);
         proc.dispose();
-        throw internalError(osMessage(e));
+        throw e instanceof RpcError ? e : internalError(osMessage(e));
       }
-      return { processId: p.processId, sandboxType: 'none' };
+      return { processId: p.processId, sandboxType: backend ? backend.sandboxType : 'none' };
     },
   ),
   'process/read': spec(

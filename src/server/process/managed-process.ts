@@ -5,6 +5,7 @@ import { markVerbatim } from '../../rpc/verbatim';
 import type { NotificationMap, NotificationMethod, ProcessReadResult, WriteStatus } from '../../protocol/types';
 import type { ChildHandle, ChildEvents, SpawnRequest } from './child';
 import { killGroup } from './child';
+import { DENIAL_SCAN_BYTES, sandboxDenied } from '../sandbox/denial';
 import { OutputBuffer } from './output-buffer';
 import { spawnPipe } from './spawn-pipe';
 import { spawnPty } from './spawn-pty';
@@ -13,6 +14,12 @@ import { spawnPty } from './spawn-pty';
 export const WRITE_ID_MEMORY = 4096;
 /** Stdin bytes a child may leave unread before further writes are refused (bounds memory). */
 export const MAX_PENDING_STDIN_BYTES = 64 * 1024 * 1024;
+/**
+ * A sandboxed process's exit is reported once its output streams closed too (at most this
+ * long after the exit), so `sandboxDenied` is decided on all of the output: a pipe's last
+ * bytes ("Read-only file system") may be read after the exit is seen.
+ */
+export const SANDBOXED_EXIT_HOLD_MS = 250;
 
 export interface ProcessHost {
   /** Delivers an event of this process to the session's current sink (if attached). */
@@ -31,6 +38,12 @@ export class ManagedProcess {
   private paused = false;
   exited = false;
   exitCode: number | null = null;
+  /** Is the child confined by a managed sandbox (then `sandboxDenied` can be true)? */
+  private sandboxed = false;
+  /** The OS child is gone (may precede `exited` for a sandboxed process, see SANDBOXED_EXIT_HOLD_MS). */
+  private leaderExited = false;
+  /** `sandboxDenied` of process/exited and process/read: ../sandbox/denial.ts over the output retained at exit. */
+  private denied = false;
   /** seq of the process/exited event (0 until exit): a reader before it has news. */
   private exitSeq = 0;
   closed = false;
@@ -52,14 +65,29 @@ export class ManagedProcess {
     return this.child === undefined && !this.disposed;
   }
   get running(): boolean {
-    return this.child !== undefined && !this.exited;
+    return this.child !== undefined && !this.exited && !this.leaderExited;
   }
   get isPty(): boolean {
     return this.child?.isPty ?? false;
   }
 
-  /** Spawns the child; rejects with the OS error on failure (the caller frees the id). */
-  async start(req: SpawnRequest, tty: boolean): Promise<void> {
+  /**
+   * Spawns the child; rejects with the OS error on failure (the caller frees the id).
+   * `sandboxed`: `req` already runs the command under a managed sandbox.
+   */
+  async start(req: SpawnRequest, tty: boolean, sandboxed = false): Promise<void> {
+    this.sandboxed = sandboxed;
+    let heldExit: { code: number; timer: ReturnType<typeof setTimeout> } | undefined;
+    const reportExit = (exitCode: number) => {
+      if (this.exited) return;
+      this.exited = true;
+      this.exitCode = exitCode;
+      const seq = this.nextSeq++;
+      this.exitSeq = seq;
+      this.denied = sandboxDenied(this.sandboxed, exitCode, () => this.buffer.tail(DENIAL_SCAN_BYTES));
+      this.host.notify('process/exited', { processId: this.id, seq, exitCode, sandboxDenied: this.denied });
+      this.wake();
+    };
     const events: ChildEvents = {
       output: (stream, data) => {
         if (this.closed || data.length === 0) return;
@@ -70,16 +98,19 @@ export class ManagedProcess {
         this.wake();
       },
       exit: (exitCode) => {
-        if (this.exited) return;
-        this.exited = true;
-        this.exitCode = exitCode;
-        const seq = this.nextSeq++;
-        this.exitSeq = seq;
-        this.host.notify('process/exited', { processId: this.id, seq, exitCode, sandboxDenied: false });
-        this.wake();
+        this.leaderExited = true;
+        if (!this.sandboxed) return reportExit(exitCode);
+        if (heldExit || this.exited) return;
+        const timer = setTimeout(() => reportExit(exitCode), SANDBOXED_EXIT_HOLD_MS);
+        timer.unref?.();
+        heldExit = { code: exitCode, timer };
       },
       close: () => {
         if (this.closed) return;
+        if (heldExit) {
+          clearTimeout(heldExit.timer);
+          reportExit(heldExit.code);
+        }
         this.closed = true;
         const seq = this.nextSeq++;
         this.host.notify('process/closed', { processId: this.id, seq });
@@ -105,7 +136,7 @@ export class ManagedProcess {
       exitCode: this.exitCode,
       closed: this.closed,
       failure: null,
-      sandboxDenied: false,
+      sandboxDenied: this.denied,
       evictedThroughSeq: this.buffer.evictedThroughSeq,
     };
   }

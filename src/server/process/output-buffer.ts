@@ -72,4 +72,17 @@ export class OutputBuffer {
   hasAfter(afterSeq: number): boolean {
     return this.chunks.length > this.head && this.chunks[this.chunks.length - 1].seq > afterSeq;
   }
+
+  /** The newest retained output, at most `maxBytes` (whole chunks, oldest first), as text. */
+  tail(maxBytes: number): string {
+    const parts: Buffer[] = [];
+    let used = 0;
+    for (let i = this.chunks.length - 1; i >= this.head && used < maxBytes; i--) {
+      const d = this.chunks[i].data;
+      const take = d.length > maxBytes - used ? d.subarray(d.length - (maxBytes - used)) : d;
+      parts.push(take);
+      used += take.length;
+    }
+    return Buffer.concat(parts.reverse()).toString('utf8');
+  }
 }

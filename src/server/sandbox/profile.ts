@@ -162,7 +162,8 @@ function entryPaths(p: Obj, access: SandboxAccess, sandbox: Obj, ctx: SandboxCon
   }
 }
 
-function isInside(child: string, parent: string): boolean {
+/** Is `child` the same as or below `parent` (both absolute, normalized)? */
+export function isInside(child: string, parent: string): boolean {
   return child === parent || parent === '/' || child.startsWith(parent + '/');
 }
 
@@ -197,8 +198,9 @@ export function parseSandbox(raw: unknown, ctx: SandboxContext): SandboxProfile 
   if (type !== 'managed') return { kind: 'none', type };
 
   const cwd = sandbox.cwd !== undefined && sandbox.cwd !== null ? localPath(sandbox.cwd, 'a cwd URI') : path.resolve(ctx.cwd);
-  const network = variant(field(permissions, 'network'), ['restricted', 'enabled'] as const);
+  // Field order as the reference's decoder reports them (file_system first).
   const fileSystem = obj(field(permissions, 'file_system'), 'a file system policy');
+  const network = variant(field(permissions, 'network'), ['restricted', 'enabled'] as const);
   const fsType = variant(field(fileSystem, 'type'), ['restricted', 'unrestricted'] as const);
 
   const rules: SandboxRule[] = [];
@@ -219,12 +221,22 @@ export function parseSandbox(raw: unknown, ctx: SandboxContext): SandboxProfile 
     }
   }
 
-  const partial = { rules, fullRead: false, fullWrite: false } as unknown as ManagedSandboxProfile;
+  return profileFromRules(rules, network, cwd);
+}
+
+/**
+ * A managed profile from its rules: derives fullRead/fullWrite and the path lists. Also used
+ * to rebuild a profile whose rule paths were resolved against the filesystem (./resolve.ts).
+ */
+export function profileFromRules(rules: SandboxRule[], network: 'restricted' | 'enabled', cwd: string): ManagedSandboxProfile {
+  const partial: ManagedSandboxProfile = {
+    kind: 'managed', rules, fullRead: false, fullWrite: false, writableRoots: [], readOnlyCarveouts: [], unreadable: [], readableRoots: [], network, cwd,
+  };
   const rootAccess = accessFor(partial, '/');
   const fullWrite = rootAccess === 'write';
   const fullRead = rootAccess !== 'none';
   const uniq = (xs: string[]) => [...new Set(xs)];
-  const at = (p: string) => accessFor({ ...partial, fullRead, fullWrite }, p);
+  const at = (p: string) => accessFor(partial, p);
   // A rule counts where it actually decides (a write rule shadowed by an identical `none` rule opens nothing).
   const writableRoots = uniq(rules.filter((r) => r.access === 'write' && at(r.path) === 'write').map((r) => r.path)).sort(
     (a, b) => a.length - b.length,

@@ -1,0 +1,46 @@
+// How process/start runs a command under a managed sandbox: a backend turns the spawn request
+// into one that starts the platform's sandboxing tool (bubblewrap on Linux; a macOS seatbelt
+// backend would build a `sandbox-exec -p <profile>` argv the same way). The process layer
+// (../process) spawns the wrapped request like any other: pipes or PTY, same events.
+//
+// Process groups. Pipe children are spawned `detached` (their own session and group) and a
+// PTY child leads the terminal's session; interrupt is SIGINT to that group, or Ctrl-C on the
+// terminal to its foreground group, and terminate is SIGKILL to the group. bubblewrap is not
+// given --new-session: the command then stays in that group and on that terminal, so all of
+// this keeps working unchanged (measured: a `trap … INT` shell, `stty size` after a resize).
+// What --new-session guards against is TIOCSTI injection into a terminal shared with the
+// caller; here the child already has its own session (pipes: no terminal at all; PTY: a
+// terminal whose only reader is the sandbox). Terminate still reaches everything: bwrap is
+// in the killed group, and with --die-with-parent + a pid namespace, the sandbox's pid 1
+// and every process in it die with bwrap, even ones that left the group.
+import { invalidRequest } from '../../protocol/errors';
+import type { SpawnRequest } from '../process/child';
+import { wrapArgv, type BwrapTools } from './bwrap';
+import type { ManagedSandboxProfile } from './profile';
+import { resolveProfile } from './resolve';
+import { ensureDenyFile, sandboxSupport } from './support';
+
+export interface SandboxBackend {
+  /** What process/start answers in `sandboxType` (the value Codex knows for Linux). */
+  readonly sandboxType: string;
+  /** The request that runs `req` confined by `profile` (argv replaced; arg0 handled inside). */
+  wrap(profile: ManagedSandboxProfile, req: SpawnRequest): SpawnRequest;
+}
+
+export class BwrapBackend implements SandboxBackend {
+  readonly sandboxType = 'linuxSeccomp';
+  constructor(private readonly tools: BwrapTools) {}
+
+  wrap(profile: ManagedSandboxProfile, req: SpawnRequest): SpawnRequest {
+    ensureDenyFile(this.tools);
+    const argv = wrapArgv(resolveProfile(profile), { argv: req.argv, cwd: req.cwd, arg0: req.arg0 }, this.tools);
+    return { ...req, argv, arg0: undefined };
+  }
+}
+
+/** The backend for this host, or -32600 naming why managed sandboxes cannot be enforced here. */
+export async function sandboxBackend(): Promise<SandboxBackend> {
+  const support = await sandboxSupport();
+  if (!support.ok) throw invalidRequest(`managed sandbox requested but it cannot be enforced: ${support.reason}`);
+  return new BwrapBackend(support.tools);
+}

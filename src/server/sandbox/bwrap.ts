@@ -1,0 +1,94 @@
+// Linux backend: a resolved managed profile → the argv that runs a command under
+// bubblewrap. Pure (the filesystem is asked through an FsProbe), so every argument is
+// unit-tested. See ./backend.ts for how a spawn request is wrapped and why the command
+// runs under `env --ignore-signal` / `env --default-signal`.
+import path from 'node:path';
+import { MINIMAL_READ_PATHS, accessFor, type ManagedSandboxProfile } from './profile';
+import { realFs, type FsProbe } from './resolve';
+
+/** Signals a terminal sends to its foreground group; see wrapArgv for why they matter. */
+export const TTY_SIGNALS = 'INT,QUIT,TSTP';
+
+export interface BwrapTools {
+  /** bubblewrap executable. */
+  bwrap: string;
+  /** coreutils `env` (≥ 8.31 for --default-signal); must be visible inside the sandbox too. */
+  env: string;
+  /** bash, only for `arg0` (bwrap 0.8 has no --argv0; `exec -a` sets it). */
+  bash: string;
+  /** An empty file with mode 000, bound over files whose access is `none`. */
+  denyFile: string;
+}
+
+/** Paths a sandbox may never re-bind: the fresh /proc and /dev are what isolate it. */
+function isVirtual(p: string): boolean {
+  return p === '/proc' || p.startsWith('/proc/') || p === '/dev' || p.startsWith('/dev/');
+}
+
+function depth(p: string): number {
+  return p === '/' ? 0 : p.split('/').length - 1;
+}
+
+/**
+ * The filesystem and namespace arguments for `profile` (already symlink-resolved by
+ * resolveProfile). Mounts are applied in order, so rules go from the shallowest path to the
+ * deepest: a writable root is bound before the read-only `.git` inside it, which wins.
+ */
+export function bwrapArgs(profile: ManagedSandboxProfile, cwd: string, tools: Pick<BwrapTools, 'denyFile'>, probe: FsProbe = realFs): string[] {
+  const args: string[] = [];
+  if (profile.fullWrite) args.push('--bind', '/', '/');
+  else if (profile.fullRead) args.push('--ro-bind', '/', '/');
+  else {
+    // Nothing readable by default: the sandbox root is an empty tmpfs. The system's program
+    // directories are still bound read-only (not /etc, not /home) so the wrapper and the
+    // command can start at all; the profile's own rules follow and may narrow them.
+    for (const p of MINIMAL_READ_PATHS) {
+      if (p === '/etc' || p === '/opt') continue;
+      const k = probe.kind(p);
+      if (k === 'directory') args.push('--ro-bind', p, p);
+      else if (k === 'symlink') args.push('--symlink', probe.readlink(p), p); // /bin → usr/bin on merged-/usr systems
+    }
+  }
+  args.push('--dev', '/dev', '--proc', '/proc');
+
+  const paths = [...new Set(profile.rules.map((r) => r.path))]
+    .filter((p) => p !== '/' && !isVirtual(p))
+    .sort((a, b) => depth(a) - depth(b) || (a < b ? -1 : a > b ? 1 : 0));
+  for (const p of paths) {
+    const access = accessFor(profile, p);
+    if (access === 'write') args.push('--bind', p, p);
+    else if (access === 'read') args.push('--ro-bind', p, p);
+    else if (probe.kind(p) === 'directory') {
+      // An empty, read-only, mode-000 directory: listing and creating fail with EACCES.
+      args.push('--perms', '0000', '--tmpfs', p, '--remount-ro', p);
+    } else {
+      args.push('--ro-bind', tools.denyFile, p);
+    }
+  }
+
+  args.push('--unshare-user', '--unshare-pid', '--unshare-ipc');
+  if (profile.network === 'restricted') args.push('--unshare-net');
+  // Real root keeps every capability inside the user namespace unless told otherwise.
+  args.push('--cap-drop', 'ALL', '--die-with-parent', '--chdir', path.resolve(cwd));
+  return args;
+}
+
+/**
+ * The full host argv for `argv` under the profile:
+ *   env --ignore-signal=INT,QUIT,TSTP bwrap <args> -- env --default-signal=INT,QUIT,TSTP [bash -c 'exec -a …'] argv…
+ * Why the two `env`s: there is no --new-session (see ./backend.ts), so bwrap itself is in
+ * the process group that interrupt signals and, on a PTY, in the terminal's foreground
+ * group that Ctrl-C reaches. bwrap dies on SIGINT, which would kill the sandbox and lose the
+ * exit code; ignoring it keeps bwrap alive. Ignored dispositions survive exec, so the command
+ * gets the defaults back just before it starts (a shell's `trap … INT` then works as usual).
+ */
+export function wrapArgv(
+  profile: ManagedSandboxProfile,
+  req: { argv: string[]; cwd: string; arg0?: string },
+  tools: BwrapTools,
+  probe: FsProbe = realFs,
+): string[] {
+  const inner = [tools.env, `--default-signal=${TTY_SIGNALS}`];
+  if (req.arg0 !== undefined && req.arg0 !== req.argv[0]) inner.push(tools.bash, '-c', 'exec -a "$0" -- "$@"', req.arg0);
+  return [tools.env, `--ignore-signal=${TTY_SIGNALS}`, tools.bwrap, ...bwrapArgs(profile, req.cwd, tools, probe), '--', ...inner, ...req.argv];
+}
