@@ -6,8 +6,9 @@
 // the Node process exits. Plain Node (no vscode, no test framework), so the VS Code e2e suite can
 // bundle it too: pass `codexBinary` (the reference package's `codex`).
 //
-// CODEX_HOME is NOT under /tmp: Codex refuses to create its sandbox helper there, and every
-// sandboxed command would then fail before reaching the exec-server. It lives under
+// CODEX_HOME is NOT under /tmp: Codex refuses to link its sandbox helper (codex-linux-sandbox)
+// into a CODEX_HOME under /tmp (verified for `codex exec-server`, whose sandboxed commands then all
+// fail with "bwrap: execvp codex-linux-sandbox"; /var/tmp is fine). It lives under
 // ${EXEC_SERVER_CACHE:-~/.cache/exec-server}/codex-homes/<random> and is removed on stop().
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';

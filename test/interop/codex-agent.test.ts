@@ -20,7 +20,7 @@ import { pathToFileURL } from 'node:url';
 import { startCodexAppServer, type SandboxMode } from '../codex/codex-app-server';
 import { startMockModel } from '../codex/mock-model';
 import { startWsRecorder, type RecordedCall, type WsRecorder } from '../codex/ws-recorder';
-import { cliPath, ourServer, referenceBinary, referenceServer, startWsServer, type ServerCommand } from './helpers';
+import { cliPath, ourServer, referenceBinary, referenceEnv, referenceServer, startWsServer, type ServerCommand } from './helpers';
 
 if (!existsSync(cliPath)) throw new Error(`${cliPath} is missing: run \`npm run build\` before the interop tests`);
 
@@ -156,6 +156,12 @@ async function agentTurn(server: ServerCommand, mode: SandboxMode | undefined, o
     viaLink: 'c_link', network: 'c_net',
     patch: 'c_patch', escapePatch: 'c_escape' };
 
+  if (server.name === 'reference') {
+    // The reference exec-server links its sandbox helper into its CODEX_HOME and refuses to under
+    // /tmp: every sandboxed command would fail with "bwrap: execvp codex-linux-sandbox".
+    const home = referenceEnv().CODEX_HOME ?? '';
+    assert.ok(!home.startsWith('/tmp/'), `the reference's CODEX_HOME ${home} is under /tmp (set EXEC_SERVER_CACHE elsewhere)`);
+  }
   const token = randomBytes(16).toString('hex');
   const tokenSha = createHash('sha256').update(token).digest('hex');
   const cleanups: (() => Promise<void>)[] = [];
