@@ -1,0 +1,181 @@
+// fs/* under a managed sandbox (src/server/sandbox/fs-guard.ts), written as the attacks a
+// sandboxed agent would try: symlinks out of the writable root (to /, to $HOME, dangling),
+// `..` and percent-encoded segments, the protected .git, `none` paths. Errors must have the
+// reference's shape (measured: EROFS → -32603, EACCES → -32600, ENOENT → -32004).
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, test } from 'node:test';
+import { b64, rejectsWith, serverWithTmpDir, uri, unb64, type Client } from './helpers';
+
+let c: Client;
+let dir: string;
+let close: () => Promise<void>;
+let W: string; // the writable workspace
+let O: string; // outside every writable root (also not under a writable /tmp: no slash_tmp rule)
+let S: string; // access none
+
+before(async () => {
+  ({ c, dir, close } = await serverWithTmpDir());
+  W = path.join(dir, 'work');
+  O = path.join(dir, 'outside');
+  S = path.join(dir, 'secret');
+  for (const d of [W, O, S, path.join(W, '.git'), path.join(W, 'sub')]) fs.mkdirSync(d, { recursive: true });
+  fs.writeFileSync(path.join(O, 'victim.txt'), 'original');
+  fs.writeFileSync(path.join(S, 'key'), 'top secret');
+  fs.writeFileSync(path.join(W, '.git', 'config'), '[core]');
+  fs.symlinkSync('/', path.join(W, 'to-root'));
+  fs.symlinkSync(os.homedir(), path.join(W, 'to-home'));
+  fs.symlinkSync(O, path.join(W, 'to-outside'));
+  fs.symlinkSync(path.join(O, 'created-through-dangling-link'), path.join(W, 'dangling'));
+  fs.symlinkSync(S, path.join(W, 'to-secret'));
+});
+after(() => close());
+
+const special = (kind: string, extra: object = {}) => ({ type: 'special', value: { kind, ...extra } });
+/** Codex's workspace-write shape, minus /tmp (the test dirs live there), plus a `none` path. */
+function sandbox() {
+  return {
+    permissions: {
+      type: 'managed',
+      file_system: {
+        type: 'restricted',
+        entries: [
+          { path: special('root'), access: 'read' },
+          { path: special('project_roots'), access: 'write' },
+          { path: special('project_roots', { subpath: '.git' }), access: 'read', missing_path_behavior: 'skip' },
+          { path: { type: 'path', path: uri(S) }, access: 'none' },
+        ],
+      },
+      network: 'restricted',
+    },
+    cwd: uri(W),
+    workspaceRoots: [uri(W)],
+    windowsSandboxLevel: 'disabled',
+  };
+}
+const write = (p: string, data = 'pwned') => c.call('fs/writeFile', { path: p, dataBase64: b64(data), sandbox: sandbox() });
+const EROFS = 'Read-only file system (os error 30)';
+const EACCES = 'Permission denied (os error 13)';
+
+test('sandbox fs: writes inside the workspace work (control)', async () => {
+  await write(uri(path.join(W, 'ok.txt')), 'fine');
+  assert.equal(fs.readFileSync(path.join(W, 'ok.txt'), 'utf8'), 'fine');
+  await c.call('fs/createDirectory', { path: uri(path.join(W, 'a/b/c')), sandbox: sandbox() });
+  await c.call('fs/copy', { sourcePath: uri(path.join(W, 'ok.txt')), destinationPath: uri(path.join(W, 'ok2.txt')), recursive: false, sandbox: sandbox() });
+  await c.call('fs/rename', { sourcePath: uri(path.join(W, 'ok2.txt')), destinationPath: uri(path.join(W, 'ok3.txt')), sandbox: sandbox() });
+  await c.call('fs/remove', { path: uri(path.join(W, 'ok3.txt')), sandbox: sandbox() });
+  // Removing a symlink that points outside removes the link, not the target.
+  fs.symlinkSync(O, path.join(W, 'rm-me'));
+  await c.call('fs/remove', { path: uri(path.join(W, 'rm-me')), sandbox: sandbox() });
+  assert.ok(fs.existsSync(path.join(O, 'victim.txt')));
+  // Reading outside the writable roots is allowed (root: read).
+  assert.equal(unb64((await c.call('fs/readFile', { path: uri(path.join(O, 'victim.txt')), sandbox: sandbox() })).dataBase64), 'original');
+});
+
+test('sandbox fs: a write outside the writable roots is refused with the reference\'s EROFS error', async () => {
+  await rejectsWith(write(uri(path.join(O, 'victim.txt'))), -32603, EROFS);
+  await rejectsWith(c.call('fs/createDirectory', { path: uri(path.join(O, 'newdir')), sandbox: sandbox() }), -32603, EROFS);
+  await rejectsWith(c.call('fs/remove', { path: uri(path.join(O, 'victim.txt')), sandbox: sandbox() }), -32603, EROFS);
+  await rejectsWith(
+    c.call('fs/copy', { sourcePath: uri(path.join(W, '.git', 'config')), destinationPath: uri(path.join(O, 'copy')), recursive: false, sandbox: sandbox() }),
+    -32603,
+    EROFS,
+  );
+  await rejectsWith(
+    c.call('fs/rename', { sourcePath: uri(path.join(O, 'victim.txt')), destinationPath: uri(path.join(W, 'stolen')), sandbox: sandbox() }),
+    -32603,
+    EROFS,
+  );
+  // Below a missing directory: ENOENT, as the reference (its helper fails to open first).
+  await rejectsWith(write(uri(path.join(O, 'nodir', 'x'))), -32004, 'No such file or directory (os error 2)');
+  assert.equal(fs.readFileSync(path.join(O, 'victim.txt'), 'utf8'), 'original');
+  assert.deepEqual(fs.readdirSync(O), ['victim.txt']);
+});
+
+test('sandbox fs attack: symlinks inside the workspace to /, $HOME, outside, and a dangling one', async () => {
+  await rejectsWith(write(uri(path.join(W, 'to-root', O.slice(1), 'victim.txt'))), -32603, EROFS);
+  await rejectsWith(write(uri(path.join(W, 'to-home', '.exec-server-sandbox-pwned'))), -32603, EROFS);
+  await rejectsWith(write(uri(path.join(W, 'to-outside', 'victim.txt'))), -32603, EROFS);
+  await rejectsWith(write(uri(path.join(W, 'dangling'))), -32603, EROFS);
+  await rejectsWith(c.call('fs/createDirectory', { path: uri(path.join(W, 'to-outside', 'd')), sandbox: sandbox() }), -32603, EROFS);
+  await rejectsWith(c.call('fs/remove', { path: uri(path.join(W, 'to-outside', 'victim.txt')), sandbox: sandbox() }), -32603, EROFS);
+  await rejectsWith(
+    c.call('fs/copy', { sourcePath: uri(path.join(W, 'ok.txt')), destinationPath: uri(path.join(W, 'to-outside', 'c')), recursive: false, sandbox: sandbox() }),
+    -32603,
+    EROFS,
+  );
+  assert.equal(fs.readFileSync(path.join(O, 'victim.txt'), 'utf8'), 'original');
+  assert.equal(fs.existsSync(path.join(O, 'created-through-dangling-link')), false);
+  assert.equal(fs.existsSync(path.join(os.homedir(), '.exec-server-sandbox-pwned')), false);
+  assert.deepEqual(fs.readdirSync(O), ['victim.txt']);
+});
+
+test('sandbox fs attack: `..` and percent-encoded segments cannot climb out', async () => {
+  const rel = path.relative(W, path.join(O, 'victim.txt')); // ../outside/victim.txt
+  await rejectsWith(write(`${uri(W)}/${rel}`), -32603, EROFS);
+  await rejectsWith(write(`${uri(W)}/%2E%2E/outside/victim.txt`), -32603, EROFS);
+  await rejectsWith(write(`${uri(W)}/%2e%2e/%2e%2e/${path.basename(dir)}/outside/victim.txt`), -32603, EROFS);
+  // An encoded slash is not a separator: refused as an invalid path, nothing written.
+  await assert.rejects(write(`${uri(W)}/..%2Foutside%2Fvictim.txt`));
+  assert.equal(fs.readFileSync(path.join(O, 'victim.txt'), 'utf8'), 'original');
+});
+
+test('sandbox fs: the protected .git stays read-only inside the writable root (also as part of a tree)', async () => {
+  await rejectsWith(write(uri(path.join(W, '.git', 'config'))), -32603, EROFS);
+  await rejectsWith(write(uri(path.join(W, '.git', 'hooks-pre-commit'))), -32603, EROFS);
+  await rejectsWith(c.call('fs/remove', { path: uri(path.join(W, '.git')), sandbox: sandbox() }), -32603, EROFS);
+  // Removing or moving a tree that contains .git would take .git with it.
+  await rejectsWith(c.call('fs/remove', { path: uri(W), recursive: true, sandbox: sandbox() }), -32603, EROFS);
+  await rejectsWith(c.call('fs/rename', { sourcePath: uri(path.join(W, '.git')), destinationPath: uri(path.join(W, 'g2')), sandbox: sandbox() }), -32603, EROFS);
+  assert.equal(fs.readFileSync(path.join(W, '.git', 'config'), 'utf8'), '[core]');
+});
+
+test('sandbox fs: `none` paths cannot be read, listed, opened or copied — directly or through a link', async () => {
+  for (const p of [path.join(S, 'key'), path.join(W, 'to-secret', 'key')]) {
+    await rejectsWith(c.call('fs/readFile', { path: uri(p), sandbox: sandbox() }), -32600, EACCES);
+    await rejectsWith(c.call('fs/getMetadata', { path: uri(p), sandbox: sandbox() }), -32600, EACCES);
+    await rejectsWith(c.call('fs/open', { handleId: 'h1', path: uri(p), sandbox: sandbox() }), -32600, EACCES);
+    await rejectsWith(
+      c.call('fs/copy', { sourcePath: uri(p), destinationPath: uri(path.join(W, 'leak')), recursive: false, sandbox: sandbox() }),
+      -32600,
+      EACCES,
+    );
+  }
+  await rejectsWith(c.call('fs/readDirectory', { path: uri(S), sandbox: sandbox() }), -32600, EACCES);
+  await rejectsWith(c.call('fs/canonicalize', { path: uri(path.join(S, 'key')), sandbox: sandbox() }), -32600, EACCES);
+  await rejectsWith(
+    c.call('fs/walk', { path: uri(S), options: { maxDepth: 4, maxDirectories: 10, maxEntries: 10, followDirectorySymlinks: false }, sandbox: sandbox() }),
+    -32600,
+    EACCES,
+  );
+  // Copying a tree that contains the secret is a read of it.
+  await rejectsWith(c.call('fs/copy', { sourcePath: uri(dir), destinationPath: uri(path.join(W, 'all')), recursive: true, sandbox: sandbox() }), -32600, EACCES);
+  assert.equal(fs.existsSync(path.join(W, 'leak')), false);
+  assert.equal(fs.existsSync(path.join(W, 'all')), false);
+});
+
+test('sandbox fs: read-only profile (Codex default) refuses every write; sandbox null/disabled unchanged', async () => {
+  const ro = { ...sandbox(), permissions: { type: 'managed', file_system: { type: 'restricted', entries: [{ path: special('root'), access: 'read' }] }, network: 'restricted' } };
+  await rejectsWith(c.call('fs/writeFile', { path: uri(path.join(W, 'ro.txt')), dataBase64: b64('x'), sandbox: ro }), -32603, EROFS);
+  assert.equal(fs.existsSync(path.join(W, 'ro.txt')), false);
+  await c.call('fs/writeFile', { path: uri(path.join(O, 'free.txt')), dataBase64: b64('x'), sandbox: null });
+  await c.call('fs/writeFile', { path: uri(path.join(O, 'free2.txt')), dataBase64: b64('x'), sandbox: { permissions: { type: 'disabled' } } });
+  assert.ok(fs.existsSync(path.join(O, 'free.txt')) && fs.existsSync(path.join(O, 'free2.txt')));
+  fs.rmSync(path.join(O, 'free.txt'));
+  fs.rmSync(path.join(O, 'free2.txt'));
+});
+
+test('sandbox fs: policyContext supplies the workspace roots when the sandbox has none (apply_patch shape)', async () => {
+  const sb: Record<string, unknown> = sandbox();
+  delete sb.workspaceRoots;
+  delete sb.cwd;
+  await c.call('fs/writeFile', { path: uri(path.join(W, 'patched.txt')), dataBase64: b64('x'), sandbox: sb, policyContext: { cwd: uri(W), workspaceRoots: [uri(W)] } });
+  assert.ok(fs.existsSync(path.join(W, 'patched.txt')));
+  await rejectsWith(
+    c.call('fs/writeFile', { path: uri(path.join(O, 'x')), dataBase64: b64('x'), sandbox: sb, policyContext: { cwd: uri(W), workspaceRoots: [uri(W)] } }),
+    -32603,
+    EROFS,
+  );
+});
