@@ -191,9 +191,9 @@ async function agentTurn(server: ServerCommand, mode: SandboxMode | undefined, o
         { exec_command: cmds.viaLink, callId: ids.viaLink },
         { exec_command: cmds.network, callId: ids.network },
         { apply_patch: patch, callId: ids.patch },
-        // Read-only/default are left out: there the user's approval makes Codex grant an explicit
-        // write on the workspace path, through which the reference follows the link (it writes
-        // outside), while issue 9 asks ours to resolve symlinks first; the two may differ by design.
+        // Read-only/default are left out: there Codex asks first, and the approved write carries an
+        // explicit write grant on the file's directory — the link itself, i.e. the outside
+        // directory — so both servers rightly write there; nothing to tell apart.
         ...(mode === 'workspace-write' || mode === 'danger-full-access' ? [{ apply_patch: escapePatch, callId: ids.escapePatch }] : []),
       ],
       finalText: 'all done',
@@ -320,7 +320,7 @@ async function agentTurn(server: ServerCommand, mode: SandboxMode | undefined, o
     }
 
     // 3. apply_patch writes through fs/writeFile on the exec-server (read-only/default: after the
-    // user approved the change, with an explicit write entry for the workspace).
+    // user approved the change, with an explicit write entry for the patched file's directory).
     assert.ok(writeCall, `${ctx} apply_patch did not call fs/writeFile on the exec-server`);
     assert.equal(writes.calls.length, 1, `${ctx} fs/writeFile calls for the patch: ${JSON.stringify(o.patch.writeFiles)}`);
     assert.equal(Buffer.from(writeCall.params.dataBase64, 'base64').toString(), 'hello from apply_patch\n', `${ctx} fs/writeFile data`);
