@@ -26,9 +26,11 @@ function freePort() {
 }
 
 function setup() {
-  // Bounded: a first install takes ~3 min; a stuck apt-get or npm must not hang CI.
-  const r = spawnSync('bash', [path.join(e2eDir, 'setup.sh')], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], timeout: 12 * 60_000 });
-  if (r.status !== 0) throw new Error(`test/e2e/setup.sh failed (${r.error ? r.error.message : `exit ${r.status}`})`);
+  // Under `npm test` the install stage has installed everything, so this only finds the tools;
+  // `npm run test:e2e` alone installs them here. Bounded: a first install takes ~3 min; a stuck
+  // apt-get or npm must not hang CI. The installer's own messages (stderr) name what failed.
+  const r = spawnSync('bash', [path.join(e2eDir, 'setup.sh')], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], timeout: 20 * 60_000 });
+  if (r.status !== 0) throw new Error(`test/e2e/setup.sh failed (${r.error ? r.error.message : `exit ${r.status}`}; the [tools] lines above say which tool, command and output)`);
   const env = Object.fromEntries(r.stdout.split('\n').filter((l) => l.includes('=')).map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]));
   for (const k of ['NODE24', 'CODE_SERVER', 'PLAYWRIGHT', 'CHROMIUM']) if (!env[k]) throw new Error(`setup.sh did not report ${k}`);
   return env;
