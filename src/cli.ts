@@ -2,6 +2,7 @@
 //   exec-server [--listen ws://IP:PORT | stdio:// | stdio]
 // stdout carries only protocol (stdio) or the one line with the bound URL (websocket);
 // logs go to stderr. SIGINT/SIGTERM shut down cleanly (children are killed).
+import { setListenerErrorHandler } from './rpc/event';
 import { ExecServer } from './server/exec-server';
 import { serveConnection, DEFAULT_MAX_IN_FLIGHT } from './transports/serve';
 import { StdioTransport } from './transports/stdio';
@@ -144,6 +145,15 @@ export async function main(argv: string[]): Promise<number> {
 
   // The engine's own per-connection cap follows --max-in-flight too (it would otherwise stay at its own default).
   const server = new ExecServer({ log, maxInFlightPerConnection: opts.maxInFlight });
+  setListenerErrorHandler((e) => log('error', `an event listener threw: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`));
+  // Whatever ends this process (a fatal error, process.exit anywhere, an uncaught exception),
+  // the children's process groups go with it: shutdown() sends SIGKILL synchronously, before its
+  // first await, so calling it from 'exit' (where nothing async runs) still kills them.
+  process.once('exit', () => void server.shutdown());
+  process.on('uncaughtException', (e) => {
+    log('error', `fatal: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
+    process.exit(1);
+  });
   let stopping: Promise<number> | undefined;
   let closeListener: () => Promise<void> = async () => {};
   const stop = (why: string, code = 0): Promise<number> => {

@@ -6,6 +6,19 @@ export interface Disposable {
 }
 export type Event<T> = (listener: (e: T) => void) => Disposable;
 
+/**
+ * Where a listener's exception goes. Logged, never rethrown: rethrowing (even on a microtask)
+ * turns one faulty listener into an uncaught exception that ends the process — and with it the
+ * server, leaving its children orphaned. Hosts may replace it (e.g. to log to their channel).
+ */
+export let onListenerError: (err: unknown) => void = (err) => {
+  console.error('exec-server: an event listener threw:', err);
+};
+
+export function setListenerErrorHandler(handler: (err: unknown) => void): void {
+  onListenerError = handler;
+}
+
 export class Emitter<T> {
   private listeners: ((e: T) => void)[] = [];
   private disposed = false;
@@ -27,10 +40,12 @@ export class Emitter<T> {
       try {
         l(e);
       } catch (err) {
-        // A faulty listener must not break delivery to the others.
-        queueMicrotask(() => {
-          throw err;
-        });
+        // A faulty listener must not break delivery to the others, nor the process.
+        try {
+          onListenerError(err);
+        } catch {
+          /* the handler itself failed: nothing more to do */
+        }
       }
     }
   }
