@@ -1,0 +1,253 @@
+// process/start under a managed sandbox, with the real bubblewrap and real processes (pipes
+// and PTYs): confinement (writes, .git, network), sandboxDenied, and that everything a
+// client relies on still works through the sandbox — exit codes, output, close, stdin,
+// interrupt, resize, terminate (no leaked process), arg0.
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { after, before, test } from 'node:test';
+import { ENV, alive, b64, rejectsWith, serverWithTmpDir, startParams, uri, unb64, waitUntil, type Client } from './helpers';
+
+let c: Client;
+let dir: string;
+let close: () => Promise<void>;
+let W: string;
+let O: string;
+
+before(async () => {
+  ({ c, dir, close } = await serverWithTmpDir());
+  W = path.join(dir, 'work');
+  O = path.join(dir, 'outside');
+  for (const d of [W, O, path.join(W, '.git')]) fs.mkdirSync(d, { recursive: true });
+});
+after(() => close());
+
+const special = (kind: string, extra: object = {}) => ({ type: 'special', value: { kind, ...extra } });
+type Net = 'restricted' | 'enabled';
+/** Codex's workspace-write profile minus /tmp (the test dirs live there). */
+function workspaceWrite(network: Net = 'restricted') {
+  return {
+    permissions: {
+      type: 'managed',
+      file_system: {
+        type: 'restricted',
+        entries: [
+          { path: special('root'), access: 'read' },
+          { path: special('project_roots'), access: 'write' },
+          ...['.git', '.agents', '.codex', '.aws'].map((s) => ({ path: special('project_roots', { subpath: s }), access: 'read', missing_path_behavior: 'skip' })),
+        ],
+      },
+      network,
+    },
+    cwd: uri(W),
+    workspaceRoots: [uri(W)],
+    windowsSandboxLevel: 'disabled',
+  };
+}
+function readOnly() {
+  const s = workspaceWrite();
+  s.permissions.file_system.entries = [{ path: special('root'), access: 'read' }] as never;
+  return s;
+}
+const sh = (id: string, script: string, extra: Record<string, unknown> = {}) =>
+  startParams(id, ['/bin/bash', '-c', script], { cwd: uri(W), sandbox: workspaceWrite(), ...extra });
+
+async function finished(id: string): Promise<{ exitCode: number; sandboxDenied: boolean; out: string }> {
+  await c.sink.waitFor(() => c.sink.closed(id), 20_000, `${id} closed`);
+  const ex = c.sink.forProcess(id).find((e) => e.method === 'process/exited')!;
+  return { exitCode: ex.params.exitCode, sandboxDenied: ex.params.sandboxDenied, out: c.sink.outputText(id) };
+}
+
+/** Host pids running exactly `sleep <token>`. */
+function pidsWith(token: string): number[] {
+  const out: number[] = [];
+  for (const name of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      if (fs.readFileSync(`/proc/${name}/cmdline`, 'utf8') === `sleep\0${token}\0`) out.push(Number(name));
+    } catch {
+      // gone
+    }
+  }
+  return out;
+}
+
+test('sandboxed pipe: sandboxType linuxSeccomp; write inside the workspace ok, outside → EROFS and sandboxDenied', async () => {
+  const r = await c.call('process/start', sh('w1', `echo in > inside.txt && echo wrote; echo out > ${O}/x.txt`));
+  assert.deepEqual(r, { processId: 'w1', sandboxType: 'linuxSeccomp' });
+  const f = await finished('w1');
+  assert.equal(fs.readFileSync(path.join(W, 'inside.txt'), 'utf8'), 'in\n');
+  assert.equal(fs.existsSync(path.join(O, 'x.txt')), false);
+  assert.match(f.out, /wrote\n.*Read-only file system/s);
+  assert.equal(f.exitCode, 1);
+  assert.equal(f.sandboxDenied, true);
+  const read = await c.call('process/read', { processId: 'w1' });
+  assert.equal(read.sandboxDenied, true);
+  assert.equal(read.exitCode, 1);
+  // Unsandboxed answer unchanged.
+  assert.deepEqual(await c.call('process/start', startParams('w0', ['true'], { sandbox: null })), { processId: 'w0', sandboxType: 'none' });
+  await finished('w0');
+});
+
+test('sandboxed: exit 0 after a blocked write → sandboxDenied false; non-zero without a denial → false', async () => {
+  await c.call('process/start', sh('d0', `echo x > ${O}/y.txt; exit 0`));
+  const f0 = await finished('d0');
+  assert.match(f0.out, /Read-only file system/);
+  assert.deepEqual([f0.exitCode, f0.sandboxDenied], [0, false]);
+  await c.call('process/start', sh('d1', 'echo just failing; exit 3'));
+  const f1 = await finished('d1');
+  assert.deepEqual([f1.exitCode, f1.sandboxDenied, f1.out], [3, false, 'just failing\n']);
+  assert.equal((await c.call('process/read', { processId: 'd1' })).sandboxDenied, false);
+});
+
+test('sandboxed: Codex read-only profile denies a write in the workspace too', async () => {
+  await c.call('process/start', sh('r1', 'touch ro.txt', { sandbox: readOnly() }));
+  const f = await finished('r1');
+  assert.equal(fs.existsSync(path.join(W, 'ro.txt')), false);
+  assert.deepEqual([f.exitCode, f.sandboxDenied], [1, true]);
+});
+
+test('sandboxed: the protected .git stays read-only inside the writable root', async () => {
+  await c.call('process/start', sh('g1', 'echo hook > .git/hooks-post-checkout'));
+  const f = await finished('g1');
+  assert.equal(fs.existsSync(path.join(W, '.git', 'hooks-post-checkout')), false);
+  assert.deepEqual([f.exitCode, f.sandboxDenied], [1, true]);
+});
+
+test('sandboxed: network restricted — a 127.0.0.1 listener on the host is unreachable; enabled reaches it', async () => {
+  let connections = 0;
+  const server = net.createServer((s) => {
+    connections++;
+    s.end();
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const port = (server.address() as net.AddressInfo).port;
+  try {
+    await c.call('process/start', sh('n1', `echo hi > /dev/tcp/127.0.0.1/${port} && echo connected`));
+    const f = await finished('n1');
+    assert.equal(connections, 0);
+    assert.doesNotMatch(f.out, /connected/);
+    assert.deepEqual([f.exitCode, f.sandboxDenied], [1, true]);
+    await c.call('process/start', sh('n2', `echo hi > /dev/tcp/127.0.0.1/${port} && echo connected`, { sandbox: workspaceWrite('enabled') }));
+    const g = await finished('n2');
+    assert.deepEqual([g.exitCode, g.out], [0, 'connected\n']);
+    assert.equal(connections, 1);
+  } finally {
+    server.close();
+  }
+});
+
+test('sandboxed: exit codes (plain, signal death 128+n) and every output byte, as unsandboxed', async () => {
+  const script = 'head -c 3000000 /dev/zero | tr "\\0" "a"; echo; echo err >&2; exit 42';
+  await c.call('process/start', sh('x1', script));
+  await c.call('process/start', startParams('x1u', ['/bin/bash', '-c', script], { cwd: uri(W) }));
+  const [a, b] = [await finished('x1'), await finished('x1u')];
+  assert.equal(a.exitCode, 42);
+  assert.equal(a.out.length, 3_000_000 + 1 + 4);
+  assert.deepEqual([a.exitCode, a.out.length], [b.exitCode, b.out.length]);
+  await c.call('process/start', sh('x2', 'kill -TERM $$'));
+  await c.call('process/start', startParams('x2u', ['/bin/bash', '-c', 'kill -TERM $$'], { cwd: uri(W) }));
+  assert.equal((await finished('x2')).exitCode, 143);
+  assert.equal((await finished('x2u')).exitCode, 143);
+  // A missing program or cwd is a spawn error (-32603), as unsandboxed, not a sandbox message.
+  await rejectsWith(c.call('process/start', sh('x3', '', { argv: ['no-such-program-xyz'] })), -32603, /No such file or directory/);
+  await rejectsWith(c.call('process/start', sh('x4', 'true', { cwd: uri(path.join(W, 'nope')) })), -32603, /No such file or directory/);
+});
+
+test('sandboxed pipe: stdin via pipeStdin, interrupt reaches a shell trap, arg0', async () => {
+  await c.call('process/start', sh('s1', '', { argv: ['cat'], pipeStdin: true }));
+  await c.call('process/write', { processId: 's1', chunk: b64('hello sandbox\n'), writeId: '1' });
+  await c.call('process/closeStdin', { processId: 's1' });
+  assert.equal((await finished('s1')).out, 'hello sandbox\n');
+
+  await c.call('process/start', sh('s2', 'trap "echo got INT; exit 7" INT; echo ready; while :; do sleep 0.05; done'));
+  await c.sink.waitFor(() => c.sink.outputText('s2').includes('ready'));
+  await c.call('process/signal', { processId: 's2', signal: 'interrupt' });
+  const f = await finished('s2');
+  assert.deepEqual([f.out, f.exitCode], ['ready\ngot INT\n', 7]);
+
+  await c.call('process/start', sh('s3', '', { argv: ['/bin/bash', '-c', 'tr "\\0" " " < /proc/$$/cmdline'], arg0: 'renamed-zero' }));
+  assert.match((await finished('s3')).out, /^renamed-zero -c /);
+});
+
+test('sandboxed: terminate kills everything in the sandbox, also a child that left the process group', async () => {
+  const token = `987${process.pid}.5`; // cmdline is NUL-separated: search the argument
+  await c.call('process/start', sh('t1', `sleep ${token} & setsid sleep ${token} & echo started; wait`));
+  await c.sink.waitFor(() => c.sink.outputText('t1').includes('started'));
+  await waitUntil(() => pidsWith(token).length === 2, 5_000, 'both sleepers');
+  const pids = pidsWith(token);
+  assert.deepEqual(await c.call('process/terminate', { processId: 't1' }), { running: true });
+  await finished('t1');
+  await waitUntil(() => pids.every((p) => !alive(p)), 5_000, 'sleepers gone');
+});
+
+test('sandboxed PTY: echo, stty size after resize, interrupt with a trap, terminate kills a grandchild', async () => {
+  const token = `876${process.pid}.5`;
+  await c.call(
+    'process/start',
+    sh('p1', `trap "echo got-INT" INT; echo tty=$(tty); read line; echo "line=$line"; stty size; read x; stty size; sleep ${token} & echo bg; sleep 0.2; wait`, {
+      tty: true,
+      rows: 30,
+      cols: 100,
+    }),
+  );
+  const text = () => c.sink.outputText('p1');
+  // bwrap shows the terminal as /dev/console (its own /dev has no host pts).
+  await c.sink.waitFor(() => /tty=\/dev\//.test(text()), 10_000, 'tty');
+  await c.call('process/write', { processId: 'p1', chunk: b64('abc\r'), writeId: '1' });
+  await c.sink.waitFor(() => /line=abc/.test(text()) && /30 100/.test(text()), 10_000, 'first size');
+  await c.call('process/resize', { processId: 'p1', rows: 40, cols: 120 });
+  await c.call('process/write', { processId: 'p1', chunk: b64('\r'), writeId: '2' });
+  await c.sink.waitFor(() => /40 120/.test(text()) && /bg/.test(text()), 10_000, 'resized');
+  await waitUntil(() => pidsWith(token).length === 1, 5_000, 'grandchild');
+  const [grandchild] = pidsWith(token);
+  await c.call('process/signal', { processId: 'p1', signal: 'interrupt' });
+  await c.sink.waitFor(() => /got-INT/.test(text()), 10_000, 'trap');
+  assert.equal(c.sink.closed('p1'), false);
+  assert.deepEqual(await c.call('process/terminate', { processId: 'p1' }), { running: true });
+  await finished('p1');
+  await waitUntil(() => !alive(grandchild), 5_000, 'grandchild gone');
+});
+
+test('sandboxed PTY: Ctrl-C as a byte interrupts the command (not the sandbox), exit code as unsandboxed', async () => {
+  await c.call('process/start', sh('p2', 'trap "echo trapped" INT; echo go; sleep 30 & wait; echo after; exit 5', { tty: true }));
+  await c.sink.waitFor(() => c.sink.outputText('p2').includes('go'), 10_000, 'go');
+  await c.call('process/write', { processId: 'p2', chunk: b64('\x03'), writeId: '1' });
+  const f = await finished('p2');
+  assert.match(f.out, /trapped[\s\S]*after/);
+  assert.equal(f.exitCode, 5);
+  await c.call('process/start', sh('p3', 'echo go; exec sleep 30', { tty: true }));
+  await c.sink.waitFor(() => c.sink.outputText('p3').includes('go'), 10_000, 'go');
+  await c.call('process/write', { processId: 'p3', chunk: b64('\x03'), writeId: '1' });
+  assert.equal((await finished('p3')).exitCode, 130);
+});
+
+test('sandbox unusable: missing bwrap, or one that cannot create namespaces → -32600 naming the cause; nothing runs', async () => {
+  const saved = process.env.EXEC_SERVER_BWRAP;
+  const fake = path.join(dir, 'fake-bwrap');
+  fs.writeFileSync(fake, '#!/bin/sh\necho "bwrap: No permissions to create new namespace, likely because the kernel does not allow non-privileged user namespaces." >&2\nexit 1\n', { mode: 0o755 });
+  try {
+    process.env.EXEC_SERVER_BWRAP = path.join(dir, 'no-such-bwrap');
+    await rejectsWith(c.call('process/start', sh('u1', `touch ${O}/unconfined`)), -32600, /bubblewrap not found at .*no-such-bwrap.*bubblewrap/);
+    process.env.EXEC_SERVER_BWRAP = fake;
+    await rejectsWith(c.call('process/start', sh('u2', `touch ${O}/unconfined`, { tty: true })), -32600, /cannot create a sandbox here.*non-privileged user namespaces/);
+    await rejectsWith(c.call('process/read', { processId: 'u1' }), -32600, 'unknown process id u1');
+    // sandbox: null is unaffected.
+    await c.call('process/start', startParams('u3', ['true'], { sandbox: null }));
+    await finished('u3');
+  } finally {
+    if (saved === undefined) delete process.env.EXEC_SERVER_BWRAP;
+    else process.env.EXEC_SERVER_BWRAP = saved;
+  }
+  await new Promise((r) => setTimeout(r, 300));
+  assert.equal(fs.existsSync(path.join(O, 'unconfined')), false);
+});
+
+test('sandboxed: the child environment is exactly env (+ envPolicy), as unsandboxed', async () => {
+  await c.call('process/start', sh('e1', 'env | sort', { env: { PATH: ENV.PATH, FOO: 'bar' } }));
+  const out = unb64(b64((await finished('e1')).out));
+  const names = out.trim().split('\n').map((l) => l.split('=')[0]);
+  // bash adds PWD, SHLVL and _ itself; nothing comes from bwrap or the server's environment.
+  assert.deepEqual(names.filter((n) => !['PWD', 'SHLVL', '_'].includes(n)), ['FOO', 'PATH']);
+});
