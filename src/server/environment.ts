@@ -5,6 +5,7 @@ import path from 'node:path';
 import type { EnvironmentInfo } from '../protocol/types';
 import { VERSION } from '../version';
 import { pathToUri } from './paths';
+import { sandboxSupport } from './sandbox/support';
 
 export function environmentInfo(): EnvironmentInfo {
   const shellPath = process.env.SHELL || '/bin/sh';
@@ -19,6 +20,12 @@ export function environmentInfo(): EnvironmentInfo {
     capabilities: {
       fsWatchMissing: true,
       environmentConfigRead: true,
+      // [extension] What a managed `sandbox` gets here (README "Differences from the reference"):
+      // process/start confined by bubblewrap (false: refused with -32600, never run unconfined);
+      // fs/* checked in-process against the same profile (every platform); no seccomp filter.
+      managedSandboxProcesses: sandboxSupport().ok,
+      managedSandboxFs: true,
+      managedSandboxSeccomp: false,
     },
   };
 }

@@ -38,9 +38,8 @@ export class ExecServer {
     };
     // Checked once (cached per bwrap path) and logged, so a host that cannot sandbox says so
     // at startup rather than at the first managed process/start (which then gets -32600).
-    void sandboxSupport().then((s) =>
-      this.log(s.ok ? 'info' : 'warn', s.ok ? `managed sandboxes: enforced with ${s.tools.bwrap}` : `managed sandboxes: unavailable: ${s.reason}`),
-    );
+    const s = sandboxSupport();
+    this.log(s.ok ? 'info' : 'warn', s.ok ? `managed sandboxes: enforced with ${s.tools.bwrap}` : `managed sandboxes: unavailable: ${s.reason}`);
   }
 
   log(level: 'debug' | 'info' | 'warn' | 'error', message: string): void {

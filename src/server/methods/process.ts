@@ -76,8 +76,8 @@ export const processMethods: Record<string, MethodSpec> = {
       const session = ctx.session();
       let req: SpawnRequest = { argv: p.argv, cwd: p.cwd, env: p.childEnv, arg0: p.arg0, pipeStdin: p.pipeStdin, rows: p.rows, cols: p.cols };
       // Refused before the id is taken: no usable sandbox → -32600, never an unconfined run.
-      const backend = p.sandbox.kind === 'managed' ? await sandboxBackend() : undefined;
-      const proc = session.reserve(p.processId); // a concurrent duplicate fails here
+      const backend = p.sandbox.kind === 'managed' ? sandboxBackend() : undefined;
+      const proc = session.reserve(p.processId); // synchronous: a concurrent duplicate fails here
       try {
         if (backend && p.sandbox.kind === 'managed') {
           // What an unsandboxed spawn reports as a spawn error is checked first, on the host

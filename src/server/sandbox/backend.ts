@@ -39,8 +39,8 @@ export class BwrapBackend implements SandboxBackend {
 }
 
 /** The backend for this host, or -32600 naming why managed sandboxes cannot be enforced here. */
-export async function sandboxBackend(): Promise<SandboxBackend> {
-  const support = await sandboxSupport();
+export function sandboxBackend(): SandboxBackend {
+  const support = sandboxSupport();
   if (!support.ok) throw invalidRequest(`managed sandbox requested but it cannot be enforced: ${support.reason}`);
   return new BwrapBackend(support.tools);
 }
