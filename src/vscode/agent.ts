@@ -1,34 +1,115 @@
-// The agent endpoint in the UI: start/stop, the token, the approval prompt, workspace trust.
+// The agent endpoint in the UI: start/stop, the token and the Codex environments.toml entry,
+// the approval questions (a notification that stays until answered + a read-only details
+// editor for long requests), sandbox-denial notices, workspace trust. Every approval setting
+// is read from the USER settings only: an agent can write workspace files, so workspace (and
+// folder) values must never loosen the policy.
+import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { AgentEndpoint } from './core/agent-endpoint';
+import { DEFAULT_AGENT_TIMEOUT_SECONDS, type AgentGateHost, type AgentQuestion } from './core/agent-gate';
 import { APPROVAL_POLICIES, type ApprovalGate, type ApprovalHost, type ApprovalPolicy } from './core/approval';
+import { commandLine } from './core/display-text';
 import { LOCAL_ENVIRONMENT } from './core/environment-store';
-import type { LocalServerHolder, StatusBar } from './environments';
+import type { StatusBar } from './environments';
 import { workspaceFolderPaths, type TerminalService } from './terminals';
 
-/** Reads the approval settings and shows the approval notification (exact wording and buttons). */
+/** A setting's user (global) value, else its default: workspace and folder values are ignored. */
+export function userSetting<T>(key: string): T | undefined {
+  const i = vscode.workspace.getConfiguration('execServer').inspect<T>(key);
+  return i?.globalValue ?? i?.defaultValue;
+}
+
+function policySetting(): ApprovalPolicy {
+  const v = userSetting<string>('approval.policy');
+  return (APPROVAL_POLICIES as readonly string[]).includes(v ?? '') ? (v as ApprovalPolicy) : 'askOutsideWorkspace';
+}
+
+function timeoutSetting(): number {
+  const s = userSetting<number>('approval.timeoutSeconds');
+  return (typeof s === 'number' && s > 0 ? s : DEFAULT_AGENT_TIMEOUT_SECONDS) * 1000;
+}
+
+/** Reads the approval settings and shows the approval notification (API / programmatic commands). */
 export function vscodeApprovalHost(log: vscode.LogOutputChannel): ApprovalHost {
   return {
-    policy(): ApprovalPolicy {
-      const v = vscode.workspace.getConfiguration('execServer').get<string>('approval.policy');
-      return (APPROVAL_POLICIES as readonly string[]).includes(v ?? '') ? (v as ApprovalPolicy) : 'askOutsideWorkspace';
-    },
-    timeoutMs(): number {
-      const s = vscode.workspace.getConfiguration('execServer').get<number>('approval.timeoutSeconds');
-      return (typeof s === 'number' && s > 0 ? s : 60) * 1000;
-    },
+    policy: policySetting,
+    timeoutMs: timeoutSetting,
     workspaceRoots: (environment?: string) => workspaceFolderPaths(environment ?? LOCAL_ENVIRONMENT),
     prompt: (message, choices) => Promise.resolve(vscode.window.showWarningMessage(message, ...choices)),
     log: (m) => log.info(m),
   };
 }
 
+/** Scheme of the read-only details documents of approval questions. */
+export const APPROVAL_DETAILS_SCHEME = 'exec-server-approval';
+/** Notification text above this length is cut (VS Code cuts at 1000) and the details open. */
+const MAX_MESSAGE = 600;
+
+class ApprovalDetails implements vscode.TextDocumentContentProvider {
+  private readonly texts = new Map<string, string>();
+  uriFor(q: AgentQuestion): vscode.Uri {
+    const uri = vscode.Uri.from({ scheme: APPROVAL_DETAILS_SCHEME, path: `/approval-${q.id}.txt` });
+    this.texts.set(uri.path, q.detail);
+    if (this.texts.size > 200) this.texts.delete(this.texts.keys().next().value as string);
+    return uri;
+  }
+  provideTextDocumentContent(uri: vscode.Uri): string {
+    return this.texts.get(uri.path) ?? 'This approval question is no longer available.';
+  }
+}
+
+/**
+ * The agent gate's UI. The question is an error-severity notification because VS Code keeps
+ * only those (with buttons) on screen until answered; its text is plain (agent text is
+ * shell-quoted by the core, so it forms no link). Long or detailed requests also open a
+ * read-only plain-text editor with the full request (argv one per line, env, sandbox...).
+ */
+export function vscodeAgentGateHost(ctx: vscode.ExtensionContext, log: vscode.LogOutputChannel): AgentGateHost & vscode.Disposable {
+  const details = new ApprovalDetails();
+  const registration = vscode.workspace.registerTextDocumentContentProvider(APPROVAL_DETAILS_SCHEME, details);
+  // VS Code's user settings (…/User) and installed extensions: an agent must not edit them silently.
+  const userDir = path.dirname(path.dirname(ctx.globalStorageUri.fsPath));
+  const extensionsDir = path.dirname(ctx.extensionUri.fsPath);
+  return {
+    policy: policySetting,
+    sandboxAll: () => userSetting<boolean>('approval.sandboxAgentCommands') === true,
+    timeoutMs: timeoutSetting,
+    workspaceRoots: () => workspaceFolderPaths(LOCAL_ENVIRONMENT),
+    protectedRoots: () => [userDir, extensionsDir],
+    async ask(q) {
+      let message = q.message;
+      const open = !q.complete || [...message].length > MAX_MESSAGE;
+      if (open) {
+        const uri = details.uriFor(q);
+        if ([...message].length > MAX_MESSAGE) message = `${[...message].slice(0, MAX_MESSAGE).join('')} … (cut)`;
+        message += ` — full request in the editor tab "approval-${q.id}.txt"`;
+        void vscode.workspace.openTextDocument(uri).then(
+          (doc) => vscode.window.showTextDocument(doc, { preview: true, preserveFocus: true, viewColumn: vscode.ViewColumn.Beside }),
+          () => undefined,
+        );
+      }
+      return vscode.window.showErrorMessage(message, ...q.choices);
+    },
+    late(q, choice) {
+      void vscode.window.showInformationMessage(
+        `Exec Server: approval #${q.id} had already been refused (timed out or the agent left); "${choice}" changed nothing.`,
+      );
+    },
+    log: (level, m) => log[level](m),
+    dispose: () => registration.dispose(),
+  };
+}
+
 export interface AgentServiceDeps {
-  local: LocalServerHolder;
-  gate: ApprovalGate;
+  gateHost: AgentGateHost;
   terminals: TerminalService;
   statusBar: StatusBar;
   log: vscode.LogOutputChannel;
+}
+
+/** The Codex `environments.toml` entry for a running endpoint (Codex reads the token only from here). */
+export function codexEnvironmentEntry(url: string, token: string, id = 'vscode'): string {
+  return `[[environments]]\nid = "${id}"\nurl = "${url}"\nauth_bearer_token = "${token}"\n`;
 }
 
 export class AgentEndpointService implements vscode.Disposable {
@@ -54,10 +135,9 @@ export class AgentEndpointService implements vscode.Disposable {
   async stop(): Promise<boolean> {
     const ep = this.endpoint ?? (await this.starting?.catch(() => undefined));
     this.endpoint = undefined;
-    // A new endpoint may serve another agent: its approvals start over.
-    this.deps.gate.resetSession('agent');
     this.deps.statusBar.setEndpoint(undefined);
     if (!ep) return false;
+    // Its own engine: every agent process ends with it; grants die with its connections.
     await ep.stop();
     this.deps.log.info('agent endpoint stopped');
     return true;
@@ -68,13 +148,18 @@ export class AgentEndpointService implements vscode.Disposable {
   }
 
   private async listen(): Promise<AgentEndpoint> {
-    const port = vscode.workspace.getConfiguration('execServer').get<number>('agentEndpoint.port') ?? 0;
+    const port = userSetting<number>('agentEndpoint.port') ?? 0;
     const log = this.deps.log;
     const ep = await AgentEndpoint.start({
-      server: this.deps.local.get(),
       port: Number.isInteger(port) && port >= 0 && port < 65536 ? port : 0,
-      decide: (req) => this.deps.gate.check(req, 'agent'),
+      gate: this.deps.gateHost,
       onProcessStarted: (p) => this.deps.terminals.showAgentProcess(p),
+      onSandboxDenied: ({ connection, argv, exitCode }) => {
+        log.warn(`[agent endpoint] sandbox denied: ${connection}: ${commandLine(argv)} (exit code ${exitCode})`);
+        void vscode.window.showWarningMessage(
+          `Exec Server: the sandbox blocked ${commandLine(argv)} (${connection}, exit code ${exitCode}). If the agent retries it without the sandbox, you will be asked first.`,
+        );
+      },
       log: (level, message) => log[level](`[agent endpoint] ${message}`),
     });
     this.endpoint = ep;

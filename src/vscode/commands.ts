@@ -3,7 +3,7 @@
 // Tree nodes are valid args too ({environment} / {environment, key}).
 import * as os from 'node:os';
 import * as vscode from 'vscode';
-import type { AgentEndpointService } from './agent';
+import { codexEnvironmentEntry, type AgentEndpointService } from './agent';
 import type { EnvironmentManager } from './core/environment-manager';
 import { LOCAL_ENVIRONMENT, type EnvironmentStore } from './core/environment-store';
 import type { ProcessRegistry, TrackedProcess } from './core/process-registry';
@@ -228,7 +228,8 @@ export function registerCommands(ctx: vscode.ExtensionContext, s: CommandService
   reg('execServer.startAgentEndpoint', async (args) => {
     const r = await s.agent.start();
     if (!args?.quiet) {
-      void vscode.window.showInformationMessage(`Exec Server: agent endpoint on ${r.url}`, 'Copy Token', 'Copy URL').then((c) => {
+      void vscode.window.showInformationMessage(`Exec Server: agent endpoint on ${r.url}`, 'Copy Codex Entry', 'Copy Token', 'Copy URL').then((c) => {
+        if (c === 'Copy Codex Entry') void vscode.env.clipboard.writeText(codexEnvironmentEntry(r.url, r.token));
         if (c === 'Copy Token') void vscode.env.clipboard.writeText(r.token);
         if (c === 'Copy URL') void vscode.env.clipboard.writeText(r.url);
       });
@@ -236,14 +237,21 @@ export function registerCommands(ctx: vscode.ExtensionContext, s: CommandService
     return r;
   });
   reg('execServer.stopAgentEndpoint', () => s.agent.stop());
-  reg('execServer.copyEndpointToken', async () => {
+  // Codex 0.169 reads the token only from its environments.toml entry (auth_bearer_token), so
+  // the whole entry is copied; {tokenOnly: true} copies the bare token.
+  reg('execServer.copyEndpointToken', async (args) => {
     const r = s.agent.running;
     if (!r) {
       void vscode.window.showWarningMessage('Exec Server: the agent endpoint is not running (Exec Server: Start Agent Endpoint)');
       return false;
     }
-    await vscode.env.clipboard.writeText(r.token);
-    void vscode.window.showInformationMessage(`Exec Server: token of ${r.url} copied (set it as CODEX_EXEC_SERVER_CONNECTION_TOKEN)`);
+    const tokenOnly = args?.tokenOnly === true;
+    await vscode.env.clipboard.writeText(tokenOnly ? r.token : codexEnvironmentEntry(r.url, r.token));
+    void vscode.window.showInformationMessage(
+      tokenOnly
+        ? `Exec Server: token of ${r.url} copied`
+        : `Exec Server: Codex environments.toml entry for ${r.url} copied (it holds the token: paste it into $CODEX_HOME/environments.toml)`,
+    );
     return true;
   });
 }

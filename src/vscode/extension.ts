@@ -1,7 +1,7 @@
 // Entry point of the VS Code extension: wires the environments, terminals, file system,
 // views, agent endpoint and commands, and returns the exported API (see ./api.ts).
 import * as vscode from 'vscode';
-import { AgentEndpointService, vscodeApprovalHost } from './agent';
+import { AgentEndpointService, vscodeAgentGateHost, vscodeApprovalHost } from './agent';
 import type { ExecServerApi } from './api';
 import { registerCommands } from './commands';
 import { ApprovalGate } from './core/approval';
@@ -22,7 +22,8 @@ export function activate(ctx: vscode.ExtensionContext): ExecServerApi {
   const config = () => vscode.workspace.getConfiguration('execServer');
   const store = new EnvironmentStore(
     {
-      read: () => config().get('environments'),
+      // User settings only: a workspace (which an agent can write) must not add commands to run.
+      read: () => config().inspect('environments')?.globalValue,
       // Write the user (global) list: never copy workspace-level entries into it.
       readForWrite: () => config().inspect('environments')?.globalValue,
       write: (value: EnvironmentSetting[]) => Promise.resolve(config().update('environments', value, vscode.ConfigurationTarget.Global)),
@@ -43,7 +44,9 @@ export function activate(ctx: vscode.ExtensionContext): ExecServerApi {
   const gate = new ApprovalGate(vscodeApprovalHost(log));
   const statusBar = new StatusBar(store, manager);
   const terminals = new TerminalService({ getClient: (env) => connectWithProgress(manager, env, log), registry, log });
-  const agent = new AgentEndpointService({ local, gate, terminals, statusBar, log });
+  const agentGateHost = vscodeAgentGateHost(ctx, log);
+  ctx.subscriptions.push(agentGateHost);
+  const agent = new AgentEndpointService({ gateHost: agentGateHost, terminals, statusBar, log });
   const tree = new ExecServerTree(store, manager, registry);
   ctx.subscriptions.push(statusBar, terminals, agent, tree);
 

@@ -1,43 +1,43 @@
-// The agent endpoint end to end in plain Node: a real loopback websocket listener serving a
-// real ExecServer, the project's client as the agent, and the approval gate in between.
+// The agent endpoint end to end in plain Node: a real loopback websocket listener serving its
+// own ExecServer, the project's client as the agent, and the agent gate in between.
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { ExecServerClient } from '../../src/client/client';
 import { RpcError } from '../../src/protocol/errors';
-import { ExecServer } from '../../src/server/exec-server';
 import { sha256 } from '../../src/transports/ws-auth';
-import { AgentEndpoint, checkBearer, type AgentProcess } from '../../src/vscode/core/agent-endpoint';
-import { ApprovalGate, type ApprovalPolicy } from '../../src/vscode/core/approval';
+import { AgentEndpoint, checkBearer, withoutSessionIds, type AgentProcess } from '../../src/vscode/core/agent-endpoint';
+import type { ApprovalPolicy } from '../../src/vscode/core/approval';
 
-let server: ExecServer;
 let dir: string;
 before(() => {
-  server = new ExecServer();
-  dir = mkdtempSync(path.join(os.tmpdir(), 'vscode-agent-'));
+  dir = realpathSync(mkdtempSync(path.join(os.tmpdir(), 'vscode-agent-')));
 });
-after(async () => {
-  await server.shutdown();
+after(() => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-/** An endpoint whose approval prompt is answered by `answer` (and records the questions). */
+/** An endpoint whose questions are answered by `answer` (and recorded). */
 async function endpoint(policy: ApprovalPolicy, answer: (msg: string) => string | undefined, roots: string[] = []) {
   const prompts: string[] = [];
   const started: AgentProcess[] = [];
-  const gate = new ApprovalGate({
-    policy: () => policy,
-    timeoutMs: () => 10_000,
-    workspaceRoots: () => roots,
-    prompt: async (m) => {
-      prompts.push(m);
-      return answer(m);
+  const ep = await AgentEndpoint.start({
+    port: 0,
+    gate: {
+      policy: () => policy,
+      sandboxAll: () => false,
+      timeoutMs: () => 10_000,
+      workspaceRoots: () => roots,
+      ask: async (q) => {
+        prompts.push(q.message);
+        return answer(q.message);
+      },
     },
+    onProcessStarted: (p) => started.push(p),
   });
-  const ep = await AgentEndpoint.start({ server, port: 0, decide: (r) => gate.check(r, 'agent'), onProcessStarted: (p) => started.push(p) });
-  return { ep, gate, prompts, started };
+  return { ep, prompts, started };
 }
 
 describe('agent endpoint', () => {
@@ -70,7 +70,11 @@ describe('agent endpoint', () => {
     }
   });
 
-  it('a denied request answers a JSON-RPC error and changes nothing; reads need no approval', async () => {
+  it('session ids are taken out of every log line', () => {
+    assert.equal(withoutSessionIds('agent: new session 0b7e5f5c-3c1d-4e7a-9a4b-1f2e3d4c5b6a ok'), 'agent: new session <session> ok');
+  });
+
+  it('a denied request answers a JSON-RPC error and changes nothing; metadata needs no approval', async () => {
     const { ep, prompts } = await endpoint('alwaysAsk', () => 'Deny');
     const c = await ExecServerClient.connectWebSocket(ep.url, { token: ep.token, reconnect: false });
     try {
@@ -82,11 +86,14 @@ describe('agent endpoint', () => {
       assert.equal(existsSync(target), false);
       await assert.rejects(c.startProcess({ argv: ['/bin/sh', '-c', `touch ${path.join(dir, 'ran')}`], cwd: dir }), /not approved/);
       assert.equal(existsSync(path.join(dir, 'ran')), false);
-      assert.deepEqual(prompts, [`Exec Server: an agent wants to write ${target}`, `Exec Server: an agent wants to run \`/bin/sh -c 'touch ${path.join(dir, 'ran')}'\` in ${dir}`]);
-      // Reads are not gated.
-      await c.fs.stat(dir);
-      await c.fs.readDirectory(dir);
       assert.equal(prompts.length, 2);
+      assert.match(prompts[0], new RegExp(`^Exec Server: agent connection #\\d+ \\(127\\.0\\.0\\.1:\\d+\\), client "[^"]+" wants to write 2 bytes to ${target}$`));
+      assert.ok(prompts[1].includes(`wants to run /bin/sh -c 'touch ${path.join(dir, 'ran')}' in ${dir} (unsandboxed`), prompts[1]);
+      // Metadata is not gated; under alwaysAsk a listing is.
+      await c.fs.stat(dir);
+      assert.equal(prompts.length, 2);
+      await assert.rejects(c.fs.readDirectory(dir), /not approved/);
+      assert.equal(prompts.length, 3);
     } finally {
       await c.close();
       await ep.stop();
@@ -94,7 +101,7 @@ describe('agent endpoint', () => {
   });
 
   it('allowed processes run and are reported with their live output; Allow for Session stops the questions', async () => {
-    const { ep, prompts, started, gate } = await endpoint('alwaysAsk', () => 'Allow for Session');
+    const { ep, prompts, started } = await endpoint('alwaysAsk', () => 'Allow for Session');
     const c = await ExecServerClient.connectWebSocket(ep.url, { token: ep.token, reconnect: false });
     try {
       const h = await c.startProcess({ argv: ['/bin/sh', '-c', 'echo agent-out; exit 4'], cwd: dir });
@@ -111,25 +118,29 @@ describe('agent endpoint', () => {
       assert.equal(await seen.write('x'), 'stdinClosed', 'the watcher cannot type into the agent process');
       await c.fs.writeFile(path.join(dir, 'two.txt'), new TextEncoder().encode('two'));
       assert.equal(readFileSync(path.join(dir, 'two.txt'), 'utf8'), 'two');
-      assert.equal(prompts.length, 1, 'only the first request asked');
-      assert.equal(gate.isSessionAllowed('agent'), true);
+      assert.equal(prompts.length, 2, 'the write is not covered by the grant for /bin/sh');
+      await c.startProcess({ argv: ['/bin/sh', '-c', 'exit 0'], cwd: dir });
+      assert.equal(prompts.length, 2, 'the same program in the same cwd is covered');
     } finally {
       await c.close();
       await ep.stop();
     }
   });
 
-  it('askOutsideWorkspace runs inside the workspace without asking; the watcher can terminate an agent process', async () => {
-    const { ep, prompts, started } = await endpoint('askOutsideWorkspace', () => 'Deny', [dir]);
+  it('askOutsideWorkspace writes inside the workspace without asking; the watcher can terminate an agent process', async () => {
+    const { ep, prompts, started } = await endpoint('askOutsideWorkspace', (m) => (m.includes('sleep 60') ? 'Allow' : 'Deny'), [dir]);
     const c = await ExecServerClient.connectWebSocket(ep.url, { token: ep.token, reconnect: false });
     try {
-      const h = await c.startProcess({ argv: ['/bin/sh', '-c', 'sleep 60'], cwd: dir });
+      await c.fs.writeFile(path.join(dir, 'inside.txt'), new TextEncoder().encode('in'));
       assert.equal(prompts.length, 0);
+      // An unsandboxed process asks even with its cwd inside the workspace.
+      const h = await c.startProcess({ argv: ['/bin/sh', '-c', 'sleep 60'], cwd: dir });
+      assert.equal(prompts.length, 1);
       assert.equal(started.length, 1);
       assert.equal(await started[0].terminate(), true);
       assert.notEqual(await h.exited, 0);
       await assert.rejects(c.fs.createDirectory('/tmp/outside-' + process.pid, false), /not approved/);
-      assert.equal(prompts.length, 1);
+      assert.equal(prompts.length, 2);
     } finally {
       await c.close();
       await ep.stop();

@@ -1,86 +1,112 @@
-// The approval decorator over a real in-process server connection.
+// The gated connection over a real in-process server connection: every request is decided
+// before the engine sees it, whatever the handshake state; a refusal changes nothing.
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, realpathSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { after, describe, it } from 'node:test';
-import { RpcError } from '../../src/protocol/errors';
+import type { ServerConnection } from '../../src/server/api';
 import { ExecServer } from '../../src/server/exec-server';
-import type { ApprovalRequest } from '../../src/vscode/core/approval';
-import { approvalRequestFor, GatedServerConnection } from '../../src/vscode/core/gated-connection';
+import { AgentGate } from '../../src/vscode/core/agent-gate';
+import { WatchBudget } from '../../src/vscode/core/agent-limits';
+import type { ApprovalPolicy } from '../../src/vscode/core/approval';
+import { GatedServerConnection } from '../../src/vscode/core/gated-connection';
 
 const server = new ExecServer();
-const dir = mkdtempSync(path.join(os.tmpdir(), 'vscode-gate-'));
+const dir = realpathSync(mkdtempSync(path.join(os.tmpdir(), 'vscode-gate-')));
 after(async () => {
   await server.shutdown();
   rmSync(dir, { recursive: true, force: true });
 });
 
-function gated(allow: boolean) {
-  const asked: ApprovalRequest[] = [];
+/** A gated connection whose questions get `answer`; `seen` records what reached the engine. */
+function gated(policy: ApprovalPolicy, answer: string | undefined) {
+  const asked: string[] = [];
+  const seen: string[] = [];
   const hooks: string[] = [];
-  const conn = new GatedServerConnection(
-    server.connect({ notify() {} }, { label: 'gate-test' }),
-    async (req) => {
-      asked.push(req);
-      return allow ? { allowed: true, reason: 'user allowed' } : { allowed: false, reason: 'user denied' };
+  const gate = new AgentGate({
+    policy: () => policy,
+    sandboxAll: () => false,
+    timeoutMs: () => 5000,
+    workspaceRoots: () => [dir],
+    ask: async (q) => {
+      asked.push(q.message);
+      return answer;
     },
-    {
+  });
+  const sink = { notify() {} };
+  const inner = server.connect(sink, { label: 'gate-test' });
+  const spy: ServerConnection = {
+    request: (m, p) => inner.request(m, p),
+    requestUntyped: (m, p) => {
+      seen.push(m);
+      return inner.requestUntyped(m, p);
+    },
+    notification: (m, p) => inner.notification(m, p),
+    close: () => inner.close(),
+  };
+  const conn = new GatedServerConnection(spy, gate.connection('test'), {
+    sink,
+    watches: new WatchBudget(),
+    hooks: {
       beforeProcessStart: (p) => hooks.push(`before ${p.processId}`),
       afterProcessStart: (p, ok) => hooks.push(`after ${p.processId} ${ok}`),
     },
-  );
-  return { conn, asked, hooks };
+  });
+  return { conn, asked, seen, hooks };
 }
 
+const start = (id: string, argv: string[]) => ({ processId: id, argv, cwd: pathToFileURL(dir).href, env: {}, tty: false });
+
 describe('gated server connection', () => {
-  it('maps gated methods to approval questions and leaves the others alone', () => {
-    assert.deepEqual(approvalRequestFor('process/start', { argv: ['ls'], cwd: 'file:///tmp' }), { kind: 'run', argv: ['ls'], cwd: '/tmp' });
-    assert.deepEqual(approvalRequestFor('fs/remove', { path: '/x' }), { kind: 'fs', operation: 'delete', path: '/x' });
-    assert.deepEqual(approvalRequestFor('fs/copy', { sourcePath: '/a', destinationPath: 'file:///b' }), {
-      kind: 'fs',
-      operation: 'copy',
-      path: '/a',
-      destination: '/b',
-    });
-    for (const m of ['fs/readFile', 'fs/getMetadata', 'process/write', 'process/terminate', 'process/read', 'environment/info']) {
-      assert.equal(approvalRequestFor(m, { path: '/x' }), undefined, m);
-    }
-    // Malformed params still produce a question (never a silent pass).
-    assert.deepEqual(approvalRequestFor('process/start', null), { kind: 'run', argv: ['<missing argv>'], cwd: '<missing path>' });
+  it('asks before the handshake too (a pipelining client is never ungated); a refusal never reaches the engine', async () => {
+    const { conn, asked, seen } = gated('alwaysAsk', 'Deny');
+    const target = path.join(dir, 'early');
+    await assert.rejects(conn.requestUntyped('fs/writeFile', { path: pathToFileURL(target).href, dataBase64: '' }), /not approved/);
+    assert.equal(asked.length, 1);
+    assert.deepEqual(seen, []);
+    assert.equal(existsSync(target), false);
+    conn.close();
   });
 
-  it('does not ask before the handshake: the server rejects those requests itself', async () => {
-    const { conn, asked } = gated(true);
-    await assert.rejects(conn.requestUntyped('fs/writeFile', { path: path.join(dir, 'early'), dataBase64: '' }), /initialize/);
+  it('unknown methods are refused without reaching the engine; malformed params get the engine’s own error', async () => {
+    const { conn, seen, asked } = gated('neverAsk', undefined);
+    await conn.requestUntyped('initialize', { clientName: 't' });
+    conn.notification('initialized', {});
+    await assert.rejects(conn.requestUntyped('fs/secretNewMethod', {}), /not available on the agent endpoint/);
+    await assert.rejects(conn.requestUntyped('process/start', { processId: 'x', argv: [], cwd: pathToFileURL(dir).href, env: {}, tty: false }), /argv must not be empty/);
+    assert.deepEqual(seen, ['initialize']);
     assert.equal(asked.length, 0);
     conn.close();
   });
 
-  it('a denial never reaches the server; an approval does, with start hooks around it', async () => {
-    const denied = gated(false);
-    await denied.conn.requestUntyped('initialize', { clientName: 't' });
-    denied.conn.notification('initialized', {});
-    const target = path.join(dir, 'made');
-    await assert.rejects(denied.conn.requestUntyped('fs/createDirectory', { path: pathToFileURL(target).href }), (e: unknown) => e instanceof RpcError && e.code === -32600);
-    await assert.rejects(
-      denied.conn.requestUntyped('process/start', { processId: 'p1', argv: ['/bin/true'], cwd: pathToFileURL(dir).href, env: {}, tty: false }),
-      /not approved/,
-    );
-    assert.equal(existsSync(target), false);
-    assert.deepEqual(denied.hooks, []);
-    assert.equal(denied.asked.length, 2);
-    denied.conn.close();
+  it('process methods work only on processes this connection started', async () => {
+    const { conn, seen } = gated('neverAsk', undefined);
+    await conn.requestUntyped('initialize', { clientName: 't' });
+    conn.notification('initialized', {});
+    await assert.rejects(conn.requestUntyped('process/terminate', { processId: 'not-mine' }), /not started by this connection/);
+    await assert.rejects(conn.requestUntyped('process/write', { processId: 'not-mine', chunk: '', writeId: '1' }), /not started by this connection/);
+    assert.deepEqual(seen, ['initialize']);
+    // A pipelined start + write: the write waits for the start's decision and keeps its order.
+    const started = conn.requestUntyped('process/start', { ...start('mine', ['/bin/cat']), pipeStdin: true });
+    const wrote = conn.requestUntyped('process/write', { processId: 'mine', chunk: Buffer.from('hi').toString('base64'), writeId: '1' });
+    await started;
+    assert.deepEqual(await wrote, { status: 'accepted' });
+    assert.deepEqual(await conn.requestUntyped('process/terminate', { processId: 'mine' }), { running: true });
+    conn.close();
+  });
 
-    const allowed = gated(true);
-    await allowed.conn.requestUntyped('initialize', { clientName: 't' });
-    allowed.conn.notification('initialized', {});
-    await allowed.conn.requestUntyped('fs/createDirectory', { path: pathToFileURL(target).href });
-    assert.equal(existsSync(target), true);
-    await allowed.conn.requestUntyped('process/start', { processId: 'p2', argv: ['/bin/true'], cwd: pathToFileURL(dir).href, env: {}, tty: false });
-    await assert.rejects(allowed.conn.requestUntyped('process/start', { processId: 'p3', argv: ['/nonexistent-xyz'], cwd: pathToFileURL(dir).href, env: {}, tty: false }));
-    assert.deepEqual(allowed.hooks, ['before p2', 'after p2 true', 'before p3', 'after p3 false']);
-    allowed.conn.close();
+  it('an approval reaches the engine with start hooks around it; a failed start forgets the process', async () => {
+    const { conn, hooks, asked } = gated('alwaysAsk', 'Allow');
+    await conn.requestUntyped('initialize', { clientName: 't' });
+    conn.notification('initialized', {});
+    await conn.requestUntyped('process/start', start('p2', ['/bin/true']));
+    await assert.rejects(conn.requestUntyped('process/start', start('p3', ['/nonexistent-xyz'])));
+    assert.deepEqual(hooks, ['before p2', 'after p2 true', 'before p3', 'after p3 false']);
+    assert.equal(asked.length, 2);
+    assert.equal(conn.gate.state.processes.has('p2'), true);
+    assert.equal(conn.gate.state.processes.has('p3'), false);
+    conn.close();
   });
 });

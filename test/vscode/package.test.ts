@@ -33,7 +33,8 @@ describe('extension manifest', () => {
     const props = pkg.contributes.configuration.properties;
     assert.equal(props['execServer.approval.policy'].default, 'askOutsideWorkspace');
     assert.deepEqual(props['execServer.approval.policy'].enum, ['alwaysAsk', 'askOutsideWorkspace', 'neverAsk']);
-    assert.equal(props['execServer.approval.timeoutSeconds'].default, 60);
+    assert.equal(props['execServer.approval.timeoutSeconds'].default, 25);
+    assert.equal(props['execServer.approval.sandboxAgentCommands'].default, false);
     assert.deepEqual(props['execServer.agentEndpoint.host'].enum, ['127.0.0.1']);
     assert.equal(props['execServer.agentEndpoint.port'].default, 0);
     assert.equal(pkg.capabilities.untrustedWorkspaces.supported, 'limited');

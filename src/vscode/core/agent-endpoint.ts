@@ -1,20 +1,24 @@
-// The agent endpoint: a loopback websocket serving the extension's in-process ExecServer so
-// an agent (e.g. the Codex CLI) can use this machine as an environment. Every upgrade must
-// present `Authorization: Bearer <token>` matching a fresh random token (compared by SHA-256
-// digest in constant time; 401 otherwise). Each connection is wrapped in the approval gate;
-// processes the agent starts are reported (with their live output) so the UI shows them.
+// The agent endpoint: a loopback websocket serving its OWN in-process ExecServer (never the
+// user's Local one: no agent can resume a session it did not open) so an agent (e.g. the Codex
+// CLI) can use this machine as an environment. Every upgrade must present
+// `Authorization: Bearer <token>` matching a fresh random token (compared by SHA-256 digest in
+// constant time; 401 otherwise). Every request of every connection passes the agent gate
+// (agent-gate.ts); processes the agent starts are reported (with their live output) so the UI
+// shows them, and a sandbox denial is reported with the command it stopped.
 import * as crypto from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { OutputEvent, ProcessHandle } from '../../client/api';
 import type { NotificationMap, NotificationMethod, ProcessStartParams, WriteStatus } from '../../protocol/types';
 import { Emitter, type Disposable, type Event } from '../../rpc/event';
-import type { NotificationSink, ServerConnection } from '../../server/api';
+import type { NotificationSink, ServerConnection, ServerOptions } from '../../server/api';
+import { ExecServer } from '../../server/exec-server';
 import type { ConnectableServer } from '../../transports/in-process';
 import { serveConnection } from '../../transports/serve';
 import { listenWebSocket, type AuthResult, type WebSocketListener } from '../../transports/websocket-server';
 import { bearerToken, digestsEqual, sha256 } from '../../transports/ws-auth';
-import type { ApprovalDecision, ApprovalRequest } from './approval';
-import { GatedServerConnection } from './gated-connection';
+import { AgentGate, type AgentGateHost } from './agent-gate';
+import { WatchBudget } from './agent-limits';
+import { GatedServerConnection, type GateHooks } from './gated-connection';
 
 export const AGENT_ENDPOINT_HOST = '127.0.0.1';
 
@@ -30,12 +34,23 @@ export interface AgentProcess extends ProcessHandle {
 }
 
 export interface AgentEndpointOptions {
-  server: ConnectableServer;
   /** 0 = a free port. */
   port: number;
-  decide(req: ApprovalRequest): Promise<ApprovalDecision>;
+  /** Settings, workspace and the question UI of the gate. */
+  gate: AgentGateHost;
+  /** Options of the endpoint's own ExecServer (tests shorten its timers). */
+  serverOptions?: Omit<ServerOptions, 'log'>;
+  /** Largest websocket frame accepted from an agent (default 64 MiB). */
+  maxPayload?: number;
   onProcessStarted?(p: AgentProcess): void;
+  onSandboxDenied?: GateHooks['sandboxDenied'];
   log?(level: 'debug' | 'info' | 'warn' | 'error', message: string): void;
+}
+
+const SESSION_ID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/gi;
+/** Session ids are the key to a session (resumeSessionId): they never reach the log. */
+export function withoutSessionIds(message: string): string {
+  return message.replace(SESSION_ID, '<session>');
 }
 
 /** Authorization check of one upgrade request against the expected token digest. */
@@ -133,6 +148,9 @@ export class AgentEndpoint implements Disposable {
 
   private constructor(
     private readonly listener: WebSocketListener,
+    /** The endpoint's own engine: its sessions hold agent processes only. */
+    readonly server: ExecServer,
+    readonly gate: AgentGate,
     /** The bearer token agents must present. */
     readonly token: string,
   ) {}
@@ -150,30 +168,45 @@ export class AgentEndpoint implements Disposable {
   static async start(opts: AgentEndpointOptions): Promise<AgentEndpoint> {
     const token = crypto.randomBytes(32).toString('base64url');
     const digest = sha256(token);
-    const log = opts.log ?? (() => {});
+    const rawLog = opts.log ?? (() => {});
+    const log = (level: 'debug' | 'info' | 'warn' | 'error', message: string) => rawLog(level, withoutSessionIds(message));
+    const server = new ExecServer({ ...opts.serverOptions, log });
+    const gate = new AgentGate({ ...opts.gate, log: (level, m) => (opts.gate.log ?? log)(level, withoutSessionIds(m)) });
+    const watches = new WatchBudget();
     let endpoint: AgentEndpoint | undefined;
-    const listener = await listenWebSocket({
-      host: AGENT_ENDPOINT_HOST,
-      port: opts.port,
-      authenticate: (req: IncomingMessage) => checkBearer(req, digest),
-      log,
-      onConnection: (transport, req) => {
-        const gated = gatedServer(opts);
-        const served = serveConnection(gated, transport, { label: `agent ${req.socket.remoteAddress}:${req.socket.remotePort}`, log });
-        const handle = { close: () => transport.close('agent endpoint stopped') };
-        endpoint?.connections.add(handle);
-        void served.closed.then(() => endpoint?.connections.delete(handle));
-        log('info', `agent connected from ${req.socket.remoteAddress}:${req.socket.remotePort}`);
-      },
-    });
-    endpoint = new AgentEndpoint(listener, token);
+    let listener: WebSocketListener;
+    try {
+      listener = await listenWebSocket({
+        host: AGENT_ENDPOINT_HOST,
+        port: opts.port,
+        maxPayload: opts.maxPayload,
+        authenticate: (req: IncomingMessage) => checkBearer(req, digest),
+        log,
+        onConnection: (transport, req) => {
+          const peer = `${req.socket.remoteAddress}:${req.socket.remotePort}`;
+          const connectionGate = gate.connection(peer);
+          const gated = gatedServer({ server, gate: connectionGate, watches, onProcessStarted: opts.onProcessStarted, onSandboxDenied: opts.onSandboxDenied });
+          const served = serveConnection(gated, transport, { label: connectionGate.label, log });
+          const handle = { close: () => transport.close('agent endpoint stopped') };
+          endpoint?.connections.add(handle);
+          void served.closed.then(() => endpoint?.connections.delete(handle));
+          log('info', `${connectionGate.label} connected`);
+        },
+      });
+    } catch (e) {
+      await server.shutdown();
+      throw e;
+    }
+    endpoint = new AgentEndpoint(listener, server, gate, token);
     return endpoint;
   }
 
+  /** Closes every connection and ends every agent process (the engine is the endpoint's own). */
   async stop(): Promise<void> {
     for (const c of [...this.connections]) c.close();
     this.connections.clear();
     await this.listener.close();
+    await this.server.shutdown();
   }
 
   dispose(): void {
@@ -185,12 +218,20 @@ export class AgentEndpoint implements Disposable {
  * A ConnectableServer whose connections are gated, and whose notification sink is tapped so
  * the processes started through it can be shown live.
  */
-export function gatedServer(opts: Pick<AgentEndpointOptions, 'server' | 'decide' | 'onProcessStarted'>): ConnectableServer {
+export function gatedServer(opts: {
+  server: ConnectableServer;
+  gate: import('./agent-gate').ConnectionGate;
+  watches: WatchBudget;
+  onProcessStarted?(p: AgentProcess): void;
+  onSandboxDenied?: GateHooks['sandboxDenied'];
+}): ConnectableServer {
   return {
     connect(sink, connectOpts) {
       const observed = new Map<string, ObservedProcess>();
+      let gated: GatedServerConnection | undefined;
       const tap: NotificationSink = {
         notify<M extends NotificationMethod>(method: M, params: NotificationMap[M]): void {
+          if (gated && !gated.filterNotification(method, params)) return;
           sink.notify(method, params);
           const p = params as { processId?: string };
           const o = p.processId !== undefined ? observed.get(p.processId) : undefined;
@@ -209,32 +250,38 @@ export function gatedServer(opts: Pick<AgentEndpointOptions, 'server' | 'decide'
         onDrain: sink.onDrain?.bind(sink),
       };
       const inner = opts.server.connect(tap, connectOpts);
-      const gated = new GatedServerConnection(inner, opts.decide, {
-        // Observe before the start request: output may be notified before its answer.
-        beforeProcessStart: (params: ProcessStartParams) => {
-          if (!opts.onProcessStarted || typeof params.processId !== 'string' || observed.has(params.processId)) return;
-          const cwd = typeof params.cwd === 'string' ? params.cwd : '';
-          const argv = Array.isArray(params.argv) ? params.argv.map(String) : [];
-          observed.set(params.processId, new ObservedProcess(params.processId, argv, cwd, !!params.tty, inner));
-        },
-        afterProcessStart: (params: ProcessStartParams, ok: boolean) => {
-          const o = observed.get(params.processId);
-          if (!o || !o.starting) return;
-          o.starting = false;
-          if (!ok) {
-            observed.delete(params.processId);
-            o.finish('not started');
-            return;
-          }
-          opts.onProcessStarted?.(o);
+      gated = new GatedServerConnection(inner, opts.gate, {
+        sink,
+        watches: opts.watches,
+        hooks: {
+          // Observe before the start request: output may be notified before its answer.
+          beforeProcessStart: (params: ProcessStartParams) => {
+            if (!opts.onProcessStarted || typeof params.processId !== 'string' || observed.has(params.processId)) return;
+            const cwd = typeof params.cwd === 'string' ? params.cwd : '';
+            const argv = Array.isArray(params.argv) ? params.argv.map(String) : [];
+            observed.set(params.processId, new ObservedProcess(params.processId, argv, cwd, !!params.tty, inner));
+          },
+          afterProcessStart: (params: ProcessStartParams, ok: boolean) => {
+            const o = observed.get(params.processId);
+            if (!o || !o.starting) return;
+            o.starting = false;
+            if (!ok) {
+              observed.delete(params.processId);
+              o.finish('not started');
+              return;
+            }
+            opts.onProcessStarted?.(o);
+          },
+          sandboxDenied: opts.onSandboxDenied,
         },
       });
+      const g = gated;
       return {
-        request: (m, p) => gated.request(m, p),
-        requestUntyped: (m, p) => gated.requestUntyped(m, p),
-        notification: (m, p) => gated.notification(m, p),
+        request: (m, p) => g.request(m, p),
+        requestUntyped: (m, p) => g.requestUntyped(m, p),
+        notification: (m, p) => g.notification(m, p),
         close: () => {
-          gated.close();
+          g.close();
           // The session is detached: this connection sees no more output of its processes.
           for (const o of observed.values()) o.finish();
           observed.clear();

@@ -1,8 +1,12 @@
-// The approval gate: decides whether an agent (or another extension, through the API) may
-// start a process or change files. Free of `vscode`: the host injects the settings, the
-// workspace roots and the prompt, so the policy logic is unit-tested in plain Node.
+// The approval policy, the button titles, and the gate for command lines that other
+// extensions give through the API / programmatic commands (scope "api"). Agent connections
+// have their own gate (agent-gate.ts), which covers every request. Free of `vscode`: the host
+// injects the settings, the workspace roots and the prompt, so it is unit-tested in plain Node.
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { commandLine, shown } from './display-text';
+
+export { commandLine } from './display-text';
 
 export type ApprovalPolicy = 'alwaysAsk' | 'askOutsideWorkspace' | 'neverAsk';
 export const APPROVAL_POLICIES: readonly ApprovalPolicy[] = ['alwaysAsk', 'askOutsideWorkspace', 'neverAsk'];
@@ -57,16 +61,6 @@ export function isInside(p: string, root: string): boolean {
   return x === r || x.startsWith(r.endsWith(path.sep) ? r : r + path.sep);
 }
 
-const MAX_SHOWN = 200;
-function clip(s: string): string {
-  return s.length > MAX_SHOWN ? s.slice(0, MAX_SHOWN - 1) + '…' : s;
-}
-function quoteArg(a: string): string {
-  return /^[\w@%+=:,./-]+$/.test(a) ? a : `'${a.replace(/'/g, `'\\''`)}'`;
-}
-export function commandLine(argv: string[]): string {
-  return argv.map(quoteArg).join(' ');
-}
 
 /** Who is asking, as the notification names it. */
 function requesterOf(scope: string): string {
@@ -77,8 +71,9 @@ function requesterOf(scope: string): string {
 export function describeRequest(req: ApprovalRequest, scope = 'agent'): string {
   const who = requesterOf(scope);
   const where = req.environment !== undefined && req.environment !== 'Local' ? ` on ${req.environment}` : '';
-  if (req.kind === 'run') return `Exec Server: ${who} wants to run \`${clip(commandLine(req.argv))}\` in ${req.cwd}${where}`;
-  const target = req.destination !== undefined ? `${req.path} to ${req.destination}` : req.path;
+  // The command line is shown whole and shell-quoted (no link shapes, invisible characters escaped).
+  if (req.kind === 'run') return `Exec Server: ${who} wants to run \`${commandLine(req.argv)}\` in ${shown(req.cwd)}${where}`;
+  const target = req.destination !== undefined ? `${shown(req.path)} to ${shown(req.destination)}` : shown(req.path);
   return `Exec Server: ${who} wants to ${req.operation} ${target}${where}`;
 }
 
@@ -148,10 +143,10 @@ export class ApprovalGate {
         (choice) => {
           if (choice === ALLOW) waiter.settle({ allowed: true, reason: 'user allowed' });
           else if (choice === ALLOW_FOR_SESSION) {
-            this.sessionAllowed.add(scope);
+            // A click after the timeout grants nothing (settle() already ran); other open
+            // questions stay open and are answered one by one.
+            if (!done) this.sessionAllowed.add(scope);
             waiter.settle({ allowed: true, reason: 'user allowed' });
-            // Other questions of the same scope still on screen are answered by this choice.
-            for (const w of [...this.waiting]) if (w.scope === scope) w.settle({ allowed: true, reason: 'session' });
           } else if (choice === DENY) waiter.settle({ allowed: false, reason: 'user denied' });
           else waiter.settle({ allowed: false, reason: 'dismissed' });
         },

@@ -1,92 +1,269 @@
-// A ServerConnection decorator that asks the approval gate before an agent request starts a
-// process or changes files. A denial answers with a JSON-RPC error and the inner connection
-// never sees the request, so nothing changes. Everything else passes through untouched.
+// A ServerConnection decorator for agent connections: EVERY request goes through the
+// connection's gate first (agent-gate.ts), whatever the handshake state, and a refusal never
+// reaches the inner connection, so nothing changes. What passes is held to the endpoint's
+// bounds (agent-limits.ts): watch budget, large answers toward a client that does not read,
+// HTTP body sizes. Server notifications pass through filterNotification() (HTTP bodies being
+// collected, sandbox denials to report).
+import { promises as fsp } from 'node:fs';
 import { ErrorCodes, RpcError } from '../../protocol/errors';
-import type { ParamsOf, ProcessStartParams, RequestMethod, ResultOf } from '../../protocol/types';
-import type { ServerConnection } from '../../server/api';
-import { toLocalPath, type ApprovalDecision, type ApprovalRequest, type FsOperation } from './approval';
-
-const FS_OPERATIONS: Record<string, FsOperation> = {
-  'fs/writeFile': 'write',
-  'fs/createDirectory': 'create directory',
-  'fs/remove': 'delete',
-  'fs/copy': 'copy',
-  'fs/rename': 'rename',
-};
-
-function shown(p: unknown): string {
-  return toLocalPath(p) ?? (typeof p === 'string' ? p : '<missing path>');
-}
-
-/** The approval question for a wire request, or undefined if the method needs none. */
-export function approvalRequestFor(method: string, params: unknown): ApprovalRequest | undefined {
-  const p = (params && typeof params === 'object' ? params : {}) as Record<string, unknown>;
-  if (method === 'process/start') {
-    const argv = Array.isArray(p.argv) ? p.argv.map((a) => String(a)) : ['<missing argv>'];
-    return { kind: 'run', argv, cwd: shown(p.cwd) };
-  }
-  const operation = FS_OPERATIONS[method];
-  if (!operation) return undefined;
-  if (operation === 'copy' || operation === 'rename') {
-    return { kind: 'fs', operation, path: shown(p.sourcePath), destination: shown(p.destinationPath) };
-  }
-  return { kind: 'fs', operation, path: shown(p.path) };
-}
-
-export function denialError(method: string, d: ApprovalDecision): RpcError {
-  const why = d.reason === 'timed out' ? 'no answer before the approval timeout' : 'the VS Code user denied it';
-  return new RpcError(ErrorCodes.InvalidRequest, `permission denied: ${method} was not approved (${why})`);
-}
+import type { HttpBodyDeltaNotification, ParamsOf, ProcessStartParams, RequestMethod, ResultOf } from '../../protocol/types';
+import type { NotificationSink, ServerConnection } from '../../server/api';
+import { uriToPath } from '../../server/paths';
+import type { ConnectionGate } from './agent-gate';
+import { AGENT_LIMITS, LargeAnswerQueue, type WatchBudget } from './agent-limits';
 
 export interface GateHooks {
   /** An approved process/start is about to be sent to the server. */
   beforeProcessStart?(params: ProcessStartParams): void;
   /** ...and its outcome. */
   afterProcessStart?(params: ProcessStartParams, ok: boolean): void;
+  /** A process of this connection exited with sandboxDenied: the sandbox blocked something. */
+  sandboxDenied?(info: { connection: string; argv: string[]; cwd: string; exitCode: number }): void;
+}
+
+/** Methods whose answer can be large: run a few at a time, only while the client reads. */
+const LARGE_ANSWERS = new Set(['fs/readFile', 'fs/readBlock', 'fs/readDirectory', 'fs/walk']);
+
+interface HttpCollect {
+  chunks: Buffer[];
+  bytes: number;
+  /** The client asked for a streamed body: deltas are forwarded (counted), not collected. */
+  streamed: boolean;
+  overflow: boolean;
+  done(error: string | null): void;
 }
 
 export class GatedServerConnection implements ServerConnection {
-  private initializeAnswered = false;
-  private initialized = false;
+  private closed = false;
+  private readonly large: LargeAnswerQueue;
+  private readonly watchReleases = new Map<string, () => void>();
+  private readonly otherReleases: (() => void)[] = [];
+  private readonly http = new Map<string, HttpCollect>();
+  private readonly started = new Map<string, { argv: string[]; cwd: string }>();
+  /** process/start requests being decided, by process id. */
+  private readonly starting = new Map<string, Promise<void>>();
 
   constructor(
     private readonly inner: ServerConnection,
-    private readonly decide: (req: ApprovalRequest) => Promise<ApprovalDecision>,
-    private readonly hooks: GateHooks = {},
-  ) {}
+    readonly gate: ConnectionGate,
+    private readonly opts: { sink: NotificationSink; watches: WatchBudget; hooks?: GateHooks },
+  ) {
+    this.large = new LargeAnswerQueue(opts.sink);
+  }
 
   request<M extends RequestMethod>(method: M, params: ParamsOf<M>): Promise<ResultOf<M>> {
     return this.requestUntyped(method, params) as Promise<ResultOf<M>>;
   }
 
-  async requestUntyped(method: string, params: unknown): Promise<unknown> {
-    // Before the handshake the inner connection rejects everything: do not bother the user.
-    const req = this.initialized ? approvalRequestFor(method, params) : undefined;
-    if (req) {
-      const decision = await this.decide(req);
-      if (!decision.allowed) throw denialError(method, decision);
+  requestUntyped(method: string, params: unknown): Promise<unknown> {
+    // The handshake is forwarded synchronously: an `initialized` pipelined right behind it must
+    // reach the engine after it (the engine ignores `initialized` before `initialize`).
+    if (method === 'initialize') return this.initialize(params);
+    return this.gated(method, params);
+  }
+
+  private async gated(method: string, params: unknown): Promise<unknown> {
+    const startId = method === 'process/start' ? processIdOf(params) : undefined;
+    // A request on a process whose start is still being decided waits for that start to be
+    // forwarded (or refused), so a pipelined start + write keeps its order.
+    if (startId === undefined) {
+      const target = processIdOf(params);
+      if (target !== undefined) await this.starting.get(target);
+    } else if (!this.starting.has(startId)) {
+      let forwarded!: () => void;
+      this.starting.set(startId, new Promise<void>((r) => (forwarded = r)));
+      const release = () => {
+        this.starting.delete(startId);
+        forwarded();
+      };
+      let approved: unknown;
+      try {
+        approved = (await this.gate.decide(method, params)).params;
+      } catch (e) {
+        release();
+        throw e;
+      }
+      if (this.closed) {
+        release();
+        throw new RpcError(ErrorCodes.ConnectionClosed, 'connection closed');
+      }
+      return this.start(approved as ProcessStartParams, release);
     }
-    const observed = method === 'process/start' && req !== undefined && params !== null && typeof params === 'object';
-    if (observed) this.hooks.beforeProcessStart?.(params as ProcessStartParams);
-    let result: unknown;
+    const { params: approved } = await this.gate.decide(method, params);
+    if (this.closed) throw new RpcError(ErrorCodes.ConnectionClosed, 'connection closed');
+    return this.run(method, approved);
+  }
+
+  private initialize(params: unknown): Promise<unknown> {
+    this.gate.noteInitialize(params);
+    const result = this.inner.requestUntyped('initialize', params);
+    return result.then((r) => {
+      const resumed = params !== null && typeof params === 'object' && typeof (params as { resumeSessionId?: unknown }).resumeSessionId === 'string';
+      const sessionId = (r as { sessionId?: unknown } | undefined)?.sessionId;
+      if (typeof sessionId === 'string') this.gate.sessionOpened(sessionId, resumed);
+      return r;
+    });
+  }
+
+  private async run(method: string, params: unknown): Promise<unknown> {
+    const p = params as Record<string, unknown>;
+    switch (method) {
+      case 'process/start':
+        return this.start(params as ProcessStartParams, () => undefined);
+      case 'fs/watch': {
+        const release = await this.opts.watches.reserve(uriToPath(String(p.path)), p.recursive === true);
+        try {
+          const r = await this.inner.requestUntyped(method, params);
+          this.watchReleases.get(String(p.watchId))?.();
+          this.watchReleases.set(String(p.watchId), release);
+          return r;
+        } catch (e) {
+          release();
+          throw e;
+        }
+      }
+      case 'fs/unwatch': {
+        const r = await this.inner.requestUntyped(method, params);
+        this.watchReleases.get(String(p.watchId))?.();
+        this.watchReleases.delete(String(p.watchId));
+        return r;
+      }
+      case 'fs/watchMissing': {
+        const missing = Array.isArray(p.missing) ? p.missing.length : 1;
+        const release = await this.opts.watches.reserve('', false, missing);
+        try {
+          const r = (await this.inner.requestUntyped(method, params)) as { watching?: boolean };
+          if (r?.watching) this.otherReleases.push(release);
+          else release();
+          return r;
+        } catch (e) {
+          release();
+          throw e;
+        }
+      }
+      case 'http/request':
+        return this.httpRequest(p);
+      case 'fs/readFile': {
+        const st = await fsp.stat(uriToPath(String(p.path))).catch(() => undefined);
+        if (st?.isFile() && st.size > AGENT_LIMITS.maxReadFileBytes) {
+          throw new RpcError(ErrorCodes.InvalidRequest, `file is larger than ${AGENT_LIMITS.maxReadFileBytes} bytes: read it with fs/open + fs/readBlock`);
+        }
+        return this.large.run(() => this.inner.requestUntyped(method, params));
+      }
+    }
+    if (LARGE_ANSWERS.has(method)) return this.large.run(() => this.inner.requestUntyped(method, params));
+    return this.inner.requestUntyped(method, params);
+  }
+
+  private async start(params: ProcessStartParams, forwarded: () => void): Promise<unknown> {
+    const id = params.processId;
+    this.opts.hooks?.beforeProcessStart?.(params);
     try {
-      result = await this.inner.requestUntyped(method, params);
+      const pending = this.inner.requestUntyped('process/start', params);
+      forwarded(); // the engine has taken its place in this process's order
+      const r = await pending;
+      this.started.set(id, { argv: params.argv, cwd: String(params.cwd) });
+      this.opts.hooks?.afterProcessStart?.(params, true);
+      return r;
     } catch (e) {
-      if (observed) this.hooks.afterProcessStart?.(params as ProcessStartParams, false);
+      this.gate.state.processes.delete(id);
+      this.opts.hooks?.afterProcessStart?.(params, false);
       throw e;
     }
-    if (method === 'initialize') this.initializeAnswered = true;
-    if (observed) this.hooks.afterProcessStart?.(params as ProcessStartParams, true);
-    return result;
+  }
+
+  /**
+   * The engine buffers a whole non-streamed body and streams without backpressure; for an agent
+   * both are bounded: the body is always requested streamed and collected (or forwarded) here,
+   * up to maxHttpResponseBytes.
+   */
+  private async httpRequest(p: Record<string, unknown>): Promise<unknown> {
+    if (typeof p.bodyBase64 === 'string' && Buffer.byteLength(p.bodyBase64, 'base64') > AGENT_LIMITS.maxHttpRequestBytes) {
+      throw new RpcError(ErrorCodes.InvalidRequest, `http/request body is larger than ${AGENT_LIMITS.maxHttpRequestBytes} bytes`);
+    }
+    const requestId = String(p.requestId);
+    if (this.http.has(requestId)) throw new RpcError(ErrorCodes.InvalidRequest, `http/request ${requestId} is already in flight`);
+    const streamed = p.streamResponse === true;
+    let finish!: (error: string | null) => void;
+    const finished = new Promise<string | null>((r) => (finish = r));
+    const c: HttpCollect = { chunks: [], bytes: 0, streamed, overflow: false, done: (e) => finish(e) };
+    this.http.set(requestId, c);
+    let result: { status: number; headers: unknown; bodyBase64?: string };
+    try {
+      result = (await this.inner.requestUntyped('http/request', { ...p, streamResponse: true })) as typeof result;
+    } catch (e) {
+      this.http.delete(requestId);
+      throw e;
+    }
+    if (streamed) return result;
+    const error = await finished;
+    if (c.overflow) throw new RpcError(ErrorCodes.InvalidRequest, `http/request response body is larger than ${AGENT_LIMITS.maxHttpResponseBytes} bytes (use streamResponse)`);
+    if (error !== null) throw new RpcError(ErrorCodes.InternalError, `http/request failed while reading the body: ${error}`);
+    return { ...result, bodyBase64: Buffer.concat(c.chunks).toString('base64') };
+  }
+
+  /** A server notification of this connection: false = do not forward it to the agent. */
+  filterNotification(method: string, params: unknown): boolean {
+    if (method === 'http/request/bodyDelta') {
+      const n = params as HttpBodyDeltaNotification;
+      const c = this.http.get(n.requestId);
+      if (!c) return true;
+      const data = n.deltaBase64 ? Buffer.from(n.deltaBase64, 'base64') : Buffer.alloc(0);
+      if (n.done) this.http.delete(n.requestId);
+      if (c.overflow) return false; // the rest of an oversized body is dropped
+      c.bytes += data.length;
+      if (c.bytes > AGENT_LIMITS.maxHttpResponseBytes) {
+        c.overflow = true;
+        c.chunks = [];
+        c.done(null);
+        if (c.streamed) {
+          this.opts.sink.notify('http/request/bodyDelta', {
+            requestId: n.requestId,
+            seq: n.seq,
+            deltaBase64: '',
+            done: true,
+            error: `response body is larger than ${AGENT_LIMITS.maxHttpResponseBytes} bytes`,
+          });
+        }
+        return false;
+      }
+      if (c.streamed) {
+        if (n.done) c.done(n.error ?? null);
+        return true;
+      }
+      if (data.length > 0) c.chunks.push(data);
+      if (n.done) c.done(n.error ?? null);
+      return false;
+    }
+    if (method === 'process/exited') {
+      const n = params as { processId: string; exitCode: number; sandboxDenied?: boolean };
+      const s = this.started.get(n.processId);
+      if (s && n.sandboxDenied) this.opts.hooks?.sandboxDenied?.({ connection: this.gate.label, argv: s.argv, cwd: s.cwd, exitCode: n.exitCode });
+    }
+    if (method === 'process/closed') this.started.delete((params as { processId: string }).processId);
+    return true;
   }
 
   notification(method: string, params: unknown): boolean {
-    const ok = this.inner.notification(method, params);
-    if (ok && method === 'initialized' && this.initializeAnswered) this.initialized = true;
-    return ok;
+    return this.inner.notification(method, params);
   }
 
   close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.gate.close();
+    this.large.close();
+    for (const r of this.watchReleases.values()) r();
+    this.watchReleases.clear();
+    for (const r of this.otherReleases.splice(0)) r();
+    for (const c of this.http.values()) c.done('connection closed');
+    this.http.clear();
     this.inner.close();
   }
+}
+
+function processIdOf(params: unknown): string | undefined {
+  if (!params || typeof params !== 'object') return undefined;
+  const id = (params as { processId?: unknown }).processId;
+  return typeof id === 'string' ? id : typeof id === 'number' ? String(id) : undefined;
 }
