@@ -1,0 +1,142 @@
+// Sandbox first: under the default policy a command that arrives with a managed sandbox that
+// writes only inside the workspace (and temp dirs) with the network off runs without a
+// question, under real bubblewrap; anything wider asks; a sandbox denial is reported with the
+// command; execServer.approval.sandboxAgentCommands sandboxes commands that came without one.
+import assert from 'node:assert/strict';
+import { existsSync, mkdtempSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { RawAgent, removeDir, sleep, startEndpoint, startParams, tmpDir, uri, type EndpointFixture } from './agent-attack-helpers';
+
+let ws: string;
+let outside: string;
+before(() => {
+  ws = tmpDir('agent-sbx-ws-');
+  // Not under /tmp: Codex's sandbox may write the temp directories.
+  outside = realpathSync(mkdtempSync(path.join(os.homedir(), '.agent-sbx-home-')));
+  writeFileSync(path.join(outside, '.bashrc'), 'original\n');
+});
+after(() => {
+  removeDir(ws);
+  removeDir(outside);
+});
+
+/** Codex's workspace-write sandbox, verbatim shape (protocol §6b), plus optional extra entries. */
+function codexSandbox(extra: unknown[] = [], network = 'restricted') {
+  const special = (kind: string, subpath?: string) => ({ type: 'special', value: subpath ? { kind, subpath } : { kind } });
+  return {
+    permissions: {
+      type: 'managed',
+      file_system: {
+        type: 'restricted',
+        entries: [
+          { path: special('root'), access: 'read' },
+          { path: special('project_roots'), access: 'write' },
+          { path: special('slash_tmp'), access: 'write' },
+          { path: special('tmpdir'), access: 'write' },
+          { path: special('project_roots', '.git'), access: 'read', missing_path_behavior: 'skip' },
+          ...extra,
+        ],
+      },
+      network,
+    },
+    cwd: uri(ws),
+    workspaceRoots: [uri(ws)],
+    windowsSandboxLevel: 'disabled',
+    windowsSandboxProxySettingsMode: 'reconcile',
+    useLegacyLandlock: false,
+  };
+}
+
+async function withEndpoint(opts: Parameters<typeof startEndpoint>[0], body: (f: EndpointFixture, a: RawAgent) => Promise<void>): Promise<void> {
+  const f = await startEndpoint({ roots: [ws], ...opts });
+  const a = await RawAgent.connect(f.url, f.token);
+  try {
+    await a.handshake();
+    await body(f, a);
+  } finally {
+    a.close();
+    await f.stop();
+  }
+}
+
+/** Waits for the process to close; returns its output and exit facts (process/read). */
+async function finish(a: RawAgent, id: string): Promise<{ out: string; exitCode: number | null; sandboxDenied: boolean }> {
+  let out = '';
+  let after = 0;
+  for (let i = 0; i < 200; i++) {
+    const r = (await a.send('process/read', { processId: id, afterSeq: after, waitMs: 200 })).result as {
+      chunks: { seq: number; chunk: string }[];
+      closed: boolean;
+      exitCode: number | null;
+      sandboxDenied: boolean;
+    };
+    for (const c of r.chunks) {
+      out += Buffer.from(c.chunk, 'base64').toString();
+      after = c.seq;
+    }
+    if (r.closed) return { out, exitCode: r.exitCode, sandboxDenied: r.sandboxDenied };
+  }
+  throw new Error(`process ${id} did not close`);
+}
+
+describe('agent gate: sandbox first', () => {
+  it('default policy: a Codex workspace-write command runs without a question; its escape attempt is blocked and reported', async () => {
+    process.env.AGENT_GATE_TEST_TOKEN = 'host-secret';
+    try {
+      await withEndpoint({ policy: 'askOutsideWorkspace', answer: () => 'Deny' }, async (f, a) => {
+        const argv = ['/bin/bash', '-lc', `echo inside > ${ws}/made.txt; echo "token=[$AGENT_GATE_TEST_TOKEN]"; echo pwned >> ${outside}/.bashrc`];
+        const r = await a.send('process/start', startParams('sbx', argv, ws, {
+          sandbox: codexSandbox(),
+          envPolicy: { inherit: 'all', ignoreDefaultExcludes: true, exclude: [], set: {}, includeOnly: [] },
+        }));
+        assert.ok(r.result, JSON.stringify(r));
+        assert.equal(f.questions.length, 0, 'no question for a contained sandbox');
+        const done = await finish(a, 'sbx');
+        assert.equal(existsSync(path.join(ws, 'made.txt')), true, 'writes inside the workspace work');
+        assert.match(done.out, /token=\[\]/, 'VS Code’s *TOKEN* variables are not handed to an unasked command');
+        assert.notEqual(done.exitCode, 0);
+        assert.equal(done.sandboxDenied, true);
+        await sleep(100);
+        assert.deepEqual(f.sandboxDenials, [argv], 'the denial is reported with the command');
+        assert.equal(readFileSync(path.join(outside, '.bashrc'), 'utf8'), 'original\n');
+      });
+    } finally {
+      delete process.env.AGENT_GATE_TEST_TOKEN;
+    }
+  });
+
+  it('a sandbox that writes outside the workspace, or allows the network, asks', async () => {
+    await withEndpoint({ policy: 'askOutsideWorkspace', answer: () => 'Deny' }, async (f, a) => {
+      const wide = await a.send('process/start', startParams('wide', ['/bin/true'], ws, { sandbox: codexSandbox([{ path: { type: 'path', path: uri(outside) }, access: 'write' }]) }));
+      assert.match(wide.error?.message ?? '', /not approved/);
+      const net = await a.send('process/start', startParams('net', ['/bin/true'], ws, { sandbox: codexSandbox([], 'enabled') }));
+      assert.match(net.error?.message ?? '', /not approved/);
+      // A TMPDIR pointing outside makes `tmpdir` writable there: outside too.
+      const tmp = await a.send('process/start', startParams('tmp', ['/bin/true'], ws, { sandbox: codexSandbox(), env: { TMPDIR: outside } }));
+      assert.match(tmp.error?.message ?? '', /not approved/);
+      assert.equal(f.questions.length, 3);
+      assert.match(f.questions[0].detail, new RegExp(`Sandbox: writes only to .*${outside.replace(/[/.]/g, '\\$&')}`));
+    });
+  });
+
+  it('alwaysAsk asks even for a contained sandbox', async () => {
+    await withEndpoint({ policy: 'alwaysAsk', answer: () => 'Deny' }, async (f, a) => {
+      const r = await a.send('process/start', startParams('sbx', ['/bin/true'], ws, { sandbox: codexSandbox() }));
+      assert.match(r.error?.message ?? '', /not approved/);
+      assert.equal(f.questions.length, 1);
+    });
+  });
+
+  it('sandboxAgentCommands: a command sent without a sandbox gets the workspace-write one (no question, outside writes blocked)', async () => {
+    await withEndpoint({ policy: 'askOutsideWorkspace', sandboxAll: true, answer: () => 'Deny' }, async (f, a) => {
+      const r = await a.send('process/start', startParams('plain', ['/bin/sh', '-c', `echo ok > ${ws}/plain.txt; echo pwned >> ${outside}/.bashrc`], ws));
+      assert.ok(r.result, JSON.stringify(r));
+      assert.equal(f.questions.length, 0);
+      const done = await finish(a, 'plain');
+      assert.equal(done.sandboxDenied, true);
+      assert.equal(existsSync(path.join(ws, 'plain.txt')), true);
+    });
+  });
+});
