@@ -103,25 +103,25 @@ export class LargeAnswerQueue {
   private async untilDrained(): Promise<void> {
     while (!this.closed && this.sink.isCongested?.()) {
       await new Promise<void>((resolve) => {
-        const d = this.sink.onDrain?.(() => {
+        let wake: () => void = resolve;
+        const d = this.sink.onDrain?.(() => wake());
+        wake = () => {
           d?.dispose();
+          this.wakers.delete(wake);
           resolve();
-        });
-        if (!d) setTimeout(resolve, 50);
-        else this.wake.add(() => {
-          d.dispose();
-          resolve();
-        });
+        };
+        this.wakers.add(wake);
+        // Without a drain event to wait for, look again shortly.
+        if (!d) setTimeout(wake, 50);
       });
     }
   }
 
-  private readonly wake = new Set<() => void>();
+  private readonly wakers = new Set<() => void>();
 
   close(): void {
     this.closed = true;
-    for (const w of this.wake) w();
-    this.wake.clear();
+    for (const w of [...this.wakers]) w();
     for (const q of this.queue.splice(0)) q();
   }
 }

@@ -106,6 +106,8 @@ function decidePaths(
   needs: { kind: 'read' | 'write'; fact: PathFact; dirOp: boolean }[],
   what: Described,
 ): Verdict {
+  // Protection is about changes: reading .git/ or .vscode/ inside the workspace needs no question.
+  for (const n of needs) if (n.kind === 'read') n.fact.protected = false;
   const asNeeds: Need[] = needs.map((n) => ({
     type: n.kind,
     path: n.fact.real ?? n.fact.given,
