@@ -27,7 +27,7 @@ const STRERROR: Record<string, string> = {
   EMLINK: 'Too many links',
   ENAMETOOLONG: 'File name too long',
   ENOTEMPTY: 'Directory not empty',
-  ELOOP: 'Too many levels of symbolic links',
+  ELOOP: 'Symbolic link loop', // musl's wording: the reference is a musl build
   ENOEXEC: 'Exec format error',
   E2BIG: 'Argument list too long',
 };

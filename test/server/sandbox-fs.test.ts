@@ -179,3 +179,33 @@ test('sandbox fs: policyContext supplies the workspace roots when the sandbox ha
     EROFS,
   );
 });
+
+test('followSymlinks: false (Codex\'s approved unsandboxed retry) never passes through a link — the reference\'s errors', async () => {
+  const F = path.join(dir, 'nofollow');
+  fs.mkdirSync(path.join(F, 'real'), { recursive: true });
+  fs.symlinkSync(O, path.join(F, 'dirlink'));
+  fs.symlinkSync(path.join(O, 'victim.txt'), path.join(F, 'filelink'));
+  fs.symlinkSync(path.join(O, 'dangling-target'), path.join(F, 'dangling'));
+  const w = (p: string) => c.call('fs/writeFile', { path: uri(p), dataBase64: b64('escaped'), sandbox: null, followSymlinks: false });
+  const ENOTDIR = 'Not a directory (os error 20)';
+  const ELOOP = 'Symbolic link loop (os error 40)';
+  await rejectsWith(w(path.join(F, 'dirlink', 'x')), -32603, ENOTDIR);
+  await rejectsWith(w(path.join(F, 'filelink')), -32603, ELOOP);
+  await rejectsWith(w(path.join(F, 'dangling')), -32603, ELOOP);
+  await rejectsWith(c.call('fs/readFile', { path: uri(path.join(F, 'filelink')), followSymlinks: false }), -32603, ELOOP);
+  await rejectsWith(c.call('fs/createDirectory', { path: uri(path.join(F, 'dirlink', 'd')), followSymlinks: false }), -32603, ENOTDIR);
+  await rejectsWith(c.call('fs/createDirectory', { path: uri(path.join(F, 'dirlink')), followSymlinks: false }), -32603, ENOTDIR);
+  await rejectsWith(c.call('fs/getMetadata', { path: uri(path.join(F, 'dirlink', 'victim.txt')), followSymlinks: false }), -32603, ENOTDIR);
+  await rejectsWith(c.call('fs/remove', { path: uri(path.join(F, 'dirlink', 'victim.txt')), recursive: false, followSymlinks: false }), -32603, ENOTDIR);
+  await rejectsWith(c.call('fs/remove', { path: uri(path.join(F, 'dirlink')), recursive: false, followSymlinks: false }), -32600, 'path contains a symbolic link');
+  await rejectsWith(c.call('fs/remove', { path: uri(path.join(F, 'real')), followSymlinks: false }), -32603, 'recursive no-follow removal is unsupported');
+  await w(path.join(F, 'real', 'y'));
+  await rejectsWith(c.call('fs/writeFile', { path: uri(path.join(F, 'real', 'z')), dataBase64: '', followSymlinks: 'no' }), -32602, 'invalid type: string "no", expected a boolean');
+  assert.equal(fs.readFileSync(path.join(O, 'victim.txt'), 'utf8'), 'original');
+  assert.equal(fs.existsSync(path.join(O, 'x')) || fs.existsSync(path.join(O, 'd')) || fs.existsSync(path.join(O, 'dangling-target')), false);
+  // Without links it writes as usual; followSymlinks true/null/absent follow them.
+  assert.equal(fs.readFileSync(path.join(F, 'real', 'y'), 'utf8'), 'escaped');
+  await c.call('fs/writeFile', { path: uri(path.join(F, 'dirlink', 'followed')), dataBase64: b64('ok'), followSymlinks: true });
+  assert.ok(fs.existsSync(path.join(O, 'followed')));
+  fs.rmSync(path.join(O, 'followed'));
+});

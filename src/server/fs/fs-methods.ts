@@ -32,9 +32,11 @@ export function readFile(p: string): Promise<{ dataBase64: string }> {
   });
 }
 
-export function writeFile(p: string, data: Buffer): Promise<Record<string, never>> {
+/** `noFollow`: a final symlink is not written through (O_NOFOLLOW → ELOOP, as the reference). */
+export function writeFile(p: string, data: Buffer, noFollow = false): Promise<Record<string, never>> {
   return guard(async () => {
-    await fs.promises.writeFile(p, data);
+    const c = fs.constants;
+    await fs.promises.writeFile(p, data, noFollow ? { flag: c.O_WRONLY | c.O_CREAT | c.O_TRUNC | c.O_NOFOLLOW } : undefined);
     return {};
   });
 }

@@ -6,11 +6,14 @@ import * as fsm from '../fs/fs-methods';
 import { walk } from '../fs/walk';
 import * as P from '../params';
 import { uriToPath } from '../paths';
+import { checkNoFollowRemove, checkNoSymlinks } from '../fs/no-follow';
 import { checkFsAccess, checkFsAccesses, isDirectory } from '../sandbox/fs-guard';
 import { parseSandbox, type SandboxProfile } from '../sandbox/profile';
 import { spec, type MethodSpec } from './spec';
 
 const pathParam = (o: P.Obj, k: string) => uriToPath(P.str(o, k));
+/** `followSymlinks: false` (see ../fs/no-follow.ts); absent/null/true → links are followed as usual. */
+const noFollow = (o: P.Obj) => P.optBool(o, 'followSymlinks') === false;
 
 /**
  * The request's `sandbox`, as a profile (kind 'none' when absent). Codex sends the cwd and
@@ -29,9 +32,10 @@ export const fsMethods: Record<string, MethodSpec> = {
     'filesystem',
     (raw) => {
       const o = P.object(raw, 'WireFsReadFileParams');
-      return { path: pathParam(o, 'path'), sandbox: sandboxParam(o) };
+      return { path: pathParam(o, 'path'), sandbox: sandboxParam(o), noFollow: noFollow(o) };
     },
     (_c, p) => {
+      if (p.noFollow) checkNoSymlinks(p.path, 'ELOOP');
       checkFsAccess(p.sandbox, { path: p.path, intent: 'read' });
       return fsm.readFile(p.path);
     },
@@ -40,9 +44,10 @@ export const fsMethods: Record<string, MethodSpec> = {
     'filesystem',
     (raw) => {
       const o = P.object(raw, 'WireFsWriteFileParams');
-      return { path: pathParam(o, 'path'), data: P.str(o, 'dataBase64'), sandbox: sandboxParam(o) };
+      return { path: pathParam(o, 'path'), data: P.str(o, 'dataBase64'), sandbox: sandboxParam(o), noFollow: noFollow(o) };
     },
     (_c, p) => {
+      if (p.noFollow) checkNoSymlinks(p.path, 'ELOOP');
       checkFsAccess(p.sandbox, { path: p.path, intent: 'write' });
       let data: Buffer;
       try {
@@ -50,16 +55,17 @@ export const fsMethods: Record<string, MethodSpec> = {
       } catch (e) {
         throw invalidRequest((e as Error).message); // the reference reports this one as -32600
       }
-      return fsm.writeFile(p.path, data);
+      return fsm.writeFile(p.path, data, p.noFollow);
     },
   ),
   'fs/createDirectory': spec(
     'filesystem',
     (raw) => {
       const o = P.object(raw, 'WireFsCreateDirectoryParams');
-      return { path: pathParam(o, 'path'), recursive: P.optBool(o, 'recursive') ?? true, sandbox: sandboxParam(o) };
+      return { path: pathParam(o, 'path'), recursive: P.optBool(o, 'recursive') ?? true, sandbox: sandboxParam(o), noFollow: noFollow(o) };
     },
     (_c, p) => {
+      if (p.noFollow) checkNoSymlinks(p.path, 'ENOTDIR');
       checkFsAccess(p.sandbox, { path: p.path, intent: 'write' });
       return fsm.createDirectory(p.path, p.recursive);
     },
@@ -68,9 +74,10 @@ export const fsMethods: Record<string, MethodSpec> = {
     'filesystem',
     (raw) => {
       const o = P.object(raw, 'WireFsGetMetadataParams');
-      return { path: pathParam(o, 'path'), sandbox: sandboxParam(o) };
+      return { path: pathParam(o, 'path'), sandbox: sandboxParam(o), noFollow: noFollow(o) };
     },
     (_c, p) => {
+      if (p.noFollow) checkNoSymlinks(p.path, 'allowed');
       if (p.sandbox.kind === 'managed') checkFsAccess(p.sandbox, { path: p.path, intent: 'read', followFinal: false });
       return fsm.getMetadata(p.path);
     },
@@ -106,9 +113,11 @@ export const fsMethods: Record<string, MethodSpec> = {
         recursive: P.optBool(o, 'recursive') ?? true,
         force: P.optBool(o, 'force') ?? true,
         sandbox: sandboxParam(o),
+        noFollow: noFollow(o),
       };
     },
     (_c, p) => {
+      if (p.noFollow) checkNoFollowRemove(p.path, p.recursive);
       if (p.sandbox.kind === 'managed') {
         checkFsAccess(p.sandbox, { path: p.path, intent: 'write', followFinal: false, tree: p.recursive && isDirectory(p.path) });
       }
