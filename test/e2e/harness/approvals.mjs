@@ -54,8 +54,8 @@ async function linksIn(scope) {
 function filtered(locator, page, req) {
   let l = locator.filter({ hasText: req.match ?? 'Exec Server:' });
   for (const c of req.contains ?? []) l = l.filter({ hasText: c });
-  if (req.answer) l = l.filter({ has: page.getByRole('button', { name: req.answer, exact: true }) });
-  return l;
+  // Only a question: other "Exec Server:" notifications (notices, progress) have no such button.
+  return l.filter({ has: page.getByRole('button', { name: req.answer ?? 'Deny', exact: true }) });
 }
 
 async function tryAnswer(page, req) {

@@ -529,6 +529,25 @@ export function registerAgentSecurityTests(): void {
     }
   }, 150_000);
 
+  attack('late click: Allow clicked after the agent gave up waiting (Codex: 30 s) starts nothing, at the default approval timeout', async (ctx) => {
+    await setApprovalPolicy('alwaysAsk');
+    const dir = freshDir('sec-gaveup');
+    const m = uniqueName('gaveup');
+    const c = await ctx.connect();
+    const sp = startParams(['/bin/sh', '-c', `echo ${m} > ran.txt`], dir);
+    const sent = Date.now();
+    const start = c.settle('process/start', sp);
+    const shown = await inspectApproval({ contains: m });
+    assert(shown.found, `the question appeared (${shown.error})`);
+    // Codex stops waiting for an MCP server's process/start after 30 s (it stays connected).
+    await sleep(Math.max(0, sent + 31_000 - Date.now()));
+    const late = await answerApprovalIfShown('Allow', { contains: m, giveUpMs: 5_000 });
+    const s = await Promise.race([start, sleep(5_000).then(() => undefined)]);
+    if (s?.ok) await settleProcess(c, s, sp.processId);
+    else await sleep(2000);
+    assert(!existsSync(path.join(dir, 'ran.txt')), `Allow ${late.clicked ? 'clicked' : '(question gone)'} after 31 s started nothing (process/start ${s ? outcome(s) : 'still pending'})`);
+  });
+
   attack('late click: Allow clicked after the agent disconnected starts nothing', async (ctx) => {
     await setApprovalPolicy('alwaysAsk');
     const dir = freshDir('sec-left');
