@@ -608,6 +608,33 @@ export function registerAgentSecurityTests(): void {
     }
   });
 
+  attack('exhaustion: 40 fs/readFile of a 24 MiB file from a client that never reads do not pile up in the extension host', async (ctx) => {
+    await setApprovalPolicy(defaultApprovalPolicy());
+    const FILE = 24 * 1024 * 1024;
+    const COUNT = 40;
+    const file = path.join(insideDir('sec-slowread'), 'big.bin');
+    writeFileSync(file, Buffer.alloc(FILE, 0x62));
+    const c = await ctx.connect();
+    c.pause(); // the attacker never reads its socket: answers wait on the extension's side
+    (globalThis as { gc?: () => void }).gc?.();
+    const baseline = process.memoryUsage().rss;
+    let peak = baseline;
+    const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), 20);
+    try {
+      for (let i = 0; i < COUNT; i++) void c.settle('fs/readFile', { path: uri(file) });
+      await sleep(12_000);
+    } finally {
+      clearInterval(sampler);
+      c.terminate();
+    }
+    const grew = (peak - baseline) / 1024 / 1024;
+    const total = (COUNT * Math.ceil(FILE / 3) * 4) / 1024 / 1024;
+    assert(grew < total / 3, `extension host memory grew by ${grew.toFixed(0)} MiB while ${total.toFixed(0)} MiB of answers were owed to a client that does not read (bound: a third of it)`);
+    const probe = await ctx.connect();
+    const info = await probe.settle('environment/info', {});
+    assert(info.ok, `the endpoint still answers (${outcome(info)})`);
+  });
+
   attack('exhaustion: fs/watch is bounded per endpoint, not only per connection (24 connections × 256 watches)', async (ctx) => {
     await setApprovalPolicy(defaultApprovalPolicy());
     const dir = insideDir('sec-watch');
@@ -651,7 +678,8 @@ async function tailReachable(marker: string, tail: string): Promise<{ reachable:
   if (!seen.found) return { reachable: false, how: `no question appeared (${seen.error})` };
   const shown = `${seen.text ?? ''}\n${seen.detail ?? ''}`;
   if (shown.includes(tail)) return { reachable: true, how: `in the ${seen.kind} text` };
-  if (inDocs()) return { reachable: true, how: 'in an editor opened with the question' };
+  // An editor opened with the question may take a moment to load.
+  if (await waitFor('an editor', () => inDocs(), 3_000, 200).catch(() => false)) return { reachable: true, how: 'in an editor opened with the question' };
   const extra = (seen.buttons ?? []).filter((b) => !['Allow', 'Allow for Session', 'Deny', 'Cancel'].includes(b));
   const summary = `${seen.kind} text ends ${JSON.stringify(shown.slice(-160))} (${shown.length} chars), buttons ${JSON.stringify(seen.buttons)}`;
   if (extra.length === 0) return { reachable: false, how: `not in the question and no details button: ${summary}` };
