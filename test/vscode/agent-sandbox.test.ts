@@ -139,4 +139,30 @@ describe('agent gate: sandbox first', () => {
       assert.equal(existsSync(path.join(ws, 'plain.txt')), true);
     });
   });
+
+  it('host unix sockets (an ssh-agent-like socket in /tmp) are unreachable from a command that ran without a question', async () => {
+    const net = await import('node:net');
+    const sockDir = tmpDir('ssh-agenttest-');
+    const sockPath = path.join(sockDir, 'agent.1');
+    let reached = 0;
+    const srv = net.createServer((c) => {
+      reached++;
+      c.end();
+    });
+    await new Promise<void>((r) => srv.listen(sockPath, r));
+    try {
+      await withEndpoint({ policy: 'askOutsideWorkspace', answer: () => 'Deny' }, async (f, a) => {
+        const py = `import socket\ns=socket.socket(socket.AF_UNIX)\ntry:\n  s.connect(${JSON.stringify(sockPath)}); print("CONNECTED")\nexcept Exception as e:\n  print("refused", type(e).__name__)`;
+        const r = await a.send('process/start', startParams('sock', ['/usr/bin/python3', '-c', py], ws, { sandbox: codexSandbox() }));
+        assert.ok(r.result, JSON.stringify(r));
+        assert.equal(f.questions.length, 0);
+        const done = await finish(a, 'sock');
+        assert.match(done.out, /refused/, done.out);
+        assert.equal(reached, 0, 'the socket never saw a connection');
+      });
+    } finally {
+      srv.close();
+      removeDir(sockDir);
+    }
+  });
 });

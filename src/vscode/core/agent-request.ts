@@ -12,6 +12,7 @@ import { METHODS } from '../../server/router';
 import { parseSandbox, type SandboxProfile } from '../../server/sandbox/profile';
 import type { ConnectionState, Need } from './agent-grants';
 import { isInside, isProtectedPath, protectedChildren, realParentOf, realPathOf } from './agent-paths';
+import { hostSockets, withHiddenPaths } from './agent-sockets';
 import type { ApprovalPolicy } from './approval';
 import { commandLine, shown } from './display-text';
 
@@ -309,6 +310,11 @@ async function decideStart(ctx: AgentContext, params: unknown, d: Record<string,
     sandbox = sandboxOf('process/start', out, ctx, cwd);
     injected = true;
   }
+  let hidden: string[] = [];
+  if (sandbox.kind === 'managed') {
+    hidden = await hostSockets();
+    out = { ...out, sandbox: withHiddenPaths(out.sandbox, hidden) };
+  }
   const cwdReal = (await realPathOf(cwd)) ?? cwd;
   const contained = sandbox.kind === 'managed' && sandbox.network === 'restricted' && (await writesStayInside(sandbox, ctx));
 
@@ -320,6 +326,7 @@ async function decideStart(ctx: AgentContext, params: unknown, d: Record<string,
     `arg0: ${arg0 === undefined || arg0 === null ? '(none: argv[0])' : shown(arg0)}`,
     `Working directory: ${cwdReal === cwd ? shown(cwd) : `${shown(cwd)} (really ${shown(cwdReal)})`}`,
     describeSandbox(sandbox, injected),
+    ...(hidden.length ? [`Hidden from the sandboxed command (host sockets): ${hidden.map(shown).join(', ')}`] : []),
     ...describeEnv(env, envPolicy),
     raw.tty ? 'Terminal: a PTY; the agent may type into it.' : raw.pipeStdin ? 'stdin: open; the agent may write to it.' : 'stdin: closed.',
     'Approving lets this connection also write input to, interrupt, resize and terminate this process.',

@@ -1,0 +1,68 @@
+// Unix sockets of the host, hidden from agent commands that run in a managed sandbox. The
+// sandbox's "network restricted" only unshares the network namespace: a socket FILE stays
+// connectable through a read-only mount (ssh-agent, tmux, docker, D-Bus, VS Code's own IPC),
+// and each of those runs commands or signs as the user. Sockets are found where they live
+// (temp dirs, /run, the runtime dir, the paths named by well-known variables) and each gets an
+// `access: none` entry, which the engine's bubblewrap backend covers with an empty file.
+// Sockets created after the command started are not covered.
+import { promises as fsp } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+
+const MAX_ENTRIES = 4000;
+
+async function socketsUnder(root: string, depth: number, found: Set<string>, budget: { n: number }): Promise<void> {
+  if (depth < 0 || budget.n <= 0) return;
+  const entries = await fsp.readdir(root, { withFileTypes: true }).catch(() => []);
+  for (const e of entries) {
+    if (--budget.n <= 0) return;
+    const p = path.join(root, e.name);
+    if (e.isSocket()) found.add(p);
+    else if (e.isDirectory()) await socketsUnder(p, depth - 1, found, budget);
+  }
+}
+
+/** Socket paths named by the environment (ssh-agent, VS Code IPC, docker, D-Bus). */
+function socketsFromEnv(env: NodeJS.ProcessEnv): string[] {
+  const out: string[] = [];
+  for (const [k, v] of Object.entries(env)) {
+    if (!v) continue;
+    if (k === 'SSH_AUTH_SOCK' || k.startsWith('VSCODE_IPC_HOOK') || k === 'VSCODE_GIT_IPC_HANDLE' || k === 'GPG_AGENT_INFO') out.push(v.split(':')[0]);
+    else if (k === 'DOCKER_HOST' && v.startsWith('unix://')) out.push(v.slice('unix://'.length));
+    else if (k === 'DBUS_SESSION_BUS_ADDRESS') for (const m of v.matchAll(/unix:path=([^,;]+)/g)) out.push(m[1]);
+  }
+  return out.filter((p) => path.isAbsolute(p));
+}
+
+/**
+ * Host socket paths (and the per-user runtime dir) to hide from a sandboxed agent command.
+ * Scanned at every start (bounded), so a socket created a moment ago is covered too.
+ */
+export async function hostSockets(env: NodeJS.ProcessEnv = process.env): Promise<string[]> {
+  const found = new Set<string>(socketsFromEnv(env));
+  const budget = { n: MAX_ENTRIES };
+  for (const dir of new Set(['/tmp', os.tmpdir()])) await socketsUnder(dir, 2, found, budget);
+  await socketsUnder('/run', 3, found, { n: MAX_ENTRIES });
+  await socketsUnder('/var/run', 3, found, { n: MAX_ENTRIES });
+  // The runtime dir is sockets and keys only: hidden whole.
+  const runtime = env.XDG_RUNTIME_DIR || (typeof process.getuid === 'function' ? `/run/user/${process.getuid()}` : undefined);
+  if (runtime) {
+    const st = await fsp.stat(runtime).catch(() => undefined);
+    if (st?.isDirectory()) {
+      for (const p of [...found]) if (p.startsWith(runtime + path.sep)) found.delete(p);
+      found.add(runtime);
+    }
+  }
+  return [...found].sort();
+}
+
+/** A managed, restricted sandbox object with `none` entries for `paths` added (others unchanged). */
+export function withHiddenPaths(sandbox: unknown, paths: readonly string[]): unknown {
+  if (paths.length === 0 || !sandbox || typeof sandbox !== 'object') return sandbox;
+  const s = sandbox as { permissions?: { type?: unknown; file_system?: { type?: unknown; entries?: unknown } } };
+  const fsPolicy = s.permissions?.file_system;
+  if (s.permissions?.type !== 'managed' || fsPolicy?.type !== 'restricted' || !Array.isArray(fsPolicy.entries)) return sandbox;
+  const hidden = paths.map((p) => ({ path: { type: 'path', path: pathToFileURL(p).href }, access: 'none' }));
+  return { ...s, permissions: { ...s.permissions, file_system: { ...fsPolicy, entries: [...fsPolicy.entries, ...hidden] } } };
+}
