@@ -8,6 +8,7 @@ import { pathToUri } from './paths';
 import { sandboxSupport } from './sandbox/support';
 
 export function environmentInfo(): EnvironmentInfo {
+  const sandbox = sandboxSupport();
   const shellPath = process.env.SHELL || '/bin/sh';
   return {
     shell: { name: path.basename(shellPath), path: shellPath },
@@ -21,11 +22,12 @@ export function environmentInfo(): EnvironmentInfo {
       fsWatchMissing: true,
       environmentConfigRead: true,
       // [extension] What a managed `sandbox` gets here (README "Differences from the reference"):
-      // process/start confined by bubblewrap (false: refused with -32600, never run unconfined);
-      // fs/* checked in-process against the same profile (every platform); no seccomp filter.
-      managedSandboxProcesses: sandboxSupport().ok,
+      // process/start confined by bubblewrap (false: refused with -32600, never run unconfined),
+      // with our seccomp filter when the kernel took it; fs/* checked in-process against the
+      // same profile (every platform).
+      managedSandboxProcesses: sandbox.ok,
+      managedSandboxSeccomp: sandbox.ok && sandbox.tools.seccomp !== undefined,
       managedSandboxFs: true,
-      managedSandboxSeccomp: false,
     },
   };
 }

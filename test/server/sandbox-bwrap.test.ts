@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { bwrapArgs, wrapArgv } from '../../src/server/sandbox/bwrap';
 import { looksLikeSandboxDenial, sandboxDenied } from '../../src/server/sandbox/denial';
+import { seccompProgram } from '../../src/server/sandbox/seccomp';
 import { parseSandbox, type ManagedSandboxProfile } from '../../src/server/sandbox/profile';
 import { resolvePath, resolveProfile, type FsProbe } from '../../src/server/sandbox/resolve';
 
@@ -46,7 +47,7 @@ const FS = fakeFs({
 });
 const CTX = { cwd: '/w/proj', tmpDir: '/var/tmp' };
 const special = (kind: string, extra: object = {}) => ({ type: 'special', value: { kind, ...extra } });
-const TOOLS = { bwrap: '/usr/bin/bwrap', env: '/usr/bin/env', bash: '/bin/bash', denyFile: '/run/deny' };
+const TOOLS = { bwrap: '/usr/bin/bwrap', env: '/usr/bin/env', bash: '/bin/bash', sh: '/bin/sh', privateDir: '/run/es', denyFile: '/run/es/deny' };
 
 function profile(entries: unknown[], network = 'restricted'): ManagedSandboxProfile {
   const p = parseSandbox(
@@ -103,7 +104,7 @@ test('bwrap: access none → an empty mode-000 read-only tmpfs over a directory,
   );
   assert.deepEqual(a.slice(7, -9), [
     '--perms', '0000', '--tmpfs', '/home/me/.ssh', '--remount-ro', '/home/me/.ssh',
-    '--ro-bind', '/run/deny', '/w/proj/secret.env',
+    '--ro-bind', '/run/es/deny', '/w/proj/secret.env',
   ]);
 });
 
@@ -174,4 +175,43 @@ test('sandboxDenied heuristic: non-zero exit + a denial message; exit 0 or unsan
   for (const msg of ['ls: cannot access x: No such file or directory', 'error: tests failed', '']) {
     assert.equal(sandboxDenied(true, 2, () => msg), false, msg);
   }
+});
+
+test('bwrap: the server\'s private dir is hidden (tmpfs) from a sandbox that could write it; seccomp program on fd 3 through sh', () => {
+  const fsWithPrivate = fakeFs({ '/': 'directory', '/run': 'directory', '/run/es': 'directory', '/w': 'directory', '/w/proj': 'directory', '/usr': 'directory' });
+  const tools = { ...TOOLS, seccomp: { restricted: '/run/es/sr.bpf', enabled: '/run/es/se.bpf' } };
+  const mk = (entries: unknown[], network = 'restricted') =>
+    resolveProfile(parseSandbox({ permissions: { type: 'managed', file_system: { type: 'restricted', entries }, network }, workspaceRoots: ['file:///w/proj'] }, CTX) as ManagedSandboxProfile, fsWithPrivate);
+  const canWrite = mk([{ path: special('root'), access: 'read' }, { path: { type: 'path', path: 'file:///run' }, access: 'write' }]);
+  const a = bwrapArgs(canWrite, '/w/proj', tools, fsWithPrivate);
+  assert.deepEqual(a.slice(a.indexOf('--bind'), a.indexOf('--unshare-user')), ['--bind', '/run', '/run', '--tmpfs', '/run/es']);
+  assert.deepEqual(a.slice(-2), ['--seccomp', '3']);
+  const readOnly = bwrapArgs(mk([{ path: special('root'), access: 'read' }]), '/w/proj', tools, fsWithPrivate);
+  assert.ok(!readOnly.includes('--tmpfs'));
+  const w = wrapArgv(mk([{ path: special('root'), access: 'read' }]), { argv: ['true'], cwd: '/w/proj' }, tools, fsWithPrivate);
+  assert.deepEqual(w.slice(0, 6), ['/bin/sh', '-c', 'exec 3<"$0" && exec "$@"', '/run/es/sr.bpf', '/usr/bin/env', '--ignore-signal=INT,QUIT,TSTP']);
+  const we = wrapArgv(mk([{ path: special('root'), access: 'read' }], 'enabled'), { argv: ['true'], cwd: '/w/proj' }, tools, fsWithPrivate);
+  assert.equal(we[3], '/run/es/se.bpf');
+});
+
+test('seccomp program: arch check first, every instruction well-formed, jumps inside the program', () => {
+  for (const arch of ['x64', 'arm64']) {
+    for (const net of [true, false]) {
+      const prog = seccompProgram(arch, net)!;
+      assert.equal(prog.length % 8, 0);
+      const n = prog.length / 8;
+      assert.equal(prog.readUInt16LE(0), 0x20); // ld [arch]
+      assert.equal(prog.readUInt32LE(4), 4);
+      for (let i = 0; i < n; i++) {
+        const code = prog.readUInt16LE(i * 8);
+        assert.ok([0x20, 0x15, 0x35, 0x06].includes(code), `insn ${i} code ${code}`);
+        if (code === 0x15 || code === 0x35) {
+          assert.ok(i + 1 + prog.readUInt8(i * 8 + 2) < n && i + 1 + prog.readUInt8(i * 8 + 3) < n, `insn ${i} jumps out`);
+        }
+      }
+      assert.equal(prog.readUInt16LE((n - 1) * 8), 0x06); // ends with a return
+      assert.equal(prog.readUInt32LE((n - 1) * 8 + 4), 0x7fff0000);
+    }
+  }
+  assert.equal(seccompProgram('ia32', true), undefined);
 });

@@ -57,7 +57,7 @@ test('sandbox startup: usable bwrap is logged and advertised; a managed process 
   assert.equal(byId.get(0).result.environmentInfo.capabilities.managedSandboxProcesses, true);
   assert.deepEqual(
     [byId.get(1).result.capabilities.managedSandboxProcesses, byId.get(1).result.capabilities.managedSandboxFs, byId.get(1).result.capabilities.managedSandboxSeccomp],
-    [true, true, false],
+    [true, true, true],
   );
   assert.deepEqual(byId.get(2).result, { processId: 'p', sandboxType: 'linuxSeccomp' });
   fs.rmSync(dir, { recursive: true, force: true });

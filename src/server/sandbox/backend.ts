@@ -18,7 +18,7 @@ import type { SpawnRequest } from '../process/child';
 import { wrapArgv, type BwrapTools } from './bwrap';
 import type { ManagedSandboxProfile } from './profile';
 import { resolveProfile } from './resolve';
-import { ensureDenyFile, sandboxSupport } from './support';
+import { ensureToolFiles, sandboxSupport } from './support';
 
 export interface SandboxBackend {
   /** What process/start answers in `sandboxType` (the value Codex knows for Linux). */
@@ -32,7 +32,7 @@ export class BwrapBackend implements SandboxBackend {
   constructor(private readonly tools: BwrapTools) {}
 
   wrap(profile: ManagedSandboxProfile, req: SpawnRequest): SpawnRequest {
-    ensureDenyFile(this.tools);
+    ensureToolFiles(this.tools);
     const argv = wrapArgv(resolveProfile(profile), { argv: req.argv, cwd: req.cwd, arg0: req.arg0 }, this.tools);
     return { ...req, argv, arg0: undefined };
   }

@@ -6,6 +6,9 @@ import path from 'node:path';
 import { MINIMAL_READ_PATHS, accessFor, type ManagedSandboxProfile } from './profile';
 import { realFs, type FsProbe } from './resolve';
 
+/** The descriptor bwrap reads the seccomp program from (opened by the `sh` in front of it). */
+export const SECCOMP_FD = '3';
+
 /** Signals a terminal sends to its foreground group; see wrapArgv for why they matter. */
 export const TTY_SIGNALS = 'INT,QUIT,TSTP';
 
@@ -16,8 +19,14 @@ export interface BwrapTools {
   env: string;
   /** bash, only for `arg0` (bwrap 0.8 has no --argv0; `exec -a` sets it). */
   bash: string;
+  /** POSIX sh that opens the seccomp program as fd 3 for bwrap (reads no startup files). */
+  sh: string;
+  /** The server's private directory holding the files below; hidden from sandboxes that could write it. */
+  privateDir: string;
   /** An empty file with mode 000, bound over files whose access is `none`. */
   denyFile: string;
+  /** Seccomp programs (./seccomp.ts) for restricted / enabled network; absent: no filter. */
+  seccomp?: { restricted: string; enabled: string };
 }
 
 /** Paths a sandbox may never re-bind: the fresh /proc and /dev are what isolate it. */
@@ -34,7 +43,12 @@ function depth(p: string): number {
  * resolveProfile). Mounts are applied in order, so rules go from the shallowest path to the
  * deepest: a writable root is bound before the read-only `.git` inside it, which wins.
  */
-export function bwrapArgs(profile: ManagedSandboxProfile, cwd: string, tools: Pick<BwrapTools, 'denyFile'>, probe: FsProbe = realFs): string[] {
+export function bwrapArgs(
+  profile: ManagedSandboxProfile,
+  cwd: string,
+  tools: Pick<BwrapTools, 'denyFile' | 'privateDir' | 'seccomp'>,
+  probe: FsProbe = realFs,
+): string[] {
   const args: string[] = [];
   if (profile.fullWrite) args.push('--bind', '/', '/');
   else if (profile.fullRead) args.push('--ro-bind', '/', '/');
@@ -66,21 +80,30 @@ export function bwrapArgs(profile: ManagedSandboxProfile, cwd: string, tools: Pi
     }
   }
 
+  // The server's own files (seccomp programs, deny file) must not be rewritten by a sandbox
+  // that could write there (e.g. /tmp writable): the next sandbox would load them.
+  if (accessFor(profile, tools.privateDir) === 'write') args.push('--tmpfs', tools.privateDir);
+
   args.push('--unshare-user', '--unshare-pid', '--unshare-ipc');
   if (profile.network === 'restricted') args.push('--unshare-net');
   // Real root keeps every capability inside the user namespace unless told otherwise.
   args.push('--cap-drop', 'ALL', '--die-with-parent', '--chdir', path.resolve(cwd));
+  if (tools.seccomp) args.push('--seccomp', SECCOMP_FD);
   return args;
 }
 
 /**
  * The full host argv for `argv` under the profile:
- *   env --ignore-signal=INT,QUIT,TSTP bwrap <args> -- env --default-signal=INT,QUIT,TSTP [bash -c 'exec -a …'] argv…
+ *   [sh -c 'exec 3<"$0" && exec "$@"' <seccomp program>] env --ignore-signal=INT,QUIT,TSTP bwrap <args> --
+ *     env --default-signal=INT,QUIT,TSTP [bash -c 'exec -a …'] argv…
  * Why the two `env`s: there is no --new-session (see ./backend.ts), so bwrap itself is in
  * the process group that interrupt signals and, on a PTY, in the terminal's foreground
  * group that Ctrl-C reaches. bwrap dies on SIGINT, which would kill the sandbox and lose the
  * exit code; ignoring it keeps bwrap alive. Ignored dispositions survive exec, so the command
  * gets the defaults back just before it starts (a shell's `trap … INT` then works as usual).
+ * The leading `sh` is how a PTY child (node-pty passes no extra descriptors) hands bwrap the
+ * seccomp program; a non-interactive POSIX sh reads no startup files and no $ENV, so the
+ * client's environment cannot make it run anything outside the sandbox.
  */
 export function wrapArgv(
   profile: ManagedSandboxProfile,
@@ -90,5 +113,8 @@ export function wrapArgv(
 ): string[] {
   const inner = [tools.env, `--default-signal=${TTY_SIGNALS}`];
   if (req.arg0 !== undefined && req.arg0 !== req.argv[0]) inner.push(tools.bash, '-c', 'exec -a "$0" -- "$@"', req.arg0);
-  return [tools.env, `--ignore-signal=${TTY_SIGNALS}`, tools.bwrap, ...bwrapArgs(profile, req.cwd, tools, probe), '--', ...inner, ...req.argv];
+  const outer = [tools.env, `--ignore-signal=${TTY_SIGNALS}`, tools.bwrap, ...bwrapArgs(profile, req.cwd, tools, probe), '--', ...inner, ...req.argv];
+  if (!tools.seccomp) return outer;
+  const program = profile.network === 'restricted' ? tools.seccomp.restricted : tools.seccomp.enabled;
+  return [tools.sh, '-c', `exec ${SECCOMP_FD}<"$0" && exec "$@"`, program, ...outer];
 }

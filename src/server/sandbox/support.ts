@@ -7,7 +7,8 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { TTY_SIGNALS, type BwrapTools } from './bwrap';
+import { SECCOMP_FD, TTY_SIGNALS, type BwrapTools } from './bwrap';
+import { seccompProgram } from './seccomp';
 
 export type SandboxSupport = { ok: true; tools: BwrapTools } | { ok: false; reason: string };
 
@@ -52,34 +53,87 @@ function probe(bwrap: string): SandboxSupport {
   const env = ['/usr/bin/env', '/bin/env'].find((p) => fs.existsSync(p));
   if (!env) return { ok: false, reason: 'coreutils `env` not found at /usr/bin/env' };
   const bash = ['/bin/bash', '/usr/bin/bash'].find((p) => fs.existsSync(p)) ?? '/bin/bash';
-  // The same namespaces, capability drop and signal wrappers a real sandbox uses.
-  const r = run([
-    env, `--ignore-signal=${TTY_SIGNALS}`, bwrap,
-    '--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc',
-    '--unshare-user', '--unshare-pid', '--unshare-ipc', '--unshare-net',
-    '--cap-drop', 'ALL', '--die-with-parent', '--',
-    env, `--default-signal=${TTY_SIGNALS}`, 'true',
-  ]);
-  if (r.code !== 0) {
-    const why = (r.error?.message ?? r.output.trim()) || `exit code ${r.code}`;
-    return { ok: false, reason: `bubblewrap at ${bwrap} cannot create a sandbox here (user namespaces disabled?): ${why}` };
+  const sh = ['/bin/sh', '/usr/bin/sh'].find((p) => fs.existsSync(p)) ?? '/bin/sh';
+  const privateDir = privateDirectory();
+  const tools: BwrapTools = { bwrap, env, bash, sh, privateDir, denyFile: path.join(privateDir, 'denied') };
+  const restricted = seccompProgram(process.arch, true);
+  const enabled = seccompProgram(process.arch, false);
+  if (restricted && enabled) tools.seccomp = { restricted: path.join(privateDir, 'seccomp-restricted.bpf'), enabled: path.join(privateDir, 'seccomp-enabled.bpf') };
+  ensureToolFiles(tools);
+  // The same namespaces, capability drop, signal wrappers and seccomp program a real sandbox uses.
+  const attempt = (withSeccomp: boolean) => {
+    const inner = [env, `--ignore-signal=${TTY_SIGNALS}`, bwrap,
+      '--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc',
+      '--unshare-user', '--unshare-pid', '--unshare-ipc', '--unshare-net',
+      '--cap-drop', 'ALL', '--die-with-parent', ...(withSeccomp ? ['--seccomp', SECCOMP_FD] : []), '--',
+      env, `--default-signal=${TTY_SIGNALS}`, 'true'];
+    return run(withSeccomp ? [sh, '-c', `exec ${SECCOMP_FD}<"$0" && exec "$@"`, tools.seccomp!.restricted, ...inner] : inner);
+  };
+  if (tools.seccomp && attempt(true).code !== 0) delete tools.seccomp; // kernel refused the filter: namespaces only (reported)
+  if (!tools.seccomp) {
+    const r = attempt(false);
+    if (r.code !== 0) {
+      const why = (r.error?.message ?? r.output.trim()) || `exit code ${r.code}`;
+      return { ok: false, reason: `bubblewrap at ${bwrap} cannot create a sandbox here (user namespaces disabled?): ${why}` };
+    }
   }
-  return { ok: true, tools: { bwrap, env, bash, denyFile: makeDenyFile() } };
+  return { ok: true, tools };
 }
 
-/** An empty mode-000 file in a private directory, bound over files whose access is `none`. */
-function makeDenyFile(): string {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'exec-server-sandbox-'));
-  const file = path.join(dir, 'denied');
-  fs.writeFileSync(file, '', { mode: 0o000 });
-  fs.chmodSync(file, 0o000);
-  return file;
+/**
+ * One directory per user, reused by every server of that user (a fresh one per process
+ * would pile up in /tmp): `<tmpdir>/exec-server-sandbox-<uid>`, accepted only if it is a real
+ * directory owned by us and closed to others (someone else may have planted the name in a
+ * shared /tmp); otherwise a private mkdtemp directory, removed at exit.
+ */
+function privateDirectory(): string {
+  const uid = process.getuid?.() ?? 0;
+  const dir = path.join(os.tmpdir(), `exec-server-sandbox-${uid}`);
+  const ours = () => {
+    const st = fs.lstatSync(dir);
+    return st.isDirectory() && st.uid === uid && (st.mode & 0o077) === 0;
+  };
+  try {
+    fs.mkdirSync(dir, { mode: 0o700 });
+  } catch {
+    // exists (or cannot be made): checked below
+  }
+  try {
+    if (ours()) return dir;
+  } catch {
+    // fall through
+  }
+  const own = fs.mkdtempSync(path.join(os.tmpdir(), 'exec-server-sandbox-'));
+  process.once('exit', () => fs.rmSync(own, { recursive: true, force: true }));
+  return own;
 }
 
-/** Recreates the deny file if a temp cleaner removed it. */
-export function ensureDenyFile(tools: BwrapTools): void {
-  if (fs.existsSync(tools.denyFile)) return;
-  fs.mkdirSync(path.dirname(tools.denyFile), { recursive: true, mode: 0o700 });
-  fs.writeFileSync(tools.denyFile, '', { mode: 0o000 });
-  fs.chmodSync(tools.denyFile, 0o000);
+function writeExact(file: string, data: Buffer, mode: number): void {
+  let same = false;
+  try {
+    const st = fs.lstatSync(file);
+    same = st.isFile() && (st.mode & 0o777) === mode && (mode === 0 || fs.readFileSync(file).equals(data)) && st.size === data.length;
+  } catch {
+    same = false;
+  }
+  if (same) return;
+  // Written aside, then renamed over: a concurrent server (same directory) or spawn never
+  // sees the file missing or half-written; wx never writes through a planted link.
+  const tmp = `${file}.${process.pid}.${Date.now()}`;
+  fs.writeFileSync(tmp, data, { mode, flag: 'wx' });
+  fs.chmodSync(tmp, mode);
+  fs.renameSync(tmp, file);
+}
+
+/**
+ * (Re)creates the private files exactly (before every sandboxed spawn): a temp cleaner may
+ * have removed them, and they must hold what this server wrote.
+ */
+export function ensureToolFiles(tools: BwrapTools): void {
+  fs.mkdirSync(tools.privateDir, { recursive: true, mode: 0o700 });
+  writeExact(tools.denyFile, Buffer.alloc(0), 0o000);
+  if (tools.seccomp) {
+    writeExact(tools.seccomp.restricted, seccompProgram(process.arch, true)!, 0o400);
+    writeExact(tools.seccomp.enabled, seccompProgram(process.arch, false)!, 0o400);
+  }
 }

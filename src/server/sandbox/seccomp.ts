@@ -1,0 +1,121 @@
+// The seccomp filter loaded into every bubblewrap sandbox (bwrap --seccomp FD): a classic BPF
+// program built here, byte by byte, for x86_64 and aarch64. It refuses (EPERM) the kernel
+// interfaces a sandboxed command has no business with and that widen the kernel's attack
+// surface (ptrace, bpf, perf_event_open, userfaultfd, io_uring, keyrings, module and kexec
+// loading, open_by_handle_at, TIOCSTI/TIOCLINUX ioctls), and, when the network is
+// restricted, every socket family but AF_UNIX (defence in depth behind --unshare-net).
+// A syscall from another ABI (i386 `int 0x80`, x32) kills the process: its numbers differ
+// and would slip past the list.
+
+/** struct seccomp_data offsets. */
+const OFF_NR = 0;
+const OFF_ARCH = 4;
+const OFF_ARG0 = 16; // low 32 bits (little-endian)
+const OFF_ARG1 = 24;
+
+const LD_W_ABS = 0x20; // BPF_LD | BPF_W | BPF_ABS
+const JEQ_K = 0x15; // BPF_JMP | BPF_JEQ | BPF_K
+const JGE_K = 0x35; // BPF_JMP | BPF_JGE | BPF_K
+const RET_K = 0x06; // BPF_RET | BPF_K
+
+const RET_ALLOW = 0x7fff0000;
+const RET_KILL_PROCESS = 0x80000000;
+const RET_ERRNO = 0x00050000;
+const EPERM = 1;
+
+const AF_UNIX = 1;
+const TIOCSTI = 0x5412;
+const TIOCLINUX = 0x541c;
+
+interface ArchTable {
+  audit: number;
+  /** First number of an ABI that must not be used (x32 on x86_64). */
+  foreignFrom?: number;
+  socket: number;
+  ioctl: number;
+  denied: Record<string, number>;
+}
+
+/** Numbers from the kernel's unistd headers (asm/unistd_64.h; asm-generic/unistd.h for aarch64). */
+const ARCHES: Record<string, ArchTable> = {
+  x64: {
+    audit: 0xc000003e, // AUDIT_ARCH_X86_64
+    foreignFrom: 0x40000000, // __X32_SYSCALL_BIT
+    socket: 41,
+    ioctl: 16,
+    denied: {
+      ptrace: 101, process_vm_readv: 310, process_vm_writev: 311, kexec_load: 246, kexec_file_load: 320,
+      init_module: 175, finit_module: 313, delete_module: 176, bpf: 321, perf_event_open: 298, userfaultfd: 323,
+      keyctl: 250, add_key: 248, request_key: 249, io_uring_setup: 425, io_uring_enter: 426, io_uring_register: 427,
+      open_by_handle_at: 304, name_to_handle_at: 303,
+    },
+  },
+  arm64: {
+    audit: 0xc00000b7, // AUDIT_ARCH_AARCH64
+    socket: 198,
+    ioctl: 29,
+    denied: {
+      ptrace: 117, process_vm_readv: 270, process_vm_writev: 271, kexec_load: 104, kexec_file_load: 294,
+      init_module: 105, finit_module: 273, delete_module: 106, bpf: 280, perf_event_open: 241, userfaultfd: 282,
+      keyctl: 219, add_key: 217, request_key: 218, io_uring_setup: 425, io_uring_enter: 426, io_uring_register: 427,
+      open_by_handle_at: 265, name_to_handle_at: 264,
+    },
+  },
+};
+
+export const SECCOMP_DENIED_SYSCALLS = Object.keys(ARCHES.x64.denied);
+
+interface Insn {
+  code: number;
+  jt: number;
+  jf: number;
+  k: number;
+}
+
+/**
+ * The filter for `arch` (a Node `process.arch` value), or undefined when there is no table
+ * for it (the sandbox then runs without seccomp; environment/info says so).
+ */
+export function seccompProgram(arch: string, restrictNetwork: boolean): Buffer | undefined {
+  const t = ARCHES[arch];
+  if (!t) return undefined;
+  const p: Insn[] = [];
+  const ins = (code: number, k: number, jt = 0, jf = 0) => p.push({ code, jt, jf, k });
+  // Jumps are relative and forward only: each check below falls through on "no" and jumps
+  // over the rest of its block on "yes"; the deny / allow returns are emitted inline.
+  ins(LD_W_ABS, OFF_ARCH);
+  ins(JEQ_K, t.audit, 1, 0);
+  ins(RET_K, RET_KILL_PROCESS);
+  ins(LD_W_ABS, OFF_NR);
+  if (t.foreignFrom !== undefined) {
+    ins(JGE_K, t.foreignFrom, 0, 1);
+    ins(RET_K, RET_KILL_PROCESS);
+  }
+  for (const nr of Object.values(t.denied)) {
+    ins(JEQ_K, nr, 0, 1);
+    ins(RET_K, RET_ERRNO | EPERM);
+  }
+  // ioctl(fd, TIOCSTI | TIOCLINUX, …): typing into a terminal / console. Reloads nr afterwards.
+  ins(JEQ_K, t.ioctl, 0, 5);
+  ins(LD_W_ABS, OFF_ARG1);
+  ins(JEQ_K, TIOCSTI, 1, 0);
+  ins(JEQ_K, TIOCLINUX, 0, 1);
+  ins(RET_K, RET_ERRNO | EPERM);
+  ins(RET_K, RET_ALLOW);
+  if (restrictNetwork) {
+    ins(JEQ_K, t.socket, 0, 4);
+    ins(LD_W_ABS, OFF_ARG0);
+    ins(JEQ_K, AF_UNIX, 0, 1);
+    ins(RET_K, RET_ALLOW);
+    ins(RET_K, RET_ERRNO | EPERM);
+  }
+  ins(RET_K, RET_ALLOW);
+  const buf = Buffer.alloc(p.length * 8);
+  p.forEach((i, n) => {
+    buf.writeUInt16LE(i.code, n * 8);
+    buf.writeUInt8(i.jt, n * 8 + 2);
+    buf.writeUInt8(i.jf, n * 8 + 3);
+    buf.writeUInt32LE(i.k >>> 0, n * 8 + 4);
+  });
+  return buf;
+}
