@@ -364,4 +364,45 @@ describe('agent gate attacks', () => {
       b.close();
     });
   });
+
+  it('exhaustion: many process/read from a client that does not read hold a bounded amount of memory', async () => {
+    await withEndpoint({ policy: 'neverAsk' }, async (f) => {
+      const a = await RawAgent.connect(f.url, f.token);
+      await a.handshake();
+      // 1 MiB of retained output, then the process waits.
+      assert.ok((await a.send('process/start', startParams('noisy', ['/bin/sh', '-c', 'head -c 1000000 /dev/zero | tr "\\0" x; sleep 30'], ws))).result);
+      for (let i = 0; i < 100; i++) {
+        const r = (await a.send('process/read', { processId: 'noisy', afterSeq: 0, waitMs: 0 })).result as { chunks: { chunk: string }[] };
+        if (r.chunks.reduce((n, c) => n + Buffer.byteLength(c.chunk, 'base64'), 0) >= 1_000_000) break;
+        await sleep(50);
+      }
+      global.gc?.();
+      const base = process.memoryUsage().rss;
+      a.stopReading();
+      for (let i = 0; i < 300; i++) void a.send('process/read', { processId: 'noisy', afterSeq: 0, waitMs: 0 });
+      let peak = base;
+      for (let i = 0; i < 40; i++) {
+        await sleep(50);
+        peak = Math.max(peak, process.memoryUsage().rss);
+      }
+      const grown = (peak - base) / 1024 / 1024;
+      // 300 answers of 1 MiB (≈1.3 MiB of base64 each) would be ≈ 400 MiB held for the client.
+      assert.ok(grown < 150, `memory grew by ${grown.toFixed(0)} MiB`);
+      a.close();
+    });
+  });
+
+  it('question flood: open questions are capped per connection and per endpoint (the rest refused unasked)', async () => {
+    await withEndpoint({ policy: 'alwaysAsk', answer: () => 'wait', timeoutMs: 5000 }, async (f) => {
+      const agents = await Promise.all(Array.from({ length: 6 }, () => RawAgent.connect(f.url, f.token)));
+      for (const a of agents) await a.handshake();
+      const replies: Promise<{ error?: { message: string } }>[] = [];
+      for (const [n, a] of agents.entries()) for (let i = 0; i < 12; i++) replies.push(a.send('process/start', startParams(`q${n}-${i}`, ['/bin/true'], ws)));
+      await sleep(300);
+      assert.equal(f.questions.length, 32, 'at most 32 questions on screen for one endpoint');
+      for (const q of f.questions) q.answer('Deny');
+      for (const r of await Promise.all(replies)) assert.match(r.error?.message ?? '', /not approved|too many questions/);
+      for (const a of agents) a.close();
+    });
+  });
 });

@@ -18,6 +18,8 @@ import { ALLOW, ALLOW_FOR_SESSION, APPROVAL_CHOICES, DENY, type ApprovalChoice, 
 export const DEFAULT_AGENT_TIMEOUT_SECONDS = 25;
 /** Questions one connection may have open at once; more are refused without asking. */
 export const MAX_PENDING_QUESTIONS = 8;
+/** ...and all connections of one endpoint together (many connections must not flood the screen). */
+export const MAX_PENDING_QUESTIONS_PER_ENDPOINT = 32;
 
 export interface AgentQuestion {
   /** Unique per gate, for the details view and the log. */
@@ -83,6 +85,8 @@ export interface Decision {
 export class AgentGate {
   private nextQuestion = 1;
   private nextConnection = 1;
+  /** Open questions of all connections. */
+  pending = 0;
   /** Session id → the state of the connection that opened it (a resume brings it back). Never logged. */
   private readonly sessions = new Map<string, ConnectionState>();
 
@@ -156,8 +160,8 @@ export class ConnectionGate {
       if (startId !== undefined) this.state.processes.add(startId);
       return { params: verdict.params };
     }
-    if (this.state.pending >= MAX_PENDING_QUESTIONS) {
-      throw new RpcError(ErrorCodes.InvalidRequest, `permission denied: ${method}: ${MAX_PENDING_QUESTIONS} questions of this connection are already waiting for the user`);
+    if (this.state.pending >= MAX_PENDING_QUESTIONS || this.gate.pending >= MAX_PENDING_QUESTIONS_PER_ENDPOINT) {
+      throw new RpcError(ErrorCodes.InvalidRequest, `permission denied: ${method}: too many questions are already waiting for the user`);
     }
     const { allowed, why } = await this.ask(method, verdict.params, verdict.what, verdict.needs);
     if (!allowed) throw new RpcError(ErrorCodes.InvalidRequest, `permission denied: ${method} was not approved (${why})`);
@@ -182,6 +186,7 @@ export class ConnectionGate {
     };
     this.host.log?.('info', `approval #${id}: ${who} asks: ${logged}`);
     state.pending++;
+    this.gate.pending++;
     return new Promise((resolve) => {
       let done = false;
       const waiter: Waiter = {
@@ -190,6 +195,7 @@ export class ConnectionGate {
           done = true;
           clearTimeout(timer);
           state.pending--;
+          this.gate.pending--;
           this.waiters.delete(waiter);
           this.host.log?.('info', `approval #${id}: ${allowed ? 'allowed' : 'denied'} (${why})`);
           settledResolve();

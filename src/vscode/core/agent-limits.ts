@@ -15,6 +15,8 @@ export const AGENT_LIMITS = {
   maxHttpRequestBytes: 8 * 1024 * 1024,
   /** http/request response body collected or streamed for the agent. */
   maxHttpResponseBytes: 16 * 1024 * 1024,
+  /** http/request bodies in flight per connection (collected, or streamed until done). */
+  maxHttpInFlight: 4,
   /** fs/readFile of a larger file is refused (fs/open + fs/readBlock read it in blocks). */
   maxReadFileBytes: 32 * 1024 * 1024,
   /** Requests with a large answer running at once per connection (each then waits for the client to read). */

@@ -36,6 +36,8 @@ interface HttpCollect {
 export class GatedServerConnection implements ServerConnection {
   private closed = false;
   private readonly large: LargeAnswerQueue;
+  /** process/read has its own queue: a long-poll holding a slot must not stall file reads. */
+  private readonly reads: LargeAnswerQueue;
   private readonly watchReleases = new Map<string, () => void>();
   private readonly otherReleases: (() => void)[] = [];
   private readonly http = new Map<string, HttpCollect>();
@@ -49,6 +51,7 @@ export class GatedServerConnection implements ServerConnection {
     private readonly opts: { sink: NotificationSink; watches: WatchBudget; hooks?: GateHooks },
   ) {
     this.large = new LargeAnswerQueue(opts.sink);
+    this.reads = new LargeAnswerQueue(opts.sink);
   }
 
   request<M extends RequestMethod>(method: M, params: ParamsOf<M>): Promise<ResultOf<M>> {
@@ -152,6 +155,7 @@ export class GatedServerConnection implements ServerConnection {
       }
     }
     if (LARGE_ANSWERS.has(method)) return this.large.run(() => this.inner.requestUntyped(method, params));
+    if (method === 'process/read') return this.reads.run(() => this.inner.requestUntyped(method, params));
     return this.inner.requestUntyped(method, params);
   }
 
@@ -183,6 +187,10 @@ export class GatedServerConnection implements ServerConnection {
     }
     const requestId = String(p.requestId);
     if (this.http.has(requestId)) throw new RpcError(ErrorCodes.InvalidRequest, `http/request ${requestId} is already in flight`);
+    // Each may hold up to maxHttpResponseBytes toward the client (streamed bodies have no backpressure).
+    if (this.http.size >= AGENT_LIMITS.maxHttpInFlight) {
+      throw new RpcError(ErrorCodes.InvalidRequest, `at most ${AGENT_LIMITS.maxHttpInFlight} http/request bodies may be in flight per agent connection`);
+    }
     const streamed = p.streamResponse === true;
     let finish!: (error: string | null) => void;
     const finished = new Promise<string | null>((r) => (finish = r));
@@ -253,6 +261,7 @@ export class GatedServerConnection implements ServerConnection {
     this.closed = true;
     this.gate.close();
     this.large.close();
+    this.reads.close();
     for (const r of this.watchReleases.values()) r();
     this.watchReleases.clear();
     for (const r of this.otherReleases.splice(0)) r();
