@@ -379,14 +379,14 @@ describe('agent gate attacks', () => {
       global.gc?.();
       const base = process.memoryUsage().rss;
       a.stopReading();
-      for (let i = 0; i < 300; i++) void a.send('process/read', { processId: 'noisy', afterSeq: 0, waitMs: 0 });
+      for (let i = 0; i < 600; i++) void a.send('process/read', { processId: 'noisy', afterSeq: 0, waitMs: 0 });
       let peak = base;
-      for (let i = 0; i < 40; i++) {
+      for (let i = 0; i < 80; i++) {
         await sleep(50);
         peak = Math.max(peak, process.memoryUsage().rss);
       }
       const grown = (peak - base) / 1024 / 1024;
-      // 300 answers of 1 MiB (≈1.3 MiB of base64 each) would be ≈ 400 MiB held for the client.
+      // 600 answers of 1 MiB (≈1.3 MiB of base64 each) would be ≈ 800 MiB held for the client.
       assert.ok(grown < 150, `memory grew by ${grown.toFixed(0)} MiB`);
       a.close();
     });
