@@ -52,7 +52,13 @@ function removeLeftovers(t) {
   for (const n of existsSync(parent) ? readdirSync(parent) : []) {
     if (n.startsWith(`${base}.tmp-`) || n.startsWith(`${base}.old-`)) {
       say(`removing ${n} (left by an interrupted install)`);
-      rmSync(path.join(parent, n), { recursive: true, force: true, maxRetries: 5 });
+      try {
+        rmSync(path.join(parent, n), { recursive: true, force: true, maxRetries: 5 });
+      } catch (err) {
+        // An orphaned npm of the killed installer may still be writing there; our install uses
+        // its own folder, so this one is only removed next time.
+        say(`could not remove ${n} yet: ${err.message}`);
+      }
     }
   }
 }

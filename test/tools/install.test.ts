@@ -66,18 +66,19 @@ test('two installs of the reference at once: both callers get the same working b
   assert.deepEqual(readdirSync(cache).filter((n) => n.startsWith('reference-')), [`reference-${VERSION}`], 'no temp folder or lock left');
 });
 
-test('an install killed half-way (SIGKILL) is repaired by the next run', { timeout: 300_000 }, async (t) => {
-  const cache = tempCache(t);
+/** Starts an install, waits until npm is writing into the temporary folder, SIGKILLs `victim`. */
+async function killHalfWay(cache: string, victim: 'group' | 'installer') {
   const final = path.join(cache, `reference-${VERSION}`);
   const first = startInstaller(cache, ['reference']);
   const tmp = `${final}.tmp-${first.child.pid}`;
-  // Wait until npm is writing the package into the temporary folder, then kill the installer and npm.
   const deadline = Date.now() + 120_000;
   while (!existsSync(path.join(tmp, 'node_modules', '@openai'))) {
     assert.ok(Date.now() < deadline, `the installer never started writing ${tmp}: ${first.child.exitCode}`);
     await new Promise((r) => setTimeout(r, 10));
   }
-  process.kill(-first.child.pid!, 'SIGKILL');
+  // 'group': the installer and its npm (Ctrl-C, a cancelled CI job); 'installer': only the
+  // installer, its npm lives on as an orphan still writing into the temporary folder.
+  process.kill(victim === 'group' ? -first.child.pid! : first.child.pid!, 'SIGKILL');
   const killed = await first.done;
   assert.equal(killed.signal, 'SIGKILL');
   assert.ok(!existsSync(final), 'nothing may land in place before the install is complete and verified');
@@ -88,13 +89,34 @@ test('an install killed half-way (SIGKILL) is repaired by the next run', { timeo
   const find = await startInstaller(cache, ['--find', 'reference']).done;
   assert.equal(find.code, 2, find.stderr);
   assert.match(find.stderr, /not installed/);
+  return first.child.pid!;
+}
 
+test('an install killed half-way (SIGKILL to the installer and its npm) is repaired by the next run', { timeout: 300_000 }, async (t) => {
+  const cache = tempCache(t);
+  const deadPid = await killHalfWay(cache, 'group');
   const second = await startInstaller(cache, ['reference']).done;
   assert.equal(second.code, 0, second.stderr);
-  assert.match(second.stderr, new RegExp(`taking over the lock of reference left by pid ${first.child.pid}`));
+  assert.match(second.stderr, new RegExp(`taking over the lock of reference left by pid ${deadPid}`));
   assert.match(second.stderr, /removing reference-[\d.]+\.tmp-\d+ \(left by an interrupted install\)/);
   assert.match(codexVersion(keys(second.stdout).REFERENCE), new RegExp(VERSION.replace(/\./g, '\\.')));
   assert.deepEqual(readdirSync(cache).filter((n) => n.startsWith('reference-')), [`reference-${VERSION}`]);
+});
+
+test('an installer SIGKILLed while its npm keeps running: the next run still lands a working binary', { timeout: 300_000 }, async (t) => {
+  const cache = tempCache(t);
+  const deadPid = await killHalfWay(cache, 'installer');
+  t.after(() => {
+    try {
+      process.kill(-deadPid, 'SIGKILL'); // the orphaned npm, if still running
+    } catch {}
+  });
+  const second = await startInstaller(cache, ['reference']).done;
+  assert.equal(second.code, 0, second.stderr);
+  assert.match(second.stderr, new RegExp(`taking over the lock of reference left by pid ${deadPid}`));
+  assert.match(codexVersion(keys(second.stdout).REFERENCE), new RegExp(VERSION.replace(/\./g, '\\.')));
+  // The orphan only ever writes into its own temporary folder, never into the one in place.
+  codexVersion(keys(second.stdout).REFERENCE);
 });
 
 test('a failing install names the tool, the exact command and the last lines of npm\'s output', { timeout: 300_000 }, async (t) => {
