@@ -173,7 +173,7 @@ async function main(argv) {
   }
   if (missing.length) {
     const total = missing.reduce((s, t) => s + t.eta, 0);
-    say(`first run: installing into ${cacheDir()} (later runs reuse it), roughly ${fmtS(total)} in total:`);
+    say(`first run: installing into ${cacheDir()} (later runs reuse it), ${fmtS(total)} in total:`);
     for (const t of missing) say(`  - ${t.label} (${fmtS(t.eta)})`);
     if (/^\/tmp(\/|$)/.test(cacheDir())) say(`note: the cache is under /tmp; the reference codex will not create its sandbox helpers there (use e.g. /var/tmp)`);
     const failures = [];
