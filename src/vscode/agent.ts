@@ -69,13 +69,15 @@ export function vscodeAgentGateHost(ctx: vscode.ExtensionContext, log: vscode.Lo
   const registration = vscode.workspace.registerTextDocumentContentProvider(APPROVAL_DETAILS_SCHEME, details);
   // VS Code's user settings (…/User) and installed extensions: an agent must not edit them silently.
   const userDir = path.dirname(path.dirname(ctx.globalStorageUri.fsPath));
-  const extensionsDir = path.dirname(ctx.extensionUri.fsPath);
+  // Only a real extensions folder: an extension under development lives next to arbitrary projects.
+  const parent = path.dirname(ctx.extensionUri.fsPath);
+  const extensionsDir = path.basename(parent) === 'extensions' ? [parent] : [];
   return {
     policy: policySetting,
     sandboxAll: () => userSetting<boolean>('approval.sandboxAgentCommands') === true,
     timeoutMs: timeoutSetting,
     workspaceRoots: () => workspaceFolderPaths(LOCAL_ENVIRONMENT),
-    protectedRoots: () => [userDir, extensionsDir],
+    protectedRoots: () => [userDir, ...extensionsDir],
     async ask(q) {
       let message = q.message;
       const open = !q.complete || [...message].length > MAX_MESSAGE;
