@@ -209,3 +209,18 @@ test('followSymlinks: false (Codex\'s approved unsandboxed retry) never passes t
   assert.ok(fs.existsSync(path.join(O, 'followed')));
   fs.rmSync(path.join(O, 'followed'));
 });
+
+test('sandbox fs attack: fs/walk does not list a `none` directory reached inside the tree or through a followed link', async () => {
+  const opts = { maxDepth: 4, maxDirectories: 100, maxEntries: 1000, followDirectorySymlinks: true };
+  const r = await c.call('fs/walk', { path: uri(dir), options: opts, sandbox: sandbox() });
+  const paths: string[] = r.entries.map((e: { path: string }) => e.path);
+  assert.ok(!paths.some((p) => p.includes('/secret/key') || p.includes('/to-secret/key')), JSON.stringify(paths));
+  assert.ok(paths.includes(uri(path.join(W, 'ok.txt'))));
+  const denied = r.errors.filter((e: { message: string }) => e.message === EACCES).map((e: { path: string }) => e.path);
+  assert.ok(denied.includes(uri(S)), JSON.stringify(r.errors)); // W/to-secret leads to the same (already visited) directory
+  // Walking from the link itself: its target is refused at the root.
+  await rejectsWith(c.call('fs/walk', { path: uri(path.join(W, 'to-secret')), options: opts, sandbox: sandbox() }), -32600, EACCES);
+  // Without a sandbox the same walk lists the key (the check above is what hides it).
+  const free = await c.call('fs/walk', { path: uri(dir), options: opts });
+  assert.ok(free.entries.some((e: { path: string }) => e.path.endsWith('/secret/key')));
+});

@@ -25,7 +25,12 @@ export function checkWalkLimits(o: FsWalkOptions): void {
   }
 }
 
-export async function walk(root: string, o: FsWalkOptions): Promise<FsWalkResult> {
+/**
+ * `canEnter`: a managed sandbox's read check (../sandbox/fs-guard.ts); a directory it refuses
+ * is reported as a per-directory EACCES error instead of being listed, as a walk inside the
+ * sandbox would see it.
+ */
+export async function walk(root: string, o: FsWalkOptions, canEnter?: (dir: string) => boolean): Promise<FsWalkResult> {
   checkWalkLimits(o);
   let rootStat: fs.Stats;
   try {
@@ -49,6 +54,10 @@ export async function walk(root: string, o: FsWalkOptions): Promise<FsWalkResult
     }
     dirsRead++;
     const { dir, depth } = queue[qi];
+    if (canEnter && dir !== root && !canEnter(dir)) {
+      result.errors.push({ path: pathToUri(dir), message: osMessage(Object.assign(new Error('EACCES'), { code: 'EACCES' })) });
+      continue;
+    }
     let dirents: fs.Dirent[];
     try {
       // Dirent types come with the listing: only symlinks need an extra stat.

@@ -9,6 +9,7 @@ import { uriToPath } from '../paths';
 import { checkNoFollowRemove, checkNoSymlinks } from '../fs/no-follow';
 import { checkFsAccess, checkFsAccesses, isDirectory } from '../sandbox/fs-guard';
 import { parseSandbox, type SandboxProfile } from '../sandbox/profile';
+import { realFs, resolveProfile } from '../sandbox/resolve';
 import { spec, type MethodSpec } from './spec';
 
 const pathParam = (o: P.Obj, k: string) => uriToPath(P.str(o, k));
@@ -179,7 +180,18 @@ export const fsMethods: Record<string, MethodSpec> = {
     },
     (_c, p) => {
       checkFsAccess(p.sandbox, { path: p.path, intent: 'read' });
-      return walk(p.path, p.options);
+      if (p.sandbox.kind !== 'managed') return walk(p.path, p.options);
+      const profile = p.sandbox;
+      const resolved = resolveProfile(profile);
+      const canEnter = (dir: string) => {
+        try {
+          checkFsAccess(profile, { path: dir, intent: 'read' }, realFs, resolved);
+          return true;
+        } catch {
+          return false;
+        }
+      };
+      return walk(p.path, p.options, canEnter);
     },
   ),
   'fs/open': spec(
