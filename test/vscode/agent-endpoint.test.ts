@@ -1,15 +1,17 @@
 // The agent endpoint end to end in plain Node: a real loopback websocket listener serving its
 // own ExecServer, the project's client as the agent, and the agent gate in between.
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { after, before, describe, it } from 'node:test';
 import { ExecServerClient } from '../../src/client/client';
 import { RpcError } from '../../src/protocol/errors';
 import { sha256 } from '../../src/transports/ws-auth';
 import { AgentEndpoint, checkBearer, withoutSessionIds, type AgentProcess } from '../../src/vscode/core/agent-endpoint';
 import type { ApprovalPolicy } from '../../src/vscode/core/approval';
+import { RawAgent } from './agent-attack-helpers';
 
 let dir: string;
 before(() => {
@@ -152,5 +154,34 @@ describe('agent endpoint', () => {
     const url = ep.url;
     await ep.stop();
     await assert.rejects(ExecServerClient.connectWebSocket(url, { token: ep.token, reconnect: false, connectTimeoutMs: 3000 }));
+  });
+
+  it('the endpoint’s watch budget is given back: fs/unwatch, a fired fs/watchMissing, a closed connection', async () => {
+    const { ep } = await endpoint('neverAsk', () => undefined, [dir]);
+    try {
+      const a = await RawAgent.connect(ep.url, ep.token);
+      await a.handshake();
+      for (let i = 0; i < 64; i++) assert.ok((await a.send('fs/watch', { watchId: `w${i}`, path: pathToFileURL(dir).href })).result, `watch ${i}`);
+      assert.match((await a.send('fs/watch', { watchId: 'over', path: pathToFileURL(dir).href })).error?.message ?? '', /at most 64 watches/);
+      assert.ok((await a.send('fs/unwatch', { watchId: 'w0' })).result);
+      const missing = path.join(dir, 'appears-later');
+      assert.deepEqual((await a.send('fs/watchMissing', { watchId: 7, missing: [pathToFileURL(missing).href], present: null })).result, { watching: true });
+      assert.match((await a.send('fs/watch', { watchId: 'over2', path: pathToFileURL(dir).href })).error?.message ?? '', /at most 64 watches/);
+      writeFileSync(missing, 'here');
+      for (let i = 0; i < 100 && !a.notifications.some((n) => n.method === 'fs/missingChanged'); i++) await new Promise((r) => setTimeout(r, 50));
+      assert.ok((await a.send('fs/watch', { watchId: 'after-missing', path: pathToFileURL(dir).href })).result, 'the fired missing-watch gave its slot back');
+      a.close();
+      const b = await RawAgent.connect(ep.url, ep.token);
+      await b.handshake();
+      let ok = false;
+      for (let i = 0; i < 40 && !ok; i++) {
+        ok = (await b.send('fs/watch', { watchId: `b${i}`, path: pathToFileURL(dir).href })).result !== undefined;
+        if (!ok) await new Promise((r) => setTimeout(r, 50));
+      }
+      assert.ok(ok, 'a closed connection gave its watches back');
+      b.close();
+    } finally {
+      await ep.stop();
+    }
   });
 });

@@ -39,7 +39,8 @@ export class GatedServerConnection implements ServerConnection {
   /** process/read has its own queue: a long-poll holding a slot must not stall file reads. */
   private readonly reads: LargeAnswerQueue;
   private readonly watchReleases = new Map<string, () => void>();
-  private readonly otherReleases: (() => void)[] = [];
+  /** fs/watchMissing budget, released when its one fs/missingChanged arrives (the engine drops the watch then). */
+  private readonly missingReleases = new Map<string, () => void>();
   private readonly http = new Map<string, HttpCollect>();
   private readonly started = new Map<string, { argv: string[]; cwd: string }>();
   /** process/start requests being decided, by process id. */
@@ -136,8 +137,10 @@ export class GatedServerConnection implements ServerConnection {
         const release = await this.opts.watches.reserve('', false, missing);
         try {
           const r = (await this.inner.requestUntyped(method, params)) as { watching?: boolean };
-          if (r?.watching) this.otherReleases.push(release);
-          else release();
+          if (r?.watching) {
+            this.missingReleases.get(String(p.watchId))?.();
+            this.missingReleases.set(String(p.watchId), release);
+          } else release();
           return r;
         } catch (e) {
           release();
@@ -249,6 +252,11 @@ export class GatedServerConnection implements ServerConnection {
       if (s && n.sandboxDenied) this.opts.hooks?.sandboxDenied?.({ connection: this.gate.label, argv: s.argv, cwd: s.cwd, exitCode: n.exitCode });
     }
     if (method === 'process/closed') this.started.delete((params as { processId: string }).processId);
+    if (method === 'fs/missingChanged') {
+      const id = String((params as { watchId: unknown }).watchId);
+      this.missingReleases.get(id)?.();
+      this.missingReleases.delete(id);
+    }
     return true;
   }
 
@@ -264,7 +272,8 @@ export class GatedServerConnection implements ServerConnection {
     this.reads.close();
     for (const r of this.watchReleases.values()) r();
     this.watchReleases.clear();
-    for (const r of this.otherReleases.splice(0)) r();
+    for (const r of this.missingReleases.values()) r();
+    this.missingReleases.clear();
     for (const c of this.http.values()) c.done('connection closed');
     this.http.clear();
     this.inner.close();
