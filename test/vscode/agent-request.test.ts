@@ -79,6 +79,15 @@ describe('agent request classification', () => {
     assert.equal(v.kind, 'ask');
   });
 
+  it('a file with other hard links is outside (writing it changes the other names too)', async () => {
+    const { linkSync } = await import('node:fs');
+    writeFileSync(path.join(out, 'shared.txt'), 'x');
+    linkSync(path.join(out, 'shared.txt'), path.join(ws, 'hard.txt'));
+    const v = await classify('fs/writeFile', { path: uri(path.join(ws, 'hard.txt')), dataBase64: '' }, ctx('askOutsideWorkspace'));
+    assert.equal(v.kind, 'ask');
+    assert.match(v.kind === 'ask' ? v.what.summary : '', /other hard links/);
+  });
+
   it('a path through a symlink chain is judged where it really leads', async () => {
     const hop = path.join(ws, 'hop');
     symlinkSync(path.join(ws, 'hop2'), hop);

@@ -3,6 +3,7 @@
 // needs the user's answer, and say in full what it would do. Params are decoded with the
 // engine's own decoders (so the gate judges exactly the paths the engine will use); paths are
 // judged by where they really lead. Unknown methods are refused.
+import { lstat } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -77,19 +78,24 @@ interface PathFact {
   realParent: string | undefined;
   inside: boolean;
   protected: boolean;
+  linkedElsewhere: boolean;
 }
 
 async function pathFact(ctx: AgentContext, p: string, extraProtected = false): Promise<PathFact> {
   const [real, realParent] = await Promise.all([realPathOf(p), realParentOf(p)]);
   const forms = [real, realParent];
-  const inside = forms.every((f) => f !== undefined && ctx.workspaceRoots.some((r) => isInside(f, r)));
+  // A file with other hard links is also somewhere else (e.g. a pnpm store outside the workspace).
+  const st = real === undefined ? undefined : await lstat(real).catch(() => undefined);
+  const linkedElsewhere = st !== undefined && st.isFile() && st.nlink > 1;
+  const inside = !linkedElsewhere && forms.every((f) => f !== undefined && ctx.workspaceRoots.some((r) => isInside(f, r)));
   const prot = extraProtected || [p, ...forms].some((f) => f === undefined || isProtectedPath(f, ctx.protectedRoots));
-  return { given: p, real, realParent, inside, protected: prot };
+  return { given: p, real, realParent, inside, protected: prot, linkedElsewhere };
 }
 
 function showPath(f: PathFact): string {
   const real = f.real ?? '(cannot be resolved)';
-  return real === f.given ? shown(f.given) : `${shown(f.given)} (really ${shown(real)})`;
+  const links = f.linkedElsewhere ? ' (a file with other hard links)' : '';
+  return (real === f.given ? shown(f.given) : `${shown(f.given)} (really ${shown(real)})`) + links;
 }
 
 /** The grant prefix for a path: the directory itself, or a file's directory (never / or the home directory). */
