@@ -340,6 +340,7 @@ async function decideStart(ctx: AgentContext, params: unknown, d: Record<string,
   const flags: string[] = [];
   if (sandbox.kind === 'none') flags.push('unsandboxed');
   else if (!contained) flags.push('sandbox writes outside the workspace or allows network');
+  else flags.push(injected ? 'sandboxed by your setting' : 'sandboxed');
   if (arg0 !== undefined && arg0 !== null && arg0 !== argv[0]) flags.push(`arg0 ${shown(arg0)}`);
   const envChanges = Object.keys(env).length + Object.keys(envPolicy?.set ?? {}).length;
   if (envChanges > 0) flags.push(`${envChanges} environment variable${envChanges === 1 ? '' : 's'} set`);
