@@ -224,3 +224,40 @@ test('sandbox fs attack: fs/walk does not list a `none` directory reached inside
   const free = await c.call('fs/walk', { path: uri(dir), options: opts });
   assert.ok(free.entries.some((e: { path: string }) => e.path.endsWith('/secret/key')));
 });
+
+test('sandbox fs attack: a directory swapped for a symlink between check and write never lets a write out (TOCTOU race)', async () => {
+  const R = path.join(dir, 'race');
+  const target = path.join(dir, 'race-outside');
+  fs.mkdirSync(R);
+  fs.mkdirSync(target);
+  fs.writeFileSync(path.join(target, 'victim.txt'), 'original');
+  // A concurrent process flips R/flip between a real directory and a link to the outside.
+  const { spawn } = await import('node:child_process');
+  const flipper = spawn('/bin/sh', ['-c', `cd ${R} && while :; do mkdir flip 2>/dev/null; rm -rf flip; ln -s ${target} flip; rm -f flip; done`], { stdio: 'ignore' });
+  const sb = { ...sandbox(), workspaceRoots: [uri(R)] };
+  let wrote = 0;
+  try {
+    for (let i = 0; i < 3000; i++) {
+      try {
+        await c.call('fs/writeFile', { path: uri(path.join(R, 'flip', 'victim.txt')), dataBase64: b64('pwned'), sandbox: sb });
+        wrote++;
+      } catch {
+        // refused or raced away: fine
+      }
+    }
+  } finally {
+    flipper.kill('SIGKILL');
+  }
+  assert.ok(wrote > 0, 'some writes landed in the real directory (the race was live)');
+  assert.equal(fs.readFileSync(path.join(target, 'victim.txt'), 'utf8'), 'original');
+  assert.deepEqual(fs.readdirSync(target), ['victim.txt']);
+});
+
+test('sandbox fs: a dangling link inside the workspace to a new file inside it is written through (control for the verified write)', async () => {
+  fs.symlinkSync(path.join(W, 'created-by-link.txt'), path.join(W, 'inner-dangling'));
+  await c.call('fs/writeFile', { path: uri(path.join(W, 'inner-dangling')), dataBase64: b64('through'), sandbox: sandbox() });
+  assert.equal(fs.readFileSync(path.join(W, 'created-by-link.txt'), 'utf8'), 'through');
+  // Overwrite of an existing file truncates as before.
+  await c.call('fs/writeFile', { path: uri(path.join(W, 'created-by-link.txt')), dataBase64: b64('x'), sandbox: sandbox() });
+  assert.equal(fs.readFileSync(path.join(W, 'created-by-link.txt'), 'utf8'), 'x');
+});

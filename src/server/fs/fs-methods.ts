@@ -41,6 +41,52 @@ export function writeFile(p: string, data: Buffer, noFollow = false): Promise<Re
   });
 }
 
+/**
+ * fs/writeFile under a managed sandbox: opened without truncating, then `verify` is given the
+ * path the kernel really opened (/proc/self/fd on Linux) before a byte is changed. This closes
+ * the check-then-act window for the common write: a directory swapped for a symlink after the
+ * sandbox check is caught here, before any byte is written (a file this open created is
+ * removed; through a dangling link raced in, an empty file may remain).
+ */
+export function writeFileVerified(p: string, data: Buffer, noFollow: boolean, verify: (real: string) => void): Promise<Record<string, never>> {
+  return guard(async () => {
+    const c = fs.constants;
+    const flags = c.O_WRONLY | (noFollow ? c.O_NOFOLLOW : 0);
+    // Whether *this* open created the file decides whether a refused file may be removed:
+    // O_EXCL tells it race-free (an earlier existsSync could see another directory).
+    let created = true;
+    let fh: fs.promises.FileHandle;
+    try {
+      fh = await fs.promises.open(p, flags | c.O_CREAT | c.O_EXCL, 0o666);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+      created = false; // exists — or a dangling link, whose target O_CREAT makes (not removed on refusal)
+      fh = await fs.promises.open(p, flags | c.O_CREAT, 0o666);
+    }
+    try {
+      let real: string | undefined;
+      try {
+        real = fs.readlinkSync(`/proc/self/fd/${fh.fd}`);
+      } catch {
+        real = undefined; // no /proc (not Linux): the pre-check stands alone
+      }
+      if (real !== undefined) {
+        try {
+          verify(real);
+        } catch (e) {
+          if (created) await fs.promises.unlink(real).catch(() => undefined);
+          throw e;
+        }
+      }
+      await fh.truncate(0);
+      await fh.writeFile(data);
+    } finally {
+      await fh.close();
+    }
+    return {};
+  });
+}
+
 export function createDirectory(p: string, recursive: boolean): Promise<Record<string, never>> {
   return guard(async () => {
     if (recursive) {

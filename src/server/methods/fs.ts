@@ -56,7 +56,11 @@ export const fsMethods: Record<string, MethodSpec> = {
       } catch (e) {
         throw invalidRequest((e as Error).message); // the reference reports this one as -32600
       }
-      return fsm.writeFile(p.path, data, p.noFollow);
+      if (p.sandbox.kind !== 'managed') return fsm.writeFile(p.path, data, p.noFollow);
+      const profile = p.sandbox;
+      const resolved = resolveProfile(profile);
+      // followFinal false: `real` is already the opened file itself, never a link.
+      return fsm.writeFileVerified(p.path, data, p.noFollow, (real) => checkFsAccess(profile, { path: real, intent: 'write', followFinal: false }, realFs, resolved));
     },
   ),
   'fs/createDirectory': spec(

@@ -8,10 +8,9 @@
 // outside the writable roots with ENOENT → -32004.
 //
 // Limit (documented in README): check-then-act. A process that can write inside a writable
-// root can swap a checked directory for a symlink between our check and the operation; the
-// window is one event-loop turn. bubblewrap-confined processes cannot do this outside their
-// writable roots, and the fs methods never write outside them after a successful check
-// unless such a race is won.
+// root can swap a checked directory for a symlink between our check and the operation.
+// fs/writeFile closes that window by checking the file it really opened before writing
+// (../fs/fs-methods.ts writeFileVerified); the other methods keep it (one event-loop turn).
 import fs from 'node:fs';
 import path from 'node:path';
 import type { RpcError } from '../../protocol/errors';
