@@ -21,6 +21,8 @@ export const AGENT_LIMITS = {
   maxReadFileBytes: 32 * 1024 * 1024,
   /** Requests with a large answer running at once per connection (each then waits for the client to read). */
   maxLargeAnswers: 2,
+  /** process/read calls running at once per connection (long-polls included). */
+  maxProcessReads: 8,
 };
 
 const refuse = (m: string) => new RpcError(ErrorCodes.InvalidRequest, m);

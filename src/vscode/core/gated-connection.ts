@@ -52,7 +52,8 @@ export class GatedServerConnection implements ServerConnection {
     private readonly opts: { sink: NotificationSink; watches: WatchBudget; hooks?: GateHooks },
   ) {
     this.large = new LargeAnswerQueue(opts.sink);
-    this.reads = new LargeAnswerQueue(opts.sink);
+    // Each answer is at most the 1 MiB a process retains; more slots so long-polls of several processes do not wait on each other.
+    this.reads = new LargeAnswerQueue(opts.sink, AGENT_LIMITS.maxProcessReads);
   }
 
   request<M extends RequestMethod>(method: M, params: ParamsOf<M>): Promise<ResultOf<M>> {
