@@ -103,8 +103,9 @@ test('bwrap: access none → an empty mode-000 read-only tmpfs over a directory,
     ]),
   );
   assert.deepEqual(a.slice(7, -9), [
-    '--perms', '0000', '--tmpfs', '/home/me/.ssh', '--remount-ro', '/home/me/.ssh',
+    '--perms', '0000', '--tmpfs', '/home/me/.ssh',
     '--ro-bind', '/run/es/deny', '/w/proj/secret.env',
+    '--remount-ro', '/home/me/.ssh',
   ]);
 });
 
@@ -214,4 +215,16 @@ test('seccomp program: arch check first, every instruction well-formed, jumps in
     }
   }
   assert.equal(seccompProgram('ia32', true), undefined);
+});
+
+test('bwrap: a writable path below a `none` directory gets its mount point before the directory is made read-only', () => {
+  const a = args(
+    profile([
+      { path: special('root'), access: 'read' },
+      { path: { type: 'path', path: 'file:///w' }, access: 'none' },
+      { path: special('project_roots'), access: 'write' },
+    ]),
+  );
+  // Search-only (0111): /w/proj stays reachable, /w itself cannot be listed.
+  assert.deepEqual(a.slice(7, -9), ['--perms', '0111', '--tmpfs', '/w', '--bind', '/w/proj', '/w/proj', '--remount-ro', '/w']);
 });

@@ -305,3 +305,15 @@ test('sandboxed attack: a sandbox that may write /tmp cannot rewrite the seccomp
   await c.call('process/start', sh('tm2', 'grep Seccomp: /proc/self/status'));
   assert.match((await finished('tm2')).out, /Seccomp:\s+2/);
 });
+
+test('sandboxed: a writable workspace below a hidden (`none`) directory works; its siblings stay hidden', async () => {
+  fs.writeFileSync(path.join(dir, 'sibling-secret'), 'hidden');
+  const sb = workspaceWrite();
+  sb.permissions.file_system.entries.push({ path: { type: 'path', path: uri(dir) }, access: 'none' } as never);
+  await c.call('process/start', sh('h1', `echo ok > nested.txt && cat nested.txt; cat ${dir}/sibling-secret; ls ${dir}`, { sandbox: sb }));
+  const f = await finished('h1');
+  assert.match(f.out, /^ok\n/);
+  assert.doesNotMatch(f.out, /hidden/);
+  assert.match(f.out, /Permission denied/);
+  assert.equal(fs.readFileSync(path.join(W, 'nested.txt'), 'utf8'), 'ok\n');
+});

@@ -68,13 +68,19 @@ export function bwrapArgs(
   const paths = [...new Set(profile.rules.map((r) => r.path))]
     .filter((p) => p !== '/' && !isVirtual(p))
     .sort((a, b) => depth(a) - depth(b) || (a < b ? -1 : a > b ? 1 : 0));
+  // Made read-only last: a more specific rule below a hidden directory (e.g. a writable
+  // project under a `none` home) needs its mount point created in the tmpfs first.
+  const remountRo: string[] = [];
   for (const p of paths) {
     const access = accessFor(profile, p);
     if (access === 'write') args.push('--bind', p, p);
     else if (access === 'read') args.push('--ro-bind', p, p);
     else if (probe.kind(p) === 'directory') {
-      // An empty, read-only, mode-000 directory: listing and creating fail with EACCES.
-      args.push('--perms', '0000', '--tmpfs', p, '--remount-ro', p);
+      // An empty, read-only, mode-000 directory: listing and creating fail with EACCES. With
+      // something re-exposed below it, search (x) only, so that path can be reached.
+      const exposesChild = paths.some((q) => q !== p && q.startsWith(p + '/') && accessFor(profile, q) !== 'none');
+      args.push('--perms', exposesChild ? '0111' : '0000', '--tmpfs', p);
+      remountRo.push(p);
     } else {
       args.push('--ro-bind', tools.denyFile, p);
     }
@@ -83,6 +89,7 @@ export function bwrapArgs(
   // The server's own files (seccomp programs, deny file) must not be rewritten by a sandbox
   // that could write there (e.g. /tmp writable): the next sandbox would load them.
   if (accessFor(profile, tools.privateDir) === 'write') args.push('--tmpfs', tools.privateDir);
+  for (const p of remountRo) args.push('--remount-ro', p);
 
   args.push('--unshare-user', '--unshare-pid', '--unshare-ipc');
   if (profile.network === 'restricted') args.push('--unshare-net');
