@@ -36,7 +36,9 @@ describe('agent text as shown', () => {
     '[npm test](https://evil.example "npm test")',
     "it's [a](command:x) and ](file:///etc/passwd)",
     'rtl \u202Eexe.txt zero\u200Bwidth \u2066iso\u2069 nl\nend \x1b[31mred',
-    'back\\slash $HOME `id` "dq"',
+    'back\\slash $HOME `id` "dq" $(zap) $(rm -rf ~)',
+    '$\u202E(zap)',
+    '$(zap)\u200B[x](https://y)',
     '',
     '😀 emoji and ä',
   ];
@@ -53,6 +55,7 @@ describe('agent text as shown', () => {
       const s = commandLine(['/bin/sh', '-c', a]);
       assert.equal(formsLink(s), false, s);
       assert.doesNotMatch(s, /[\u202E\u200B\u2066\u2069\x1b\n]/u, s);
+      assert.doesNotMatch(s, /\$\(/, 'no $(icon) shape');
     }
     assert.equal(shellQuote('plain-arg_1.txt'), 'plain-arg_1.txt');
     assert.equal(shellQuote('a b'), "'a b'");

@@ -36,17 +36,18 @@ const SAFE = /^[\w@%+=:,./-]+$/;
 /**
  * One argument quoted as bash reads it: bare when it needs no quoting, '…' otherwise, and
  * $'…' (ANSI-C quoting with \xNN / \uNNNN escapes) when it holds invisible characters. A `](`
- * inside is split across two adjacent quoted words (`…]''(…`), which bash joins again.
+ * or `$(` inside is split across two adjacent quoted words (`…]''(…`), which bash joins again.
  */
 export function shellQuote(a: string): string {
   if (a !== '' && SAFE.test(a)) return a;
   if (hasInvisible(a)) {
     const body = a.replace(/\\/g, '\\\\').replace(/'/g, "\\'").replace(INVISIBLE_ALL, escapeCodePoint);
     // (a function replacement: in a replacement string `$'` would mean "the text after the match")
-    return `$'${body.replace(/\]\(/g, () => "]'$'(")}'`;
+    return `$'${body.replace(/([\]$])\(/g, (_m, c: string) => `${c}'$'(`)}'`;
   }
   const body = a.replace(/'/g, `'\\''`);
-  return `'${body.replace(/\]\(/g, "]''(")}'`;
+  // `$(name)` is also split: some VS Code surfaces render it as an icon.
+  return `'${body.replace(/([\]$])\(/g, "$1''(")}'`;
 }
 
 export function commandLine(argv: readonly string[]): string {
