@@ -32,13 +32,14 @@ export async function answerPendingApprovals(page, controlDir, log) {
       continue; // being written
     }
     if (!firstSeen.has(name)) firstSeen.set(name, Date.now());
-    const outcome = await tryAnswer(page, req);
+    const outcome = await tryAnswer(page, req, Date.now() - firstSeen.get(name));
     const giveUpMs = typeof req.giveUpMs === 'number' ? req.giveUpMs : GIVE_UP_MS;
     if (outcome.found && (outcome.clicked || !req.answer)) {
       log(`approval: ${req.answer ? `clicked "${req.answer}"` : 'inspected'} on "${String(outcome.text).slice(0, 300)}"`);
       writeFileSync(resultFile, JSON.stringify(outcome));
     } else if (Date.now() - firstSeen.get(name) > giveUpMs) {
-      log(`approval: gave up on ${req.answer ? `"${req.answer}"` : 'inspecting'} (${(req.contains ?? []).join(', ')}): ${outcome.error}`);
+      log(`approval: gave up on ${req.answer ? `"${req.answer}"` : 'inspecting'} (${(req.contains ?? []).join(', ')}): ${outcome.error}${outcome.callLog ? `\n${outcome.callLog}` : ''}`);
+      if (outcome.callLog) await page.screenshot({ path: path.join(controlDir, `${name.replace('.request.json', '')}.png`) }).catch(() => undefined);
       writeFileSync(resultFile, JSON.stringify({ ...outcome, clicked: false, error: `${outcome.error} (after ${giveUpMs / 1000} s)` }));
     }
   }
@@ -58,8 +59,25 @@ function filtered(locator, page, req) {
   return l.filter({ has: page.getByRole('button', { name: req.answer ?? 'Deny', exact: true }) });
 }
 
-async function tryAnswer(page, req) {
+/**
+ * VS Code shows at most 3 notifications as toasts within 800 ms (spam protection) and hides a
+ * toast after a while: the others wait in the notification center, a user opens it with the bell
+ * in the status bar. Opens it (if closed and there is something in it); true if it is open.
+ */
+async function openNotificationCenter(page) {
+  const center = page.locator('.notifications-center');
+  if (await center.isVisible().catch(() => false)) return true;
+  const bell = page.locator('[id="status.notifications"]').first();
+  if ((await bell.count()) === 0) return false;
+  await bell.click({ timeout: 2000 }).catch(() => undefined);
+  return center.isVisible().catch(() => false);
+}
+
+async function tryAnswer(page, req, pendingMs) {
   try {
+    // The pointer rests where the last click was: a hover opened there (e.g. over a notice that
+    // appeared under it) would take the next click. Move it to a neutral corner first.
+    await page.mouse.move(2, 2).catch(() => undefined);
     // A modal dialog first (it blocks the toasts); then toasts, then the notification center.
     const dialogs = filtered(page.locator(DIALOGS), page, req);
     if ((await dialogs.count()) > 0) {
@@ -74,7 +92,11 @@ async function tryAnswer(page, req) {
       await box.locator('.dialog-buttons').getByRole('button', { name: req.answer, exact: true }).click({ timeout: 3000 });
       return { ...seen, clicked: true };
     }
-    const toasts = filtered(page.locator(TOASTS), page, req);
+    let toasts = filtered(page.locator(TOASTS), page, req).filter({ visible: true });
+    // (Not at once: a question just asked is about to show as a toast.)
+    if ((await toasts.count()) === 0 && pendingMs > 2000 && (await openNotificationCenter(page))) {
+      toasts = filtered(page.locator(TOASTS), page, req).filter({ visible: true });
+    }
     if ((await toasts.count()) === 0) {
       return { found: false, clicked: false, error: `no question containing "${[req.match ?? 'Exec Server:', ...(req.contains ?? [])].join('", "')}"${req.answer ? ` with a "${req.answer}" button` : ''}` };
     }
@@ -90,6 +112,7 @@ async function tryAnswer(page, req) {
     await item.getByRole('button', { name: req.answer, exact: true }).click({ timeout: 3000 });
     return { ...seen, clicked: true };
   } catch (err) {
-    return { found: false, clicked: false, error: String(err?.message ?? err).split('\n')[0] };
+    const lines = String(err?.message ?? err).split('\n');
+    return { found: false, clicked: false, error: lines[0], callLog: lines.slice(1, 12).join('\n') };
   }
 }
