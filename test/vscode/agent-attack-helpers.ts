@@ -36,6 +36,8 @@ export interface FixtureOptions {
   answer?: (q: { message: string; detail: string }) => string | undefined | 'wait';
   timeoutMs?: number;
   sandboxAll?: boolean;
+  /** The home directory the gate protects (default: the real one). */
+  homeDir?: string;
   /**
    * The user's Local server, which the extension also holds. Before issue 10 the endpoint
    * served it; now the endpoint always runs its own engine and this is not used.
@@ -55,6 +57,7 @@ export async function startEndpoint(o: FixtureOptions): Promise<EndpointFixture>
       sandboxAll: () => o.sandboxAll === true,
       timeoutMs: () => o.timeoutMs ?? 10_000,
       workspaceRoots: () => o.roots ?? [],
+      ...(o.homeDir ? { homeDir: () => o.homeDir as string } : {}),
       ask: (q: AgentQuestion) =>
         new Promise<string | undefined>((resolve) => {
           questions.push({ message: q.message, detail: q.detail, answer: resolve });

@@ -28,7 +28,7 @@ after(() => {
 });
 
 function ctx(policy: ApprovalPolicy, state = new ConnectionState()): AgentContext {
-  return { policy, workspaceRoots: [ws], tmpRoots: [], protectedRoots: [], sandboxAll: false, state };
+  return { policy, workspaceRoots: [ws], tmpRoots: [], protectedRoots: [], sandboxAll: false, homeDir: out, state };
 }
 
 describe('agent text as shown', () => {

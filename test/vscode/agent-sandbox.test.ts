@@ -3,7 +3,7 @@
 // question, under real bubblewrap; anything wider asks; a sandbox denial is reported with the
 // command; execServer.approval.sandboxAgentCommands sandboxes commands that came without one.
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -164,5 +164,21 @@ describe('agent gate: sandbox first', () => {
       srv.close();
       removeDir(sockDir);
     }
+  });
+
+  it('credential stores in the home directory are hidden from a command that ran without a question', async () => {
+    mkdirSync(path.join(outside, '.ssh'), { recursive: true });
+    writeFileSync(path.join(outside, '.ssh', 'id_rsa'), 'PRIVATE-KEY-MATERIAL');
+    writeFileSync(path.join(outside, '.netrc'), 'machine x login y password NETRC-SECRET');
+    writeFileSync(path.join(outside, 'notes.txt'), 'ordinary file');
+    await withEndpoint({ policy: 'askOutsideWorkspace', homeDir: outside, answer: () => 'Deny' }, async (f, a) => {
+      const cmd = `cat ${outside}/.ssh/id_rsa ${outside}/.netrc; ls ${outside}/.ssh; cat ${outside}/notes.txt`;
+      const r = await a.send('process/start', startParams('creds', ['/bin/bash', '-c', cmd], ws, { sandbox: codexSandbox() }));
+      assert.ok(r.result, JSON.stringify(r));
+      assert.equal(f.questions.length, 0);
+      const done = await finish(a, 'creds');
+      assert.doesNotMatch(done.out, /PRIVATE-KEY-MATERIAL|NETRC-SECRET/, done.out);
+      assert.match(done.out, /ordinary file/, 'the rest of the home directory stays readable');
+    });
   });
 });

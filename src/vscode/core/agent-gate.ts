@@ -44,8 +44,10 @@ export interface AgentGateHost {
   timeoutMs(): number;
   /** Workspace folders on this machine (resolved to real paths by the gate). */
   workspaceRoots(): string[];
-  /** VS Code's own settings/extensions directories (always ask). */
+  /** VS Code's own settings/extensions directories (always ask; hidden from sandboxed commands). */
   protectedRoots?(): string[];
+  /** The user's home directory (default: os.homedir()). */
+  homeDir?(): string;
   /** Shows the question; resolves with the chosen button title, or undefined if dismissed. */
   ask(q: AgentQuestion): Promise<string | undefined>;
   /** A button was clicked after the question was settled (timed out / agent gone): nothing happened. */
@@ -116,6 +118,7 @@ export class AgentGate {
       tmpRoots: await real(tmp),
       protectedRoots: await real(this.host.protectedRoots?.() ?? []),
       sandboxAll: this.host.sandboxAll(),
+      homeDir: this.host.homeDir?.() ?? os.homedir(),
       state,
     };
   }

@@ -13,7 +13,7 @@ import { METHODS } from '../../server/router';
 import { parseSandbox, type SandboxProfile } from '../../server/sandbox/profile';
 import type { ConnectionState, Need } from './agent-grants';
 import { isInside, isProtectedPath, protectedChildren, realParentOf, realPathOf } from './agent-paths';
-import { hostSockets, withHiddenPaths } from './agent-sockets';
+import { credentialPaths, hostSockets, withHiddenPaths } from './agent-sockets';
 import type { ApprovalPolicy } from './approval';
 import { commandLine, shown } from './display-text';
 
@@ -27,6 +27,8 @@ export interface AgentContext {
   protectedRoots: readonly string[];
   /** Give every process/start without a managed sandbox Codex's workspace-write sandbox. */
   sandboxAll: boolean;
+  /** The user's home directory (its credential stores are hidden from sandboxed commands). */
+  homeDir: string;
   state: ConnectionState;
 }
 
@@ -318,7 +320,9 @@ async function decideStart(ctx: AgentContext, params: unknown, d: Record<string,
   }
   let hidden: string[] = [];
   if (sandbox.kind === 'managed') {
-    hidden = await hostSockets();
+    const [sockets, secrets] = await Promise.all([hostSockets(), credentialPaths(ctx.homeDir, ctx.protectedRoots)]);
+    // Never hide what the sandbox may write (the workspace itself could sit under a hidden path).
+    hidden = [...new Set([...sockets, ...secrets])].filter((h) => !sandbox.writableRoots.some((w) => isInside(w, h)));
     out = { ...out, sandbox: withHiddenPaths(out.sandbox, hidden) };
   }
   const cwdReal = (await realPathOf(cwd)) ?? cwd;
@@ -332,7 +336,7 @@ async function decideStart(ctx: AgentContext, params: unknown, d: Record<string,
     `arg0: ${arg0 === undefined || arg0 === null ? '(none: argv[0])' : shown(arg0)}`,
     `Working directory: ${cwdReal === cwd ? shown(cwd) : `${shown(cwd)} (really ${shown(cwdReal)})`}`,
     describeSandbox(sandbox, injected),
-    ...(hidden.length ? [`Hidden from the sandboxed command (host sockets): ${hidden.map(shown).join(', ')}`] : []),
+    ...(hidden.length ? [`Hidden from the sandboxed command (host sockets, credential stores): ${hidden.map(shown).join(', ')}`] : []),
     ...describeEnv(env, envPolicy),
     raw.tty ? 'Terminal: a PTY; the agent may type into it.' : raw.pipeStdin ? 'stdin: open; the agent may write to it.' : 'stdin: closed.',
     'Approving lets this connection also write input to, interrupt, resize and terminate this process.',

@@ -1,10 +1,16 @@
-// Unix sockets of the host, hidden from agent commands that run in a managed sandbox. The
-// sandbox's "network restricted" only unshares the network namespace: a socket FILE stays
-// connectable through a read-only mount (ssh-agent, tmux, docker, D-Bus, VS Code's own IPC),
-// and each of those runs commands or signs as the user. Sockets are found where they live
-// (temp dirs, /run, the runtime dir, the paths named by well-known variables) and each gets an
-// `access: none` entry, which the engine's bubblewrap backend covers with an empty file.
-// Sockets created after the command started are not covered.
+// What the host hides from agent commands that run in a managed sandbox, on top of the
+// sandbox the agent asked for:
+// - unix sockets: "network restricted" only unshares the network namespace; a socket FILE stays
+//   connectable through a read-only mount (ssh-agent, tmux, docker, D-Bus, VS Code's own IPC),
+//   and each of those runs commands or signs as the user. Found where they live (temp dirs,
+//   /run, the runtime dir, the paths named by well-known variables); sockets created after the
+//   command started are not covered.
+// - credential stores in the home directory (ssh/gpg keys, cloud and registry tokens, browser
+//   profiles, VS Code's user data): a sandbox reads everything by default and the command's
+//   output goes to the agent (and its model). Without network the command itself has no use
+//   for them.
+// Each gets an `access: none` entry, which the engine's bubblewrap backend covers with an empty
+// file or an empty unreadable directory.
 import { promises as fsp } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -55,6 +61,38 @@ export async function hostSockets(env: NodeJS.ProcessEnv = process.env): Promise
     }
   }
   return [...found].sort();
+}
+
+/** Credential stores under the home directory (those that exist are hidden). */
+export const CREDENTIAL_PATHS = [
+  '.ssh',
+  '.gnupg',
+  '.aws',
+  '.azure',
+  '.config/gcloud',
+  '.kube',
+  '.docker',
+  '.netrc',
+  '.git-credentials',
+  '.npmrc',
+  '.pypirc',
+  '.cargo/credentials',
+  '.cargo/credentials.toml',
+  '.config/gh',
+  '.config/hub',
+  '.password-store',
+  '.local/share/keyrings',
+  '.mozilla',
+  '.config/google-chrome',
+  '.config/chromium',
+  '.codex/auth.json',
+];
+
+/** Which of CREDENTIAL_PATHS exist under `home` (plus extra directories, e.g. VS Code's user data). */
+export async function credentialPaths(home: string, extra: readonly string[] = []): Promise<string[]> {
+  const candidates = [...CREDENTIAL_PATHS.map((c) => path.join(home, c)), ...extra];
+  const present = await Promise.all(candidates.map((p) => fsp.lstat(p).then(() => p, () => undefined)));
+  return present.filter((p): p is string => p !== undefined);
 }
 
 /** A managed, restricted sandbox object with `none` entries for `paths` added (others unchanged). */
