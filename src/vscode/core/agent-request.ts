@@ -318,13 +318,6 @@ async function decideStart(ctx: AgentContext, params: unknown, d: Record<string,
     sandbox = sandboxOf('process/start', out, ctx, cwd);
     injected = true;
   }
-  let hidden: string[] = [];
-  if (sandbox.kind === 'managed') {
-    const [sockets, secrets] = await Promise.all([hostSockets(), credentialPaths(ctx.homeDir, ctx.protectedRoots)]);
-    // Never hide what the sandbox may write (the workspace itself could sit under a hidden path).
-    hidden = [...new Set([...sockets, ...secrets])].filter((h) => !sandbox.writableRoots.some((w) => isInside(w, h)));
-    out = { ...out, sandbox: withHiddenPaths(out.sandbox, hidden) };
-  }
   const cwdReal = (await realPathOf(cwd)) ?? cwd;
   const contained = sandbox.kind === 'managed' && sandbox.network === 'restricted' && (await writesStayInside(sandbox, ctx));
 
@@ -336,7 +329,6 @@ async function decideStart(ctx: AgentContext, params: unknown, d: Record<string,
     `arg0: ${arg0 === undefined || arg0 === null ? '(none: argv[0])' : shown(arg0)}`,
     `Working directory: ${cwdReal === cwd ? shown(cwd) : `${shown(cwd)} (really ${shown(cwdReal)})`}`,
     describeSandbox(sandbox, injected),
-    ...(hidden.length ? [`Hidden from the sandboxed command (host sockets, credential stores): ${hidden.map(shown).join(', ')}`] : []),
     ...describeEnv(env, envPolicy),
     raw.tty ? 'Terminal: a PTY; the agent may type into it.' : raw.pipeStdin ? 'stdin: open; the agent may write to it.' : 'stdin: closed.',
     'Approving lets this connection also write input to, interrupt, resize and terminate this process.',
@@ -360,8 +352,13 @@ async function decideStart(ctx: AgentContext, params: unknown, d: Record<string,
   };
 
   if (ctx.policy === 'neverAsk') return { kind: 'allow', why: 'policy neverAsk', params: out };
-  if (contained && ctx.policy === 'askOutsideWorkspace') {
-    return { kind: 'allow', why: 'sandboxed inside the workspace', params: withSafeEnv(out, envPolicy) };
+  if (contained && sandbox.kind === 'managed' && ctx.policy === 'askOutsideWorkspace') {
+    // Runs without a question: nothing of the user's secrets goes with it (a command the user
+    // approved gets exactly the sandbox shown in the question).
+    const [sockets, secrets] = await Promise.all([hostSockets(), credentialPaths(ctx.homeDir, ctx.protectedRoots)]);
+    // Never hide what the sandbox may write (the workspace itself could sit under a hidden path).
+    const hidden = [...new Set([...sockets, ...secrets])].filter((h) => !sandbox.writableRoots.some((w) => isInside(w, h)));
+    return { kind: 'allow', why: 'sandboxed inside the workspace', params: withSafeEnv({ ...out, sandbox: withHiddenPaths(out.sandbox, hidden) }, envPolicy) };
   }
   if (ctx.state.covered([need])) return { kind: 'allow', why: 'allowed for this session', params: out };
   return { kind: 'ask', needs: [need], what, params: out };
