@@ -22,7 +22,7 @@ before(() => {
 });
 after(() => removeDir(ws));
 
-async function turn(mode: SandboxMode, file: string, answer: string) {
+async function turn(mode: SandboxMode | undefined, file: string, answer: string) {
   const f = await startEndpoint({ policy: 'askOutsideWorkspace', roots: [ws], answer: (q) => (q.message.includes(file) ? answer : 'Deny') });
   const model = await startMockModel({ script: [{ exec_command: `echo made > ${file}`, callId: 'c1' }] });
   const app = await startCodexAppServer({ codexBinary: codex, modelBaseUrl: model.baseUrl, execServerUrl: f.url, token: f.token, workspace: ws, sandboxMode: mode });
@@ -43,6 +43,14 @@ describe('the real Codex through the agent endpoint (environments.toml auth_bear
     const { f, output } = await turn('workspace-write', file, 'Deny');
     assert.equal(existsSync(file), true, `the command ran (Codex saw: ${output})`);
     assert.deepEqual(f.questions.filter((q) => q.message.includes(file)).map((q) => q.message), [], 'no question for the sandboxed command');
+  });
+
+  it('Codex defaults (read-only sandbox): the command runs without a question, and cannot write', async () => {
+    const file = path.join(ws, 'readonly.txt');
+    const { f, output } = await turn(undefined, file, 'Deny');
+    assert.deepEqual(f.questions.filter((q) => q.message.includes(file)).map((q) => q.message), [], 'no question for the sandboxed command');
+    assert.match(output, /Read-only file system|Permission denied|exited with code [1-9]/, `it ran, sandboxed (Codex saw: ${output})`);
+    assert.equal(existsSync(file), false);
   });
 
   it('danger-full-access: the unsandboxed command asks; Deny changes nothing', async () => {
