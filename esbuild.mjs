@@ -26,6 +26,8 @@ const common = {
 const builds = [
   { ...common, entryPoints: ['src/cli.ts'], outfile: 'dist/cli.js', banner: { js: '#!/usr/bin/env node' } },
   { ...common, entryPoints: ['src/vscode/extension.ts'], outfile: 'dist/extension.js', external: [...common.external, 'vscode'] },
+  // The OpenTelemetry SDK, required at run time only when telemetry is on (src/telemetry/load.ts).
+  { ...common, entryPoints: ['src/telemetry/otel.ts'], outfile: 'dist/telemetry.js' },
 ].filter((b) => existsSync(b.entryPoints[0]));
 
 if (watch) {

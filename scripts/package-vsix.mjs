@@ -33,7 +33,7 @@ pkg.dependencies = { 'node-pty': pkg.dependencies['node-pty'] };
 pkg.scripts = {};
 writeFileSync(path.join(stage, 'package.json'), JSON.stringify(pkg, null, 2) + '\n');
 
-for (const rel of ['.vscodeignore', 'dist/extension.js', 'media/icon.png', 'media/exec-server.svg']) copy(rel);
+for (const rel of ['.vscodeignore', 'dist/extension.js', 'dist/telemetry.js', 'media/icon.png', 'media/exec-server.svg']) copy(rel);
 // vsce refuses relative images (no repository URL to resolve them) and SVG images in the
 // README: the VSIX's copy names them in text instead.
 const readme = readFileSync(path.join(root, 'README.md'), 'utf8')

@@ -11,6 +11,9 @@ import { VERSION } from './version';
 import { loadTlsMaterial } from './transports/tls';
 import { createAuthenticator, SecurityConfigError } from './transports/ws-auth';
 import { parseAuthArgs, SECURITY_FLAGS_HELP, validateListenSecurity, type SecurityOptions } from './transports/ws-auth-args';
+import { rejectReason } from './telemetry/api';
+import { TELEMETRY_FLAGS_HELP, TelemetryConfigError, telemetryConfig, type TelemetryConfig, type TelemetryFlags } from './telemetry/config';
+import { startServerTelemetry } from './telemetry/load';
 
 type Level = 'debug' | 'info' | 'warn' | 'error';
 const LEVELS: Level[] = ['debug', 'info', 'warn', 'error'];
@@ -30,7 +33,7 @@ With a websocket listener the bound URL is printed as one line on stdout once it
 connections; GET /readyz on the same port answers 200.
 
 ${SECURITY_FLAGS_HELP}
-`;
+${TELEMETRY_FLAGS_HELP}`;
 
 export class UsageError extends Error {}
 
@@ -38,13 +41,25 @@ interface CliOptions {
   listen: string;
   maxInFlight: number;
   logLevel: Level;
+  telemetry: TelemetryFlags;
 }
+
+/** Telemetry flags (src/telemetry/config.ts) → the TelemetryFlags field they set. */
+const TELEMETRY_FLAGS: Record<string, keyof TelemetryFlags> = {
+  '--otlp-endpoint': 'otlpEndpoint',
+  '--otlp-protocol': 'otlpProtocol',
+  '--service-name': 'serviceName',
+  '--trace-sampler': 'sampler',
+  '--trace-sampler-arg': 'samplerArg',
+  '--prometheus': 'prometheus',
+};
 
 function parseArgs(argv: string[]): CliOptions | 'help' | 'version' {
   const o: CliOptions = {
     listen: 'ws://127.0.0.1:0',
     maxInFlight: DEFAULT_MAX_IN_FLIGHT,
     logLevel: (LEVELS as string[]).includes(process.env.EXEC_SERVER_LOG ?? '') ? (process.env.EXEC_SERVER_LOG as Level) : 'info',
+    telemetry: {},
   };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
@@ -80,6 +95,10 @@ function parseArgs(argv: string[]): CliOptions | 'help' | 'version' {
       // Security flags (--ws-auth ..., --tls-cert/--tls-key, --allow-origin) were already
       // taken out by parseAuthArgs (src/transports/ws-auth-args.ts).
       default:
+        if (Object.prototype.hasOwnProperty.call(TELEMETRY_FLAGS, name)) {
+          o.telemetry[TELEMETRY_FLAGS[name]] = value();
+          break;
+        }
         throw new UsageError(`unknown argument: ${a}`);
     }
   }
@@ -108,6 +127,7 @@ export async function main(argv: string[]): Promise<number> {
   let listen: Listen;
   let security: SecurityOptions;
   let wsSecurity: Pick<WebSocketListenOptions, 'authenticate' | 'allowedOrigins' | 'tls'>;
+  let telemetryOptions: TelemetryConfig;
   try {
     // Security flags (ws-auth-args.ts) are taken out first; the rest is parsed below.
     const parsedSecurity = parseAuthArgs(argv);
@@ -122,6 +142,7 @@ export async function main(argv: string[]): Promise<number> {
       return 0;
     }
     listen = parseListen(opts.listen);
+    telemetryOptions = telemetryConfig(process.env, opts.telemetry);
     // Non-loopback needs --ws-auth; wss:// needs a cert; reads and checks secrets now.
     validateListenSecurity(opts.listen, security);
     wsSecurity = {
@@ -130,7 +151,7 @@ export async function main(argv: string[]): Promise<number> {
       tls: security.tls ? loadTlsMaterial(security.tls) : undefined,
     };
   } catch (e) {
-    if (e instanceof UsageError || e instanceof SecurityConfigError) {
+    if (e instanceof UsageError || e instanceof SecurityConfigError || e instanceof TelemetryConfigError) {
       process.stderr.write(`exec-server: ${e.message}\nRun \`exec-server --help\` for usage.\n`);
       return 2;
     }
@@ -143,8 +164,16 @@ export async function main(argv: string[]): Promise<number> {
   };
   process.stdout.on('error', () => {}); // a closed stdout must not crash the server (EPIPE)
 
+  // Off (the default): the no-op, and the OpenTelemetry SDK is never loaded.
+  let telemetry: Awaited<ReturnType<typeof startServerTelemetry>>;
+  try {
+    telemetry = await startServerTelemetry(telemetryOptions, log, { diagnostics: true });
+  } catch (e) {
+    log('error', e instanceof Error ? e.message : String(e));
+    return 1;
+  }
   // The engine's own per-connection cap follows --max-in-flight too (it would otherwise stay at its own default).
-  const server = new ExecServer({ log, maxInFlightPerConnection: opts.maxInFlight });
+  const server = new ExecServer({ log, maxInFlightPerConnection: opts.maxInFlight, telemetry });
   setListenerErrorHandler((e) => log('error', `an event listener threw: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`));
   // Whatever ends this process (a fatal error, process.exit anywhere, an uncaught exception),
   // the children's process groups go with it: shutdown() sends SIGKILL synchronously, before its
@@ -161,6 +190,8 @@ export async function main(argv: string[]): Promise<number> {
       log('info', `shutting down (${why})`);
       await closeListener().catch(() => {});
       await server.shutdown().catch((e: unknown) => log('error', `shutdown: ${String(e)}`));
+      // Spans of the last requests and processes are exported before the process exits.
+      await telemetry.shutdown().catch((e: unknown) => log('warn', `telemetry: ${String(e)}`));
       return code;
     })();
     return stopping;
@@ -180,6 +211,7 @@ export async function main(argv: string[]): Promise<number> {
       host: listen.host,
       port: listen.port,
       log,
+      onReject: (status) => telemetry.connectionRejected(rejectReason(status)),
       onConnection: (transport, req) => {
         const label = `ws ${req.socket.remoteAddress}:${req.socket.remotePort}`;
         serveConnection(server, transport, { label, maxInFlight: opts.maxInFlight, log });
@@ -194,6 +226,7 @@ export async function main(argv: string[]): Promise<number> {
     } catch (e) {
       log('error', `cannot listen on ${opts.listen}: ${e instanceof Error ? e.message : String(e)}`);
       await server.shutdown().catch(() => {});
+      await telemetry.shutdown().catch(() => {});
       return 1;
     }
   }

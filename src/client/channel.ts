@@ -5,9 +5,11 @@ import { RpcConnection } from '../rpc/connection';
 import type { Event } from '../rpc/event';
 import type { NotificationMessage } from '../rpc/messages';
 import type { CloseInfo, MessageTransport } from '../rpc/transport';
+import type { TraceContext } from '../protocol/types';
 
 export interface ClientChannel {
-  request(method: string, params: unknown): Promise<unknown>;
+  /** `trace`: the W3C trace context the request carries (its `trace` member on the wire). */
+  request(method: string, params: unknown, trace?: TraceContext): Promise<unknown>;
   notify(method: string, params: unknown): void;
   readonly onNotification: Event<NotificationMessage>;
   readonly onClose: Event<CloseInfo>;
@@ -40,8 +42,8 @@ export class RpcChannel implements ClientChannel {
   get maxMessageBytes(): number | undefined {
     return this.transport.maxMessageBytes;
   }
-  request(method: string, params: unknown): Promise<unknown> {
-    return this.rpc.request(method, params);
+  request(method: string, params: unknown, trace?: TraceContext): Promise<unknown> {
+    return this.rpc.request(method, params, trace ? { trace } : undefined);
   }
   notify(method: string, params: unknown): void {
     this.rpc.notify(method, params);

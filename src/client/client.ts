@@ -19,6 +19,7 @@ import { Emitter, type Disposable } from '../rpc/event';
 import type { NotificationMessage } from '../rpc/messages';
 import type { CloseInfo } from '../rpc/transport';
 import { markVerbatim } from '../rpc/verbatim';
+import type { ClientTelemetry } from '../telemetry/api';
 import type { ClientState, ExecClient, FileChange, StartProcessOptions } from './api';
 import type { Readable, Writable } from 'node:stream';
 import type { ConnectOptions } from '../server/api';
@@ -46,6 +47,11 @@ export interface ClientOptions {
   reconnectDelayMs?: number;
   /** Receives every log line from the start (onLog only sees lines after subscribing). */
   log?: (level: LogLevel, message: string) => void;
+  /**
+   * Observes every request sent (spans, statistics) and gives the trace context it carries
+   * (src/telemetry: OtelClientTelemetry, activeContextTelemetry, RequestStats). Default: none.
+   */
+  telemetry?: ClientTelemetry;
 }
 
 /** Calls that are safe to send again after a reconnect (reads, and writes thanks to writeId). */
@@ -86,7 +92,7 @@ export class ExecServerClient implements ExecClient {
 
   private constructor(
     private readonly factory: ChannelFactory,
-    private readonly options: Required<Omit<ClientOptions, 'reconnect' | 'log'>> & Pick<ClientOptions, 'log'> & { reconnect: boolean },
+    private readonly options: Required<Omit<ClientOptions, 'reconnect' | 'log' | 'telemetry'>> & Pick<ClientOptions, 'log' | 'telemetry'> & { reconnect: boolean },
   ) {
     this.fs = new ClientFs({
       request: (m, p) => this.request(m, p),
@@ -109,6 +115,7 @@ export class ExecServerClient implements ExecClient {
       recoveryTimeoutMs: opts.recoveryTimeoutMs ?? 25_000,
       reconnectDelayMs: opts.reconnectDelayMs ?? 100,
       log: opts.log,
+      telemetry: opts.telemetry,
     });
     await client.attach(undefined);
     // A drop right after initialize may already have started a recovery: do not mask it.
@@ -195,7 +202,7 @@ export class ExecServerClient implements ExecClient {
       const ch = await this.readyChannel();
       try {
         if (attempt > 0) onRetry?.();
-        return (await ch.request(method, params)) as ResultOf<M>;
+        return (await this.call(ch, method, params)) as ResultOf<M>;
       } catch (e) {
         if (e instanceof RpcError && e.code === ErrorCodes.MethodNotFound && (EXTENSION_METHODS as readonly string[]).includes(method)) {
           this.unsupported.add(method);
@@ -207,6 +214,30 @@ export class ExecServerClient implements ExecClient {
         // fall through: wait for recovery and send again (process/write keeps its writeId)
       }
     }
+  }
+
+  /** One request on `ch`, observed by the telemetry hook (a span whose context the request carries). */
+  private call(ch: ClientChannel, method: string, params: unknown): Promise<unknown> {
+    const t = this.options.telemetry;
+    if (!t) return ch.request(method, params);
+    const c = t.call(method);
+    let p: Promise<unknown>;
+    try {
+      p = ch.request(method, params, c.trace);
+    } catch (e) {
+      c.end({ code: e instanceof RpcError ? e.code : ErrorCodes.InternalError, message: e instanceof Error ? e.message : String(e) });
+      throw e;
+    }
+    return p.then(
+      (r) => {
+        c.end();
+        return r;
+      },
+      (e: unknown) => {
+        c.end({ code: e instanceof RpcError ? e.code : ErrorCodes.InternalError, message: e instanceof Error ? e.message : String(e) });
+        throw e;
+      },
+    );
   }
 
   environmentInfo(): Promise<EnvironmentInfo> {
@@ -339,7 +370,7 @@ export class ExecServerClient implements ExecClient {
       const params: ParamsOf<'initialize'> = { clientName: this.options.clientName };
       if (resumeSessionId) params.resumeSessionId = resumeSessionId;
       result = (await Promise.race([
-        ch.request('initialize', params),
+        this.call(ch, 'initialize', params),
         new Promise<never>((_, rej) => {
           timer = setTimeout(
             () => rej(new RpcError(ErrorCodes.RequestTimeout, `initialize timed out after ${this.options.initializeTimeoutMs} ms`)),
@@ -423,7 +454,7 @@ export class ExecServerClient implements ExecClient {
       for (let i = 0, starting = 0; i < 10_000; i++) {
         let r: ProcessReadResult;
         try {
-          r = (await ch.request('process/read', { processId: p.processId, afterSeq: after, waitMs: 0 })) as ProcessReadResult;
+          r = (await this.call(ch, 'process/read', { processId: p.processId, afterSeq: after, waitMs: 0 })) as ProcessReadResult;
         } catch (e) {
           // The reference answers "process id X is starting" while a (resent) start is in progress.
           if (e instanceof RpcError && /is (still )?starting/.test(e.message) && starting++ < 250) {

@@ -2,15 +2,22 @@
 // order), dispatches inbound requests/notifications, and fails pending calls with a clear
 // "connection closed" error when the transport ends. Used by both client and server.
 import { ErrorCodes, Messages, RpcError } from '../protocol/errors';
-import type { RequestId } from '../protocol/types';
+import type { RequestId, TraceContext } from '../protocol/types';
 import { Emitter, type Disposable, type Event } from './event';
 import { classify, type NotificationMessage, type RequestMessage, type ResponseError } from './messages';
 import type { CloseInfo, MessageTransport } from './transport';
 
-export type RequestHandler = (method: string, params: unknown, id: RequestId) => unknown | Promise<unknown>;
+export type RequestHandler = (method: string, params: unknown, id: RequestId, observation?: RequestObservation) => unknown | Promise<unknown>;
 
 export interface RequestOptions {
   timeoutMs?: number;
+  /** W3C trace context sent as the request's `trace` member (see src/telemetry). */
+  trace?: TraceContext;
+}
+
+/** What an observer (telemetry) keeps for one inbound request; ended once its response was handed to the transport. */
+export interface RequestObservation {
+  end(error?: ResponseError): void;
 }
 
 interface Pending {
@@ -23,6 +30,8 @@ interface Pending {
 export interface RpcConnectionOptions {
   /** What to answer for a frame that is not JSON / not a JSON-RPC message. Default: an error response with id null. */
   onProtocolViolation?: (kind: 'parse' | 'invalid', detail: string, id: RequestId | null) => void;
+  /** Called for each inbound request before its handler (which receives the result as its 4th argument). */
+  observeRequest?: (msg: RequestMessage) => RequestObservation | undefined;
 }
 
 export class RpcConnection implements Disposable {
@@ -76,7 +85,10 @@ export class RpcConnection implements Disposable {
       }
       this.pending.set(id, p);
       try {
-        this.transport.send(params === undefined ? { id, method } : { id, method, params });
+        const msg: { id: RequestId; method: string; params?: unknown; trace?: TraceContext } = { id, method };
+        if (params !== undefined) msg.params = params;
+        if (opts.trace) msg.trace = opts.trace;
+        this.transport.send(msg);
       } catch (e) {
         // Params the transport cannot serialize (a BigInt, a cycle) fail this call, not leave it pending.
         this.pending.delete(id);
@@ -147,33 +159,44 @@ export class RpcConnection implements Disposable {
 
   private dispatchRequest(msg: RequestMessage): void {
     const handler = this.requestHandler;
+    const obs = this.options.observeRequest?.(msg);
     if (!handler) {
-      this.sendError(msg.id, { code: ErrorCodes.MethodNotFound, message: Messages.methodNotFound(msg.method) });
+      this.fail(msg.id, { code: ErrorCodes.MethodNotFound, message: Messages.methodNotFound(msg.method) }, obs);
       return;
     }
     let out: unknown;
     try {
-      out = handler(msg.method, msg.params, msg.id);
+      out = handler(msg.method, msg.params, msg.id, obs);
     } catch (e) {
-      this.sendError(msg.id, toResponseError(e));
+      this.fail(msg.id, toResponseError(e), obs);
       return;
     }
     if (out instanceof Promise) {
       out.then(
-        (r) => this.reply(msg.id, r),
-        (e) => this.sendError(msg.id, toResponseError(e)),
+        (r) => this.reply(msg.id, r, obs),
+        (e) => this.fail(msg.id, toResponseError(e), obs),
       );
     } else {
-      this.reply(msg.id, out);
+      this.reply(msg.id, out, obs);
     }
   }
 
   /** The handler's result, or an error response when the transport cannot serialize it (never a throw into the caller's promise chain). */
-  private reply(id: RequestId, result: unknown): void {
+  private reply(id: RequestId, result: unknown, obs?: RequestObservation): void {
     try {
       this.sendResponse(id, result ?? {});
     } catch (e) {
-      this.sendError(id, toResponseError(e));
+      this.fail(id, toResponseError(e), obs);
+      return;
+    }
+    obs?.end();
+  }
+
+  private fail(id: RequestId, error: ResponseError, obs?: RequestObservation): void {
+    try {
+      this.sendError(id, error);
+    } finally {
+      obs?.end(error);
     }
   }
 

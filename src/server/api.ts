@@ -2,6 +2,7 @@
 // Transports (stdio, websocket) wrap it with an RpcConnection; the in-process client calls
 // it directly (no JSON, no socket).
 import type { NotificationMap, NotificationMethod, ParamsOf, RequestMethod, ResultOf } from '../protocol/types';
+import type { RequestRecord, ServerTelemetry } from '../telemetry/api';
 
 /** Where a connection's server→client notifications go. */
 export interface NotificationSink {
@@ -22,8 +23,11 @@ export interface NotificationSink {
 export interface ServerConnection {
   /** Handles one request. Rejects with RpcError (code + reference message) on failure. */
   request<M extends RequestMethod>(method: M, params: ParamsOf<M>): Promise<ResultOf<M>>;
-  /** Untyped entry point for wire input (unknown method names → -32601). */
-  requestUntyped(method: string, params: unknown): Promise<unknown>;
+  /**
+   * Untyped entry point for wire input (unknown method names → -32601). `call` is the request's
+   * telemetry record (its span parents the spans of a started process).
+   */
+  requestUntyped(method: string, params: unknown, call?: RequestRecord): Promise<unknown>;
   /**
    * A client notification. `initialized` is accepted; anything else is a protocol error
    * and the caller must close the connection (returns false).
@@ -46,6 +50,8 @@ export interface ServerOptions {
   maxProcessesPerSession?: number;
   /** Requests in flight per connection before new ones get -32001 (default 16 384; the CLI's --max-in-flight). */
   maxInFlightPerConnection?: number;
+  /** Spans and metrics (src/telemetry); default: the no-op (nothing loaded, nothing recorded). */
+  telemetry?: ServerTelemetry;
   /** Is this transport one where end-of-connection ends the session (stdio)? Decided per connect(). */
   log?: (level: 'debug' | 'info' | 'warn' | 'error', message: string) => void;
 }

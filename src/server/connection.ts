@@ -26,6 +26,7 @@ import { KeyedOrder } from './ordering';
 import { checkSandbox } from './sandbox/gate';
 import { METHODS } from './router';
 import type { Session } from './session';
+import type { RequestRecord } from '../telemetry/api';
 
 /**
  * Requests in flight on one connection before new ones are refused with -32001 (the same
@@ -99,14 +100,14 @@ export class Connection implements ServerConnection, ConnectionContext {
     return this.requestUntyped(method, params) as Promise<ResultOf<M>>;
   }
 
-  async requestUntyped(method: string, params: unknown): Promise<unknown> {
+  async requestUntyped(method: string, params: unknown, call?: RequestRecord): Promise<unknown> {
     if (this.closed) throw new RpcError(ErrorCodes.ConnectionClosed, Messages.connectionClosed);
     if (this.inFlight >= this.maxInFlight) {
       throw new RpcError(ErrorCodes.Overloaded, `server overloaded: more than ${this.maxInFlight} requests in flight on this connection`);
     }
     this.inFlight++;
     try {
-      const result = await this.dispatch(method, params);
+      const result = await this.dispatch(method, params, call);
       this.server.log('debug', `${this.label}: ${method} ok`);
       return result;
     } catch (e) {
@@ -121,7 +122,7 @@ export class Connection implements ServerConnection, ConnectionContext {
     }
   }
 
-  private async dispatch(method: string, params: unknown): Promise<unknown> {
+  private async dispatch(method: string, params: unknown, call: RequestRecord | undefined): Promise<unknown> {
     if (method === 'initialize') return this.initialize(params);
     // Own properties only: `__proto__`, `constructor`, `toString`... are not methods (found by test/fuzz).
     const spec = Object.prototype.hasOwnProperty.call(METHODS, method) ? METHODS[method] : undefined;
@@ -131,7 +132,25 @@ export class Connection implements ServerConnection, ConnectionContext {
     if (!this.sessionRef) throw invalidRequest(`client must call initialize before using ${spec.category} methods`);
     if (!this.initializedNotified) throw invalidRequest(`client must send initialized before using ${spec.category} methods`);
     const order = spec.order?.(decoded as never);
-    return this.ordering.run(order?.key, order?.access ?? 'free', () => spec.handle(this, decoded as never));
+    const handle = () => spec.handle(this, decoded as never);
+    const traced = method === 'process/start' && call && this.server.telemetry.enabled;
+    return this.ordering.run(order?.key, order?.access ?? 'free', traced ? () => this.traceProcess((decoded as { processId: string }).processId, call, handle) : handle);
+  }
+
+  /** process/start with a process record (span start → exit, process metrics) parented by the request. */
+  private async traceProcess(processId: string, call: RequestRecord, start: () => unknown): Promise<unknown> {
+    const session = this.session();
+    const rec = this.server.telemetry.process(call);
+    const tracked = session.trackProcess(processId, rec);
+    try {
+      const result = (await start()) as { sandboxType?: string };
+      rec.started(result?.sandboxType ?? 'none');
+      return result;
+    } catch (e) {
+      if (tracked) session.untrackProcess(processId, rec);
+      rec.failed(e instanceof RpcError ? { code: e.code, message: e.message } : { code: ErrorCodes.InternalError, message: String(e) });
+      throw e;
+    }
   }
 
   private initialize(params: unknown): InitializeResult {

@@ -6,6 +6,7 @@ import type { ConnectOptions, NotificationSink, ServerConnection, ServerOptions 
 import { Connection, MAX_IN_FLIGHT } from './connection';
 import { sandboxSupport } from './sandbox/support';
 import { Session } from './session';
+import { NOOP_SERVER_TELEMETRY, type ServerTelemetry } from '../telemetry/api';
 
 export const DEFAULTS = {
   detachedSessionTtlMs: 30_000,
@@ -26,8 +27,11 @@ export class ExecServer {
   /** Every session ever created that may still have children (for shutdown). */
   private readonly endedWaits = new Set<Promise<void>>();
   private shuttingDown = false;
+  /** Spans and metrics (the no-op unless ServerOptions.telemetry is given). */
+  readonly telemetry: ServerTelemetry;
 
   constructor(private readonly options: ServerOptions = {}) {
+    this.telemetry = options.telemetry ?? NOOP_SERVER_TELEMETRY;
     this.opts = {
       detachedSessionTtlMs: options.detachedSessionTtlMs ?? DEFAULTS.detachedSessionTtlMs,
       exitedProcessRetentionMs: options.exitedProcessRetentionMs ?? DEFAULTS.exitedProcessRetentionMs,
@@ -49,13 +53,16 @@ export class ExecServer {
   connect(sink: NotificationSink, opts: ConnectOptions = {}): ServerConnection {
     const conn = new Connection(this, sink, opts, this.opts.maxOpenHandles, this.opts.maxInFlightPerConnection);
     if (this.shuttingDown) conn.close();
-    else this.connections.add(conn);
+    else {
+      this.connections.add(conn);
+      this.telemetry.connectionOpened();
+    }
     return conn;
   }
 
   /** A connection ended (initialized or not). */
   connectionClosed(conn: Connection): void {
-    this.connections.delete(conn);
+    if (this.connections.delete(conn)) this.telemetry.connectionClosed();
   }
 
   get connectionCount(): number {
@@ -73,8 +80,9 @@ export class ExecServer {
       this.log('info', `${owner.label}: resumed session ${s.id}`);
       return s;
     }
-    const s = new Session(this.opts);
+    const s = new Session(this.opts, this.telemetry);
     this.sessions.set(s.id, s);
+    this.telemetry.sessionOpened();
     s.attach(owner, sink);
     this.log('info', `${owner.label}: new session ${s.id}`);
     return s;
@@ -94,7 +102,7 @@ export class ExecServer {
   }
 
   private endSession(s: Session): void {
-    this.sessions.delete(s.id);
+    if (this.sessions.delete(s.id)) this.telemetry.sessionEnded();
     const waits = s.end();
     const all = Promise.all(waits).then(() => undefined);
     this.endedWaits.add(all);

@@ -5,6 +5,7 @@ import { RpcError, ErrorCodes, Messages, invalidRequest } from '../protocol/erro
 import type { NotificationMap, NotificationMethod } from '../protocol/types';
 import type { NotificationSink } from './api';
 import { ManagedProcess, type ProcessHost } from './process/managed-process';
+import { NOOP_SERVER_TELEMETRY, type ProcessRecord, type ServerTelemetry } from '../telemetry/api';
 
 export interface SessionLimits {
   exitedProcessRetentionMs: number;
@@ -23,8 +24,38 @@ export class Session implements ProcessHost {
   private ttlTimer: ReturnType<typeof setTimeout> | undefined;
   private drainSub: { dispose(): void } | undefined;
   ended = false;
+  /** Telemetry of live processes by id (start → exit); empty while telemetry is off. */
+  private readonly processTelemetry = new Map<string, ProcessRecord>();
 
-  constructor(private readonly limits: SessionLimits) {}
+  constructor(
+    private readonly limits: SessionLimits,
+    private readonly telemetry: ServerTelemetry = NOOP_SERVER_TELEMETRY,
+  ) {}
+
+  /** Follows a process/start until the process exits; false if `id` is already followed. */
+  trackProcess(id: string, record: ProcessRecord): boolean {
+    if (this.processTelemetry.has(id)) return false;
+    this.processTelemetry.set(id, record);
+    return true;
+  }
+  untrackProcess(id: string, record: ProcessRecord): void {
+    if (this.processTelemetry.get(id) === record) this.processTelemetry.delete(id);
+  }
+
+  /** Process events seen by telemetry, attached or not (an exit after the session ended counts too). */
+  private observe<M extends NotificationMethod>(method: M, params: NotificationMap[M]): void {
+    if (method === 'process/exited') {
+      const p = params as NotificationMap['process/exited'];
+      const rec = this.processTelemetry.get(p.processId);
+      if (!rec) return;
+      this.processTelemetry.delete(p.processId);
+      rec.exited(p.exitCode, p.sandboxDenied);
+    } else if (method === 'process/output' && this.sink && !this.ended) {
+      const b64 = (params as NotificationMap['process/output']).chunk;
+      const pad = b64.endsWith('==') ? 2 : b64.endsWith('=') ? 1 : 0;
+      this.telemetry.processOutput((b64.length / 4) * 3 - pad);
+    }
+  }
 
   attach(owner: object, sink: NotificationSink): void {
     this.attachedTo = owner;
@@ -45,6 +76,7 @@ export class Session implements ProcessHost {
   // ------------------------------------------------------------ ProcessHost
 
   notify<M extends NotificationMethod>(method: M, params: NotificationMap[M]): void {
+    if (this.telemetry.enabled) this.observe(method, params);
     const sink = this.sink;
     if (!sink || this.ended) return;
     try {

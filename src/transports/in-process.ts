@@ -5,18 +5,23 @@ import type { ClientChannel } from '../client/channel';
 import { ErrorCodes, Messages, RpcError } from '../protocol/errors';
 import { Emitter } from '../rpc/event';
 import type { NotificationMessage } from '../rpc/messages';
+import type { TraceContext } from '../protocol/types';
+import type { ServerTelemetry } from '../telemetry/api';
 import type { CloseInfo } from '../rpc/transport';
 import type { ConnectOptions, NotificationSink, ServerConnection } from '../server/api';
 
 /** The part of ExecServer that transports need. */
 export interface ConnectableServer {
   connect(sink: NotificationSink, opts?: ConnectOptions): ServerConnection;
+  /** The server's telemetry: transports start each request's span with it. */
+  readonly telemetry?: ServerTelemetry;
 }
 
 export class InProcessChannel implements ClientChannel {
   private readonly notificationEmitter = new Emitter<NotificationMessage>();
   private readonly closeEmitter = new Emitter<CloseInfo>();
   private readonly connection: ServerConnection;
+  private readonly telemetry: ServerTelemetry | undefined;
   private isClosed = false;
 
   readonly onNotification = this.notificationEmitter.event;
@@ -32,15 +37,28 @@ export class InProcessChannel implements ClientChannel {
       },
     };
     this.connection = server.connect(sink, { label: 'in-process', ...opts });
+    this.telemetry = server.telemetry?.enabled ? server.telemetry : undefined;
   }
 
   get closed(): boolean {
     return this.isClosed;
   }
 
-  request(method: string, params: unknown): Promise<unknown> {
+  request(method: string, params: unknown, trace?: TraceContext): Promise<unknown> {
     if (this.isClosed) return Promise.reject(new RpcError(ErrorCodes.ConnectionClosed, `${Messages.connectionClosed}: in-process channel closed`));
-    return this.connection.requestUntyped(method, params);
+    if (!this.telemetry) return this.connection.requestUntyped(method, params);
+    // In process the response is "handed to the transport" when the promise settles.
+    const call = this.telemetry.request(method, undefined, trace);
+    return this.connection.requestUntyped(method, params, call).then(
+      (r) => {
+        call.end();
+        return r;
+      },
+      (e: unknown) => {
+        call.end(e instanceof RpcError ? { code: e.code, message: e.message } : { code: ErrorCodes.InternalError, message: String(e) });
+        throw e;
+      },
+    );
   }
 
   notify(method: string, params: unknown): void {

@@ -6,6 +6,7 @@ import { RpcConnection } from '../rpc/connection';
 import type { Disposable } from '../rpc/event';
 import type { MessageTransport } from '../rpc/transport';
 import type { ConnectOptions, NotificationSink, ServerConnection } from '../server/api';
+import type { RequestRecord } from '../telemetry/api';
 import type { ConnectableServer } from './in-process';
 
 /**
@@ -42,7 +43,10 @@ export function serveConnection(server: ConnectableServer, transport: MessageTra
   const maxInFlight = opts.maxInFlight ?? DEFAULT_MAX_IN_FLIGHT;
   const threshold = opts.congestionThreshold ?? 4 * 1024 * 1024;
   const label = opts.label ?? 'connection';
-  const rpc = new RpcConnection(transport);
+  // Telemetry off: no observer at all (nothing per request); on: a span/timer per request,
+  // ended by the RpcConnection once the response was handed to the transport.
+  const telemetry = server.telemetry?.enabled ? server.telemetry : undefined;
+  const rpc = new RpcConnection(transport, telemetry ? { observeRequest: (m) => telemetry.request(m.method, m.id, m.trace) } : {});
   const t = transport as CongestionAware;
   const sink: NotificationSink = {
     notify: (method, params) => rpc.notify(method, params),
@@ -51,12 +55,12 @@ export function serveConnection(server: ConnectableServer, transport: MessageTra
   };
   const connection = server.connect(sink, { terminateOnClose: opts.terminateOnClose, label });
   let inFlight = 0;
-  rpc.setRequestHandler((method, params) => {
+  rpc.setRequestHandler((method, params, _id, call) => {
     if (inFlight >= maxInFlight) throw new RpcError(ErrorCodes.Overloaded, OVERLOADED_MESSAGE);
     inFlight++;
     let p: Promise<unknown>;
     try {
-      p = connection.requestUntyped(method, params);
+      p = connection.requestUntyped(method, params, call as RequestRecord | undefined);
     } catch (e) {
       inFlight--;
       throw e;

@@ -31,6 +31,8 @@ export interface WebSocketListenOptions {
   /** Send-buffer size above which a connection reports congestion (default 4 MiB). */
   highWaterMark?: number;
   onConnection(transport: WebSocketTransport, req: http.IncomingMessage): void;
+  /** An upgrade was refused with this HTTP status before any JSON-RPC (metrics). */
+  onReject?(status: number): void;
   log?: (level: 'debug' | 'info' | 'warn' | 'error', message: string) => void;
 }
 
@@ -87,6 +89,7 @@ export async function listenWebSocket(opts: WebSocketListenOptions): Promise<Web
       const origin = req.headers.origin;
       if (origin !== undefined && !(opts.allowedOrigins ?? []).includes(origin)) {
         log('warn', `refused websocket from ${peer}: origin ${origin} not allowed`);
+        opts.onReject?.(403);
         rejectUpgrade(socket, 403, `origin ${origin} is not allowed`);
         return;
       }
@@ -99,6 +102,7 @@ export async function listenWebSocket(opts: WebSocketListenOptions): Promise<Web
         }
         if (!result.ok) {
           log('warn', `refused websocket from ${peer}: ${result.status} ${result.message}`);
+          opts.onReject?.(result.status);
           rejectUpgrade(socket, result.status, result.message);
           return;
         }

@@ -1,0 +1,366 @@
+// The OpenTelemetry implementation of the telemetry hooks (./api.ts). Loaded only when
+// telemetry is turned on (./load.ts): with it off none of this — nor the SDK — is evaluated.
+// Providers are private (never registered globally), so an embedding host (the VS Code
+// extension host, an app using the client library) keeps its own OpenTelemetry setup.
+import * as http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import {
+  DiagLogLevel,
+  ROOT_CONTEXT,
+  SpanKind,
+  diag,
+  SpanStatusCode,
+  context,
+  defaultTextMapGetter,
+  defaultTextMapSetter,
+  propagation,
+  trace,
+  type Attributes,
+  type Context,
+  type Counter,
+  type Histogram,
+  type Span,
+  type Tracer,
+  type UpDownCounter,
+} from '@opentelemetry/api';
+import { W3CTraceContextPropagator } from '@opentelemetry/core';
+import { OTLPTraceExporter as OtlpJsonExporter } from '@opentelemetry/exporter-trace-otlp-http';
+import { OTLPTraceExporter as OtlpProtoExporter } from '@opentelemetry/exporter-trace-otlp-proto';
+import { PrometheusExporter } from '@opentelemetry/exporter-prometheus';
+import { defaultResource, resourceFromAttributes, type Resource } from '@opentelemetry/resources';
+import { MeterProvider } from '@opentelemetry/sdk-metrics';
+import {
+  AlwaysOffSampler,
+  AlwaysOnSampler,
+  BasicTracerProvider,
+  BatchSpanProcessor,
+  ParentBasedSampler,
+  TraceIdRatioBasedSampler,
+  type Sampler,
+} from '@opentelemetry/sdk-trace-base';
+import { ATTR_SERVICE_NAME, ATTR_SERVICE_VERSION } from '@opentelemetry/semantic-conventions';
+import type { RequestId, TraceContext } from '../protocol/types';
+import { VERSION } from '../version';
+import type { CallError, ClientCall, ClientTelemetry, ProcessRecord, RejectReason, RequestRecord, ServerTelemetry } from './api';
+import type { TelemetryConfig } from './config';
+import { methodLabel, sandboxLabel } from './methods';
+
+/** Set when this module is evaluated: tests check that telemetry off never loads it. */
+(globalThis as Record<symbol, unknown>)[Symbol.for('exec-server.telemetry.sdkLoaded')] = true;
+
+type Log = (level: 'debug' | 'info' | 'warn' | 'error', message: string) => void;
+
+/** Request duration buckets, seconds (most requests take well under a millisecond). */
+const DURATION_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+/** Longest method name recorded on a span (a client may send any string). */
+const MAX_METHOD_CHARS = 128;
+/** Longest traceparent/tracestate considered (W3C: 55 and 512 chars). */
+const MAX_TRACE_CHARS = 1024;
+
+const propagator = new W3CTraceContextPropagator();
+
+function sampler(c: TelemetryConfig['sampler']): Sampler {
+  switch (c.name) {
+    case 'always_on':
+      return new AlwaysOnSampler();
+    case 'always_off':
+      return new AlwaysOffSampler();
+    case 'traceidratio':
+      return new TraceIdRatioBasedSampler(c.ratio);
+    case 'parentbased_always_off':
+      return new ParentBasedSampler({ root: new AlwaysOffSampler() });
+    case 'parentbased_traceidratio':
+      return new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(c.ratio) });
+    default:
+      return new ParentBasedSampler({ root: new AlwaysOnSampler() });
+  }
+}
+
+function resource(c: TelemetryConfig): Resource {
+  return defaultResource().merge(resourceFromAttributes({ [ATTR_SERVICE_NAME]: c.serviceName, [ATTR_SERVICE_VERSION]: VERSION }));
+}
+
+/** A tracer provider exporting over OTLP/HTTP, or undefined when traces are off. */
+function tracerProvider(c: TelemetryConfig): BasicTracerProvider | undefined {
+  if (!c.traces) return undefined;
+  const exporter = c.traces.protocol === 'http/json' ? new OtlpJsonExporter({ url: c.traces.endpoint }) : new OtlpProtoExporter({ url: c.traces.endpoint });
+  return new BasicTracerProvider({ resource: resource(c), sampler: sampler(c.sampler), spanProcessors: [new BatchSpanProcessor(exporter)] });
+}
+
+/** The parent context of a wire `trace` member; anything malformed is ignored (a new root). */
+export function extractTrace(t: unknown): Context {
+  if (t === null || typeof t !== 'object' || Array.isArray(t)) return ROOT_CONTEXT;
+  const { traceparent, tracestate } = t as Record<string, unknown>;
+  if (typeof traceparent !== 'string' || traceparent.length > MAX_TRACE_CHARS) return ROOT_CONTEXT;
+  const carrier: Record<string, string> = { traceparent };
+  if (typeof tracestate === 'string' && tracestate.length <= MAX_TRACE_CHARS) carrier.tracestate = tracestate;
+  return propagator.extract(ROOT_CONTEXT, carrier, defaultTextMapGetter);
+}
+
+/** The wire `trace` member for a context (undefined when it holds no valid span context). */
+export function injectTrace(ctx: Context): TraceContext | undefined {
+  const carrier: Record<string, string> = {};
+  propagator.inject(ctx, carrier, defaultTextMapSetter);
+  if (!carrier.traceparent) return undefined;
+  return carrier.tracestate ? { traceparent: carrier.traceparent, tracestate: carrier.tracestate } : { traceparent: carrier.traceparent };
+}
+
+function failSpan(span: Span, e: CallError): void {
+  span.setAttribute('rpc.jsonrpc.error_code', e.code);
+  span.setAttribute('rpc.jsonrpc.error_message', e.message.slice(0, 256));
+  span.setStatus({ code: SpanStatusCode.ERROR, message: e.message.slice(0, 256) });
+}
+
+interface Instruments {
+  requests: Counter;
+  duration: Histogram;
+  connections: UpDownCounter;
+  sessions: UpDownCounter;
+  processes: UpDownCounter;
+  processesStarted: Counter;
+  processesExited: Counter;
+  outputBytes: Counter;
+  rejected: Counter;
+}
+
+function instruments(mp: MeterProvider): Instruments {
+  const m = mp.getMeter('exec-server', VERSION);
+  return {
+    requests: m.createCounter('exec_server_requests', { description: 'Requests handled, by method and outcome (ok or error)' }),
+    duration: m.createHistogram('exec_server_request_duration_seconds', {
+      description: 'Time from receiving a request to handing its response to the transport',
+      unit: 's',
+      advice: { explicitBucketBoundaries: DURATION_BUCKETS },
+    }),
+    connections: m.createUpDownCounter('exec_server_connections', { description: 'Open client connections' }),
+    sessions: m.createUpDownCounter('exec_server_sessions', { description: 'Live sessions (attached or detached)' }),
+    processes: m.createUpDownCounter('exec_server_processes', { description: 'Running processes' }),
+    processesStarted: m.createCounter('exec_server_processes_started', { description: 'Processes started, by sandbox type' }),
+    processesExited: m.createCounter('exec_server_processes_exited', { description: 'Processes exited, by outcome (success, failure, sandbox_denied)' }),
+    outputBytes: m.createCounter('exec_server_process_output_bytes', { description: 'Bytes of process output sent to clients', unit: 'By' }),
+    rejected: m.createCounter('exec_server_connections_rejected', { description: 'Connections refused before JSON-RPC, by reason (401, 403, limit, other)' }),
+  };
+}
+
+class OtelRequest implements RequestRecord {
+  private readonly t0 = performance.now();
+  private done = false;
+  constructor(
+    readonly ctx: Context,
+    private readonly span: Span | undefined,
+    private readonly method: string,
+    private readonly inst: Instruments | undefined,
+  ) {}
+  end(error?: CallError): void {
+    if (this.done) return;
+    this.done = true;
+    if (this.span) {
+      if (error) failSpan(this.span, error);
+      this.span.end();
+    }
+    if (this.inst) {
+      const attrs: Attributes = { method: this.method, outcome: error ? 'error' : 'ok' };
+      this.inst.requests.add(1, attrs);
+      this.inst.duration.record((performance.now() - this.t0) / 1000, attrs);
+    }
+  }
+}
+
+class OtelProcess implements ProcessRecord {
+  private state: 'starting' | 'running' | 'exited' | 'failed' = 'starting';
+  private sandbox = 'none';
+  constructor(
+    private readonly span: Span | undefined,
+    private readonly inst: Instruments | undefined,
+  ) {}
+  started(sandboxType: string): void {
+    this.sandbox = sandboxLabel(sandboxType);
+    this.span?.setAttribute('exec_server.sandbox_type', this.sandbox);
+    this.inst?.processesStarted.add(1, { sandbox: this.sandbox });
+    if (this.state === 'starting') {
+      this.state = 'running';
+      this.inst?.processes.add(1);
+    }
+  }
+  failed(error: CallError): void {
+    if (this.state !== 'starting') return;
+    this.state = 'failed';
+    if (this.span) {
+      failSpan(this.span, error);
+      this.span.end();
+    }
+  }
+  exited(exitCode: number, sandboxDenied: boolean): void {
+    if (this.state === 'exited' || this.state === 'failed') return;
+    if (this.state === 'running') this.inst?.processes.add(-1);
+    this.state = 'exited';
+    const outcome = sandboxDenied ? 'sandbox_denied' : exitCode === 0 ? 'success' : 'failure';
+    this.inst?.processesExited.add(1, { outcome });
+    if (this.span) {
+      this.span.setAttribute('process.exit.code', exitCode);
+      this.span.setAttribute('exec_server.sandbox_denied', sandboxDenied);
+      if (exitCode !== 0) this.span.setStatus({ code: SpanStatusCode.ERROR, message: sandboxDenied ? 'sandbox denied' : `exit code ${exitCode}` });
+      this.span.end();
+    }
+  }
+}
+
+export interface OtelServerTelemetry extends ServerTelemetry {
+  /** http://host:port/metrics when the Prometheus endpoint is on. */
+  readonly metricsUrl: string | undefined;
+}
+
+/** Starts the configured exporters (traces over OTLP, metrics on a Prometheus endpoint). */
+export async function startServerTelemetry(c: TelemetryConfig, log: Log = () => {}, opts: { diagnostics?: boolean } = {}): Promise<OtelServerTelemetry> {
+  if (opts.diagnostics) {
+    // The SDK reports export failures (collector unreachable...) through its global diag logger;
+    // only a process that owns its OpenTelemetry setup (the CLI) installs one.
+    const fmt = (m: string, args: unknown[]) => [m, ...args.map((a) => (a instanceof Error ? a.message : typeof a === 'string' ? a : JSON.stringify(a)))].join(' ');
+    diag.setLogger(
+      {
+        error: (m, ...a) => log('warn', `telemetry: ${fmt(m, a)}`),
+        warn: (m, ...a) => log('warn', `telemetry: ${fmt(m, a)}`),
+        info: (m, ...a) => log('debug', `telemetry: ${fmt(m, a)}`),
+        debug: () => {},
+        verbose: () => {},
+      },
+      { logLevel: DiagLogLevel.WARN, suppressOverrideMessage: true },
+    );
+  }
+  const tp = tracerProvider(c);
+  const tracer: Tracer | undefined = tp?.getTracer('exec-server', VERSION);
+  let mp: MeterProvider | undefined;
+  let inst: Instruments | undefined;
+  let metricsServer: http.Server | undefined;
+  let metricsUrl: string | undefined;
+  if (c.metrics) {
+    // The exporter renders; the HTTP server is ours: it can bind port 0 and report the bound port.
+    const exporter = new PrometheusExporter({ preventServerStart: true, withoutScopeInfo: true });
+    mp = new MeterProvider({ resource: resource(c), readers: [exporter] });
+    inst = instruments(mp);
+    const server = http.createServer((req, res) => {
+      if (req.method === 'GET' && (req.url ?? '/').split('?')[0] === '/metrics') exporter.getMetricsRequestHandler(req, res);
+      else res.writeHead(404, { 'Content-Type': 'text/plain' }).end('not found (metrics are at /metrics)\n');
+    });
+    try {
+      await new Promise<void>((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(c.metrics!.port, c.metrics!.host, () => {
+          server.off('error', reject);
+          resolve();
+        });
+      });
+    } catch (e) {
+      await mp.shutdown().catch(() => {});
+      await tp?.shutdown().catch(() => {});
+      throw new Error(`cannot serve Prometheus metrics on ${c.metrics.host}:${c.metrics.port}: ${(e as Error).message}`);
+    }
+    server.on('error', (e) => log('error', `metrics endpoint: ${e.message}`));
+    server.unref();
+    metricsServer = server;
+    const a = server.address() as AddressInfo;
+    metricsUrl = `http://${a.family === 'IPv6' ? `[${a.address}]` : a.address}:${a.port}/metrics`;
+    log('info', `metrics: Prometheus endpoint ${metricsUrl}`);
+  }
+  if (c.traces) log('info', `traces: OTLP ${c.traces.protocol} to ${c.traces.endpoint} (service.name ${c.serviceName}, sampler ${c.sampler.name})`);
+
+  let stopped: Promise<void> | undefined;
+  return {
+    enabled: true,
+    metricsUrl,
+    request(method: string, id: RequestId | undefined, wireTrace: unknown): RequestRecord {
+      const label = methodLabel(method);
+      let span: Span | undefined;
+      let ctx: Context = ROOT_CONTEXT;
+      if (tracer) {
+        const attributes: Attributes = { 'rpc.system': 'jsonrpc', 'rpc.method': method.slice(0, MAX_METHOD_CHARS) };
+        if (id !== undefined) attributes['rpc.jsonrpc.request_id'] = String(id).slice(0, MAX_METHOD_CHARS);
+        span = tracer.startSpan(label, { kind: SpanKind.SERVER, attributes }, extractTrace(wireTrace));
+        ctx = trace.setSpan(ROOT_CONTEXT, span);
+      }
+      return new OtelRequest(ctx, span, label, inst);
+    },
+    process(parent: RequestRecord): ProcessRecord {
+      const span = tracer?.startSpan('process', { kind: SpanKind.INTERNAL }, parent instanceof OtelRequest ? parent.ctx : ROOT_CONTEXT);
+      return new OtelProcess(span, inst);
+    },
+    processOutput(bytes: number): void {
+      inst?.outputBytes.add(bytes);
+    },
+    connectionOpened: () => inst?.connections.add(1),
+    connectionClosed: () => inst?.connections.add(-1),
+    sessionOpened: () => inst?.sessions.add(1),
+    sessionEnded: () => inst?.sessions.add(-1),
+    connectionRejected: (reason: RejectReason) => inst?.rejected.add(1, { reason }),
+    shutdown(): Promise<void> {
+      stopped ??= (async () => {
+        // Spans first (the BatchSpanProcessor exports what it holds), then the metrics endpoint.
+        await tp?.shutdown().catch((e: unknown) => log('warn', `traces: flush failed: ${e instanceof Error ? e.message : String(e)}`));
+        await mp?.shutdown().catch(() => {});
+        if (metricsServer) {
+          const s = metricsServer;
+          s.closeAllConnections?.();
+          await new Promise<void>((r) => s.close(() => r()));
+        }
+      })();
+      return stopped;
+    },
+  };
+}
+
+/** Client spans (kind CLIENT, named after the method) whose context each request carries. */
+export class OtelClientTelemetry implements ClientTelemetry {
+  private readonly tracer: Tracer;
+  constructor(
+    private readonly provider: BasicTracerProvider,
+    private readonly attributes: Attributes = {},
+  ) {
+    this.tracer = provider.getTracer('exec-server-client', VERSION);
+  }
+  call(method: string): ClientCall {
+    const parent = context.active();
+    const span = this.tracer.startSpan(
+      methodLabel(method),
+      { kind: SpanKind.CLIENT, attributes: { 'rpc.system': 'jsonrpc', 'rpc.method': method.slice(0, MAX_METHOD_CHARS), ...this.attributes } },
+      parent,
+    );
+    return {
+      trace: injectTrace(trace.setSpan(parent, span)),
+      end(error?: CallError) {
+        if (error) failSpan(span, error);
+        span.end();
+      },
+    };
+  }
+  /** The same tracer with extra attributes on every span (e.g. the environment's name). */
+  withAttributes(attributes: Attributes): OtelClientTelemetry {
+    return new OtelClientTelemetry(this.provider, { ...this.attributes, ...attributes });
+  }
+  shutdown(): Promise<void> {
+    return this.provider.shutdown();
+  }
+}
+
+/** Client tracing exporting over OTLP (config.traces must be set). */
+export function startClientTelemetry(c: TelemetryConfig): OtelClientTelemetry {
+  const tp = tracerProvider(c);
+  if (!tp) throw new Error('client telemetry needs an OTLP trace endpoint');
+  return new OtelClientTelemetry(tp);
+}
+
+/**
+ * No spans of our own: each request carries the caller's active OpenTelemetry context, through
+ * the globally registered propagator (for apps that set up their own OpenTelemetry SDK).
+ */
+export const activeContextTelemetry: ClientTelemetry = {
+  call() {
+    const carrier: Record<string, string> = {};
+    propagation.inject(context.active(), carrier);
+    const t: TraceContext | undefined = carrier.traceparent
+      ? carrier.tracestate
+        ? { traceparent: carrier.traceparent, tracestate: carrier.tracestate }
+        : { traceparent: carrier.traceparent }
+      : undefined;
+    return { trace: t, end() {} };
+  },
+};
