@@ -1,7 +1,7 @@
 // The agent endpoint: an external client connects with the bearer token, and every request that
 // would start a process or change files shows an "Exec Server:" approval notification in the
 // workbench. The harness clicks the buttons (see approval.ts), so the real notification is used.
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import * as vscode from 'vscode';
@@ -90,7 +90,7 @@ export function registerAgentTests(): void {
     assert(!existsSync(target), 'the denied file was not created');
   }, 90_000);
 
-  test('agent: Allow for Session lets later agent requests run without asking', async () => {
+  test('agent: Allow for Session lets the same program in the same cwd run again on that connection without asking', async () => {
     const dir = freshDir('agent-session');
     const c = await client();
     const first = c.request('process/start', startParams(['/bin/sh', '-c', 'echo one > one.txt'], dir));
@@ -98,11 +98,12 @@ export function registerAgentTests(): void {
     await first;
     await waitForFile(path.join(dir, 'one.txt'), (t) => t === 'one\n');
     // No harness answer this time: if a notification were shown, the request would wait for it.
+    // (The grant is narrow: argv[0] + cwd on this connection; agent-security-tests.ts checks what it does not cover.)
     await Promise.race([
-      c.request('fs/writeFile', { path: pathToFileURL(path.join(dir, 'two.txt')).href, dataBase64: Buffer.from('two').toString('base64') }),
+      c.request('process/start', startParams(['/bin/sh', '-c', 'echo two > two.txt'], dir)),
       new Promise((_, reject) => setTimeout(() => reject(new Error('second request waited for approval')), 15_000)),
     ]);
-    assertEqual(readFileSync(path.join(dir, 'two.txt'), 'utf8'), 'two', 'second request wrote its file');
+    assertEqual(await waitForFile(path.join(dir, 'two.txt'), (t) => t.endsWith('\n')), 'two\n', 'second request wrote its file');
   }, 90_000);
 
   test('agent: stopAgentEndpoint closes the endpoint for new clients', async () => {
