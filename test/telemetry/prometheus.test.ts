@@ -43,7 +43,8 @@ test('a scrape after a known workload shows the exact counts', async () => {
   const metricsUrl = m[1];
 
   // Refused connections: no token (401) twice, a browser origin (403) once.
-  for (const headers of [undefined, { Authorization: 'Bearer wrong' }, { Authorization: 'Bearer prom-test-token', Origin: 'https://evil.example' }]) {
+  const refused: (Record<string, string> | undefined)[] = [undefined, { Authorization: 'Bearer wrong' }, { Authorization: 'Bearer prom-test-token', Origin: 'https://evil.example' }];
+  for (const headers of refused) {
     await assert.rejects(rawClient(cli.url, headers));
   }
 

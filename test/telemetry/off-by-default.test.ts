@@ -1,0 +1,82 @@
+// Telemetry is off by default and then costs nothing: no OpenTelemetry module is loaded (in
+// this process: require.cache; in the built CLI: dist/telemetry.js is never required), no
+// per-request observer exists, and no `trace` member is sent. Each check has a control that
+// turns telemetry on and sees the opposite, so the check can fail.
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { after, test } from 'node:test';
+import { ExecServerClient } from '../../src/client/client';
+import { ExecServer } from '../../src/server/exec-server';
+import { NOOP_SERVER_TELEMETRY } from '../../src/telemetry/api';
+import { telemetryConfig } from '../../src/telemetry/config';
+import { sdkLoaded, startServerTelemetry } from '../../src/telemetry/load';
+import { cleanEnv, cliPath, ensureBuilt, handshake, rawClient, telemetryBundle } from './helpers';
+
+const dir = mkdtempSync(path.join(os.tmpdir(), 'telemetry-off-'));
+after(() => rmSync(dir, { recursive: true, force: true }));
+
+const otelModules = () => Object.keys(require.cache).filter((k) => k.includes('@opentelemetry') || /telemetry[\\/]otel\.js$/.test(k));
+
+test('in process: a default server and client load no OpenTelemetry module; turning it on does', async () => {
+  const config = telemetryConfig(cleanEnv());
+  assert.equal(config.traces, undefined);
+  assert.equal(config.metrics, undefined);
+  const tel = await startServerTelemetry(config);
+  assert.equal(tel, NOOP_SERVER_TELEMETRY, 'nothing configured: the no-op');
+  const server = new ExecServer();
+  assert.equal(server.telemetry.enabled, false);
+  const client = await ExecServerClient.connectInProcess(server);
+  await client.fs.stat(dir);
+  const p = await client.startProcess({ argv: ['true'], cwd: dir });
+  assert.equal(await p.exited, 0);
+  await client.close();
+  await server.shutdown();
+  assert.deepEqual(otelModules(), []);
+  assert.equal(sdkLoaded(), false);
+
+  // Control: with metrics on, the SDK is loaded (so the check above can fail).
+  const on = await startServerTelemetry(telemetryConfig({ OTEL_METRICS_EXPORTER: 'prometheus', OTEL_EXPORTER_PROMETHEUS_PORT: '0' }));
+  await on.shutdown();
+  assert.equal(sdkLoaded(), true);
+  assert.ok(otelModules().length > 0);
+});
+
+test('the built CLI never requires dist/telemetry.js unless telemetry is configured', async () => {
+  ensureBuilt();
+  // A preload that reports every module the CLI loads from dist/.
+  const hook = path.join(dir, 'hook.js');
+  writeFileSync(
+    hook,
+    `const M = require('module'); const orig = M._load;
+     M._load = function (req, ...rest) { if (String(req).endsWith('telemetry.js')) process.stderr.write('LOADED ' + req + '\\n'); return orig.call(this, req, ...rest); };`,
+  );
+  const run = async (extraArgs: string[]): Promise<string> => {
+    const child = spawn(process.execPath, ['--require', hook, cliPath, '--listen', 'ws://127.0.0.1:0', ...extraArgs], { env: cleanEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
+    let err = '';
+    let out = '';
+    child.stderr.on('data', (d) => (err += d));
+    const url = await new Promise<string>((resolve, reject) => {
+      child.stdout.on('data', (d) => {
+        out += d;
+        const m = /ws:\/\/\S+/.exec(out);
+        if (m) resolve(m[0]);
+      });
+      child.once('exit', () => reject(new Error(err)));
+    });
+    const c = await rawClient(url);
+    await handshake(c);
+    await c.call({ id: 1, method: 'fs/getMetadata', params: { path: dir }, trace: { traceparent: `00-${'a'.repeat(32)}-${'b'.repeat(16)}-01` } });
+    c.close();
+    const exited = new Promise((r) => child.once('exit', r));
+    child.kill('SIGTERM');
+    await exited;
+    return err;
+  };
+  const off = await run([]);
+  assert.ok(!off.includes('LOADED'), off);
+  const on = await run(['--prometheus', '127.0.0.1:0']);
+  assert.ok(on.includes(`LOADED ${telemetryBundle}`), on);
+});
