@@ -47,7 +47,7 @@ async function main() {
     log, resultsDir, logName: 'e2e-code-server.log', viewport: { width: 1400, height: 900 },
     makeConfig: (dirs, tmp) => ({
       repo, resultsFile: path.join(tmp, 'results.json'), workDir: dirs.work, controlDir: dirs.control, nodePath: process.execPath,
-      grep: process.env.EXEC_SERVER_E2E_GREP || undefined, approvalDriver: true,
+      grep: process.env.EXEC_SERVER_E2E_GREP || undefined, approvalDriver: true, logsDir: path.join(dirs.ud, 'logs'),
     }),
   });
   const { page, dirs, csLog, pageErrors, opened } = wb;

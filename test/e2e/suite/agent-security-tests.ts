@@ -5,7 +5,7 @@
 // session, in the grants, and that the question shows the agent's text as text.
 // Paths: the workspace folder is <tmp>/ws; freshDir() dirs (<tmp>/work/…) are outside it and
 // stand in for the user's home.
-import { existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
@@ -23,6 +23,7 @@ import {
   setExecServerSetting,
   type ApprovalResult,
 } from './approval';
+import { config } from './config';
 import { LOCAL } from './environment-tests';
 import { afterAll, test } from './framework';
 import { assert, freshDir, productApi, sleep, uniqueName, waitFor } from './util';
@@ -121,6 +122,13 @@ const outcome = (s: Settled) => (s.ok ? `succeeded (${JSON.stringify(s.result).s
 /** A started process's file: waits for it to finish first, so "absent" is not a race. */
 async function settleProcess(c: AgentClient, start: Settled, processId: string): Promise<void> {
   if (start.ok) await c.waitForExit(processId, 15_000).catch(() => undefined);
+}
+
+/** Every file under `dir` (recursively). */
+function listFiles(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true, recursive: true })
+    .filter((e) => e.isFile())
+    .map((e) => path.join(e.parentPath ?? (e as { path?: string }).path ?? dir, e.name));
 }
 
 /** A 127.0.0.1 HTTP server recording which paths were requested. */
@@ -273,7 +281,8 @@ export function registerAgentSecurityTests(): void {
       const c = await ctx.connect();
       const sp = startParams(['/bin/sh', '-c', script], dir);
       const start = c.settle('process/start', sp);
-      const { reachable, how } = await tailReachable(m, tail);
+      const { missing, how } = await reachableFromQuestion(m, [tail]);
+      const reachable = missing.length === 0;
       // Whatever was opened to show it, the question is then denied (if it is still there).
       const denied = await answerApprovalIfShown('Deny', { contains: m, giveUpMs: 10_000 });
       const s = await start;
@@ -284,6 +293,30 @@ export function registerAgentSecurityTests(): void {
       f.done();
     });
   }
+
+  attack('hidden arg0, env and envPolicy: what really runs is reachable from the question', async (ctx) => {
+    await setApprovalPolicy('alwaysAsk');
+    const m = uniqueName('hiddenenv');
+    const dir = freshDir('sec-env');
+    const c = await ctx.connect();
+    // "git status" that runs code through GIT_CONFIG_*, as busybox acting as rm, with the host's secrets inherited.
+    const sp = startParams(['/bin/busybox', 'status', m], dir, {
+      arg0: '/bin/rm',
+      env: { GIT_CONFIG_COUNT: '1', GIT_CONFIG_KEY_0: 'core.fsmonitor', GIT_CONFIG_VALUE_0: `touch /tmp/${m}-pwned` },
+      envPolicy: { inherit: 'all', ignoreDefaultExcludes: true, exclude: [], set: {}, includeOnly: [] },
+    });
+    const start = c.settle('process/start', sp);
+    // The env entries and arg0 verbatim; the envPolicy by what it does: the host's *TOKEN*/*SECRET* variables go along.
+    const needles = ['GIT_CONFIG_KEY_0', 'core.fsmonitor', `touch /tmp/${m}-pwned`, '/bin/rm', 'TOKEN'];
+    const { missing, how } = await reachableFromQuestion(m, needles);
+    const denied = await answerApprovalIfShown('Deny', { contains: m, giveUpMs: 10_000 });
+    const s = await start;
+    await settleProcess(c, s, sp.processId);
+    const f = new Findings();
+    f.check(missing.length === 0, `the question (or its details) shows ${JSON.stringify(missing)}: ${how}`);
+    f.check(!s.ok, `denied process/start is refused (${outcome(s)}; deny click: ${denied.clicked})`);
+    f.done();
+  });
 
   attack('symlink in the workspace pointing outside ($HOME stand-in): a write through it asks; Deny writes nothing', async (ctx) => {
     await setApprovalPolicy(defaultApprovalPolicy());
@@ -434,6 +467,35 @@ export function registerAgentSecurityTests(): void {
     } finally {
       await vscode.commands.executeCommand('execServer.connect', { environment: LOCAL }).then(undefined, () => undefined);
     }
+  });
+
+  attack('logs: the Exec Server log holds no session id (the user\'s Local one, an agent\'s) and no endpoint token', async (ctx) => {
+    await setApprovalPolicy(defaultApprovalPolicy());
+    const { logsDir } = config();
+    assert(logsDir, 'the harness names VS Code\'s logs folder (config.logsDir)');
+    const api = await productApi();
+    const local = (await api.getClient(LOCAL)) as { sessionId: string };
+    const { token } = await agentEndpoint();
+    const c = await ctx.open();
+    const init = await c.request('initialize', { clientName: 'e2e-agent' });
+    c.notify('initialized', {});
+    // A request the gate logs (asked, denied): once it is in the log, the log has caught up.
+    const m = uniqueName('logmark');
+    const read = c.settle('fs/readFile', { path: uri(path.join(freshDir('sec-log'), `${m}.txt`)) });
+    await answerApprovalIfShown('Deny', { contains: m, giveUpMs: 10_000 });
+    await read;
+    const productLogs = () => listFiles(logsDir).filter((f) => f.includes(`${path.sep}exec-server.exec-server${path.sep}`) || path.basename(f) === 'Exec Server.log');
+    const text = await waitFor(`the Exec Server log to mention ${m}`, () => {
+      const all = productLogs().map((f) => readFileSync(f, 'utf8')).join('\n');
+      return all.includes(m) ? all : undefined;
+    }, 15_000, 500).catch(() => productLogs().map((f) => readFileSync(f, 'utf8')).join('\n'));
+    const f = new Findings();
+    f.check(text.includes(m), `the Exec Server log was found and caught up (${productLogs().join(', ') || 'no log file'})`);
+    for (const [what, secret] of [['the Local session id', local.sessionId], ['the agent\'s session id', String(init?.sessionId)], ['the endpoint token', token]] as const) {
+      const at = text.indexOf(secret);
+      f.check(at < 0, `${what} is not in the log (found: ${JSON.stringify(text.slice(Math.max(0, at - 100), at + 40))})`);
+    }
+    f.done();
   });
 
   attack('cross-connection grants: "Allow for Session" on connection A does not allow the same request on connection B', async (ctx) => {
@@ -668,32 +730,32 @@ export function registerAgentSecurityTests(): void {
 }
 
 /**
- * Whether `tail` of the command can be seen from the question: in its text or a modal's detail,
- * in an editor the extension opened, or after clicking a button the question offers besides
- * Allow / Allow for Session / Deny (e.g. "Show Details").
+ * Whether every one of `needles` can be seen from the question about `marker`: in its text or a
+ * modal's detail, in an editor the extension opened with it (a document that also holds the
+ * marker), or after clicking a button the question offers besides Allow / Allow for Session /
+ * Deny (e.g. "Show Details"). Returns the needles that cannot be seen, and where the others were.
  */
-async function tailReachable(marker: string, tail: string): Promise<{ reachable: boolean; how: string }> {
-  const inDocs = () => vscode.workspace.textDocuments.some((d) => d.getText().includes(tail));
+async function reachableFromQuestion(marker: string, needles: string[]): Promise<{ missing: string[]; how: string }> {
+  const docsText = () => vscode.workspace.textDocuments.map((d) => d.getText()).filter((t) => t.includes(marker)).join('\n');
   const seen: ApprovalResult = await inspectApproval({ contains: marker });
-  if (!seen.found) return { reachable: false, how: `no question appeared (${seen.error})` };
+  if (!seen.found) return { missing: needles, how: `no question appeared (${seen.error})` };
   const shown = `${seen.text ?? ''}\n${seen.detail ?? ''}`;
-  if (shown.includes(tail)) return { reachable: true, how: `in the ${seen.kind} text` };
+  const summary = `${seen.kind} text ${JSON.stringify(shown.length > 400 ? `${shown.slice(0, 200)}…${shown.slice(-200)}` : shown)} (${shown.length} chars), buttons ${JSON.stringify(seen.buttons)}`;
+  const missingFrom = (text: string) => needles.filter((n) => !text.includes(n));
+  if (missingFrom(shown).length === 0) return { missing: [], how: `in the ${seen.kind} text` };
   // An editor opened with the question may take a moment to load.
-  if (await waitFor('an editor', () => inDocs(), 3_000, 200).catch(() => false)) return { reachable: true, how: 'in an editor opened with the question' };
+  await waitFor('an editor with the request', () => missingFrom(shown + docsText()).length === 0, 3_000, 200).catch(() => undefined);
+  if (missingFrom(shown + docsText()).length === 0) return { missing: [], how: `in the ${seen.kind} text and an editor opened with it` };
   const extra = (seen.buttons ?? []).filter((b) => !['Allow', 'Allow for Session', 'Deny', 'Cancel'].includes(b));
-  const summary = `${seen.kind} text ends ${JSON.stringify(shown.slice(-160))} (${shown.length} chars), buttons ${JSON.stringify(seen.buttons)}`;
-  if (extra.length === 0) return { reachable: false, how: `not in the question and no details button: ${summary}` };
+  if (extra.length === 0) return { missing: missingFrom(shown + docsText()), how: `not in the question, no editor with them, no details button: ${summary}` };
   const clicked = await answerApprovalIfShown(extra[0], { contains: marker, giveUpMs: 10_000 });
-  if (!clicked.clicked) return { reachable: false, how: `could not click "${extra[0]}": ${clicked.error}` };
-  try {
-    const how = await waitFor(`the full command after clicking "${extra[0]}"`, async () => {
-      if (inDocs()) return `in an editor opened by "${extra[0]}"`;
-      const again = await inspectApproval({ contains: tail, giveUpMs: 1_000 });
-      return again.found ? `in the ${again.kind} shown by "${extra[0]}"` : undefined;
-    }, 15_000, 500);
-    return { reachable: true, how };
-  } catch (e) {
-    return { reachable: false, how: `"${extra[0]}" showed no full command (${(e as Error).message}); before: ${summary}` };
-  }
+  if (!clicked.clicked) return { missing: missingFrom(shown + docsText()), how: `could not click "${extra[0]}": ${clicked.error}` };
+  let again = '';
+  await waitFor(`the full request after clicking "${extra[0]}"`, async () => {
+    const q = await inspectApproval({ contains: marker, giveUpMs: 1_000 });
+    again = q.found ? `${q.text ?? ''}\n${q.detail ?? ''}` : '';
+    return missingFrom(shown + docsText() + again).length === 0;
+  }, 15_000, 500).catch(() => undefined);
+  const missing = missingFrom(shown + docsText() + again);
+  return { missing, how: missing.length ? `"${extra[0]}" did not show them; before: ${summary}` : `after clicking "${extra[0]}"` };
 }
-

@@ -20,6 +20,8 @@ export interface E2EConfig {
   grep?: string;
   /** true when a harness answers approval notifications in the workbench. */
   approvalDriver?: boolean;
+  /** VS Code's logs folder (<user-data-dir>/logs), when the harness knows it: the log tests read the product's channel. */
+  logsDir?: string;
   /** true: the runner extension plays the README screenshot scene (runner-ext/src/scene.ts) instead of the suite. */
   scene?: boolean;
 }
