@@ -263,7 +263,24 @@ export async function startServerTelemetry(c: TelemetryConfig, log: Log = () => 
     log('info', `metrics: Prometheus endpoint ${metricsUrl}`);
   }
   if (c.traces) log('info', `traces: OTLP ${c.traces.protocol} to ${c.traces.endpoint} (service.name ${c.serviceName}, sampler ${c.sampler.name})`);
+  return serverTelemetry(tp, tracer, mp, inst, metricsServer, metricsUrl, log);
+}
 
+/** Server spans only (no metrics endpoint), created synchronously: the extension's in-process server. */
+export function createServerTracing(c: TelemetryConfig, log: Log = () => {}): OtelServerTelemetry {
+  const tp = tracerProvider(c);
+  return serverTelemetry(tp, tp?.getTracer('exec-server', VERSION), undefined, undefined, undefined, undefined, log);
+}
+
+function serverTelemetry(
+  tp: BasicTracerProvider | undefined,
+  tracer: Tracer | undefined,
+  mp: MeterProvider | undefined,
+  inst: Instruments | undefined,
+  metricsServer: http.Server | undefined,
+  metricsUrl: string | undefined,
+  log: Log,
+): OtelServerTelemetry {
   let stopped: Promise<void> | undefined;
   return {
     enabled: true,

@@ -23,6 +23,8 @@ export interface CommandServices {
   settingsWritten(): void;
   /** The approval gate for command lines given programmatically (like the API's run). */
   approve(environment: string, argv: string[], cwd: string): Promise<void>;
+  /** Shows per-environment request statistics (./telemetry.ts). */
+  showRequestStatistics(): void;
 }
 
 type Args = Record<string, unknown> | undefined;
@@ -224,6 +226,7 @@ export function registerCommands(ctx: vscode.ExtensionContext, s: CommandService
   });
 
   reg('execServer.showLog', () => s.log.show());
+  reg('execServer.showRequestStatistics', () => s.showRequestStatistics());
 
   reg('execServer.startAgentEndpoint', async (args) => {
     const r = await s.agent.start();

@@ -6,16 +6,22 @@ import { ExecServerClient } from '../client/client';
 import { ExecServer } from '../server/exec-server';
 import { EnvironmentConnectError, EnvironmentManager, type Connector, type EnvironmentState } from './core/environment-manager';
 import { EnvironmentStore, LOCAL_ENVIRONMENT, type EnvironmentConfig } from './core/environment-store';
+import type { ClientTelemetry, ServerTelemetry } from '../telemetry/api';
 
 const CLIENT_NAME = 'vscode-exec-server';
 
 /** The in-process server behind `Local` and the agent endpoint; created on first use. */
 export class LocalServerHolder implements vscode.Disposable {
   private server: ExecServer | undefined;
-  constructor(private readonly log: vscode.LogOutputChannel) {}
+  constructor(
+    private readonly log: vscode.LogOutputChannel,
+    /** Server spans of the Local server (read when it is created). */
+    private readonly telemetry?: () => ServerTelemetry,
+  ) {}
   get(): ExecServer {
     this.server ??= new ExecServer({
       log: (level, message) => this.log[level](`[local server] ${message}`),
+      telemetry: this.telemetry?.(),
     });
     return this.server;
   }
@@ -29,12 +35,14 @@ export class LocalServerHolder implements vscode.Disposable {
   }
 }
 
-export function createConnector(local: LocalServerHolder): Connector {
+/** `telemetry`: the request hook of a new connection to an environment (statistics, spans). */
+export function createConnector(local: LocalServerHolder, telemetry?: (environment: string) => ClientTelemetry): Connector {
   return {
     connect(config: EnvironmentConfig, token: string | undefined): Promise<ExecClient> {
+      const t = telemetry?.(config.name);
       switch (config.kind) {
         case 'local':
-          return ExecServerClient.connectInProcess(local.get(), { clientName: CLIENT_NAME, label: 'vscode' });
+          return ExecServerClient.connectInProcess(local.get(), { clientName: CLIENT_NAME, label: 'vscode', telemetry: t });
         case 'websocket':
           // '' (not undefined): never fall back to the extension host's CODEX_EXEC_SERVER_CONNECTION_TOKEN.
           return ExecServerClient.connectWebSocket(config.url!, {
@@ -42,9 +50,10 @@ export function createConnector(local: LocalServerHolder): Connector {
             token: token ?? '',
             connectTimeoutMs: 10_000,
             initializeTimeoutMs: 10_000,
+            telemetry: t,
           });
         case 'command':
-          return ExecServerClient.connectCommand(config.command!, config.args ?? [], { clientName: CLIENT_NAME, initializeTimeoutMs: 20_000 });
+          return ExecServerClient.connectCommand(config.command!, config.args ?? [], { clientName: CLIENT_NAME, initializeTimeoutMs: 20_000, telemetry: t });
       }
     },
   };

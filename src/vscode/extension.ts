@@ -12,6 +12,7 @@ import { connectWithProgress, createConnector, LocalServerHolder, StatusBar } fr
 import { ExecFileSystemProvider } from './file-system-provider';
 import { SCHEME, TerminalService } from './terminals';
 import { ExecServerTree } from './tree';
+import { registerRequestTelemetry } from './telemetry';
 
 let cleanup: (() => Promise<void>) | undefined;
 
@@ -36,8 +37,9 @@ export function activate(ctx: vscode.ExtensionContext): ExecServerApi {
   );
   for (const p of store.problems()) log.warn(`settings: ${p}`);
 
-  const local = new LocalServerHolder(log);
-  const manager = new EnvironmentManager(store, createConnector(local), {
+  const { telemetry, showStatistics } = registerRequestTelemetry(ctx, log);
+  const local = new LocalServerHolder(log, () => telemetry.server());
+  const manager = new EnvironmentManager(store, createConnector(local, (env) => telemetry.client(env)), {
     log: (level, message) => log[level](message),
   });
   const registry = new ProcessRegistry();
@@ -109,7 +111,7 @@ export function activate(ctx: vscode.ExtensionContext): ExecServerApi {
     if (!d.allowed) throw new Error(`Exec Server: running ${argv.join(' ')} was not approved (${d.reason})`);
   };
   const settingsWritten = () => (known = snapshot());
-  registerCommands(ctx, { store, manager, registry, terminals, agent, log, refresh, approve, settingsWritten });
+  registerCommands(ctx, { store, manager, registry, terminals, agent, log, refresh, approve, settingsWritten, showRequestStatistics: showStatistics });
   const api: ExecServerApi = {
     version: String((ctx.extension.packageJSON as { version?: string }).version ?? '0.0.0'),
     getEnvironments: () => store.list().map((e) => ({ name: e.name, kind: e.kind, state: manager.state(e.name) })),
@@ -130,6 +132,7 @@ export function activate(ctx: vscode.ExtensionContext): ExecServerApi {
     await agent.stop().catch(() => undefined);
     await manager.dispose().catch(() => undefined);
     await local.shutdown().catch(() => undefined);
+    await telemetry.shutdown().catch(() => undefined);
     registry.dispose();
   };
   log.info(`Exec Server ${api.version} activated`);
