@@ -14,6 +14,7 @@ import { oursCommand, referenceCommand, startServer, type ServerCommand, type Se
 import { renderSvg } from './svg';
 import { nowMs } from './stats';
 import { createTargetFactory, type TargetFactory } from './targets';
+import { telemetryOverhead, telemetryTable } from './telemetry';
 
 interface Target {
   name: TargetName;
@@ -185,6 +186,15 @@ export async function main(repo: string): Promise<number> {
         metrics.push(judge(m, o('ours'), o('reference'), o('inProcess')));
       }
     }
+    // Telemetry off vs on (bench/telemetry.ts): our CLI only; `--telemetry-baseline=PATH` adds a pre-telemetry build.
+    let telemetryMd: string | undefined;
+    if ((!only || only.includes('telemetry')) && arg('no-ours') === undefined && arg('no-telemetry') === undefined) {
+      console.log('- telemetry overhead: off (default) vs on (traces over OTLP + Prometheus)');
+      const tr = await telemetryOverhead(repo, cfg, fx, (url) => factory.websocket(url), { baselineCli: arg('telemetry-baseline') || undefined, log: (m) => console.log(m) });
+      telemetryMd = telemetryTable(tr);
+      mkdirSync(path.join(repo, 'bench', 'results'), { recursive: true });
+      writeFileSync(path.join(repo, 'bench', 'results', 'telemetry.json'), JSON.stringify(tr, null, 2) + '\n');
+    }
     const result: BenchResult = {
       date: new Date().toISOString(),
       machine: machine(),
@@ -198,6 +208,7 @@ export async function main(repo: string): Promise<number> {
     const rows = tableRows(result);
     console.log('\n' + consoleTable(rows));
     console.log('\n' + consoleTable(cpuRows(result)));
+    if (telemetryMd) console.log(`\nTelemetry overhead (our CLI):\n${telemetryMd}`);
     for (const f of failures(result)) console.log(`! ${f}`);
     console.log(`\n${result.machine.nproc} cores, ${result.machine.cpu}, node ${result.machine.node}; ${result.durationSeconds} s`);
 
@@ -206,7 +217,7 @@ export async function main(repo: string): Promise<number> {
     writeFileSync(path.join(resultsDir, 'latest.json'), JSON.stringify(result, null, 2) + '\n');
     writeFileSync(path.join(resultsDir, 'latest.svg'), renderSvg(result));
     // The README's Performance table is pasted from here.
-    writeFileSync(path.join(resultsDir, 'latest.md'), `${markdownTable(rows)}\n\n${markdownTable(cpuRows(result))}\n`);
+    writeFileSync(path.join(resultsDir, 'latest.md'), `${markdownTable(rows)}\n\n${markdownTable(cpuRows(result))}\n${telemetryMd ? `\n${telemetryMd}\n` : ''}`);
     const writeDocs = arg('write-docs') !== undefined || (!cfg.quick && !only && arg('no-docs') === undefined);
     if (writeDocs) {
       writeFileSync(path.join(repo, 'docs', 'bench.json'), JSON.stringify(result, null, 2) + '\n');

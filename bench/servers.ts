@@ -8,6 +8,8 @@ export interface ServerUnderTest {
   readonly name: 'ours' | 'reference';
   readonly url: string;
   readonly pid: number;
+  /** The first 8 KiB of its stderr (logs). */
+  stderr(): string;
   stop(): Promise<void>;
 }
 
@@ -57,7 +59,7 @@ export function startServer(cmd: ServerCommand, timeoutMs = 20_000): Promise<Ser
       if (m) {
         clearTimeout(timer);
         console.log(`  started ${cmd.name} (pid ${child.pid}) at ${m[0]}`);
-        resolve({ name: cmd.name, url: m[0], pid: child.pid!, stop: () => stopChild(child) });
+        resolve({ name: cmd.name, url: m[0], pid: child.pid!, stderr: () => stderr, stop: () => stopChild(child) });
       }
     });
     child.once('exit', (code, signal) => {

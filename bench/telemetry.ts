@@ -1,0 +1,211 @@
+// Telemetry overhead (`npm run bench`, scenario id `telemetry`): the same workloads against
+// our CLI with telemetry off (the default) and on (every request and process traced, sampled
+// always, exported over OTLP/HTTP protobuf to a local sink, plus the Prometheus endpoint),
+// alternating which runs first each round. Optional `--telemetry-baseline=PATH`: a CLI build
+// from before telemetry existed, to show that "off" costs nothing. The "on" server is checked
+// to have really exported spans and counted every request (a silently broken exporter would
+// look free).
+import { readFileSync } from 'node:fs';
+import * as http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+import type { BenchClient } from './bench-client';
+import type { Fixtures } from './fixtures';
+import type { BenchConfig } from './scenarios';
+import { startServer, type ServerCommand, type ServerUnderTest } from './servers';
+import { nowMs, percentile } from './stats';
+
+type Mode = 'baseline' | 'off' | 'on';
+
+export interface TelemetryRow {
+  metric: string;
+  unit: string;
+  better: 'lower' | 'higher';
+  baseline: number | null;
+  off: number;
+  on: number;
+}
+export interface TelemetryBenchResult {
+  rows: TelemetryRow[];
+  /** OTLP export requests (and bytes) the sink received from the "on" servers. */
+  exportRequests: number;
+  exportBytes: number;
+  /** Requests the "on" servers' Prometheus endpoints counted, and requests sent to them. */
+  requestsCounted: number;
+  requestsSent: number;
+}
+
+/** An OTLP/HTTP sink: accepts export requests, counts them and their bytes. */
+async function otlpSink(): Promise<{ url: string; requests: () => number; bytes: () => number; close(): Promise<void> }> {
+  let requests = 0;
+  let bytes = 0;
+  const server = http.createServer((req, res) => {
+    req.on('data', (c: Buffer) => (bytes += c.length));
+    req.on('end', () => {
+      requests++;
+      res.writeHead(200, { 'Content-Type': 'application/x-protobuf' }).end();
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    requests: () => requests,
+    bytes: () => bytes,
+    close: () =>
+      new Promise<void>((r) => {
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
+  };
+}
+
+function cpuMs(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return ((Number(f[11]) + Number(f[12])) * 1000) / 100; // CLK_TCK is 100 on Linux
+}
+
+interface Samples {
+  rttUs: number[];
+  pipelinedPerSec: number[];
+  spawnMs: number[];
+  cpuMsPer1k: number[];
+}
+
+async function workload(client: BenchClient, pid: number, cfg: BenchConfig, fx: Fixtures, s: Samples): Promise<number> {
+  let sent = 0;
+  const rtt = cfg.quick ? 500 : 3000;
+  for (let i = 0; i < Math.min(200, rtt); i++) await client.stat(fx.smallFile); // warm-up
+  sent += Math.min(200, rtt);
+  const cpu0 = cpuMs(pid);
+  for (let i = 0; i < rtt; i++) {
+    const t0 = nowMs();
+    await client.stat(fx.smallFile);
+    s.rttUs.push((nowMs() - t0) * 1000);
+  }
+  sent += rtt;
+  const batch = 2000;
+  for (let r = 0; r < (cfg.quick ? 2 : 5); r++) {
+    const t0 = nowMs();
+    await client.statPipelined(fx.smallFile, batch);
+    s.pipelinedPerSec.push(batch / ((nowMs() - t0) / 1000));
+    sent += batch;
+  }
+  s.cpuMsPer1k.push(((cpuMs(pid) - cpu0) / (sent - Math.min(200, rtt))) * 1000);
+  for (let i = 0; i < (cfg.quick ? 10 : 40); i++) {
+    const t0 = nowMs();
+    const code = await client.runToExit(['true'], fx.root);
+    if (code !== 0) throw new Error(`true exited ${code}`);
+    s.spawnMs.push(nowMs() - t0);
+    sent++;
+  }
+  return sent;
+}
+
+export async function telemetryOverhead(
+  repo: string,
+  cfg: BenchConfig,
+  fx: Fixtures,
+  connect: (url: string) => Promise<BenchClient>,
+  opts: { baselineCli?: string; log: (m: string) => void },
+): Promise<TelemetryBenchResult> {
+  const sink = await otlpSink();
+  const cli = path.join(repo, 'dist', 'cli.js');
+  const command = (mode: Mode): ServerCommand => {
+    const env: NodeJS.ProcessEnv = {};
+    for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('OTEL_')) env[k] = v;
+    const base = ['--listen', 'ws://127.0.0.1:0'];
+    if (mode === 'baseline') return { name: 'ours', command: process.execPath, args: [opts.baselineCli!, ...base], env };
+    if (mode === 'off') return { name: 'ours', command: process.execPath, args: [cli, ...base], env };
+    return {
+      name: 'ours',
+      command: process.execPath,
+      args: [cli, ...base, '--otlp-endpoint', sink.url, '--otlp-protocol', 'http/protobuf', '--trace-sampler', 'always_on', '--prometheus', '127.0.0.1:0'],
+      env,
+    };
+  };
+  const modes: Mode[] = opts.baselineCli ? ['baseline', 'off', 'on'] : ['off', 'on'];
+  const samples = new Map<Mode, Samples>(modes.map((m) => [m, { rttUs: [], pipelinedPerSec: [], spawnMs: [], cpuMsPer1k: [] }]));
+  let requestsSent = 0;
+  let requestsCounted = 0;
+  try {
+    for (let round = 0; round < cfg.rounds; round++) {
+      const order = round % 2 === 0 ? modes : [...modes].reverse();
+      for (const mode of order) {
+        const server: ServerUnderTest = await startServer(command(mode));
+        let client: BenchClient | undefined;
+        try {
+          client = await connect(server.url);
+          const sent = await workload(client, server.pid, cfg, fx, samples.get(mode)!);
+          if (mode === 'on') {
+            requestsSent += sent;
+            requestsCounted += await scrapeRequests(server);
+          }
+        } finally {
+          await client?.close().catch(() => undefined);
+          await server.stop(); // SIGTERM: the "on" server flushes its spans here
+        }
+      }
+      opts.log(`  telemetry round ${round + 1}/${cfg.rounds} done`);
+    }
+  } finally {
+    await sink.close();
+  }
+  const reduce = (m: Mode, f: (s: Samples) => number): number => f(samples.get(m)!);
+  const med = (xs: number[]) => percentile(xs, 50);
+  const row = (metric: string, unit: string, better: 'lower' | 'higher', f: (s: Samples) => number): TelemetryRow => ({
+    metric,
+    unit,
+    better,
+    baseline: opts.baselineCli ? reduce('baseline', f) : null,
+    off: reduce('off', f),
+    on: reduce('on', f),
+  });
+  return {
+    rows: [
+      row('fs/getMetadata round trip p50', 'µs', 'lower', (s) => percentile(s.rttUs, 50)),
+      row('fs/getMetadata round trip p99', 'µs', 'lower', (s) => percentile(s.rttUs, 99)),
+      row('pipelined fs/getMetadata (2000 at once)', 'req/s', 'higher', (s) => med(s.pipelinedPerSec)),
+      row('server CPU per 1000 requests', 'ms', 'lower', (s) => med(s.cpuMsPer1k)),
+      row('process start → exit (`true`) p50', 'ms', 'lower', (s) => percentile(s.spawnMs, 50)),
+    ],
+    exportRequests: sink.requests(),
+    exportBytes: sink.bytes(),
+    requestsCounted,
+    requestsSent,
+  };
+
+  /** Requests the "on" server's Prometheus endpoint counted (its URL is in its log). */
+  async function scrapeRequests(server: ServerUnderTest): Promise<number> {
+    const url = /Prometheus endpoint (http:\/\/\S+)/.exec(server.stderr())?.[1];
+    if (!url) throw new Error(`no Prometheus endpoint in the log: ${server.stderr()}`);
+    const text = await (await fetch(url)).text();
+    let n = 0;
+    for (const line of text.split('\n')) {
+      const m = /^exec_server_requests_total\{[^}]*\} (\d+)/.exec(line);
+      if (m) n += Number(m[1]);
+    }
+    return n;
+  }
+}
+
+export function telemetryTable(r: TelemetryBenchResult): string {
+  const hasBase = r.rows.some((x) => x.baseline !== null);
+  const fmt = (v: number | null) => (v === null ? '' : v >= 100 ? v.toFixed(0) : v.toFixed(2));
+  const pct = (a: number, b: number, better: 'lower' | 'higher') => {
+    const d = better === 'lower' ? (b - a) / a : (a - b) / a;
+    return `${d >= 0 ? '+' : ''}${(d * 100).toFixed(1)}%`;
+  };
+  const head = ['metric', 'unit', ...(hasBase ? ['before telemetry', 'off vs before'] : []), 'off', 'on (traces+metrics)', 'on vs off (cost)'];
+  const rows = r.rows.map((x) => [
+    x.metric,
+    x.unit,
+    ...(hasBase ? [fmt(x.baseline), pct(x.baseline!, x.off, x.better)] : []),
+    fmt(x.off),
+    fmt(x.on),
+    pct(x.off, x.on, x.better),
+  ]);
+  const lines = [`| ${head.join(' | ')} |`, `|${head.map(() => '---').join('|')}|`, ...rows.map((c) => `| ${c.join(' | ')} |`)];
+  lines.push('', `"on": its Prometheus endpoints counted ${r.requestsCounted} requests (the workload sent at least ${r.requestsSent}); ${r.exportRequests} OTLP exports (${(r.exportBytes / 1024).toFixed(0)} KiB of spans) received by the sink.`);
+  return lines.join('\n');
+}
