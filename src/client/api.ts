@@ -33,6 +33,17 @@ export interface StartProcessOptions {
   cols?: number;
   /** Default: a fresh unique id. */
   processId?: string;
+  /**
+   * Flow control (servers with the `flowControl` extension): unacknowledged output bytes the
+   * server may send before it stops reading the child. Default: the client's `outputWindow`;
+   * 0 = no window. Ignored (no window) on servers without the extension.
+   */
+  outputWindow?: number;
+  /**
+   * With a window: output counts as consumed only when the consumer calls acknowledge()
+   * (e.g. once a terminal has written it). Default false: consumed once delivered to onOutput.
+   */
+  manualAck?: boolean;
 }
 
 export interface OutputEvent {
@@ -61,6 +72,10 @@ export interface ProcessHandle {
   interrupt(): Promise<void>;
   /** true if it was running. */
   terminate(): Promise<boolean>;
+  /** The window granted to the server (bytes); 0 or absent when the process is not flow-controlled. */
+  readonly outputWindow?: number;
+  /** With manualAck: `bytes` more output bytes were consumed (the window reopens). No-op otherwise. */
+  acknowledge?(bytes: number): void;
 }
 
 export interface FileChange {

@@ -5,7 +5,9 @@
 import { randomUUID } from 'node:crypto';
 import { ErrorCodes, Messages, RpcError } from '../protocol/errors';
 import {
+  BINARY_OUTPUT_EXTENSION,
   EXTENSION_METHODS,
+  FLOW_CONTROL_EXTENSION,
   type EnvironmentInfo,
   type ExtensionMethod,
   type InitializeResult,
@@ -52,12 +54,25 @@ export interface ClientOptions {
    * (src/telemetry: OtelClientTelemetry, activeContextTelemetry, RequestStats). Default: none.
    */
   telemetry?: ClientTelemetry;
+  /**
+   * Ask for binary process/output frames (servers with the `binaryOutput` extension, websocket;
+   * in process the server's Buffers are handed over). Default true; others keep sending JSON.
+   */
+  binaryOutput?: boolean;
+  /** Opt in to per-process flow control (servers with the `flowControl` extension). Default true. */
+  flowControl?: boolean;
+  /** Default output window per process under flow control (bytes, default 4 MiB; 0 = none). */
+  outputWindow?: number;
 }
+
+/** Default per-process output window: large enough not to limit a websocket stream, small enough to bound memory. */
+export const DEFAULT_OUTPUT_WINDOW = 4 * 1024 * 1024;
 
 /** Calls that are safe to send again after a reconnect (reads, and writes thanks to writeId). */
 const RETRYABLE = new Set<string>([
   'process/write',
   'process/read',
+  'process/ack',
   'fs/readFile',
   'fs/getMetadata',
   'fs/readDirectory',
@@ -116,6 +131,9 @@ export class ExecServerClient implements ExecClient {
       reconnectDelayMs: opts.reconnectDelayMs ?? 100,
       log: opts.log,
       telemetry: opts.telemetry,
+      binaryOutput: opts.binaryOutput ?? true,
+      flowControl: opts.flowControl ?? true,
+      outputWindow: opts.outputWindow ?? DEFAULT_OUTPUT_WINDOW,
     });
     await client.attach(undefined);
     // A drop right after initialize may already have started a recovery: do not mask it.
@@ -191,6 +209,13 @@ export class ExecServerClient implements ExecClient {
   supports(method: ExtensionMethod): boolean {
     return !!this.extensions?.has(method) && !this.unsupported.has(method);
   }
+  /** Did the server enable flow control / binary output frames on the current connection? */
+  get flowControlEnabled(): boolean {
+    return !!this.extensions?.has(FLOW_CONTROL_EXTENSION);
+  }
+  get binaryOutputEnabled(): boolean {
+    return !!this.extensions?.has(BINARY_OUTPUT_EXTENSION);
+  }
 
   request<M extends RequestMethod>(method: M, params: ParamsOf<M>): Promise<ResultOf<M>> {
     return this.send(method, params, RETRYABLE.has(method));
@@ -265,6 +290,10 @@ export class ExecServerClient implements ExecClient {
       params.rows = opts.rows ?? 24;
       params.cols = opts.cols ?? 80;
     }
+    // Flow control only where the server enabled it (the reference would ignore the window).
+    const window = this.flowControlEnabled ? Math.max(0, Math.floor(opts.outputWindow ?? this.options.outputWindow)) : 0;
+    if (window > 0) params.outputWindow = window;
+    handle.setFlow({ window, manualAck: window > 0 && opts.manualAck === true });
     // process/start is resent after a drop: the client-chosen id makes it safe — "already
     // exists" on a resend means the first attempt reached the server.
     let resent = false;
@@ -323,6 +352,10 @@ export class ExecServerClient implements ExecClient {
       await this.request('process/signal', { processId, signal: 'interrupt' });
     },
     terminate: async (processId) => (await this.request('process/terminate', { processId })).running,
+    ack: (processId, consumedBytes) => {
+      // Fire and forget: acks are cumulative, so a lost one is covered by the next.
+      this.request('process/ack', { processId, consumedBytes }).catch((e) => this.log('debug', `process/ack ${processId}: ${(e as Error).message}`));
+    },
   };
 
   /**
@@ -369,6 +402,9 @@ export class ExecServerClient implements ExecClient {
     try {
       const params: ParamsOf<'initialize'> = { clientName: this.options.clientName };
       if (resumeSessionId) params.resumeSessionId = resumeSessionId;
+      // Extension opt-ins: servers without them ignore unknown params (the reference does).
+      if (this.options.flowControl) params.flowControl = true;
+      if (this.options.binaryOutput) params.binaryOutput = true;
       result = (await Promise.race([
         this.call(ch, 'initialize', params),
         new Promise<never>((_, rej) => {
@@ -409,7 +445,9 @@ export class ExecServerClient implements ExecClient {
         const handle = this.processes.get(String(p.processId));
         if (!handle || typeof p.seq !== 'number') return;
         if (n.method === 'process/output') {
-          handle.deliver({ kind: 'output', seq: p.seq, stream: p.stream as 'stdout', data: Buffer.from(String(p.chunk ?? ''), 'base64') });
+          // A binary frame (or the in-process path) carries the bytes as `data`; JSON as base64 `chunk`.
+          const data = p.data instanceof Uint8Array ? p.data : Buffer.from(String(p.chunk ?? ''), 'base64');
+          handle.deliver({ kind: 'output', seq: p.seq, stream: p.stream as 'stdout', data });
         } else if (n.method === 'process/exited') {
           handle.deliver({ kind: 'exited', seq: p.seq, exitCode: Number(p.exitCode) });
         } else {

@@ -16,6 +16,14 @@ export interface ProcessOps {
   closeStdin(processId: string): Promise<boolean>;
   interrupt(processId: string): Promise<void>;
   terminate(processId: string): Promise<boolean>;
+  /** process/ack: `consumedBytes` of output consumed in total (fire and forget). */
+  ack?(processId: string, consumedBytes: number): void;
+}
+
+/** Flow-control settings of one process (see StartProcessOptions). */
+export interface FlowOptions {
+  window: number;
+  manualAck: boolean;
 }
 
 export class ClientProcess implements ProcessHandle {
@@ -35,6 +43,11 @@ export class ClientProcess implements ProcessHandle {
   private resolveExited!: (c: number) => void;
   private rejectExited!: (e: Error) => void;
   private resolveClosed!: () => void;
+  /** Flow control: output bytes received in seq order, consumed, and the consumed total last acked. */
+  private receivedBytes = 0;
+  private consumedBytes = 0;
+  private ackedBytes = 0;
+  private flow: FlowOptions = { window: 0, manualAck: false };
 
   readonly onOutput = this.outputEmitter.event;
   readonly onExit = this.exitEmitter.event;
@@ -56,6 +69,33 @@ export class ClientProcess implements ProcessHandle {
 
   get exitCode(): number | undefined {
     return this.code;
+  }
+  get outputWindow(): number {
+    return this.flow.window;
+  }
+
+  /** Set by the client once it knows whether the server enforces a window for this process. */
+  setFlow(flow: FlowOptions): void {
+    this.flow = flow;
+  }
+
+  acknowledge(bytes: number): void {
+    if (!this.flow.manualAck || !(bytes > 0)) return;
+    this.consume(bytes);
+  }
+
+  /**
+   * Counts consumed bytes (never beyond what arrived) and acks in steps of a quarter window:
+   * a full window on the server means the client has received ≥ a window since the last ack,
+   * so once it is consumed an ack is always sent — the process cannot stall on the client.
+   */
+  private consume(bytes: number): void {
+    if (this.flow.window <= 0 || this.closeSeen) return;
+    this.consumedBytes = Math.min(this.receivedBytes, this.consumedBytes + bytes);
+    if (this.consumedBytes - this.ackedBytes >= Math.max(1, this.flow.window / 4)) {
+      this.ackedBytes = this.consumedBytes;
+      this.ops.ack?.(this.processId, this.consumedBytes);
+    }
   }
   get isClosed(): boolean {
     return this.closeSeen;
@@ -150,6 +190,7 @@ export class ClientProcess implements ProcessHandle {
 
   private accept(ev: ProcessEvent): void {
     this.lastSeq = Math.max(this.lastSeq, ev.seq);
+    if (ev.kind === 'output') this.receivedBytes += ev.data.length;
     if (ev.kind === 'exited') {
       if (this.exitSeen) return;
       this.exitSeen = true;
@@ -172,6 +213,7 @@ export class ClientProcess implements ProcessHandle {
     switch (ev.kind) {
       case 'output':
         this.outputEmitter.fire({ seq: ev.seq, stream: ev.stream, data: ev.data });
+        if (!this.flow.manualAck) this.consume(ev.data.length);
         return;
       case 'exited':
         this.exitEmitter.fire({ exitCode: ev.exitCode });

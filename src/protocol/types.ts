@@ -16,6 +16,10 @@ export interface TraceContext {
 export interface InitializeParams {
   clientName: string;
   resumeSessionId?: string | null;
+  /** [extension] Opt in to per-process flow control on this connection (see README "Flow control"). */
+  flowControl?: boolean;
+  /** [extension] Opt in to binary process/output frames on this connection (websocket only; see README). */
+  binaryOutput?: boolean;
 }
 export interface InitializeResult {
   sessionId: string;
@@ -53,6 +57,11 @@ export interface ProcessStartParams {
   /** [extension] initial PTY size */
   rows?: number;
   cols?: number;
+  /**
+   * [extension `flowControl`] Unacknowledged output bytes the client grants this process; the
+   * server stops reading the child while that many are unacknowledged (process/ack). 0/absent: none.
+   */
+  outputWindow?: number;
 }
 export interface ProcessStartResult {
   processId: string;
@@ -131,6 +140,11 @@ export interface ProcessResizeParams {
 /** [extension] */
 export interface ProcessCloseStdinParams {
   processId: string;
+}
+/** [extension `flowControl`] Total output bytes of the process consumed so far (monotonic; a lower value is ignored). */
+export interface ProcessAckParams {
+  processId: string;
+  consumedBytes: number;
 }
 
 // ---------------------------------------------------------------- filesystem
@@ -297,6 +311,7 @@ export interface RequestMap {
   'process/terminate': [ProcessTerminateParams, ProcessTerminateResult];
   'process/resize': [ProcessResizeParams, Record<string, never>];
   'process/closeStdin': [ProcessCloseStdinParams, Record<string, never>];
+  'process/ack': [ProcessAckParams, Record<string, never>];
   'fs/readFile': [FsPathParams, FsReadFileResult];
   'fs/writeFile': [FsWriteFileParams, Record<string, never>];
   'fs/createDirectory': [FsCreateDirectoryParams, Record<string, never>];
@@ -339,5 +354,13 @@ export const EXTENSION_METHODS = [
   'fs/rename',
   'fs/watch',
   'fs/unwatch',
+  'process/ack',
 ] as const;
 export type ExtensionMethod = (typeof EXTENSION_METHODS)[number];
+
+/**
+ * [extension] Connection features a client opts in to in `initialize` params; the server lists
+ * in `extensions` those it enabled for this connection (next to EXTENSION_METHODS).
+ */
+export const FLOW_CONTROL_EXTENSION = 'flowControl';
+export const BINARY_OUTPUT_EXTENSION = 'binaryOutput';

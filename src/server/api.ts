@@ -1,7 +1,7 @@
 // The seam between transports and the stateful server: a transport-free, typed connection.
 // Transports (stdio, websocket) wrap it with an RpcConnection; the in-process client calls
 // it directly (no JSON, no socket).
-import type { NotificationMap, NotificationMethod, ParamsOf, RequestMethod, ResultOf } from '../protocol/types';
+import type { NotificationMap, NotificationMethod, OutputStream, ParamsOf, RequestMethod, ResultOf } from '../protocol/types';
 import type { RequestRecord, ServerTelemetry } from '../telemetry/api';
 
 /** Where a connection's server→client notifications go. */
@@ -14,6 +14,12 @@ export interface NotificationSink {
   isCongested?(): boolean;
   /** Optional: subscribe to "no longer congested". */
   onDrain?(listener: () => void): { dispose(): void };
+  /**
+   * Optional: takes process output as bytes (a binary websocket frame, or the Buffer itself in
+   * process) instead of a base64 process/output notification. Only set on a connection whose
+   * client opted in (binaryOutput); the Buffer must not be modified (it is also retained).
+   */
+  processOutput?(processId: string, seq: number, stream: OutputStream, data: Buffer): void;
 }
 
 /**

@@ -13,7 +13,7 @@ import type {
   RequestMethod,
   ResultOf,
 } from '../protocol/types';
-import { EXTENSION_METHODS } from '../protocol/types';
+import { BINARY_OUTPUT_EXTENSION, EXTENSION_METHODS, FLOW_CONTROL_EXTENSION } from '../protocol/types';
 import { VERSION } from '../version';
 import type { ConnectOptions, NotificationSink, ServerConnection } from './api';
 import { environmentInfo } from './environment';
@@ -157,12 +157,17 @@ export class Connection implements ServerConnection, ConnectionContext {
     const o = P.object(params, 'InitializeParams');
     P.str(o, 'clientName');
     const resumeSessionId = P.optStr(o, 'resumeSessionId');
+    // [extension] opt-ins (see README "Flow control and binary output"); unknown to the reference.
+    const flowControl = P.optBool(o, 'flowControl') === true;
+    const binary = P.optBool(o, 'binaryOutput') === true && this.sink.processOutput !== undefined;
     if (this.sessionRef) throw invalidRequest(Messages.initializeOnce);
-    this.sessionRef = this.server.openSession(this, this.sink, resumeSessionId);
+    const sink = binary ? this.sink : withoutBinaryOutput(this.sink);
+    this.sessionRef = this.server.openSession(this, sink, resumeSessionId, flowControl);
+    const enabled = [...(flowControl ? [FLOW_CONTROL_EXTENSION] : []), ...(binary ? [BINARY_OUTPUT_EXTENSION] : [])];
     return {
       sessionId: this.sessionRef.id,
       environmentInfo: environmentInfo(),
-      extensions: [...EXTENSION_METHODS],
+      extensions: [...EXTENSION_METHODS, ...enabled],
       serverName: 'exec-server',
       serverVersion: VERSION,
     };
@@ -202,4 +207,14 @@ export class Connection implements ServerConnection, ConnectionContext {
     this.server.connectionClosed(this);
     if (this.sessionRef) this.server.releaseSession(this, this.sessionRef, this.options.terminateOnClose === true);
   }
+}
+
+/** The sink as a client without binaryOutput sees it: output as base64 process/output notifications. */
+function withoutBinaryOutput(sink: NotificationSink): NotificationSink {
+  if (!sink.processOutput) return sink;
+  return {
+    notify: (m, p) => sink.notify(m, p),
+    isCongested: sink.isCongested && (() => sink.isCongested!()),
+    onDrain: sink.onDrain && ((l) => sink.onDrain!(l)),
+  };
 }

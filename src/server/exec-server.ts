@@ -70,20 +70,20 @@ export class ExecServer {
   }
 
   /** initialize: a new session, or resume a detached one. */
-  openSession(owner: Connection, sink: NotificationSink, resumeSessionId: string | undefined): Session {
+  openSession(owner: Connection, sink: NotificationSink, resumeSessionId: string | undefined, flowControl = false): Session {
     if (this.shuttingDown) throw invalidRequest('server is shutting down');
     if (resumeSessionId !== undefined) {
       const s = this.sessions.get(resumeSessionId);
       if (!s || s.ended) throw invalidRequest(Messages.unknownSession(resumeSessionId));
       if (s.attachedTo) throw new RpcError(ErrorCodes.SessionAttached, Messages.sessionAttached(resumeSessionId));
-      s.attach(owner, sink);
+      s.attach(owner, sink, flowControl);
       this.log('info', `${owner.label}: resumed session ${s.id}`);
       return s;
     }
     const s = new Session(this.opts, this.telemetry);
     this.sessions.set(s.id, s);
     this.telemetry.sessionOpened();
-    s.attach(owner, sink);
+    s.attach(owner, sink, flowControl);
     this.log('info', `${owner.label}: new session ${s.id}`);
     return s;
   }

@@ -2,7 +2,8 @@
 // the attached connection's sink; while detached they only go to retention (process/read).
 import { randomUUID } from 'node:crypto';
 import { RpcError, ErrorCodes, Messages, invalidRequest } from '../protocol/errors';
-import type { NotificationMap, NotificationMethod } from '../protocol/types';
+import type { NotificationMap, NotificationMethod, OutputStream } from '../protocol/types';
+import { markVerbatim } from '../rpc/verbatim';
 import type { NotificationSink } from './api';
 import { ManagedProcess, type ProcessHost } from './process/managed-process';
 import { NOOP_SERVER_TELEMETRY, type ProcessRecord, type ServerTelemetry } from '../telemetry/api';
@@ -23,6 +24,13 @@ export class Session implements ProcessHost {
   /** Ends a detached session unless it is resumed first (set by detach, cleared by attach/end). */
   private ttlTimer: ReturnType<typeof setTimeout> | undefined;
   private drainSub: { dispose(): void } | undefined;
+  /**
+   * Did the last attached client opt in to flow control? Kept while detached: a flow-controlled
+   * child stays blocked (nothing is lost: its retention holds its window and more, so the resuming
+   * client re-reads every unacknowledged byte) until the client resumes or the TTL ends the
+   * session. A client that resumes without opting in (an older one) lifts every window.
+   */
+  private flowControl = false;
   ended = false;
   /** Telemetry of live processes by id (start → exit); empty while telemetry is off. */
   private readonly processTelemetry = new Map<string, ProcessRecord>();
@@ -50,16 +58,15 @@ export class Session implements ProcessHost {
       if (!rec) return;
       this.processTelemetry.delete(p.processId);
       rec.exited(p.exitCode, p.sandboxDenied);
-    } else if (method === 'process/output' && this.sink && !this.ended) {
-      const b64 = (params as NotificationMap['process/output']).chunk;
-      const pad = b64.endsWith('==') ? 2 : b64.endsWith('=') ? 1 : 0;
-      this.telemetry.processOutput((b64.length / 4) * 3 - pad);
     }
   }
 
-  attach(owner: object, sink: NotificationSink): void {
+  /** `flowControl`: the connection's client opted in (process/ack); windows are enforced while it is true. */
+  attach(owner: object, sink: NotificationSink, flowControl = false): void {
     this.attachedTo = owner;
     this.sink = sink;
+    this.flowControl = flowControl;
+    for (const p of this.processes.values()) p.setFlowEnforced(flowControl);
     if (this.ttlTimer) clearTimeout(this.ttlTimer);
     this.ttlTimer = undefined;
   }
@@ -84,6 +91,24 @@ export class Session implements ProcessHost {
     } catch {
       // a failing sink must not break the process pipeline; the transport reports its own close
     }
+    this.checkCongestion(sink);
+  }
+
+  output(processId: string, seq: number, stream: OutputStream, data: Buffer): void {
+    const sink = this.sink;
+    if (!sink || this.ended) return;
+    if (this.telemetry.enabled) this.telemetry.processOutput(data.length);
+    try {
+      if (sink.processOutput) sink.processOutput(processId, seq, stream, data);
+      // Marked: the transport splices this base64 into the frame without a JSON escape scan.
+      else sink.notify('process/output', markVerbatim({ processId, seq, stream, chunk: data.toString('base64') }, 'chunk'));
+    } catch {
+      // as in notify()
+    }
+    this.checkCongestion(sink);
+  }
+
+  private checkCongestion(sink: NotificationSink): void {
     // Backpressure: stop reading children while the peer cannot take more.
     if (!this.drainSub && sink.onDrain && sink.isCongested?.()) {
       for (const p of this.processes.values()) p.pauseOutput();
@@ -132,6 +157,7 @@ export class Session implements ProcessHost {
       throw invalidRequest(`too many processes in this session (limit ${this.limits.maxProcessesPerSession})`);
     }
     const proc = new ManagedProcess(id, this, this.limits.maxRetainedBytesPerProcess);
+    proc.setFlowEnforced(this.flowControl);
     if (this.drainSub) proc.pauseOutput();
     this.processes.set(id, proc);
     return proc;

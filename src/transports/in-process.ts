@@ -1,6 +1,7 @@
 // The in-process "transport": the client calls ServerConnection.request() directly — no JSON,
 // no socket. Notifications are delivered on a microtask so server code never re-enters
-// client listeners synchronously.
+// client listeners synchronously. Process output is handed over as the server's own Buffer
+// (the `binaryOutput` path: no base64, no copy).
 import type { ClientChannel } from '../client/channel';
 import { ErrorCodes, Messages, RpcError } from '../protocol/errors';
 import { Emitter } from '../rpc/event';
@@ -33,6 +34,12 @@ export class InProcessChannel implements ClientChannel {
         if (this.isClosed) return;
         queueMicrotask(() => {
           if (!this.isClosed) this.notificationEmitter.fire({ method, params });
+        });
+      },
+      processOutput: (processId, seq, stream, data) => {
+        if (this.isClosed) return;
+        queueMicrotask(() => {
+          if (!this.isClosed) this.notificationEmitter.fire({ method: 'process/output', params: { processId, seq, stream, data } });
         });
       },
     };

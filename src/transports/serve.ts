@@ -5,6 +5,7 @@ import { ErrorCodes, RpcError } from '../protocol/errors';
 import { RpcConnection } from '../rpc/connection';
 import type { Disposable } from '../rpc/event';
 import type { MessageTransport } from '../rpc/transport';
+import type { OutputStream } from '../protocol/types';
 import type { ConnectOptions, NotificationSink, ServerConnection } from '../server/api';
 import type { RequestRecord } from '../telemetry/api';
 import type { ConnectableServer } from './in-process';
@@ -37,7 +38,11 @@ export interface ServedConnection {
   readonly inFlight: number;
 }
 
-type CongestionAware = MessageTransport & { isCongested?(): boolean };
+type CongestionAware = MessageTransport & {
+  isCongested?(): boolean;
+  /** Binary process/output frames (websocket); the connection uses it only for a client that opted in. */
+  sendOutputFrame?(processId: string, seq: number, stream: OutputStream, data: Uint8Array): void;
+};
 
 export function serveConnection(server: ConnectableServer, transport: MessageTransport, opts: ServeOptions = {}): ServedConnection {
   const maxInFlight = opts.maxInFlight ?? DEFAULT_MAX_IN_FLIGHT;
@@ -53,6 +58,7 @@ export function serveConnection(server: ConnectableServer, transport: MessageTra
     isCongested: () => (t.isCongested ? t.isCongested() : (t.bufferedAmount ?? 0) > threshold),
     onDrain: (listener): Disposable => (t.onDrain ? t.onDrain(() => listener()) : { dispose() {} }),
   };
+  if (t.sendOutputFrame) sink.processOutput = (processId, seq, stream, data) => t.sendOutputFrame!(processId, seq, stream, data);
   const connection = server.connect(sink, { terminateOnClose: opts.terminateOnClose, label });
   let inFlight = 0;
   rpc.setRequestHandler((method, params, _id, call) => {

@@ -1,9 +1,12 @@
 // A MessageTransport over one `ws` WebSocket (either side): one JSON message per text frame,
-// binary frames holding UTF-8 JSON accepted too.
+// binary frames holding UTF-8 JSON accepted too, and binary process/output frames
+// (./output-frame.ts) sent by sendOutputFrame and decoded into process/output messages.
 import type WebSocket from 'ws';
+import type { OutputStream } from '../protocol/types';
 import type { MessageTransport } from '../rpc/transport';
 import { encodeMessage } from './encode';
 import { MessageTransportBase } from './message-transport-base';
+import { decodeOutputFrame, encodeOutputFrame, isOutputFrame } from './output-frame';
 
 export interface WebSocketTransportOptions {
   /** bufferedAmount above which the transport reports congestion (default 4 MiB). */
@@ -86,6 +89,13 @@ export class WebSocketTransport extends MessageTransportBase implements MessageT
     else this.socket.send(data, { binary: false });
   }
 
+  /** One process/output event as a binary frame (only for a peer that opted in to binaryOutput). */
+  sendOutputFrame(processId: string, seq: number, stream: OutputStream, data: Uint8Array): void {
+    if (this.isClosed || this.socket.readyState !== 1 /* OPEN */) return;
+    this.corkUntilNextTick();
+    this.socket.send(encodeOutputFrame(processId, seq, stream, data), { binary: true });
+  }
+
   /**
    * Every frame sent in one tick leaves in one writev: replies to a batch of pipelined requests
    * then cost one syscall instead of one each.
@@ -137,9 +147,20 @@ export class WebSocketTransport extends MessageTransportBase implements MessageT
     this.drainTimer = undefined;
   }
 
-  private handleFrame(data: WebSocket.RawData, _isBinary: boolean): void {
+  private handleFrame(data: WebSocket.RawData, isBinary: boolean): void {
     if (this.isClosed) return;
     const buf = Array.isArray(data) ? Buffer.concat(data) : Buffer.isBuffer(data) ? data : Buffer.from(data);
+    if (isBinary && isOutputFrame(buf)) {
+      let message: object;
+      try {
+        message = decodeOutputFrame(buf);
+      } catch (e) {
+        this.parseErrorEmitter.fire((e as Error).message);
+        return;
+      }
+      this.messageEmitter.fire(message);
+      return;
+    }
     this.deliver(buf.toString('utf8'));
   }
 

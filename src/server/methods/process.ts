@@ -9,6 +9,7 @@ import * as P from '../params';
 import { uriToPath } from '../paths';
 import type { SpawnRequest } from '../process/child';
 import { buildChildEnv } from '../process/env-policy';
+import { MAX_OUTPUT_WINDOW } from '../process/managed-process';
 import { resolveExecutable } from '../process/spawn-pty';
 import { sandboxBackend } from '../sandbox/backend';
 import { parseSandbox } from '../sandbox/profile';
@@ -65,12 +66,14 @@ export const processMethods: Record<string, MethodSpec> = {
       const envPolicy = decodeEnvPolicy(P.optObject(o, 'envPolicy', 'ExecEnvPolicy'));
       const rows = ptyDim(o, 'rows') ?? 24;
       const cols = ptyDim(o, 'cols') ?? 80;
+      const outputWindow = P.optUint(o, 'outputWindow') ?? 0;
+      if (outputWindow > MAX_OUTPUT_WINDOW) throw invalidParams(`outputWindow must be at most ${MAX_OUTPUT_WINDOW} bytes`);
       if (argv.length === 0) throw invalidParams('argv must not be empty');
       const cwd = uriToPath(cwdUri);
       const childEnv = buildChildEnv(env, envPolicy);
       // Decoded here so a malformed sandbox is a -32602 before anything else, as on the reference.
       const sandbox = parseSandbox(o.sandbox, { cwd, tmpDir: childEnv.TMPDIR || os.tmpdir(), homeDir: childEnv.HOME });
-      return { processId, argv, cwd, childEnv, tty, pipeStdin, arg0, rows, cols, sandbox };
+      return { processId, argv, cwd, childEnv, tty, pipeStdin, arg0, rows, cols, sandbox, outputWindow };
     },
     async (ctx, p): Promise<ProcessStartResult> => {
       const session = ctx.session();
@@ -78,6 +81,7 @@ export const processMethods: Record<string, MethodSpec> = {
       // Refused before the id is taken: no usable sandbox → -32600, never an unconfined run.
       const backend = p.sandbox.kind === 'managed' ? sandboxBackend() : undefined;
       const proc = session.reserve(p.processId); // synchronous: a concurrent duplicate fails here
+      if (p.outputWindow > 0) proc.setWindow(p.outputWindow);
       try {
         if (backend && p.sandbox.kind === 'managed') {
           // What an unsandboxed spawn reports as a spawn error is checked first, on the host
@@ -164,6 +168,19 @@ export const processMethods: Record<string, MethodSpec> = {
       proc.resize(p.rows, p.cols);
       return {};
     },
+  ),
+  // [extension flowControl] The client consumed this much output in total: reopens the window.
+  // "free": an ack never waits behind a write to the same process.
+  'process/ack': spec(
+    (raw) => {
+      const o = P.object(raw, 'AckParams');
+      return { processId: P.id(o, 'processId'), consumedBytes: P.uint(o, 'consumedBytes') };
+    },
+    (ctx, p) => {
+      ctx.session().requireProcess(p.processId).ack(p.consumedBytes);
+      return {};
+    },
+    'free',
   ),
   'process/closeStdin': spec(processIdOnly('CloseStdinParams'), (ctx, id) => {
     const proc = ctx.session().requireProcess(id);

@@ -1,8 +1,8 @@
 // One client-visible process: its OS child, one seq counter shared by output/exited/closed
 // events, retained output for process/read, long-poll waiters and write-id de-duplication.
 import { internalError } from '../../protocol/errors';
-import { markVerbatim } from '../../rpc/verbatim';
-import type { NotificationMap, NotificationMethod, ProcessReadResult, WriteStatus } from '../../protocol/types';
+import { invalidParams } from '../../protocol/errors';
+import type { NotificationMap, NotificationMethod, OutputStream, ProcessReadResult, WriteStatus } from '../../protocol/types';
 import type { ChildHandle, ChildEvents, SpawnRequest } from './child';
 import { killGroup } from './child';
 import { DENIAL_SCAN_BYTES, sandboxDenied } from '../sandbox/denial';
@@ -21,9 +21,19 @@ export const MAX_PENDING_STDIN_BYTES = 64 * 1024 * 1024;
  */
 export const SANDBOXED_EXIT_HOLD_MS = 250;
 
+/** Largest per-process output window a client may grant (bytes); retention grows with it. */
+export const MAX_OUTPUT_WINDOW = 32 * 1024 * 1024;
+/**
+ * Retention beyond the window of a flow-controlled process: unacknowledged output is at most the
+ * window plus the chunk that crossed it (a pipe read is ≤ 64 KiB), so all of it stays readable.
+ */
+const WINDOW_RETENTION_SLACK = 1024 * 1024;
+
 export interface ProcessHost {
   /** Delivers an event of this process to the session's current sink (if attached). */
   notify<M extends NotificationMethod>(method: M, params: NotificationMap[M]): void;
+  /** Delivers one output chunk (the sink chooses the encoding: base64 JSON, a binary frame, the Buffer itself). */
+  output(processId: string, seq: number, stream: OutputStream, data: Buffer): void;
   /** Called once the process is closed (exit + all output delivered). */
   closed(proc: ManagedProcess): void;
 }
@@ -35,7 +45,19 @@ export class ManagedProcess {
   private readonly waiters = new Set<() => void>();
   /** Remembered write ids, oldest first (a Set iterates in insertion order). */
   private readonly writeIds = new Set<string>();
-  private paused = false;
+  /** Paused because the session's peer is congested (all processes of the session). */
+  private congested = false;
+  /** Is the OS child's output currently paused (congestion or a full window)? */
+  private childPaused = false;
+  /**
+   * Flow control (extension): the client grants `window` bytes of unacknowledged output; while
+   * `producedBytes - consumedBytes >= window` the child is not read (it blocks, nothing is lost).
+   * Enforced only while the session's client opted in (a resumed old client is not throttled).
+   */
+  private window = 0;
+  private flowEnforced = false;
+  producedBytes = 0;
+  consumedBytes = 0;
   exited = false;
   exitCode: number | null = null;
   /** Is the child confined by a managed sandbox (then `sandboxDenied` can be true)? */
@@ -56,9 +78,52 @@ export class ManagedProcess {
   constructor(
     readonly id: string,
     private readonly host: ProcessHost,
-    retainBytes: number,
+    private readonly retainBytes: number,
   ) {
     this.buffer = new OutputBuffer(retainBytes);
+  }
+
+  /**
+   * Grants the output window (before start). Retention is raised to the window plus
+   * WINDOW_RETENTION_SLACK so every unacknowledged byte can be re-read after a reconnect.
+   */
+  setWindow(bytes: number): void {
+    this.window = bytes;
+    this.buffer.capBytes = Math.max(this.retainBytes, bytes + WINDOW_RETENTION_SLACK);
+    this.applyPause();
+  }
+  get outputWindow(): number {
+    return this.window;
+  }
+
+  /** Whether the window is enforced (the attached client opted in to flow control). */
+  setFlowEnforced(on: boolean): void {
+    this.flowEnforced = on;
+    this.applyPause();
+  }
+
+  /** process/ack: the client consumed `consumedBytes` bytes of output in total (monotonic). */
+  ack(consumedBytes: number): void {
+    if (consumedBytes > this.producedBytes) {
+      throw invalidParams(`consumedBytes ${consumedBytes} exceeds the ${this.producedBytes} bytes process ${this.id} has produced`);
+    }
+    if (consumedBytes <= this.consumedBytes) return; // a retried or reordered ack
+    this.consumedBytes = consumedBytes;
+    this.applyPause();
+  }
+
+  private get windowFull(): boolean {
+    return this.flowEnforced && this.window > 0 && !this.disposed && this.producedBytes - this.consumedBytes >= this.window;
+  }
+
+  /** Pauses or resumes reading the child to match congestion and the window. */
+  private applyPause(): void {
+    const want = (this.congested || this.windowFull) && !this.disposed;
+    if (want === this.childPaused) return;
+    this.childPaused = want;
+    if (!this.child) return; // start() applies it
+    if (want) this.child.pause();
+    else this.child.resume();
   }
 
   get starting(): boolean {
@@ -93,8 +158,9 @@ export class ManagedProcess {
         if (this.closed || data.length === 0) return;
         const seq = this.nextSeq++;
         this.buffer.push({ seq, stream, data });
-        // Marked: the transport splices this base64 into the frame without a JSON escape scan.
-        this.host.notify('process/output', markVerbatim({ processId: this.id, seq, stream, chunk: data.toString('base64') }, 'chunk'));
+        this.producedBytes += data.length;
+        this.host.output(this.id, seq, stream, data);
+        this.applyPause();
         this.wake();
       },
       exit: (exitCode) => {
@@ -122,7 +188,7 @@ export class ManagedProcess {
     const child = tty ? await spawnPty(req, events) : await spawnPipe(req, events);
     this.child = child;
     if (this.disposed) child.kill('SIGKILL'); // the session ended while we were spawning
-    else if (this.paused) child.pause();
+    else if (this.childPaused) child.pause();
   }
 
   read(afterSeq: number | undefined, maxBytes: number | undefined): ProcessReadResult & { evictedThroughSeq: number } {
@@ -204,15 +270,18 @@ export class ManagedProcess {
     this.child?.closeStdin();
   }
 
+  /** The session's peer is congested / drained (independent of the window). */
   pauseOutput(): void {
-    if (this.paused) return;
-    this.paused = true;
-    this.child?.pause();
+    this.congested = true;
+    this.applyPause();
   }
   resumeOutput(): void {
-    if (!this.paused) return;
-    this.paused = false;
-    this.child?.resume();
+    this.congested = false;
+    this.applyPause();
+  }
+  /** Is the child's output paused right now (tests, diagnostics)? */
+  get outputPaused(): boolean {
+    return this.childPaused;
   }
 
   /** The session is going away: kill the child and release every waiter. */
@@ -225,7 +294,8 @@ export class ManagedProcess {
       killGroup(this.child.pid, 'SIGKILL');
     }
     if (!this.child || this.closed) this.resolveClosed();
-    this.resumeOutput();
+    this.congested = false;
+    this.applyPause(); // disposed: never paused again, so the killed child's streams drain and close
     this.wake();
   }
 }

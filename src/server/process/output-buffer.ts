@@ -19,7 +19,8 @@ export class OutputBuffer {
   /** Highest seq dropped by the cap (0 = nothing dropped). */
   evictedThroughSeq = 0;
 
-  constructor(private readonly capBytes: number) {}
+  /** Raised for a flow-controlled process (retention ≥ its window); applies from the next push. */
+  constructor(public capBytes: number) {}
 
   get retainedBytes(): number {
     return this.bytes;

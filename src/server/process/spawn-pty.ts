@@ -62,10 +62,12 @@ const DRAIN_MAX_MS = 10_000;
  *   hang-up while the child exits; we release it once the output has gone quiet.
  * - node-pty destroys the socket 200 ms after the child exits, buffered data or not: that
  *   destroy (its only caller of `_socket.destroy()` on this path) is deferred while output
- *   is still flowing or reading is paused by backpressure, within DRAIN_MAX_MS.
+ *   is still flowing or reading is paused by backpressure, within DRAIN_MAX_MS of the last
+ *   time reading was paused (a flow-control window may hold reading for longer than that:
+ *   the client acknowledges eventually, or the session ends and disposal resumes reading).
  * Returns a function that releases the held slave descriptor.
  */
-function holdUntilDrained(pty: IPty, busy: () => boolean): () => void {
+function holdUntilDrained(pty: IPty, busy: () => boolean, paused: () => boolean): () => void {
   const internals = pty as unknown as { _pty?: string; _socket?: { destroy(...a: unknown[]): unknown } };
   let slaveFd: number | undefined;
   try {
@@ -84,6 +86,7 @@ function holdUntilDrained(pty: IPty, busy: () => boolean): () => void {
   socket.destroy = (...args: unknown[]) => {
     deadline ??= Date.now() + DRAIN_MAX_MS;
     const attempt = () => {
+      if (paused()) deadline = Date.now() + DRAIN_MAX_MS;
       if (busy() && Date.now() < deadline!) {
         setTimeout(attempt, 25);
         return;
@@ -121,7 +124,11 @@ export async function spawnPty(req: SpawnRequest, events: ChildEvents): Promise<
     lastDataAt = Date.now();
     events.output('pty', typeof d === 'string' ? Buffer.from(d) : d);
   });
-  const release = holdUntilDrained(pty, () => paused || Date.now() - lastDataAt < DRAIN_IDLE_MS);
+  const release = holdUntilDrained(
+    pty,
+    () => paused || Date.now() - lastDataAt < DRAIN_IDLE_MS,
+    () => paused,
+  );
   // node-pty emits exit only after the terminal's read side reached EOF: all output is in.
   pty.onExit(({ exitCode, signal }) => {
     release();

@@ -1,0 +1,67 @@
+// Binary process/output frames (extension `binaryOutput`, websocket only): the bytes travel as
+// they are instead of base64 inside JSON. Only sent to a client that opted in at initialize;
+// everything else (requests, responses, other notifications, process/read) stays JSON.
+//
+// Layout (big-endian), one process/output event per binary websocket message:
+//   offset 0   u8   magic 0xE5 (no JSON text starts with this byte; a UTF-8 BOM starts 0xEF)
+//          1   u8   version 1
+//          2   u8   kind: 1 = process/output
+//          3   u8   stream: 0 stdout, 1 stderr, 2 pty
+//          4   u32  seq, high 21 bits (seq is a JSON-safe integer < 2^53)
+//          8   u32  seq, low 32 bits
+//         12   u16  n = processId length in UTF-8 bytes
+//         14   n    processId (UTF-8)
+//       14+n   ...  the output bytes (the rest of the message)
+import type { OutputStream } from '../protocol/types';
+
+export const FRAME_MAGIC = 0xe5;
+export const FRAME_VERSION = 1;
+export const FRAME_KIND_OUTPUT = 1;
+export const FRAME_HEADER_BYTES = 14;
+
+const STREAMS: readonly OutputStream[] = ['stdout', 'stderr', 'pty'];
+const STREAM_CODE: Record<OutputStream, number> = { stdout: 0, stderr: 1, pty: 2 };
+
+/** The decoded frame, as the notification the client handles (`data` instead of base64 `chunk`). */
+export interface OutputFrameMessage {
+  method: 'process/output';
+  params: { processId: string; seq: number; stream: OutputStream; data: Buffer };
+}
+
+/** Header + payload in one buffer (one copy of `data`: a websocket message is one buffer). */
+export function encodeOutputFrame(processId: string, seq: number, stream: OutputStream, data: Uint8Array): Buffer {
+  const idLen = Buffer.byteLength(processId, 'utf8');
+  if (idLen > 0xffff) throw new Error(`process id too long for a binary frame (${idLen} bytes)`);
+  const buf = Buffer.allocUnsafe(FRAME_HEADER_BYTES + idLen + data.length);
+  buf[0] = FRAME_MAGIC;
+  buf[1] = FRAME_VERSION;
+  buf[2] = FRAME_KIND_OUTPUT;
+  buf[3] = STREAM_CODE[stream];
+  buf.writeUInt32BE(Math.floor(seq / 0x1_0000_0000), 4);
+  buf.writeUInt32BE(seq >>> 0, 8);
+  buf.writeUInt16BE(idLen, 12);
+  buf.write(processId, FRAME_HEADER_BYTES, 'utf8');
+  buf.set(data, FRAME_HEADER_BYTES + idLen);
+  return buf;
+}
+
+/** Is this binary message one of our frames (rather than JSON sent in a binary frame)? */
+export function isOutputFrame(buf: Uint8Array): boolean {
+  return buf.length > 0 && buf[0] === FRAME_MAGIC;
+}
+
+/** Decodes a frame; the payload is a view into `buf` (no copy). Throws a clear error on a malformed frame. */
+export function decodeOutputFrame(buf: Buffer): OutputFrameMessage {
+  if (buf.length < FRAME_HEADER_BYTES) throw new Error(`binary frame too short (${buf.length} bytes)`);
+  if (buf[1] !== FRAME_VERSION) throw new Error(`unsupported binary frame version ${buf[1]}`);
+  if (buf[2] !== FRAME_KIND_OUTPUT) throw new Error(`unknown binary frame kind ${buf[2]}`);
+  const stream = STREAMS[buf[3]];
+  if (!stream) throw new Error(`unknown output stream code ${buf[3]} in binary frame`);
+  const hi = buf.readUInt32BE(4);
+  if (hi > 0x1f_ffff) throw new Error('binary frame seq out of range');
+  const seq = hi * 0x1_0000_0000 + buf.readUInt32BE(8);
+  const idLen = buf.readUInt16BE(12);
+  if (buf.length < FRAME_HEADER_BYTES + idLen) throw new Error('binary frame truncated in its process id');
+  const processId = buf.toString('utf8', FRAME_HEADER_BYTES, FRAME_HEADER_BYTES + idLen);
+  return { method: 'process/output', params: { processId, seq, stream, data: buf.subarray(FRAME_HEADER_BYTES + idLen) } };
+}
