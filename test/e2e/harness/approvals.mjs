@@ -12,7 +12,9 @@ import path from 'node:path';
 const firstSeen = new Map();
 const GIVE_UP_MS = 30_000;
 
-const TOASTS = '.notification-toast-container .notification-list-item, .notifications-center .notification-list-item';
+const TOASTS = '.notification-toast-container .notification-list-item';
+const CENTER = '.notifications-center.visible';
+const CENTER_ITEMS = '.notifications-center.visible .notification-list-item';
 const DIALOGS = '.monaco-dialog-box';
 
 export async function answerPendingApprovals(page, controlDir, log) {
@@ -35,7 +37,7 @@ export async function answerPendingApprovals(page, controlDir, log) {
     const outcome = await tryAnswer(page, req, Date.now() - firstSeen.get(name));
     const giveUpMs = typeof req.giveUpMs === 'number' ? req.giveUpMs : GIVE_UP_MS;
     if (outcome.found && (outcome.clicked || !req.answer)) {
-      log(`approval: ${req.answer ? `clicked "${req.answer}"` : 'inspected'} on "${String(outcome.text).slice(0, 300)}"`);
+      log(`approval: ${req.answer ? `clicked "${req.answer}"` : req.notice ? 'found the notice' : 'inspected'} on "${String(outcome.text).slice(0, 300)}"`);
       writeFileSync(resultFile, JSON.stringify(outcome));
     } else if (Date.now() - firstSeen.get(name) > giveUpMs) {
       log(`approval: gave up on ${req.answer ? `"${req.answer}"` : 'inspecting'} (${(req.contains ?? []).join(', ')}): ${outcome.error}${outcome.callLog ? `\n${outcome.callLog}` : ''}`);
@@ -55,22 +57,29 @@ async function linksIn(scope) {
 function filtered(locator, page, req) {
   let l = locator.filter({ hasText: req.match ?? 'Exec Server:' });
   for (const c of req.contains ?? []) l = l.filter({ hasText: c });
-  // Only a question: other "Exec Server:" notifications (notices, progress) have no such button.
+  // A notice (req.notice): any notification with that text. Otherwise only a question: other
+  // "Exec Server:" notifications (notices, progress) have no such button.
+  if (req.notice && !req.answer) return l;
   return l.filter({ has: page.getByRole('button', { name: req.answer ?? 'Deny', exact: true }) });
 }
 
 /**
- * VS Code shows at most 3 notifications as toasts within 800 ms (spam protection) and hides a
- * toast after a while: the others wait in the notification center, a user opens it with the bell
- * in the status bar. Opens it (if closed and there is something in it); true if it is open.
+ * VS Code shows at most 3 new notifications as toasts within 800 ms (spam protection), hides
+ * toasts after a while, and shows none while the notification center is open: such questions
+ * wait in the center, which a user opens with the bell in the status bar. Toggles it.
  */
-async function openNotificationCenter(page) {
-  const center = page.locator('.notifications-center');
-  if (await center.isVisible().catch(() => false)) return true;
-  const bell = page.locator('[id="status.notifications"]').first();
-  if ((await bell.count()) === 0) return false;
-  await bell.click({ timeout: 2000 }).catch(() => undefined);
-  return center.isVisible().catch(() => false);
+async function toggleNotificationCenter(page) {
+  await page.locator('[id="status.notifications"]').first().click({ timeout: 2000 }).catch(() => undefined);
+}
+
+/** Clicks `button`; if something lies over it (a hover, the center's sticky header), sends the click to it directly. */
+async function clickButton(button) {
+  try {
+    await button.click({ timeout: 3000 });
+  } catch (err) {
+    if (!/intercepts pointer events|Timeout/.test(String(err?.message))) throw err;
+    await button.dispatchEvent('click');
+  }
 }
 
 async function tryAnswer(page, req, pendingMs) {
@@ -89,27 +98,35 @@ async function tryAnswer(page, req, pendingMs) {
       const html = (await box.innerHTML()).slice(0, 8000);
       const seen = { found: true, kind: 'modal', text, detail, buttons, links, html };
       if (!req.answer) return { ...seen, clicked: false };
-      await box.locator('.dialog-buttons').getByRole('button', { name: req.answer, exact: true }).click({ timeout: 3000 });
+      await clickButton(box.locator('.dialog-buttons').getByRole('button', { name: req.answer, exact: true }));
       return { ...seen, clicked: true };
     }
-    let toasts = filtered(page.locator(TOASTS), page, req).filter({ visible: true });
-    // (Not at once: a question just asked is about to show as a toast.)
-    if ((await toasts.count()) === 0 && pendingMs > 2000 && (await openNotificationCenter(page))) {
-      toasts = filtered(page.locator(TOASTS), page, req).filter({ visible: true });
+    let where = 'toast';
+    let items = filtered(page.locator(TOASTS), page, req).filter({ visible: true });
+    if ((await items.count()) === 0) {
+      // (Not at once: a question just asked is about to show as a toast.)
+      const centerOpen = (await page.locator(CENTER).count()) > 0;
+      if (!centerOpen && pendingMs > 2000) await toggleNotificationCenter(page);
+      if (centerOpen || pendingMs > 2000) {
+        items = filtered(page.locator(CENTER_ITEMS), page, req);
+        where = 'center';
+      }
     }
-    if ((await toasts.count()) === 0) {
+    if ((await items.count()) === 0) {
       return { found: false, clicked: false, error: `no question containing "${[req.match ?? 'Exec Server:', ...(req.contains ?? [])].join('", "')}"${req.answer ? ` with a "${req.answer}" button` : ''}` };
     }
-    const item = toasts.first();
+    const item = items.first();
     const message = item.locator('.notification-list-item-message').first();
     const text = (await message.innerText({ timeout: 2000 })).trim();
     const buttons = (await item.locator('.notification-list-item-buttons-container').getByRole('button').allInnerTexts())
       .map((b) => b.trim()).filter(Boolean);
     const links = await linksIn(message);
     const html = (await message.innerHTML()).slice(0, 8000);
-    const seen = { found: true, kind: 'toast', text, detail: '', buttons, links, html };
+    const seen = { found: true, kind: 'toast', where, text, detail: '', buttons, links, html };
     if (!req.answer) return { ...seen, clicked: false };
-    await item.getByRole('button', { name: req.answer, exact: true }).click({ timeout: 3000 });
+    await clickButton(item.getByRole('button', { name: req.answer, exact: true }));
+    // Close the center again: while it is open, VS Code shows no new toasts.
+    if (where === 'center' && (await page.locator(CENTER).count()) > 0) await toggleNotificationCenter(page);
     return { ...seen, clicked: true };
   } catch (err) {
     const lines = String(err?.message ?? err).split('\n');

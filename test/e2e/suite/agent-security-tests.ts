@@ -17,6 +17,7 @@ import {
   answerApproval,
   answerApprovalIfShown,
   defaultApprovalPolicy,
+  findNotice,
   inspectApproval,
   restoreApprovalPolicy,
   setApprovalPolicy,
@@ -59,6 +60,22 @@ function workspaceRoot(): string {
   assert(root, 'a local workspace folder is open');
   return root.uri.fsPath;
 }
+
+/**
+ * A fresh directory outside the workspace AND outside /tmp (a sandbox may let commands write to
+ * /tmp): under the project's tool cache in $HOME, standing in for the user's home. Removed after the suite.
+ */
+const homeDirs: string[] = [];
+function homeLikeDir(prefix: string): string {
+  const base = process.env.EXEC_SERVER_CACHE ?? path.join(os.homedir(), '.cache', 'exec-server');
+  const dir = path.join(base, 'e2e-outside', uniqueName(prefix));
+  mkdirSync(dir, { recursive: true });
+  homeDirs.push(dir);
+  return dir;
+}
+afterAll(() => {
+  for (const d of homeDirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
 
 /** A fresh directory inside the workspace folder. */
 function insideDir(prefix: string): string {
@@ -185,7 +202,7 @@ export function registerAgentSecurityTests(): void {
     await setApprovalPolicy(defaultApprovalPolicy());
     const inside = insideDir('sec-cwd');
     const m = uniqueName('outside');
-    const target = path.join(freshDir('sec-home'), `${m}.bashrc`);
+    const target = path.join(homeLikeDir('sec-home'), `${m}.bashrc`);
     const c = await ctx.connect();
     const sp = startParams(['/bin/sh', '-c', `echo pwned >> ${target}`], inside);
     const start = c.settle('process/start', sp);
@@ -195,6 +212,28 @@ export function registerAgentSecurityTests(): void {
     const f = new Findings();
     f.check(!existsSync(target), `nothing written outside the workspace (${target} exists; question ${seen.clicked ? 'shown and denied' : 'never shown'}, process/start ${outcome(s)})`);
     if (seen.clicked) f.check(!s.ok, `denied process/start is refused (${outcome(s)})`);
+    f.done();
+  });
+
+  attack('sandboxAgentCommands: a plain agent command runs sandboxed without a question; its write outside the workspace is blocked and a notice names the command', async (ctx) => {
+    await setApprovalPolicy(defaultApprovalPolicy());
+    await setExecServerSetting('approval.sandboxAgentCommands', true);
+    const inside = insideDir('sec-sbxall');
+    const m = uniqueName('sbxall');
+    const outside = path.join(homeLikeDir('sec-sbxhome'), `${m}.bashrc`);
+    const c = await ctx.connect();
+    const sp = startParams(['/bin/sh', '-c', `echo in > ${m}-inside.txt; echo out >> ${outside}`], inside);
+    const [s, asked] = await Promise.all([c.settle('process/start', sp), answerApprovalIfShown('Deny', { contains: m, giveUpMs: 10_000 })]);
+    const exitCode = s.ok ? await c.waitForExit(sp.processId, 15_000).catch(() => undefined) : undefined;
+    const exited = c.notifications.find((n) => n.method === 'process/exited' && n.params?.processId === sp.processId)?.params;
+    const notice = await findNotice({ contains: m, giveUpMs: 15_000 });
+    const f = new Findings();
+    f.check(!asked.clicked, 'no question for a command the extension sandboxes');
+    f.check(s.ok, `process/start ran (${outcome(s)})`);
+    f.check(existsSync(path.join(inside, `${m}-inside.txt`)), 'the write inside the workspace went through');
+    f.check(!existsSync(outside), 'the write outside the workspace was blocked');
+    f.check(exitCode !== 0 && exited?.sandboxDenied === true, `the exit reports sandboxDenied (exit ${exitCode}, ${JSON.stringify(exited)})`);
+    f.check(notice.found, `a notification names the blocked command (${notice.error})`);
     f.done();
   });
 

@@ -3,7 +3,7 @@
 // the harness (run.mjs, Playwright) finds the toast (or modal dialog) whose text contains
 // "Exec Server:" and every `contains` string, clicks the button (or only looks, without an
 // answer), and writes back what it saw. Protocol (one file pair per request):
-//   <controlDir>/approval-<n>.request.json  {answer?, match, contains?: string[], giveUpMs?}
+//   <controlDir>/approval-<n>.request.json  {answer?, match, contains?: string[], giveUpMs?, notice?}
 //   <controlDir>/approval-<n>.result.json   {found, clicked, kind?, text?, detail?, buttons?, links?, html?, error?}
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -42,14 +42,14 @@ export interface ApprovalOptions {
 
 let next = 0;
 
-async function ask(answer: string | undefined, opts: ApprovalOptions): Promise<ApprovalResult> {
+async function ask(answer: string | undefined, opts: ApprovalOptions, notice = false): Promise<ApprovalResult> {
   const { controlDir, approvalDriver } = config();
   if (!approvalDriver) throw new Error('no harness answers approval notifications here (run through test/e2e/run.mjs)');
   const id = `${process.pid}-${++next}`;
   const request = path.join(controlDir, `approval-${id}.request.json`);
   const result = path.join(controlDir, `approval-${id}.result.json`);
   const contains = opts.contains === undefined ? [] : Array.isArray(opts.contains) ? opts.contains : [opts.contains];
-  writeFileSync(request, JSON.stringify({ answer, match: 'Exec Server:', contains, giveUpMs: opts.giveUpMs }));
+  writeFileSync(request, JSON.stringify({ answer, match: 'Exec Server:', contains, giveUpMs: opts.giveUpMs, notice }));
   const timeoutMs = opts.timeoutMs ?? Math.max(45_000, (opts.giveUpMs ?? 30_000) + 15_000);
   const text = await waitFor(`harness answer to approval ${id}`, () => existsSync(result) && readFileSync(result, 'utf8'), timeoutMs, 250);
   return JSON.parse(text) as ApprovalResult;
@@ -71,6 +71,11 @@ export function answerApprovalIfShown(answer: ApprovalAnswer | string, opts: App
 /** Asks the harness to find the question and report what it shows, without clicking. */
 export function inspectApproval(opts: ApprovalOptions = {}): Promise<ApprovalResult> {
   return ask(undefined, opts);
+}
+
+/** Asks the harness to find any "Exec Server:" notification with that text (a notice has no buttons). */
+export function findNotice(opts: ApprovalOptions = {}): Promise<ApprovalResult> {
+  return ask(undefined, opts, true);
 }
 
 /**
