@@ -405,4 +405,52 @@ describe('agent gate attacks', () => {
       for (const a of agents) a.close();
     });
   });
+
+  it('symlink swap race: a directory swapped for a link to the outside between check and act redirects no unasked change', async () => {
+    const { spawn } = await import('node:child_process');
+    const { readdirSync, rmSync } = await import('node:fs');
+    const raceWs = tmpDir('agent-race-ws-');
+    const target = tmpDir('agent-race-out-');
+    const N = 400;
+    mkdirSync(path.join(raceWs, 'd'));
+    writeFileSync(path.join(raceWs, 'srcfile'), 'x');
+    for (let i = 0; i < N; i++) {
+      writeFileSync(path.join(raceWs, `s${i}`), 'x');
+      writeFileSync(path.join(target, `x${i}`), 'keep');
+      writeFileSync(path.join(raceWs, 'd', `x${i}`), 'x');
+    }
+    const f = await startEndpoint({ policy: 'askOutsideWorkspace', roots: [raceWs], answer: () => 'Deny' });
+    // What an agent's sandboxed command may do without a question: swap a workspace directory
+    // for a symlink to the outside, over and over. It runs confined like one (bubblewrap, only
+    // the workspace writable), so whatever lands outside was put there by the gate + engine.
+    const loop = `cd ${raceWs}; while true; do mv d d.real; ln -s ${target} d; rm d; mv d.real d; done`;
+    const swapper = spawn('/usr/bin/bwrap', ['--ro-bind', '/', '/', '--bind', raceWs, raceWs, '--dev', '/dev', '--proc', '/proc', '--unshare-all', '--die-with-parent', '/bin/bash', '-c', loop], { stdio: 'ignore' });
+    try {
+      const a = await RawAgent.connect(f.url, f.token);
+      await a.handshake();
+      for (let i = 0; i < N; i++) {
+        const t = uri(path.join(raceWs, 'd', `t${i}`));
+        await Promise.all([
+          a.send('fs/writeFile', { path: uri(path.join(raceWs, 'd', `w${i}`)), dataBase64: '' }),
+          a.send('fs/createDirectory', { path: uri(path.join(raceWs, 'd', `m${i}`)) }),
+          a.send('fs/rename', { sourcePath: uri(path.join(raceWs, `s${i}`)), destinationPath: t }),
+          a.send('fs/copy', { sourcePath: uri(path.join(raceWs, 'srcfile')), destinationPath: uri(path.join(raceWs, 'd', `c${i}`)), recursive: false }),
+          a.send('fs/remove', { path: uri(path.join(raceWs, 'd', `x${i}`)), recursive: false }),
+        ]);
+      }
+      a.close();
+    } finally {
+      const gone = new Promise((r) => swapper.once('exit', r));
+      swapper.kill('SIGKILL');
+      await gone;
+      await sleep(200); // bwrap's child dies with it (--die-with-parent), a moment later
+      await f.stop();
+    }
+    const landed = readdirSync(target).filter((n) => !/^x\d+$/.test(n));
+    const removed = Array.from({ length: N }, (_, i) => `x${i}`).filter((n) => !existsSync(path.join(target, n)));
+    rmSync(raceWs, { recursive: true, force: true, maxRetries: 5 });
+    rmSync(target, { recursive: true, force: true, maxRetries: 5 });
+    assert.deepEqual(landed, [], 'nothing was created outside the workspace');
+    assert.deepEqual(removed, [], 'nothing outside the workspace was deleted');
+  });
 });

@@ -7,6 +7,7 @@
 import os from 'node:os';
 import { ErrorCodes, RpcError } from '../../protocol/errors';
 import { ConnectionState } from './agent-grants';
+import type { Pinned } from './agent-pin';
 import { realPathOf } from './agent-paths';
 import { classify, type AgentContext, type Described } from './agent-request';
 import { ALLOW, ALLOW_FOR_SESSION, APPROVAL_CHOICES, DENY, type ApprovalChoice, type ApprovalPolicy } from './approval';
@@ -80,8 +81,12 @@ export function redactForLog(method: string, params: unknown): string {
 }
 
 export interface Decision {
-  /** The params to send on (a sandbox may have been added, the environment tightened). */
+  /** The params to send on (a sandbox may have been added, the environment tightened, a directory pinned). */
   params: unknown;
+  /** Directories pinned for the engine (agent-pin.ts): close them once it answered. */
+  pins?: Pinned[];
+  /** Answered by the gate itself: the engine is not asked. */
+  answer?: unknown;
 }
 
 export class AgentGate {
@@ -161,7 +166,7 @@ export class ConnectionGate {
     if (verdict.kind === 'allow') {
       this.host.log?.('debug', `approval: ${this.label}: ${verdict.why}: ${redactForLog(method, verdict.params)}`);
       if (startId !== undefined) this.state.processes.add(startId);
-      return { params: verdict.params };
+      return { params: verdict.params, pins: verdict.pins, answer: verdict.answer };
     }
     if (this.state.pending >= MAX_PENDING_QUESTIONS || this.gate.pending >= MAX_PENDING_QUESTIONS_PER_ENDPOINT) {
       throw new RpcError(ErrorCodes.InvalidRequest, `permission denied: ${method}: too many questions are already waiting for the user`);

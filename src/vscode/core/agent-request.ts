@@ -9,10 +9,12 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { ErrorCodes, RpcError } from '../../protocol/errors';
 import type { EnvPolicy } from '../../protocol/types';
+import { uriToPath } from '../../server/paths';
 import { METHODS } from '../../server/router';
 import { parseSandbox, type SandboxProfile } from '../../server/sandbox/profile';
 import type { ConnectionState, Need } from './agent-grants';
 import { isInside, isProtectedPath, protectedChildren, realParentOf, realPathOf } from './agent-paths';
+import { pinParent, type Pinned } from './agent-pin';
 import { credentialPaths, hostSockets, withHiddenPaths } from './agent-sockets';
 import type { ApprovalPolicy } from './approval';
 import { commandLine, shown } from './display-text';
@@ -45,7 +47,8 @@ export interface Described {
 }
 
 export type Verdict =
-  | { kind: 'allow'; why: string; params: unknown }
+  /** `pins`: directories held open for the engine (agent-pin.ts); close them when it is done. */
+  | { kind: 'allow'; why: string; params: unknown; pins?: Pinned[]; answer?: unknown }
   | { kind: 'deny'; error: RpcError }
   | { kind: 'ask'; needs: Need[]; what: Described; params: unknown };
 
@@ -133,6 +136,66 @@ function decidePaths(
   return { kind: 'ask', needs: asNeeds, what, params };
 }
 
+/**
+ * A change that runs unasked because its paths lie inside the workspace is sent with a managed
+ * sandbox that may write the workspace folders only (minus `.git/`, `.vscode/` and
+ * `*.code-workspace`): the engine checks the paths again right before it acts, and
+ * fs/writeFile checks the file it really opened before changing a byte. A directory swapped
+ * for a symlink after this gate's check (by a concurrent process) therefore cannot redirect
+ * the change out of the workspace. A request that brings its own managed sandbox keeps it, if
+ * that sandbox writes only inside the workspace and temp dirs; otherwise it is asked.
+ */
+async function confineUnasked(ctx: AgentContext, method: string, v: Verdict): Promise<Verdict> {
+  if (v.kind !== 'allow' || v.why !== 'inside the workspace') return v;
+  const params = v.params as Record<string, unknown>;
+  const own = sandboxOf(method, params, ctx, ctx.workspaceRoots[0] ?? '/');
+  if (own.kind === 'managed') {
+    if (await writesStayInside(own, ctx)) return v;
+    return { kind: 'ask', needs: [], what: { summary: `${method} with a sandbox that writes outside the workspace`, details: [`Method: ${method}`, `Request: ${redactedJson(params)}`], complete: false, sessionScope: 'Allow for Session allows this request only.' }, params };
+  }
+  const confined: Record<string, unknown> = { ...params, sandbox: await workspaceOnlySandbox(ctx.workspaceRoots) };
+  // fs/writeFile already checks the file it really opened (above); the engine's own no-follow
+  // check cannot walk /proc paths, so such requests keep their path.
+  if (method === 'fs/writeFile' || params.followSymlinks === false) return { ...v, params: confined };
+  const pins: Pinned[] = [];
+  for (const key of method === 'fs/copy' || method === 'fs/rename' ? ['sourcePath', 'destinationPath'] : ['path']) {
+    const mkdirP = method === 'fs/createDirectory' && params.recursive !== false;
+    const r = await pinParent(uriToPath(String(params[key])), ctx.workspaceRoots, ctx.protectedRoots, mkdirP);
+    if (r.kind === 'missing') {
+      // No parent directory: answered here as the engine would (a forced delete of nothing
+      // succeeds), so a directory raced in afterwards cannot redirect anything.
+      await Promise.all(pins.map((p) => p.close()));
+      if (method === 'fs/remove' && params.force !== false) return { ...v, params, answer: {} };
+      return { kind: 'deny', error: new RpcError(ErrorCodes.NotFound, 'No such file or directory (os error 2)') };
+    }
+    if (r.kind === 'moved') {
+      await Promise.all(pins.map((p) => p.close()));
+      return { kind: 'deny', error: new RpcError(ErrorCodes.InvalidRequest, `permission denied: ${method}: the path changed while it was checked (now: ${r.real})`) };
+    }
+    if (r.kind === 'pinned') {
+      pins.push(r.pin);
+      confined[key] = r.pin.path;
+    }
+  }
+  return { ...v, params: confined, pins };
+}
+
+/** A managed sandbox that reads everything and writes only the workspace folders (protected entries read-only). */
+export async function workspaceOnlySandbox(roots: readonly string[]): Promise<unknown> {
+  const entries: unknown[] = [{ path: { type: 'special', value: { kind: 'root' } }, access: 'read' }];
+  for (const r of roots) {
+    entries.push({ path: { type: 'path', path: pathToFileURL(r).href }, access: 'write' });
+    for (const p of [path.join(r, '.git'), path.join(r, '.vscode'), ...(await protectedChildren(r))]) {
+      entries.push({ path: { type: 'path', path: pathToFileURL(p).href }, access: 'read', missing_path_behavior: 'skip' });
+    }
+  }
+  return { permissions: { type: 'managed', file_system: { type: 'restricted', entries }, network: 'restricted' } };
+}
+
+function redactedJson(params: Record<string, unknown>): string {
+  return JSON.stringify({ ...params, dataBase64: typeof params.dataBase64 === 'string' ? `<${Buffer.byteLength(params.dataBase64, 'base64')} bytes>` : undefined });
+}
+
 function sessionScopeForPaths(needs: { kind: 'read' | 'write'; fact: PathFact; dirOp: boolean }[]): string {
   if (needs.some((n) => n.fact.protected || n.fact.real === undefined)) return 'Allow for Session allows this request only (protected path).';
   return (
@@ -180,7 +243,7 @@ export async function classify(method: string, params: unknown, ctx: AgentContex
       const bytes = method === 'fs/writeFile' ? Buffer.byteLength(String(decoded.data), 'base64') : 0;
       const verb = { 'fs/writeFile': `write ${bytes} bytes to`, 'fs/createDirectory': 'create the directory', 'fs/remove': decoded.recursive ? 'delete (recursively)' : 'delete' }[method];
       const needs = [{ kind: 'write' as const, fact, dirOp: method !== 'fs/writeFile' }];
-      return decidePaths(ctx, params, needs, { summary: `${verb} ${showPath(fact)}`, details: [`Method: ${method}`, `Path: ${showPath(fact)}`], complete: true, sessionScope: sessionScopeForPaths(needs) });
+      return confineUnasked(ctx, method, decidePaths(ctx, params, needs, { summary: `${verb} ${showPath(fact)}`, details: [`Method: ${method}`, `Path: ${showPath(fact)}`], complete: true, sessionScope: sessionScopeForPaths(needs) }));
     }
     case 'fs/copy':
     case 'fs/rename': {
@@ -195,7 +258,7 @@ export async function classify(method: string, params: unknown, ctx: AgentContex
       const verb = method === 'fs/copy' ? 'copy' : 'move';
       const details = [`Method: ${method}`, `From: ${showPath(sf)}`, `To: ${showPath(df)}`];
       if (carried) details.push('The source holds .vscode/, .git/ or *.code-workspace entries that would land in the destination.');
-      return decidePaths(ctx, params, needs, { summary: `${verb} ${showPath(sf)} to ${showPath(df)}`, details, complete: !carried, sessionScope: sessionScopeForPaths(needs) });
+      return confineUnasked(ctx, method, decidePaths(ctx, params, needs, { summary: `${verb} ${showPath(sf)} to ${showPath(df)}`, details, complete: !carried, sessionScope: sessionScopeForPaths(needs) }));
     }
     case 'http/request':
       return decideHttp(ctx, params, decoded);

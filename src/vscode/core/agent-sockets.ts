@@ -16,16 +16,28 @@ import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 
-const MAX_ENTRIES = 4000;
+const MAX_ENTRIES = 50_000;
+const MAX_PER_DIR = 5000;
 
-async function socketsUnder(root: string, depth: number, found: Set<string>, budget: { n: number }): Promise<void> {
-  if (depth < 0 || budget.n <= 0) return;
-  const entries = await fsp.readdir(root, { withFileTypes: true }).catch(() => []);
-  for (const e of entries) {
-    if (--budget.n <= 0) return;
-    const p = path.join(root, e.name);
-    if (e.isSocket()) found.add(p);
-    else if (e.isDirectory()) await socketsUnder(p, depth - 1, found, budget);
+/**
+ * Sockets under `root` down to `depth` levels, breadth first (a huge tree deep down cannot hide
+ * a socket near the top), reading at most MAX_PER_DIR entries of any one directory.
+ */
+async function socketsUnder(root: string, depth: number, found: Set<string>): Promise<void> {
+  let level = [root];
+  let read = 0;
+  for (let d = 0; d <= depth && level.length > 0 && read < MAX_ENTRIES; d++) {
+    const next: string[] = [];
+    for (const dir of level) {
+      const entries = await fsp.readdir(dir, { withFileTypes: true }).catch(() => []);
+      for (const e of entries.slice(0, MAX_PER_DIR)) {
+        read++;
+        const p = path.join(dir, e.name);
+        if (e.isSocket()) found.add(p);
+        else if (e.isDirectory()) next.push(p);
+      }
+    }
+    level = next;
   }
 }
 
@@ -47,10 +59,9 @@ function socketsFromEnv(env: NodeJS.ProcessEnv): string[] {
  */
 export async function hostSockets(env: NodeJS.ProcessEnv = process.env): Promise<string[]> {
   const found = new Set<string>(socketsFromEnv(env));
-  const budget = { n: MAX_ENTRIES };
-  for (const dir of new Set(['/tmp', os.tmpdir()])) await socketsUnder(dir, 2, found, budget);
-  await socketsUnder('/run', 3, found, { n: MAX_ENTRIES });
-  await socketsUnder('/var/run', 3, found, { n: MAX_ENTRIES });
+  for (const dir of new Set(['/tmp', os.tmpdir()])) await socketsUnder(dir, 1, found);
+  await socketsUnder('/run', 2, found);
+  await socketsUnder('/var/run', 2, found);
   // The runtime dir is sockets and keys only: hidden whole.
   const runtime = env.XDG_RUNTIME_DIR || (typeof process.getuid === 'function' ? `/run/user/${process.getuid()}` : undefined);
   if (runtime) {

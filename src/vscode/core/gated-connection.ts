@@ -11,6 +11,7 @@ import type { NotificationSink, ServerConnection } from '../../server/api';
 import { uriToPath } from '../../server/paths';
 import type { ConnectionGate } from './agent-gate';
 import { AGENT_LIMITS, LargeAnswerQueue, type WatchBudget } from './agent-limits';
+import { unpinMessage } from './agent-pin';
 
 export interface GateHooks {
   /** An approved process/start is about to be sent to the server. */
@@ -94,9 +95,22 @@ export class GatedServerConnection implements ServerConnection {
       }
       return this.start(approved as ProcessStartParams, release);
     }
-    const { params: approved } = await this.gate.decide(method, params);
-    if (this.closed) throw new RpcError(ErrorCodes.ConnectionClosed, 'connection closed');
-    return this.run(method, approved);
+    const { params: approved, pins, answer } = await this.gate.decide(method, params);
+    if (answer !== undefined) return answer;
+    if (!pins?.length) {
+      if (this.closed) throw new RpcError(ErrorCodes.ConnectionClosed, 'connection closed');
+      return this.run(method, approved);
+    }
+    try {
+      if (this.closed) throw new RpcError(ErrorCodes.ConnectionClosed, 'connection closed');
+      return await this.run(method, approved);
+    } catch (e) {
+      // The engine names the pinned /proc/self/fd paths; the agent gets its directories back.
+      if (e instanceof RpcError) throw new RpcError(e.code, unpinMessage(e.message, pins), e.data);
+      throw e;
+    } finally {
+      await Promise.all(pins.map((p) => p.close()));
+    }
   }
 
   private initialize(params: unknown): Promise<unknown> {

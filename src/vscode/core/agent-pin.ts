@@ -1,0 +1,96 @@
+// Pinning the directory a change happens in. A change the gate allows because its path lies
+// inside the workspace is checked first and performed after: a concurrent process (an agent's
+// sandboxed command may write the workspace) can swap a directory on that path for a symlink
+// in between and redirect the change out of the workspace. Pinned, the parent directory is
+// opened once, the kernel says where that open directory really is (/proc/self/fd/N), and the
+// engine is given `/proc/self/fd/N/<name>`: every later lookup starts from that directory,
+// whatever happens to the path. Linux only (elsewhere nothing is pinned). Not covered: a
+// symlink raced into the last component of a copy destination, and the inside of a tree a
+// recursive delete or copy walks.
+import { constants, promises as fsp } from 'node:fs';
+import path from 'node:path';
+import { isInside, isProtectedPath } from './agent-paths';
+
+export interface Pinned {
+  /** The path to hand to the engine: /proc/self/fd/N/<name>. */
+  path: string;
+  /** Where the pinned directory really is (for mapping error messages back). */
+  dir: string;
+  close(): Promise<void>;
+}
+
+/** `moved`: the path changed since it was checked, or cannot be pinned: refuse the request. */
+export type PinResult = { kind: 'pinned'; pin: Pinned } | { kind: 'unpinned' } | { kind: 'missing' } | { kind: 'moved'; real: string };
+
+const O_DIR = constants.O_RDONLY | constants.O_DIRECTORY;
+
+/**
+ * Opens the parent directory of `p` and checks, on the open directory, that it lies inside one
+ * of `roots`: 'moved' when it no longer does (the path changed since it was checked: refuse),
+ * 'missing' when the parent does not exist, 'unpinned' when this is not Linux (the engine's
+ * own checks still apply). With `createParents` (mkdir -p),
+ * missing parents are created one at a time from the deepest existing ancestor, each opened
+ * without following a symlink, so a link raced into the path is refused, not followed.
+ */
+export async function pinParent(p: string, roots: readonly string[], protectedRoots: readonly string[], createParents = false): Promise<PinResult> {
+  if (process.platform !== 'linux') return { kind: 'unpinned' };
+  const name = path.basename(p);
+  const missing: string[] = [];
+  let dir = path.dirname(p);
+  if (name === '' || dir === p) return { kind: 'unpinned' };
+  let fh: fsp.FileHandle;
+  for (;;) {
+    try {
+      fh = await fsp.open(dir, O_DIR);
+      break;
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      const up = path.dirname(dir);
+      // Not a directory that can be opened (a file, no permission...): refused rather than
+      // acted on unpinned (whoever made it so could swap it for a symlink next).
+      if (code !== 'ENOENT' || up === dir) return { kind: 'moved', real: `${dir} (${code ?? 'error'})` };
+      if (!createParents) return { kind: 'missing' };
+      missing.unshift(path.basename(dir));
+      dir = up;
+    }
+  }
+  let handle = fh;
+  const closeAll = () => handle.close().catch(() => undefined);
+  try {
+    const check = async (): Promise<string | undefined> => {
+      const real = await fsp.readlink(`/proc/self/fd/${handle.fd}`);
+      return roots.some((r) => isInside(real, r)) ? real : undefined;
+    };
+    let real = await check();
+    for (const part of missing) {
+      if (real === undefined) break;
+      await fsp.mkdir(`/proc/self/fd/${handle.fd}/${part}`).catch((e: NodeJS.ErrnoException) => {
+        if (e.code !== 'EEXIST') throw e;
+      });
+      // O_NOFOLLOW: a symlink raced in place of the directory just made fails here (ELOOP).
+      const next = await fsp.open(`/proc/self/fd/${handle.fd}/${part}`, O_DIR | constants.O_NOFOLLOW);
+      await handle.close().catch(() => undefined);
+      handle = next;
+      real = await check();
+    }
+    const target = real === undefined ? undefined : path.join(real, name);
+    if (target === undefined || isProtectedPath(target, protectedRoots)) {
+      const where = await fsp.readlink(`/proc/self/fd/${handle.fd}`).catch(() => dir);
+      await closeAll();
+      return { kind: 'moved', real: path.join(where, name) };
+    }
+    return { kind: 'pinned', pin: { path: `/proc/self/fd/${handle.fd}/${name}`, dir: real as string, close: closeAll } };
+  } catch {
+    // A symlink in place of a directory being created (ELOOP), the directory renamed away
+    // (ENOENT)...: the path changed under us. Never fall back to the unpinned path here.
+    await closeAll();
+    return { kind: 'moved', real: path.join(dir, ...missing, name) };
+  }
+}
+
+/** An engine error message with the pinned /proc paths written back as the real directories. */
+export function unpinMessage(message: string, pins: readonly Pinned[]): string {
+  let m = message;
+  for (const pin of pins) m = m.split(path.dirname(pin.path) + '/').join(pin.dir + '/');
+  return m;
+}
