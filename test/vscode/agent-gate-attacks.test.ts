@@ -406,7 +406,7 @@ describe('agent gate attacks', () => {
     });
   });
 
-  it('symlink swap race: a directory swapped for a link to the outside between check and act redirects no unasked change', async () => {
+  it('symlink swap race: a directory swapped for a link to the outside between check and act redirects no unasked change or read', async () => {
     const { spawn } = await import('node:child_process');
     const { readdirSync, rmSync } = await import('node:fs');
     const raceWs = tmpDir('agent-race-ws-');
@@ -418,7 +418,10 @@ describe('agent gate attacks', () => {
       writeFileSync(path.join(raceWs, `s${i}`), 'x');
       writeFileSync(path.join(target, `x${i}`), 'keep');
       writeFileSync(path.join(raceWs, 'd', `x${i}`), 'x');
+      writeFileSync(path.join(raceWs, 'd', `r${i}`), 'inside');
+      writeFileSync(path.join(target, `r${i}`), 'OUTSIDE-SECRET');
     }
+    let leaked = 0;
     const f = await startEndpoint({ policy: 'askOutsideWorkspace', roots: [raceWs], answer: () => 'Deny' });
     // What an agent's sandboxed command may do without a question: swap a workspace directory
     // for a symlink to the outside, over and over. It runs confined like one (bubblewrap, only
@@ -436,6 +439,10 @@ describe('agent gate attacks', () => {
           a.send('fs/rename', { sourcePath: uri(path.join(raceWs, `s${i}`)), destinationPath: t }),
           a.send('fs/copy', { sourcePath: uri(path.join(raceWs, 'srcfile')), destinationPath: uri(path.join(raceWs, 'd', `c${i}`)), recursive: false }),
           a.send('fs/remove', { path: uri(path.join(raceWs, 'd', `x${i}`)), recursive: false }),
+          a.send('fs/readFile', { path: uri(path.join(raceWs, 'd', `r${i}`)) }).then((r) => {
+            const data = (r.result as { dataBase64?: string } | undefined)?.dataBase64;
+            if (data !== undefined && Buffer.from(data, 'base64').toString() === 'OUTSIDE-SECRET') leaked++;
+          }),
         ]);
       }
       a.close();
@@ -446,11 +453,12 @@ describe('agent gate attacks', () => {
       await sleep(200); // bwrap's child dies with it (--die-with-parent), a moment later
       await f.stop();
     }
-    const landed = readdirSync(target).filter((n) => !/^x\d+$/.test(n));
+    const landed = readdirSync(target).filter((n) => !/^[xr]\d+$/.test(n));
     const removed = Array.from({ length: N }, (_, i) => `x${i}`).filter((n) => !existsSync(path.join(target, n)));
     rmSync(raceWs, { recursive: true, force: true, maxRetries: 5 });
     rmSync(target, { recursive: true, force: true, maxRetries: 5 });
     assert.deepEqual(landed, [], 'nothing was created outside the workspace');
     assert.deepEqual(removed, [], 'nothing outside the workspace was deleted');
+    assert.equal(leaked, 0, 'no unasked read returned a file outside the workspace');
   });
 });

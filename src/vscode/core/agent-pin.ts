@@ -14,7 +14,7 @@ import { isInside, isProtectedPath } from './agent-paths';
 export interface Pinned {
   /** The path to hand to the engine: /proc/self/fd/N/<name>. */
   path: string;
-  /** Where the pinned directory really is (for mapping error messages back). */
+  /** Where the pinned directory (or file) really is: what /proc/self/fd/N stands for in messages. */
   dir: string;
   close(): Promise<void>;
 }
@@ -88,9 +88,41 @@ export async function pinParent(p: string, roots: readonly string[], protectedRo
   }
 }
 
+/**
+ * Opens `p` itself (following links, as a read would) and checks where the open file really
+ * is: inside one of `roots` → the engine reads `/proc/self/fd/N`, the very file checked,
+ * whatever happens to the path meanwhile. 'moved' when it lies outside now; an open error is
+ * returned for the caller to answer as the engine would.
+ */
+export async function pinTarget(p: string, roots: readonly string[], directory: boolean): Promise<PinResult | { kind: 'error'; error: unknown }> {
+  if (process.platform !== 'linux') return { kind: 'unpinned' };
+  let fh: fsp.FileHandle;
+  try {
+    fh = await fsp.open(p, directory ? O_DIR : constants.O_RDONLY | constants.O_NONBLOCK);
+  } catch (e) {
+    return { kind: 'error', error: e };
+  }
+  const handle = fh;
+  const close = () => handle.close().catch(() => undefined);
+  try {
+    const real = await fsp.readlink(`/proc/self/fd/${handle.fd}`);
+    if (!roots.some((r) => isInside(real, r))) {
+      await close();
+      return { kind: 'moved', real };
+    }
+    return { kind: 'pinned', pin: { path: `/proc/self/fd/${handle.fd}`, dir: real, close } };
+  } catch {
+    await close();
+    return { kind: 'moved', real: p };
+  }
+}
+
 /** An engine error message with the pinned /proc paths written back as the real directories. */
 export function unpinMessage(message: string, pins: readonly Pinned[]): string {
   let m = message;
-  for (const pin of pins) m = m.split(path.dirname(pin.path) + '/').join(pin.dir + '/');
+  for (const pin of pins) {
+    // /proc/self/fd/N is the pinned directory (or file) itself.
+    m = m.split(pin.path.split('/').slice(0, 5).join('/')).join(pin.dir);
+  }
   return m;
 }

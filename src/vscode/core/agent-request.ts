@@ -9,12 +9,13 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { ErrorCodes, RpcError } from '../../protocol/errors';
 import type { EnvPolicy } from '../../protocol/types';
+import { fsError } from '../../server/os-errors';
 import { uriToPath } from '../../server/paths';
 import { METHODS } from '../../server/router';
 import { parseSandbox, type SandboxProfile } from '../../server/sandbox/profile';
 import type { ConnectionState, Need } from './agent-grants';
 import { isInside, isProtectedPath, protectedChildren, realParentOf, realPathOf } from './agent-paths';
-import { pinParent, type Pinned } from './agent-pin';
+import { pinParent, pinTarget, type Pinned } from './agent-pin';
 import { credentialPaths, hostSockets, withHiddenPaths } from './agent-sockets';
 import type { ApprovalPolicy } from './approval';
 import { commandLine, shown } from './display-text';
@@ -180,6 +181,24 @@ async function confineUnasked(ctx: AgentContext, method: string, v: Verdict): Pr
   return { ...v, params: confined, pins };
 }
 
+/**
+ * A read that runs unasked because its path lies inside the workspace reads the very file it
+ * was allowed for: the file is opened here, checked where it really is, and the engine reads
+ * /proc/self/fd/N (a symlink swapped in meanwhile cannot turn it into a read of ~/.ssh).
+ */
+async function pinRead(ctx: AgentContext, method: string, v: Verdict, p: string): Promise<Verdict> {
+  if (v.kind !== 'allow' || v.why !== 'inside the workspace') return v;
+  const params = v.params as Record<string, unknown>;
+  if (params.followSymlinks === false) return v; // the engine's own no-follow walk cannot take /proc paths
+  const r = await pinTarget(p, ctx.workspaceRoots, method === 'fs/readDirectory');
+  if (r.kind === 'error') return { kind: 'deny', error: fsError(r.error) };
+  if (r.kind === 'moved') {
+    return { kind: 'deny', error: new RpcError(ErrorCodes.InvalidRequest, `permission denied: ${method}: the path changed while it was checked (now: ${r.real})`) };
+  }
+  if (r.kind !== 'pinned') return v;
+  return { ...v, params: { ...params, path: r.pin.path }, pins: [r.pin] };
+}
+
 /** A managed sandbox that reads everything and writes only the workspace folders (protected entries read-only). */
 export async function workspaceOnlySandbox(roots: readonly string[]): Promise<unknown> {
   const entries: unknown[] = [{ path: { type: 'special', value: { kind: 'root' } }, access: 'read' }];
@@ -234,7 +253,8 @@ export async function classify(method: string, params: unknown, ctx: AgentContex
       const recursive = method === 'fs/watch' && decoded.recursive === true ? ' (recursively)' : followsLinks ? ' (following directory symlinks)' : '';
       const needs = [{ kind: 'read' as const, fact, dirOp: method !== 'fs/readFile' && method !== 'fs/open' }];
       const summary = `${verb} ${showPath(fact)}${recursive}`;
-      return decidePaths(ctx, params, needs, { summary, details: [`Method: ${method}`, `Path: ${showPath(fact)}${recursive}`], complete: true, sessionScope: sessionScopeForPaths(needs) });
+      const v = decidePaths(ctx, params, needs, { summary, details: [`Method: ${method}`, `Path: ${showPath(fact)}${recursive}`], complete: true, sessionScope: sessionScopeForPaths(needs) });
+      return method === 'fs/readFile' || method === 'fs/open' || method === 'fs/readDirectory' ? pinRead(ctx, method, v, p) : v;
     }
     case 'fs/writeFile':
     case 'fs/createDirectory':
