@@ -123,7 +123,7 @@ export class TerminalService implements vscode.Disposable {
     const name = `Run: ${clip(shown, 40)} (${environment})`;
     const pty = new ExecTerminal({
       mode: 'pipe',
-      start: () => this.start(environment, client, `${shown}`, 'command', { argv, cwd, env: {}, envPolicy: ENV_POLICY, tty: false, pipeStdin: true }),
+      start: (_dims, flow) => this.start(environment, client, `${shown}`, 'command', { argv, cwd, env: {}, envPolicy: ENV_POLICY, tty: false, pipeStdin: true, ...flow }),
       log: (m) => this.deps.log.debug(`${name}: ${m}`),
     });
     const terminal = vscode.window.createTerminal({ name, pty, iconPath: new vscode.ThemeIcon('play') });
@@ -192,7 +192,7 @@ export class TerminalService implements vscode.Disposable {
   private ptyFor(environment: string, client: ExecClient, label: string, origin: ProcessOrigin, opts: StartProcessOptions): ExecTerminal {
     return new ExecTerminal({
       mode: 'pty',
-      start: (dims) => this.start(environment, client, label, origin, { ...opts, rows: dims?.rows, cols: dims?.columns }),
+      start: (dims, flow) => this.start(environment, client, label, origin, { ...opts, rows: dims?.rows, cols: dims?.columns, ...flow }),
       log: (m) => this.deps.log.debug(`${label}: ${m}`),
     });
   }

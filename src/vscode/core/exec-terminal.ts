@@ -6,7 +6,14 @@
 //  - 'pipe' mode: a non-PTY process (Run Command). LF is shown as CRLF, input is echoed,
 //    Ctrl+C sends process/signal interrupt, and the terminal stays open after exit showing
 //    the exit code until a key is pressed.
-import type { ProcessHandle } from '../../client/api';
+// Flow control as VS Code's own terminal does it (its FlowControlConstants: 100 000 characters
+// unacknowledged at most, acknowledged once below 5 000): the process gets a window of
+// TERMINAL_HIGH_WATERMARK bytes, and output counts as consumed only once the coalescer handed
+// its text to the terminal and at most TERMINAL_LOW_WATERMARK characters are still queued. The
+// server stops reading the child while the window is full, so the extension host holds at most
+// about a window of text per terminal whatever the child writes, and a flooding terminal only
+// throttles its own process.
+import type { ProcessHandle, StartProcessOptions } from '../../client/api';
 import { Emitter, type Disposable } from '../../rpc/event';
 import { lfToCrlf, OutputCoalescer, type CoalescerOptions } from './output-coalescer';
 
@@ -21,15 +28,26 @@ export interface ExecTerminalResult {
   error?: string;
 }
 
+/** Window granted to a terminal's process (bytes; VS Code's HighWatermarkChars). */
+export const TERMINAL_HIGH_WATERMARK = 100_000;
+/** Consumed output is acknowledged once at most this many characters wait to be written (LowWatermarkChars). */
+export const TERMINAL_LOW_WATERMARK = 5_000;
+
+/** What a terminal asks of the process it starts: a window and acks when the terminal took the text. */
+export type TerminalFlow = Pick<StartProcessOptions, 'outputWindow' | 'manualAck'>;
+
 export interface ExecTerminalOptions {
-  /** Starts the process; `dims` is the size known when the terminal opened. */
-  start(dims: TerminalDimensions | undefined): Promise<ProcessHandle>;
+  /** Starts the process with `flow` in its options; `dims` is the size known when the terminal opened. */
+  start(dims: TerminalDimensions | undefined, flow: TerminalFlow): Promise<ProcessHandle>;
   mode: 'pty' | 'pipe';
   /** Closing the terminal terminates the process (default true; false for processes owned by an agent). */
   terminateOnClose?: boolean;
   /** Keep the terminal open after exit (default: true for pipe, false for pty). */
   keepOpen?: boolean;
   coalescer?: CoalescerOptions;
+  /** Window in bytes (default TERMINAL_HIGH_WATERMARK) and ack threshold in queued characters (default TERMINAL_LOW_WATERMARK). */
+  highWatermark?: number;
+  lowWatermark?: number;
   onStarted?(handle: ProcessHandle): void;
   log?(message: string): void;
 }
@@ -55,6 +73,8 @@ export class ExecTerminal implements Disposable {
   private keptOpen = false;
   private closedByUser = false;
   private terminalClosed = false;
+  /** Bytes written to the terminal and not yet acknowledged (held while the queue is above the low watermark). */
+  private unacked = 0;
   private readonly subs: Disposable[] = [];
   private resolveResult!: (r: ExecTerminalResult) => void;
   /** Settles when the process is over and all its output was written to the terminal. */
@@ -63,7 +83,8 @@ export class ExecTerminal implements Disposable {
   constructor(private readonly options: ExecTerminalOptions) {
     this.result = new Promise((r) => (this.resolveResult = r));
     const transform = options.mode === 'pipe' ? lfToCrlf : undefined;
-    this.coalescer = new OutputCoalescer((t) => this.writeEmitter.fire(t), { transform, ...options.coalescer }, (congested) =>
+    const onFlushed = (bytes: number) => this.flushed(bytes);
+    this.coalescer = new OutputCoalescer((t) => this.writeEmitter.fire(t), { transform, ...options.coalescer, onFlushed }, (congested) =>
       options.log?.(congested ? 'terminal output is arriving faster than the terminal draws it; buffering' : 'terminal output caught up'),
     );
   }
@@ -77,7 +98,8 @@ export class ExecTerminal implements Disposable {
 
   open(initialDimensions: TerminalDimensions | undefined): void {
     this.dims = initialDimensions;
-    this.options.start(initialDimensions).then(
+    const flow: TerminalFlow = { outputWindow: this.options.highWatermark ?? TERMINAL_HIGH_WATERMARK, manualAck: true };
+    this.options.start(initialDimensions, flow).then(
       (h) => this.attach(h),
       (e) => {
         const msg = e instanceof Error ? e.message : String(e);
@@ -148,6 +170,20 @@ export class ExecTerminal implements Disposable {
       (e) => this.finish({ exitCode: h.exitCode, error: String(e) }, false),
     );
     void this.pumpInput();
+  }
+
+  /** The coalescer wrote the text of `bytes` output bytes: acknowledge once the queue is low. */
+  private flushed(bytes: number): void {
+    this.unacked += bytes;
+    if (this.coalescer.pendingChars > (this.options.lowWatermark ?? TERMINAL_LOW_WATERMARK)) return;
+    const n = this.unacked;
+    this.unacked = 0;
+    this.handle?.acknowledge?.(n);
+  }
+
+  /** Output bytes the terminal holds but has not written yet (tests, diagnostics). */
+  get pendingChars(): number {
+    return this.coalescer.pendingChars;
   }
 
   private async pumpInput(): Promise<void> {

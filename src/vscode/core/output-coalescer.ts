@@ -4,7 +4,9 @@
 // (a multi-byte character split across chunks is kept intact), queue the text, and flush at
 // most every `intervalMs`, at most `maxCharsPerFlush` characters per flush. Nothing is dropped:
 // the queue holds what the terminal has not taken yet, and `highWaterChars` tells the producer
-// (through onPressure) when to slow down if it can.
+// (through onPressure) when to slow down if it can. Each queued piece remembers how many input
+// bytes it came from, so `onFlushed` can report the bytes whose text the terminal has taken:
+// ExecTerminal acknowledges them to the server (flow control), which bounds the queue.
 
 export interface CoalescerOptions {
   /** Minimum delay between two writes (default 10 ms). */
@@ -15,11 +17,17 @@ export interface CoalescerOptions {
   highWaterChars?: number;
   /** Maps decoded text before queuing (e.g. LF → CRLF for pipe output). */
   transform?: (text: string) => string;
+  /** After each write: input bytes whose text is now fully written (0 for pushText messages). */
+  onFlushed?: (bytes: number) => void;
 }
 
 export class OutputCoalescer {
   private readonly decoder = new TextDecoder('utf-8');
   private queue: string[] = [];
+  /** Input bytes behind each queue entry (parallel to `queue`), credited when the entry is fully written. */
+  private queueBytes: number[] = [];
+  /** Bytes pushed whose text the decoder still holds (a split character): credited to the next entry. */
+  private carryBytes = 0;
   private queuedChars = 0;
   private timer: ReturnType<typeof setTimeout> | undefined;
   private pressured = false;
@@ -47,6 +55,7 @@ export class OutputCoalescer {
 
   push(bytes: Uint8Array): void {
     if (this.ended) return;
+    this.carryBytes += bytes.length;
     this.enqueue(this.decoder.decode(bytes, { stream: true }));
   }
 
@@ -78,6 +87,7 @@ export class OutputCoalescer {
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
     this.queue = [];
+    this.queueBytes = [];
     this.queuedChars = 0;
     this.ended = true;
     this.resolveDrain();
@@ -91,6 +101,8 @@ export class OutputCoalescer {
   private enqueueRaw(text: string): void {
     if (!text) return;
     this.queue.push(text);
+    this.queueBytes.push(this.carryBytes);
+    this.carryBytes = 0;
     this.queuedChars += text.length;
     if (!this.pressured && this.queuedChars > this.highWater) {
       this.pressured = true;
@@ -109,12 +121,14 @@ export class OutputCoalescer {
 
   private flush(): void {
     let budget = this.maxChars;
+    let bytes = 0;
     const parts: string[] = [];
     while (budget > 0 && this.queue.length) {
       const head = this.queue[0];
       if (head.length <= budget) {
         parts.push(head);
         this.queue.shift();
+        bytes += this.queueBytes.shift()!;
         budget -= head.length;
         continue;
       }
@@ -136,6 +150,12 @@ export class OutputCoalescer {
       this.writes++;
       this.write(text);
     }
+    // A trailing incomplete character flushed by end() left bytes without text: they are done too.
+    if (this.ended && this.queue.length === 0) {
+      bytes += this.carryBytes;
+      this.carryBytes = 0;
+    }
+    if (bytes > 0) this.options.onFlushed?.(bytes);
     if (this.pressured && this.queuedChars <= this.highWater / 2) {
       this.pressured = false;
       this.onPressure?.(false);
