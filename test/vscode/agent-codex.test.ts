@@ -4,12 +4,12 @@
 // question (sandbox first); an unsandboxed one (danger-full-access) asks: Deny changes nothing,
 // Allow runs it.
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, realpathSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, realpathSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { referenceCodexBinary, startCodexAppServer, type SandboxMode } from '../codex/codex-app-server';
-import { startMockModel } from '../codex/mock-model';
+import { startMockModel, type MockStep } from '../codex/mock-model';
 import { removeDir, startEndpoint } from './agent-attack-helpers';
 
 const repoRoot = path.resolve(__dirname, '..', '..', '..');
@@ -22,9 +22,9 @@ before(() => {
 });
 after(() => removeDir(ws));
 
-async function turn(mode: SandboxMode | undefined, file: string, answer: string) {
+async function turn(mode: SandboxMode | undefined, file: string, answer: string, step?: MockStep) {
   const f = await startEndpoint({ policy: 'askOutsideWorkspace', roots: [ws], answer: (q) => (q.message.includes(file) ? answer : 'Deny') });
-  const model = await startMockModel({ script: [{ exec_command: `echo made > ${file}`, callId: 'c1' }] });
+  const model = await startMockModel({ script: [step ?? { exec_command: `echo made > ${file}`, callId: 'c1' }] });
   const app = await startCodexAppServer({ codexBinary: codex, modelBaseUrl: model.baseUrl, execServerUrl: f.url, token: f.token, workspace: ws, sandboxMode: mode });
   try {
     const thread = await app.startThread();
@@ -61,6 +61,17 @@ describe('the real Codex through the agent endpoint (environments.toml auth_bear
     assert.match(asked[0].message, /unsandboxed/);
     assert.match(asked[0].message, /client "codex-environment"/);
     assert.equal(existsSync(file), false, `nothing ran (Codex saw: ${output})`);
+  });
+
+  it('workspace-write: apply_patch adds and then edits a file inside the workspace without a question', async () => {
+    const file = path.join(ws, 'patched.txt');
+    const add = `*** Begin Patch\n*** Add File: ${file}\n+first\n*** End Patch\n`;
+    const first = await turn('workspace-write', file, 'Deny', { apply_patch: add, callId: 'c1' });
+    assert.equal(readFileSync(file, 'utf8'), 'first\n', `added (Codex saw: ${first.output})`);
+    const edit = `*** Begin Patch\n*** Update File: ${file}\n@@\n-first\n+second\n*** End Patch\n`;
+    const second = await turn('workspace-write', file, 'Deny', { apply_patch: edit, callId: 'c1' });
+    assert.equal(readFileSync(file, 'utf8'), 'second\n', `edited: read, then written (Codex saw: ${second.output})`);
+    assert.deepEqual([...first.f.questions, ...second.f.questions].map((q) => q.message), [], 'no question');
   });
 
   it('danger-full-access: Allow runs it', async () => {
