@@ -6,6 +6,7 @@ import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { ExecServer } from '../../src/server/exec-server';
+import { pinsOpen } from '../../src/vscode/core/agent-pin';
 import { RawAgent, removeDir, sleep, startEndpoint, startParams, tmpDir, uri, type EndpointFixture } from './agent-attack-helpers';
 
 let ws: string; // the workspace folder
@@ -338,6 +339,8 @@ describe('agent gate attacks', () => {
       const grown = (peak - base) / 1024 / 1024;
       // 40 answers of 8 MiB (≈11 MiB of base64 each) would be ≈ 450 MiB held for the client.
       assert.ok(grown < 150, `memory grew by ${grown.toFixed(0)} MiB`);
+      // Waiting reads hold no file descriptor of the extension host (only the running ones do).
+      assert.ok(pinsOpen() <= 2, `${pinsOpen()} descriptors pinned`);
       a.close();
     });
   });

@@ -87,6 +87,8 @@ export interface Decision {
   pins?: Pinned[];
   /** Answered by the gate itself: the engine is not asked. */
   answer?: unknown;
+  /** Pins the target just before the engine runs (see Verdict); replaces `params`. */
+  prepare?: () => Promise<{ params: unknown; pins: Pinned[] }>;
 }
 
 export class AgentGate {
@@ -166,7 +168,7 @@ export class ConnectionGate {
     if (verdict.kind === 'allow') {
       this.host.log?.('debug', `approval: ${this.label}: ${verdict.why}: ${redactForLog(method, verdict.params)}`);
       if (startId !== undefined) this.state.processes.add(startId);
-      return { params: verdict.params, pins: verdict.pins, answer: verdict.answer };
+      return { params: verdict.params, pins: verdict.pins, answer: verdict.answer, prepare: verdict.prepare };
     }
     if (this.state.pending >= MAX_PENDING_QUESTIONS || this.gate.pending >= MAX_PENDING_QUESTIONS_PER_ENDPOINT) {
       throw new RpcError(ErrorCodes.InvalidRequest, `permission denied: ${method}: too many questions are already waiting for the user`);

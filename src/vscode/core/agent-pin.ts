@@ -19,8 +19,31 @@ export interface Pinned {
   close(): Promise<void>;
 }
 
-/** `moved`: the path changed since it was checked, or cannot be pinned: refuse the request. */
-export type PinResult = { kind: 'pinned'; pin: Pinned } | { kind: 'unpinned' } | { kind: 'missing' } | { kind: 'moved'; real: string };
+/**
+ * `moved`: the path changed since it was checked, or cannot be pinned: refuse the request.
+ * `busy`: too many pins are open (each is a file descriptor of the extension host): retry.
+ */
+export type PinResult = { kind: 'pinned'; pin: Pinned } | { kind: 'unpinned' } | { kind: 'missing' } | { kind: 'busy' } | { kind: 'moved'; real: string };
+
+/** Pins open at once in this process (every endpoint, every connection): a bound on descriptors. */
+export const MAX_PINS = 256;
+let openPins = 0;
+
+/** Counts a pin for its lifetime: `close` gives the slot back once. */
+function counted(close: () => Promise<unknown>): () => Promise<void> {
+  openPins++;
+  let closed = false;
+  return async () => {
+    if (closed) return;
+    closed = true;
+    openPins--;
+    await close();
+  };
+}
+
+export function pinsOpen(): number {
+  return openPins;
+}
 
 const O_DIR = constants.O_RDONLY | constants.O_DIRECTORY;
 
@@ -34,6 +57,7 @@ const O_DIR = constants.O_RDONLY | constants.O_DIRECTORY;
  */
 export async function pinParent(p: string, roots: readonly string[], protectedRoots: readonly string[], createParents = false): Promise<PinResult> {
   if (process.platform !== 'linux') return { kind: 'unpinned' };
+  if (openPins >= MAX_PINS) return { kind: 'busy' };
   const name = path.basename(p);
   const missing: string[] = [];
   let dir = path.dirname(p);
@@ -55,7 +79,7 @@ export async function pinParent(p: string, roots: readonly string[], protectedRo
     }
   }
   let handle = fh;
-  const closeAll = () => handle.close().catch(() => undefined);
+  const closeAll = counted(() => handle.close().catch(() => undefined));
   try {
     const check = async (): Promise<string | undefined> => {
       const real = await fsp.readlink(`/proc/self/fd/${handle.fd}`);
@@ -96,6 +120,7 @@ export async function pinParent(p: string, roots: readonly string[], protectedRo
  */
 export async function pinTarget(p: string, roots: readonly string[], directory: boolean): Promise<PinResult | { kind: 'error'; error: unknown }> {
   if (process.platform !== 'linux') return { kind: 'unpinned' };
+  if (openPins >= MAX_PINS) return { kind: 'busy' };
   let fh: fsp.FileHandle;
   try {
     fh = await fsp.open(p, directory ? O_DIR : constants.O_RDONLY | constants.O_NONBLOCK);
@@ -103,7 +128,7 @@ export async function pinTarget(p: string, roots: readonly string[], directory: 
     return { kind: 'error', error: e };
   }
   const handle = fh;
-  const close = () => handle.close().catch(() => undefined);
+  const close = counted(() => handle.close().catch(() => undefined));
   try {
     const real = await fsp.readlink(`/proc/self/fd/${handle.fd}`);
     if (!roots.some((r) => isInside(real, r))) {

@@ -49,7 +49,15 @@ export interface Described {
 
 export type Verdict =
   /** `pins`: directories held open for the engine (agent-pin.ts); close them when it is done. */
-  | { kind: 'allow'; why: string; params: unknown; pins?: Pinned[]; answer?: unknown }
+  | {
+      kind: 'allow';
+      why: string;
+      params: unknown;
+      pins?: Pinned[];
+      answer?: unknown;
+      /** Pinning deferred to just before the engine runs it (a queued read must not hold a descriptor while it waits). */
+      prepare?: () => Promise<{ params: unknown; pins: Pinned[] }>;
+    }
   | { kind: 'deny'; error: RpcError }
   | { kind: 'ask'; needs: Need[]; what: Described; params: unknown };
 
@@ -162,6 +170,10 @@ async function confineUnasked(ctx: AgentContext, method: string, v: Verdict): Pr
   for (const key of method === 'fs/copy' || method === 'fs/rename' ? ['sourcePath', 'destinationPath'] : ['path']) {
     const mkdirP = method === 'fs/createDirectory' && params.recursive !== false;
     const r = await pinParent(uriToPath(String(params[key])), ctx.workspaceRoots, ctx.protectedRoots, mkdirP);
+    if (r.kind === 'busy') {
+      await Promise.all(pins.map((p) => p.close()));
+      return { kind: 'deny', error: busy() };
+    }
     if (r.kind === 'missing') {
       // No parent directory: answered here as the engine would (a forced delete of nothing
       // succeeds), so a directory raced in afterwards cannot redirect anything.
@@ -186,18 +198,22 @@ async function confineUnasked(ctx: AgentContext, method: string, v: Verdict): Pr
  * was allowed for: the file is opened here, checked where it really is, and the engine reads
  * /proc/self/fd/N (a symlink swapped in meanwhile cannot turn it into a read of ~/.ssh).
  */
-async function pinRead(ctx: AgentContext, method: string, v: Verdict, p: string): Promise<Verdict> {
+function pinRead(ctx: AgentContext, method: string, v: Verdict, p: string): Verdict {
   if (v.kind !== 'allow' || v.why !== 'inside the workspace') return v;
   const params = v.params as Record<string, unknown>;
   if (params.followSymlinks === false) return v; // the engine's own no-follow walk cannot take /proc paths
-  const r = await pinTarget(p, ctx.workspaceRoots, method === 'fs/readDirectory');
-  if (r.kind === 'error') return { kind: 'deny', error: fsError(r.error) };
-  if (r.kind === 'moved') {
-    return { kind: 'deny', error: new RpcError(ErrorCodes.InvalidRequest, `permission denied: ${method}: the path changed while it was checked (now: ${r.real})`) };
-  }
-  if (r.kind !== 'pinned') return v;
-  return { ...v, params: { ...params, path: r.pin.path }, pins: [r.pin] };
+  const prepare = async () => {
+    const r = await pinTarget(p, ctx.workspaceRoots, method === 'fs/readDirectory');
+    if (r.kind === 'error') throw fsError(r.error);
+    if (r.kind === 'busy') throw busy();
+    if (r.kind === 'moved') throw new RpcError(ErrorCodes.InvalidRequest, `permission denied: ${method}: the path changed while it was checked (now: ${r.real})`);
+    if (r.kind !== 'pinned') return { params, pins: [] };
+    return { params: { ...params, path: r.pin.path }, pins: [r.pin] };
+  };
+  return { ...v, prepare };
 }
+
+const busy = () => new RpcError(ErrorCodes.Overloaded, 'server overloaded: too many file operations in flight on the agent endpoint; retry');
 
 /** A managed sandbox that reads everything and writes only the workspace folders (protected entries read-only). */
 export async function workspaceOnlySandbox(roots: readonly string[]): Promise<unknown> {

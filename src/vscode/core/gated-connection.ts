@@ -9,7 +9,7 @@ import { ErrorCodes, RpcError } from '../../protocol/errors';
 import type { HttpBodyDeltaNotification, ParamsOf, ProcessStartParams, RequestMethod, ResultOf } from '../../protocol/types';
 import type { NotificationSink, ServerConnection } from '../../server/api';
 import { uriToPath } from '../../server/paths';
-import type { ConnectionGate } from './agent-gate';
+import type { ConnectionGate, Decision } from './agent-gate';
 import { AGENT_LIMITS, LargeAnswerQueue, type WatchBudget } from './agent-limits';
 import { unpinMessage } from './agent-pin';
 
@@ -95,18 +95,27 @@ export class GatedServerConnection implements ServerConnection {
       }
       return this.start(approved as ProcessStartParams, release);
     }
-    const { params: approved, pins, answer } = await this.gate.decide(method, params);
-    if (answer !== undefined) return answer;
-    if (!pins?.length) {
-      if (this.closed) throw new RpcError(ErrorCodes.ConnectionClosed, 'connection closed');
-      return this.run(method, approved);
-    }
+    return this.decideAndRun(method, params);
+  }
+
+  private async decideAndRun(method: string, params: unknown): Promise<unknown> {
+    const decision = await this.gate.decide(method, params);
+    if (decision.answer !== undefined) return decision.answer;
+    // A large answer waits for its slot (and a reading client) before its target is pinned:
+    // a pin is a descriptor held until the engine is done.
+    if (LARGE_ANSWERS.has(method)) return this.large.run(() => this.pinAndRun(method, decision, true));
+    return this.pinAndRun(method, decision, false);
+  }
+
+  private async pinAndRun(method: string, decision: Decision, queued: boolean): Promise<unknown> {
+    const prepared = decision.prepare ? await decision.prepare() : { params: decision.params, pins: decision.pins ?? [] };
+    const pins = prepared.pins;
     try {
       if (this.closed) throw new RpcError(ErrorCodes.ConnectionClosed, 'connection closed');
-      return await this.run(method, approved);
+      return await this.run(method, prepared.params, queued);
     } catch (e) {
-      // The engine names the pinned /proc/self/fd paths; the agent gets its directories back.
-      if (e instanceof RpcError) throw new RpcError(e.code, unpinMessage(e.message, pins), e.data);
+      // The engine names the pinned /proc/self/fd paths; the agent gets its paths back.
+      if (e instanceof RpcError && pins.length > 0) throw new RpcError(e.code, unpinMessage(e.message, pins), e.data);
       throw e;
     } finally {
       await Promise.all(pins.map((p) => p.close()));
@@ -124,7 +133,8 @@ export class GatedServerConnection implements ServerConnection {
     });
   }
 
-  private async run(method: string, params: unknown): Promise<unknown> {
+  /** `queued`: a large answer that already holds its slot. */
+  private async run(method: string, params: unknown, queued = false): Promise<unknown> {
     const p = params as Record<string, unknown>;
     switch (method) {
       case 'process/start':
@@ -169,10 +179,10 @@ export class GatedServerConnection implements ServerConnection {
         if (st?.isFile() && st.size > AGENT_LIMITS.maxReadFileBytes) {
           throw new RpcError(ErrorCodes.InvalidRequest, `file is larger than ${AGENT_LIMITS.maxReadFileBytes} bytes: read it with fs/open + fs/readBlock`);
         }
-        return this.large.run(() => this.inner.requestUntyped(method, params));
+        return queued ? this.inner.requestUntyped(method, params) : this.large.run(() => this.inner.requestUntyped(method, params));
       }
     }
-    if (LARGE_ANSWERS.has(method)) return this.large.run(() => this.inner.requestUntyped(method, params));
+    if (LARGE_ANSWERS.has(method) && !queued) return this.large.run(() => this.inner.requestUntyped(method, params));
     if (method === 'process/read') return this.reads.run(() => this.inner.requestUntyped(method, params));
     return this.inner.requestUntyped(method, params);
   }
