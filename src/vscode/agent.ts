@@ -7,7 +7,7 @@ import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { AgentEndpoint } from './core/agent-endpoint';
 import { DEFAULT_AGENT_TIMEOUT_SECONDS, type AgentGateHost, type AgentQuestion } from './core/agent-gate';
-import { APPROVAL_POLICIES, type ApprovalGate, type ApprovalHost, type ApprovalPolicy } from './core/approval';
+import { APPROVAL_POLICIES, type ApprovalHost, type ApprovalPolicy } from './core/approval';
 import { commandLine } from './core/display-text';
 import { LOCAL_ENVIRONMENT } from './core/environment-store';
 import type { StatusBar } from './environments';

@@ -1,0 +1,160 @@
+// The agent gate's decision on process/start: sandbox first (a managed sandbox that writes only
+// inside the workspace and temp dirs, network off, runs unasked under the default policy, with
+// the user's secrets kept out of it), the optional workspace-write sandbox for commands that
+// come without one, and the full description of what would run (argv, arg0, cwd, env policy
+// and variables, sandbox, stdin) for the question.
+import { pathToFileURL } from 'node:url';
+import type { EnvPolicy } from '../../protocol/types';
+import type { SandboxProfile } from '../../server/sandbox/profile';
+import type { Need } from './agent-grants';
+import { isInside, realPathOf } from './agent-paths';
+import { credentialPaths, hostSockets, withHiddenPaths } from './agent-sockets';
+import { sandboxOf, writesStayInside, type AgentContext, type Described, type Verdict } from './agent-verdict';
+import { commandLine, shown } from './display-text';
+
+/** Variables never handed to a sandboxed command that runs without a question. */
+export const SANDBOX_ENV_EXCLUDES = ['VSCODE_IPC_HOOK*', 'VSCODE_GIT_IPC_HANDLE', 'VSCODE_GIT_ASKPASS*', 'GIT_ASKPASS', 'SSH_AUTH_SOCK', 'GPG_AGENT_INFO'];
+
+/** Codex's workspace-write sandbox (protocol §6b), for commands that arrive without one. */
+export function workspaceWriteSandbox(cwd: string, roots: readonly string[]): unknown {
+  const special = (kind: string, subpath?: string) => ({ type: 'special', value: subpath ? { kind, subpath } : { kind } });
+  const skip = (subpath: string) => ({ path: special('project_roots', subpath), access: 'read', missing_path_behavior: 'skip' });
+  return {
+    permissions: {
+      type: 'managed',
+      file_system: {
+        type: 'restricted',
+        entries: [
+          { path: special('root'), access: 'read' },
+          { path: special('project_roots'), access: 'write' },
+          { path: special('slash_tmp'), access: 'write' },
+          { path: special('tmpdir'), access: 'write' },
+          skip('.git'),
+          skip('.agents'),
+          skip('.codex'),
+          skip('.aws'),
+        ],
+      },
+      network: 'restricted',
+    },
+    cwd: pathToFileURL(cwd).href,
+    workspaceRoots: roots.map((r) => pathToFileURL(r).href),
+    windowsSandboxLevel: 'disabled',
+    windowsSandboxProxySettingsMode: 'reconcile',
+    useLegacyLandlock: false,
+  };
+}
+
+function describeEnv(env: Record<string, string>, policy: EnvPolicy | undefined): string[] {
+  const lines: string[] = [];
+  if (!policy) lines.push('Environment: exactly the variables below (nothing inherited)');
+  else {
+    const base = { all: 'all of VS Code’s environment', core: 'the core variables (HOME, PATH, USER, SHELL, TMPDIR…)', none: 'nothing' }[policy.inherit ?? 'all'];
+    lines.push(`Environment: starts from ${base}`);
+    if (policy.inherit !== 'none') {
+      lines.push(
+        policy.ignoreDefaultExcludes
+          ? '  default excludes OFF: variables named *KEY*, *SECRET*, *TOKEN* are passed on'
+          : '  variables named *KEY*, *SECRET*, *TOKEN* are dropped',
+      );
+    }
+    if (policy.exclude?.length) lines.push(`  minus: ${policy.exclude.map(shown).join(' ')}`);
+    for (const [k, v] of Object.entries(policy.set ?? {})) lines.push(`  set ${shown(`${k}=${v}`)}`);
+    if (policy.includeOnly?.length) lines.push(`  keeping only: ${policy.includeOnly.map(shown).join(' ')}`);
+  }
+  for (const [k, v] of Object.entries(env)) lines.push(`  ${shown(`${k}=${v}`)}`);
+  return lines;
+}
+
+function describeSandbox(s: SandboxProfile, injected: boolean): string {
+  if (s.kind === 'none') return 'Sandbox: none — the command runs with all of your permissions and network access';
+  const w = s.writableRoots.length ? s.writableRoots.map(shown).join(', ') : 'nothing';
+  return `Sandbox${injected ? ' (added by the execServer.approval.sandboxAgentCommands setting)' : ''}: writes only to ${w}${s.readOnlyCarveouts.length ? ` except ${s.readOnlyCarveouts.map(shown).join(', ')}` : ''}; network ${s.network}`;
+}
+
+/** envPolicy as the engine reads it (defaults filled in), from already validated params. */
+function envPolicyOf(raw: unknown): EnvPolicy | undefined {
+  if (!raw || typeof raw !== 'object') return undefined;
+  const o = raw as Record<string, unknown>;
+  const list = (v: unknown) => (Array.isArray(v) ? (v as string[]) : []);
+  return {
+    inherit: (o.inherit as EnvPolicy['inherit']) ?? 'all',
+    ignoreDefaultExcludes: o.ignoreDefaultExcludes === true,
+    exclude: list(o.exclude),
+    set: o.set && typeof o.set === 'object' ? (o.set as Record<string, string>) : {},
+    includeOnly: list(o.includeOnly),
+  };
+}
+
+export async function decideStart(ctx: AgentContext, params: unknown, d: Record<string, unknown>): Promise<Verdict> {
+  const raw = params as Record<string, unknown>;
+  // Validated by the engine's decoder already; read from the wire params (the decoded shape is the engine's business).
+  const argv = raw.argv as string[];
+  const cwd = String(d.cwd);
+  const env = (raw.env ?? {}) as Record<string, string>;
+  const envPolicy = envPolicyOf(raw.envPolicy);
+  const arg0 = typeof raw.arg0 === 'string' ? raw.arg0 : undefined;
+  let sandbox = sandboxOf('process/start', raw, ctx, cwd);
+  let out: Record<string, unknown> = raw;
+  let injected = false;
+  if (sandbox.kind === 'none' && ctx.sandboxAll) {
+    out = { ...raw, sandbox: workspaceWriteSandbox(cwd, ctx.workspaceRoots) };
+    sandbox = sandboxOf('process/start', out, ctx, cwd);
+    injected = true;
+  }
+  const cwdReal = (await realPathOf(cwd)) ?? cwd;
+  const contained = sandbox.kind === 'managed' && sandbox.network === 'restricted' && (await writesStayInside(sandbox, ctx));
+
+  const command = commandLine(argv);
+  const details = [
+    'Method: process/start',
+    `Command: ${command}`,
+    ...argv.map((a, i) => `  argv[${i}]: ${shown(a)}`),
+    `arg0: ${arg0 === undefined || arg0 === null ? '(none: argv[0])' : shown(arg0)}`,
+    `Working directory: ${cwdReal === cwd ? shown(cwd) : `${shown(cwd)} (really ${shown(cwdReal)})`}`,
+    describeSandbox(sandbox, injected),
+    ...describeEnv(env, envPolicy),
+    raw.tty ? 'Terminal: a PTY; the agent may type into it.' : raw.pipeStdin ? 'stdin: open; the agent may write to it.' : 'stdin: closed.',
+    'Approving lets this connection also write input to, interrupt, resize and terminate this process.',
+  ];
+  const flags: string[] = [];
+  if (sandbox.kind === 'none') flags.push('unsandboxed');
+  else if (!contained) flags.push('sandbox writes outside the workspace or allows network');
+  else flags.push(injected ? 'sandboxed by your setting' : 'sandboxed');
+  if (arg0 !== undefined && arg0 !== null && arg0 !== argv[0]) flags.push(`arg0 ${shown(arg0)}`);
+  const envChanges = Object.keys(env).length + Object.keys(envPolicy?.set ?? {}).length;
+  if (envChanges > 0) flags.push(`${envChanges} environment variable${envChanges === 1 ? '' : 's'} set`);
+  if (envPolicy && envPolicy.inherit !== 'none' && envPolicy.ignoreDefaultExcludes) flags.push('passes on your *KEY*/*SECRET*/*TOKEN* variables');
+  const summary = `run ${command} in ${shown(cwdReal)}${flags.length ? ` (${flags.join('; ')})` : ''}; input to it will be allowed`;
+  const envKey = JSON.stringify({ env, envPolicy: envPolicy ?? null, arg0: arg0 ?? null, tty: !!raw.tty, sandbox: sandbox.kind === 'managed' ? sandbox.writableRoots : 'none' });
+  const need: Need = { type: 'run', program: argv[0], cwd: cwdReal, envKey, grantable: true };
+  const what: Described = {
+    summary,
+    details,
+    complete: false,
+    sessionScope: `Allow for Session: later runs of ${shown(argv[0])} (any arguments) in ${shown(cwdReal)} with the same environment and sandbox settings, on this connection only.`,
+  };
+
+  if (ctx.policy === 'neverAsk') return { kind: 'allow', why: 'policy neverAsk', params: out };
+  if (contained && sandbox.kind === 'managed' && ctx.policy === 'askOutsideWorkspace') {
+    // Runs without a question: nothing of the user's secrets goes with it (a command the user
+    // approved gets exactly the sandbox shown in the question).
+    const [sockets, secrets] = await Promise.all([hostSockets(), credentialPaths(ctx.homeDir, ctx.protectedRoots)]);
+    // Never hide what the sandbox may write (the workspace itself could sit under a hidden path).
+    const hidden = [...new Set([...sockets, ...secrets])].filter((h) => !sandbox.writableRoots.some((w) => isInside(w, h)));
+    return { kind: 'allow', why: 'sandboxed inside the workspace', params: withSafeEnv({ ...out, sandbox: withHiddenPaths(out.sandbox, hidden) }, envPolicy) };
+  }
+  if (ctx.state.covered([need])) return { kind: 'allow', why: 'allowed for this session', params: out };
+  return { kind: 'ask', needs: [need], what, params: out };
+}
+
+/**
+ * A sandboxed command that runs without a question still does not get VS Code's secrets: the
+ * default KEY/SECRET/TOKEN name excludes are forced on and IPC/agent sockets are dropped.
+ */
+function withSafeEnv(params: Record<string, unknown>, policy: EnvPolicy | undefined): Record<string, unknown> {
+  if (!policy || policy.inherit === 'none') return params;
+  const rawPolicy = (params.envPolicy ?? {}) as Record<string, unknown>;
+  const exclude = Array.isArray(rawPolicy.exclude) ? (rawPolicy.exclude as unknown[]) : [];
+  return { ...params, envPolicy: { ...rawPolicy, ignoreDefaultExcludes: false, exclude: [...exclude, ...SANDBOX_ENV_EXCLUDES] } };
+}
