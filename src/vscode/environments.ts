@@ -10,7 +10,7 @@ import type { ClientTelemetry, ServerTelemetry } from '../telemetry/api';
 
 const CLIENT_NAME = 'vscode-exec-server';
 
-/** The in-process server behind `Local` and the agent endpoint; created on first use. */
+/** The in-process server behind `Local` (the agent endpoint runs its own); created on first use. */
 export class LocalServerHolder implements vscode.Disposable {
   private server: ExecServer | undefined;
   constructor(
