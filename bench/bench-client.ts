@@ -19,5 +19,10 @@ export interface BenchClient {
   readStream(path: string, onData: (chunk: Uint8Array) => void): Promise<void>;
   /** fs/walk; resolves with the entry count. */
   walk(path: string, options: FsWalkOptions): Promise<number>;
+  /**
+   * The same server over a new connection that does not ask for binary output frames (process
+   * output as base64 JSON, as for the reference and older clients). Absent: already JSON-only.
+   */
+  jsonOutputVariant?(): Promise<BenchClient>;
   close(): Promise<void>;
 }

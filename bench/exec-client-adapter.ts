@@ -13,19 +13,24 @@ export class ExecClientBench implements BenchClient {
   constructor(
     private readonly client: ExecServerClient,
     readonly kind: string,
+    private readonly reconnectJson?: () => Promise<ExecClientBench>,
   ) {}
 
-  static async websocket(url: string): Promise<ExecClientBench> {
+  static async websocket(url: string, binaryOutput = true): Promise<ExecClientBench> {
     // reconnect: false — a stalled or dropped connection must be reported, not silently resumed.
     // maxPayload: a 100 MiB fs/readFile answer is ~134 MiB of base64 in one frame.
-    const c = await ExecServerClient.connectWebSocket(url, { clientName: 'exec-server-bench', reconnect: false, maxPayload: BENCH_MAX_PAYLOAD });
-    return new ExecClientBench(c, 'ExecServerClient (websocket)');
+    const c = await ExecServerClient.connectWebSocket(url, { clientName: 'exec-server-bench', reconnect: false, maxPayload: BENCH_MAX_PAYLOAD, binaryOutput });
+    return new ExecClientBench(c, 'ExecServerClient (websocket)', binaryOutput ? () => ExecClientBench.websocket(url, false) : undefined);
   }
 
   /** No socket, no JSON: the client calls the server's ServerConnection directly. */
-  static async inProcess(server: ExecServer): Promise<ExecClientBench> {
-    const c = await ExecServerClient.connectInProcess(server, { clientName: 'exec-server-bench', terminateOnClose: true });
-    return new ExecClientBench(c, 'ExecServerClient (in-process)');
+  static async inProcess(server: ExecServer, binaryOutput = true): Promise<ExecClientBench> {
+    const c = await ExecServerClient.connectInProcess(server, { clientName: 'exec-server-bench', terminateOnClose: true, binaryOutput });
+    return new ExecClientBench(c, 'ExecServerClient (in-process)', binaryOutput ? () => ExecClientBench.inProcess(server, false) : undefined);
+  }
+
+  jsonOutputVariant(): Promise<BenchClient> {
+    return this.reconnectJson ? this.reconnectJson() : Promise.resolve(this);
   }
 
   async stat(path: string): Promise<void> {

@@ -71,6 +71,10 @@ export function judge(m: MetricDef, ours: Outcome, reference: Outcome, inProcess
     parts.push(`in-process ≤ ${m.inProcessMax} ${m.unit}`);
     met &&= ok(inProcess) && inProcess.value! <= m.inProcessMax;
   }
+  if (m.inProcessMin !== undefined) {
+    parts.push(`in-process ≥ ${m.inProcessMin} ${m.unit}`);
+    met &&= ok(inProcess) && inProcess.value! >= m.inProcessMin;
+  }
   if (parts.length) r.goal = { text: parts.join(', '), met };
   return r;
 }

@@ -87,13 +87,15 @@ test('flow control (websocket): a consumer that never acknowledges does not slow
   }
 });
 
-test('flow control: while the client is disconnected the child stays blocked; the resumed client gets every byte (beyond the 1 MiB retention)', async () => {
+for (const window of [256 * KiB, 4096 * KiB]) {
+test(`flow control (window ${window / KiB} KiB): while the client is disconnected the child stays blocked; the resumed client gets every byte (beyond the 1 MiB retention)`, async () => {
   const dir = tmpDir();
   const s = await ourWsServer();
   const proxy = await startDropProxy(s.url);
-  const client = await ExecServerClient.connectWebSocket(proxy.url, { clientName: 'flow-test', reconnectDelayMs: 50, outputWindow: 256 * KiB });
+  const client = await ExecServerClient.connectWebSocket(proxy.url, { clientName: 'flow-test', reconnectDelayMs: 50, outputWindow: window });
   try {
-    const total = 400_000; // 4 MB: four times the default retention
+    // Well beyond the window plus the default 1 MiB retention.
+    const total = Math.max(400_000, Math.ceil((window + 3 * 1024 * KiB) / LINE_BYTES));
     const file = path.join(dir, 'progress');
     const h = await client.startProcess({ argv: numberedLines(total, file), cwd: dir, env: ENV });
     const lines = new LineChecker();
@@ -127,6 +129,7 @@ test('flow control: while the client is disconnected the child stays blocked; th
     fs.rmSync(dir, { recursive: true, force: true });
   }
 });
+}
 
 test('flow control: a client resuming without opting in (an older client) lifts the windows', async () => {
   const dir = tmpDir();

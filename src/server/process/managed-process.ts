@@ -24,8 +24,9 @@ export const SANDBOXED_EXIT_HOLD_MS = 250;
 /** Largest per-process output window a client may grant (bytes); retention grows with it. */
 export const MAX_OUTPUT_WINDOW = 32 * 1024 * 1024;
 /**
- * Retention beyond the window of a flow-controlled process: unacknowledged output is at most the
- * window plus the chunk that crossed it (a pipe read is ≤ 64 KiB), so all of it stays readable.
+ * Retention of a flow-controlled process: its unacknowledged output plus this much (eviction
+ * drops whole chunks, and the oldest unacknowledged chunk may be partly acknowledged), so every
+ * unacknowledged byte stays readable for a resuming client. Acked output shrinks it back.
  */
 const WINDOW_RETENTION_SLACK = 1024 * 1024;
 
@@ -84,13 +85,18 @@ export class ManagedProcess {
   }
 
   /**
-   * Grants the output window (before start). Retention is raised to the window plus
-   * WINDOW_RETENTION_SLACK so every unacknowledged byte can be re-read after a reconnect.
+   * Grants the output window (before start). While it is set, retention follows the
+   * unacknowledged output (see WINDOW_RETENTION_SLACK).
    */
   setWindow(bytes: number): void {
     this.window = bytes;
-    this.buffer.capBytes = Math.max(this.retainBytes, bytes + WINDOW_RETENTION_SLACK);
     this.applyPause();
+  }
+
+  /** Retention cap for the current unacknowledged output (flow-controlled processes). */
+  private fitRetention(): void {
+    if (this.window <= 0) return;
+    this.buffer.capBytes = Math.max(this.retainBytes, this.producedBytes - this.consumedBytes + WINDOW_RETENTION_SLACK);
   }
   get outputWindow(): number {
     return this.window;
@@ -109,6 +115,8 @@ export class ManagedProcess {
     }
     if (consumedBytes <= this.consumedBytes) return; // a retried or reordered ack
     this.consumedBytes = consumedBytes;
+    this.fitRetention();
+    this.buffer.evictToCap();
     this.applyPause();
   }
 
@@ -157,8 +165,9 @@ export class ManagedProcess {
       output: (stream, data) => {
         if (this.closed || data.length === 0) return;
         const seq = this.nextSeq++;
-        this.buffer.push({ seq, stream, data });
         this.producedBytes += data.length;
+        this.fitRetention();
+        this.buffer.push({ seq, stream, data });
         this.host.output(this.id, seq, stream, data);
         this.applyPause();
         this.wake();

@@ -29,6 +29,11 @@ export class OutputBuffer {
   push(chunk: RetainedChunk): void {
     this.chunks.push(chunk);
     this.bytes += chunk.data.length;
+    this.evictToCap();
+  }
+
+  /** Drops the oldest chunks until the retained bytes fit the cap (after a push, or a lowered cap). */
+  evictToCap(): void {
     // Keep at least the newest chunk even if it alone exceeds the cap.
     while (this.bytes > this.capBytes && this.chunks.length - this.head > 1) {
       const old = this.chunks[this.head];
