@@ -8,7 +8,8 @@ import { after, before, describe, it } from 'node:test';
 import { redactForLog } from '../../src/vscode/core/agent-gate';
 import { ConnectionState, covers } from '../../src/vscode/core/agent-grants';
 import { realPathOf } from '../../src/vscode/core/agent-paths';
-import { classify, type AgentContext } from '../../src/vscode/core/agent-request';
+import { METHODS } from '../../src/server/router';
+import { classify, gatedMethods, type AgentContext } from '../../src/vscode/core/agent-request';
 import type { ApprovalPolicy } from '../../src/vscode/core/approval';
 import { commandLine, formsLink, shellQuote } from '../../src/vscode/core/display-text';
 import { removeDir, tmpDir, uri } from './agent-attack-helpers';
@@ -63,6 +64,11 @@ describe('agent text as shown', () => {
 });
 
 describe('agent request classification', () => {
+  it('every method of the engine has a rule in the gate (a new one is refused until it gets one: this test says so)', () => {
+    const missing = Object.keys(METHODS).filter((m) => !gatedMethods().includes(m));
+    assert.deepEqual(missing, [], 'engine methods without an agent-gate rule (add them to src/vscode/core/agent-request.ts)');
+  });
+
   it('unknown methods are refused; metadata and the handshake pass', async () => {
     assert.equal((await classify('fs/brandNew', {}, ctx('neverAsk'))).kind, 'deny');
     assert.equal((await classify('__proto__', {}, ctx('neverAsk'))).kind, 'deny');

@@ -87,12 +87,16 @@ describe('gated server connection', () => {
     conn.notification('initialized', {});
     await assert.rejects(conn.requestUntyped('process/terminate', { processId: 'not-mine' }), /not started by this connection/);
     await assert.rejects(conn.requestUntyped('process/write', { processId: 'not-mine', chunk: '', writeId: '1' }), /not started by this connection/);
+    await assert.rejects(conn.requestUntyped('process/ack', { processId: 'not-mine', consumedBytes: 1 }), /not started by this connection/);
     assert.deepEqual(seen, ['initialize']);
     // A pipelined start + write: the write waits for the start's decision and keeps its order.
     const started = conn.requestUntyped('process/start', { ...start('mine', ['/bin/cat']), pipeStdin: true });
     const wrote = conn.requestUntyped('process/write', { processId: 'mine', chunk: Buffer.from('hi').toString('base64'), writeId: '1' });
     await started;
     assert.deepEqual(await wrote, { status: 'accepted' });
+    // Flow control's ack is part of driving one's own process (not refused as an unknown method).
+    const ack = await conn.requestUntyped('process/ack', { processId: 'mine', consumedBytes: 0 }).then(() => 'ok', (e: Error) => e.message);
+    assert.doesNotMatch(String(ack), /not available on the agent endpoint|not started by this connection/);
     assert.deepEqual(await conn.requestUntyped('process/terminate', { processId: 'mine' }), { running: true });
     conn.close();
   });

@@ -20,7 +20,7 @@ export { SANDBOX_ENV_EXCLUDES, workspaceWriteSandbox } from './agent-start';
 export { workspaceOnlySandbox } from './agent-confine';
 
 /** Methods that act on a process of the connection: allowed on its own processes only. */
-const OWN_PROCESS_METHODS = new Set(['process/read', 'process/write', 'process/signal', 'process/terminate', 'process/resize', 'process/closeStdin']);
+const OWN_PROCESS_METHODS = new Set(['process/read', 'process/write', 'process/signal', 'process/terminate', 'process/resize', 'process/closeStdin', 'process/ack']);
 /** Handshake, host facts, metadata, and handles/watches the engine scopes to the connection. */
 const FREE_METHODS = new Set([
   'environment/info',
@@ -102,6 +102,27 @@ function sessionScopeForPaths(needs: { kind: 'read' | 'write'; fact: PathFact; d
     needs.map((n) => `${n.kind === 'read' ? 'reads' : 'changes'} under ${shown(prefixFor(n.fact, n.dirOp))}`).join(' and ') +
     ', on this connection only.'
   );
+}
+
+/** Methods with their own rule below (path reads/changes, http, process/start). */
+const DECIDED_METHODS = new Set([
+  'fs/readFile',
+  'fs/readDirectory',
+  'fs/open',
+  'fs/walk',
+  'fs/watch',
+  'fs/writeFile',
+  'fs/createDirectory',
+  'fs/remove',
+  'fs/copy',
+  'fs/rename',
+  'http/request',
+  'process/start',
+]);
+
+/** Every method the gate has a rule for; any other engine method is refused until it gets one. */
+export function gatedMethods(): string[] {
+  return ['initialize', ...FREE_METHODS, ...OWN_PROCESS_METHODS, ...DECIDED_METHODS];
 }
 
 export async function classify(method: string, params: unknown, ctx: AgentContext): Promise<Verdict> {
