@@ -154,6 +154,27 @@ test('flow control: a client resuming without opting in (an older client) lifts 
   }
 });
 
+test('flow control: terminating a process whose window is full closes it even though nothing is acknowledged', async () => {
+  const dir = tmpDir();
+  const server = new ExecServer();
+  const client = await ExecServerClient.connectInProcess(server, { clientName: 'flow-test' });
+  try {
+    for (const tty of [false, true]) {
+      const file = path.join(dir, `progress-${tty}`);
+      const h = await client.startProcess({ argv: numberedLines(1_000_000, file), cwd: dir, env: ENV, tty, outputWindow: 32 * KiB, manualAck: true });
+      const blockedAt = await settled(() => progress(file));
+      assert.ok(blockedAt < 1_000_000);
+      assert.equal(await h.terminate(), true);
+      await h.closed;
+      assert.notEqual(h.exitCode, 0);
+    }
+  } finally {
+    await client.close();
+    await server.shutdown();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
 test('flow control: bad input is refused and changes nothing', async () => {
   const dir = tmpDir();
   const server = new ExecServer();

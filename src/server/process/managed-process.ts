@@ -264,10 +264,16 @@ export class ManagedProcess {
     if (this.running) this.child!.interrupt();
   }
 
-  /** Kills the process group; true if it was running. */
+  /**
+   * Kills the process group; true if it was running. The window is lifted: what the killed
+   * child left in its pipe is delivered and the process closes even if its consumer stopped
+   * acknowledging (a terminal the user closed).
+   */
   terminate(): boolean {
     if (!this.running) return false;
     this.child!.kill('SIGKILL');
+    this.window = 0;
+    this.applyPause();
     return true;
   }
 
