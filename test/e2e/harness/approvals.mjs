@@ -10,6 +10,7 @@ import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
 const firstSeen = new Map();
+let lastCenterLook = 0;
 const GIVE_UP_MS = 30_000;
 
 const TOASTS = '.notification-toast-container .notification-list-item';
@@ -41,7 +42,7 @@ export async function answerPendingApprovals(page, controlDir, log) {
       writeFileSync(resultFile, JSON.stringify(outcome));
     } else if (Date.now() - firstSeen.get(name) > giveUpMs) {
       log(`approval: gave up on ${req.answer ? `"${req.answer}"` : 'inspecting'} (${(req.contains ?? []).join(', ')}): ${outcome.error}${outcome.callLog ? `\n${outcome.callLog}` : ''}`);
-      if (outcome.callLog) await page.screenshot({ path: path.join(controlDir, `${name.replace('.request.json', '')}.png`) }).catch(() => undefined);
+      await page.screenshot({ path: path.join(controlDir, `${name.replace('.request.json', '')}.png`) }).catch(() => undefined);
       writeFileSync(resultFile, JSON.stringify({ ...outcome, clicked: false, error: `${outcome.error} (after ${giveUpMs / 1000} s)` }));
     }
   }
@@ -82,6 +83,20 @@ async function clickButton(button) {
   }
 }
 
+/** Reads a notification (toast or center item) and clicks `req.answer` on it, if asked to. */
+async function answerItem(page, req, item, where) {
+  const message = item.locator('.notification-list-item-message').first();
+  const text = (await message.innerText({ timeout: 2000 })).trim();
+  const buttons = (await item.locator('.notification-list-item-buttons-container').getByRole('button').allInnerTexts())
+    .map((b) => b.trim()).filter(Boolean);
+  const links = await linksIn(message);
+  const html = (await message.innerHTML()).slice(0, 8000);
+  const seen = { found: true, kind: 'toast', where, text, detail: '', buttons, links, html };
+  if (!req.answer) return { ...seen, clicked: false };
+  await clickButton(item.getByRole('button', { name: req.answer, exact: true }));
+  return { ...seen, clicked: true };
+}
+
 async function tryAnswer(page, req, pendingMs) {
   try {
     // The pointer rests where the last click was: a hover opened there (e.g. over a notice that
@@ -101,33 +116,24 @@ async function tryAnswer(page, req, pendingMs) {
       await clickButton(box.locator('.dialog-buttons').getByRole('button', { name: req.answer, exact: true }));
       return { ...seen, clicked: true };
     }
-    let where = 'toast';
-    let items = filtered(page.locator(TOASTS), page, req).filter({ visible: true });
-    if ((await items.count()) === 0) {
-      // (Not at once: a question just asked is about to show as a toast.)
-      const centerOpen = (await page.locator(CENTER).count()) > 0;
-      if (!centerOpen && pendingMs > 2000) await toggleNotificationCenter(page);
-      if (centerOpen || pendingMs > 2000) {
-        items = filtered(page.locator(CENTER_ITEMS), page, req);
-        where = 'center';
+    const toasts = filtered(page.locator(TOASTS), page, req).filter({ visible: true });
+    if ((await toasts.count()) > 0) return await answerItem(page, req, toasts.first(), 'toast');
+    // (Not at once: a question just asked is about to show as a toast.) The center is open only
+    // while we look: while it is open VS Code shows no toasts, and a list left open went stale.
+    if (pendingMs > 2000 && Date.now() - lastCenterLook > 1000) {
+      lastCenterLook = Date.now();
+      if ((await page.locator(CENTER).count()) === 0) {
+        await toggleNotificationCenter(page);
+        await page.waitForTimeout(300);
+      }
+      try {
+        const items = filtered(page.locator(CENTER_ITEMS), page, req);
+        if ((await items.count()) > 0) return await answerItem(page, req, items.first(), 'center');
+      } finally {
+        if ((await page.locator(CENTER).count()) > 0) await toggleNotificationCenter(page);
       }
     }
-    if ((await items.count()) === 0) {
-      return { found: false, clicked: false, error: `no question containing "${[req.match ?? 'Exec Server:', ...(req.contains ?? [])].join('", "')}"${req.answer ? ` with a "${req.answer}" button` : ''}` };
-    }
-    const item = items.first();
-    const message = item.locator('.notification-list-item-message').first();
-    const text = (await message.innerText({ timeout: 2000 })).trim();
-    const buttons = (await item.locator('.notification-list-item-buttons-container').getByRole('button').allInnerTexts())
-      .map((b) => b.trim()).filter(Boolean);
-    const links = await linksIn(message);
-    const html = (await message.innerHTML()).slice(0, 8000);
-    const seen = { found: true, kind: 'toast', where, text, detail: '', buttons, links, html };
-    if (!req.answer) return { ...seen, clicked: false };
-    await clickButton(item.getByRole('button', { name: req.answer, exact: true }));
-    // Close the center again: while it is open, VS Code shows no new toasts.
-    if (where === 'center' && (await page.locator(CENTER).count()) > 0) await toggleNotificationCenter(page);
-    return { ...seen, clicked: true };
+    return { found: false, clicked: false, error: `no question containing "${[req.match ?? 'Exec Server:', ...(req.contains ?? [])].join('", "')}"${req.answer ? ` with a "${req.answer}" button` : ''}` };
   } catch (err) {
     const lines = String(err?.message ?? err).split('\n');
     return { found: false, clicked: false, error: lines[0], callLog: lines.slice(1, 12).join('\n') };

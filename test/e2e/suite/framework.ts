@@ -81,7 +81,9 @@ export async function runTests(opts: {
   grep?: string;
   log?: (line: string) => void;
 }): Promise<ResultsFile> {
-  const selected = registered.filter((t) => !opts.grep || t.setup || t.name.includes(opts.grep));
+  // `a|b` selects the tests whose name contains a or b.
+  const greps = opts.grep ? opts.grep.split('|').filter(Boolean) : [];
+  const selected = registered.filter((t) => greps.length === 0 || t.setup || greps.some((g) => t.name.includes(g)));
   const data: ResultsFile = { planned: selected.map((t) => t.name), results: [], done: false };
   writeResults(opts.resultsFile, data);
   for (const t of selected) {
