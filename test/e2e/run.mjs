@@ -9,13 +9,14 @@
 //   4. answers approval notifications the suite asks for (clicks the real buttons), prints each
 //      result, saves test-results/e2e-workbench.png, prints "N passed, N failed", and kills
 //      every process it started.
-// Env: EXEC_SERVER_E2E_GREP (run tests whose name contains it), EXEC_SERVER_E2E_TIMEOUT (s, whole run, default 600),
+// Env: EXEC_SERVER_E2E_GREP (run tests whose name contains it; a|b: either), EXEC_SERVER_E2E_TIMEOUT (s, whole run, default 600),
 //      EXEC_SERVER_E2E_VSIX (use this product VSIX instead of packaging one), EXEC_SERVER_E2E_KEEP=1 (keep temp dir),
 //      EXEC_SERVER_E2E_SKIP_BUILD=1 (use dist/ as it is; for iterating on the suite),
 //      EXEC_SERVER_E2E_STARTUP_TIMEOUT (s from opening the workbench to the suite's first write, default 180).
 import { copyFileSync, cpSync, existsSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { answerPendingApprovals } from './harness/approvals.mjs';
+import { answerUiRequests } from './harness/ui.mjs';
 import { repo, startWorkbench, stopWorkbench } from './harness/workbench.mjs';
 
 const resultsDir = path.join(repo, 'test-results');
@@ -97,6 +98,7 @@ async function main() {
       break;
     }
     await answerPendingApprovals(page, dirs.control, log);
+    await answerUiRequests(page, dirs.control, log);
     await new Promise((r) => setTimeout(r, 250));
   }
 
