@@ -9,7 +9,7 @@ import { sandboxSupport } from './sandbox/support';
 
 export function environmentInfo(): EnvironmentInfo {
   const sandbox = sandboxSupport();
-  const shellPath = process.env.SHELL || '/bin/sh';
+  const shellPath = userShell();
   return {
     shell: { name: path.basename(shellPath), path: shellPath },
     executorVersion: VERSION,
@@ -30,6 +30,21 @@ export function environmentInfo(): EnvironmentInfo {
       managedSandboxFs: true,
     },
   };
+}
+
+/**
+ * $SHELL, else the login shell of the user's passwd entry (as the reference: with SHELL unset,
+ * e.g. a service or a CI container, it still reports bash for root), else /bin/sh.
+ */
+export function userShell(): string {
+  if (process.env.SHELL) return process.env.SHELL;
+  try {
+    const fromPasswd = os.userInfo().shell;
+    if (fromPasswd) return fromPasswd;
+  } catch {
+    // no passwd entry for this uid
+  }
+  return '/bin/sh';
 }
 
 export function codexHomeDir(): string {

@@ -96,7 +96,7 @@ test('http/request errors: invalid url, unreachable, timeout, bad params', async
 
 test('environment/info and environment/status accept null params', async () => {
   const info = await c.call('environment/info', null);
-  const shell = process.env.SHELL || '/bin/sh';
+  const shell = process.env.SHELL || os.userInfo().shell || '/bin/sh';
   assert.deepEqual(info.shell, { name: shell.split('/').pop(), path: shell });
   assert.equal(info.cwd, uri(process.cwd()));
   assert.equal(info.userHomeDir, uri(os.homedir()));

@@ -46,7 +46,9 @@ describe('agent text as shown', () => {
 
   it('is shell-exact: bash turns the shown command line back into the same argv', () => {
     for (const a of nasty) {
-      const back = execFileSync('/bin/bash', ['-c', `printf '%s\\0' ${shellQuote(a)}`]).toString();
+      // $'\u202e' gives UTF-8 only in a UTF-8 locale (as a VS Code user's shell has); a clean
+      // CI environment may have no LANG at all.
+      const back = execFileSync('/bin/bash', ['-c', `printf '%s\\0' ${shellQuote(a)}`], { env: { ...process.env, LC_ALL: 'C.UTF-8' } }).toString();
       assert.equal(back, `${a}\0`, JSON.stringify(a));
     }
   });
