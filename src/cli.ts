@@ -14,6 +14,7 @@ import { parseAuthArgs, SECURITY_FLAGS_HELP, validateListenSecurity, type Securi
 import { rejectReason } from './telemetry/api';
 import { TELEMETRY_FLAGS_HELP, TelemetryConfigError, telemetryConfig, type TelemetryConfig, type TelemetryFlags } from './telemetry/config';
 import { startServerTelemetry } from './telemetry/load';
+import { closeInheritedDescriptors } from './server/inherited-fds';
 
 type Level = 'debug' | 'info' | 'warn' | 'error';
 const LEVELS: Level[] = ['debug', 'info', 'warn', 'error'];
@@ -163,6 +164,9 @@ export async function main(argv: string[]): Promise<number> {
     if (LEVELS.indexOf(level) >= minLevel) process.stderr.write(`${new Date().toISOString()} ${level.toUpperCase()} exec-server: ${message}\n`);
   };
   process.stdout.on('error', () => {}); // a closed stdout must not crash the server (EPIPE)
+  // A descriptor a parent leaked into this process would reach every child (src/server/inherited-fds.ts).
+  const closedFds = closeInheritedDescriptors();
+  if (closedFds.length > 0) log('debug', `closed inherited descriptors ${closedFds.join(', ')} (not close-on-exec; children must not get them)`);
 
   // Off (the default): the no-op, and the OpenTelemetry SDK is never loaded.
   let telemetry: Awaited<ReturnType<typeof startServerTelemetry>>;

@@ -2,7 +2,7 @@
 // filesystem; symlink resolution of rules (resolve.ts); the sandboxDenied heuristic (denial.ts).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { bwrapArgs, wrapArgv } from '../../src/server/sandbox/bwrap';
+import { CLOSE_FDS_SCRIPT, bwrapArgs, wrapArgv } from '../../src/server/sandbox/bwrap';
 import { looksLikeSandboxDenial, sandboxDenied } from '../../src/server/sandbox/denial';
 import { seccompProgram } from '../../src/server/sandbox/seccomp';
 import { parseSandbox, type ManagedSandboxProfile } from '../../src/server/sandbox/profile';
@@ -138,13 +138,14 @@ test('bwrap: no root read → program directories only (symlinks kept), then the
   ]);
 });
 
-test('bwrap: full wrap: env ignores tty signals around bwrap, restores them for the command; arg0 via bash exec -a', () => {
+test('bwrap: full wrap: env ignores tty signals around bwrap, restores them for the command; descriptors above 2 closed first; arg0 via bash exec -a', () => {
   const p = profile([{ path: special('root'), access: 'read' }]);
   const w = wrapArgv(p, { argv: ['ls', '-l'], cwd: '/w/proj' }, TOOLS, FS);
   assert.deepEqual(w.slice(0, 3), ['/usr/bin/env', '--ignore-signal=INT,QUIT,TSTP', '/usr/bin/bwrap']);
-  assert.deepEqual(w.slice(w.indexOf('--')), ['--', '/usr/bin/env', '--default-signal=INT,QUIT,TSTP', 'ls', '-l']);
+  const closeFds = ['/bin/bash', '--norc', '-p', '-c', CLOSE_FDS_SCRIPT, 'exec-server-close-fds'];
+  assert.deepEqual(w.slice(w.indexOf('--')), ['--', ...closeFds, '/usr/bin/env', '--default-signal=INT,QUIT,TSTP', 'ls', '-l']);
   const w0 = wrapArgv(p, { argv: ['ls', '-l'], cwd: '/w/proj', arg0: 'my-ls' }, TOOLS, FS);
-  assert.deepEqual(w0.slice(w0.indexOf('--')), ['--', '/usr/bin/env', '--default-signal=INT,QUIT,TSTP', '/bin/bash', '-c', 'exec -a "$0" -- "$@"', 'my-ls', 'ls', '-l']);
+  assert.deepEqual(w0.slice(w0.indexOf('--')), ['--', ...closeFds, '/usr/bin/env', '--default-signal=INT,QUIT,TSTP', '/bin/bash', '--norc', '-c', 'exec -a "$0" -- "$@"', 'my-ls', 'ls', '-l']);
 });
 
 test('resolve: links anywhere (absolute, relative, dangling, `..` after a link) land where the kernel would', () => {

@@ -9,6 +9,19 @@ import { realFs, type FsProbe } from './resolve';
 /** The descriptor bwrap reads the seccomp program from (opened by the `sh` in front of it). */
 export const SECCOMP_FD = '3';
 
+/**
+ * Run by `bash -p` as the sandbox's first program: closes every descriptor above 2, then execs
+ * the rest. A descriptor the server inherited without close-on-exec (or the seccomp program's)
+ * would otherwise reach the command, and a directory fd opened outside the mount namespace
+ * still reaches the host's files (/proc/self/fd/N/..), whatever the mounts say. bwrap passes
+ * descriptors through untouched. `-p` (privileged mode) makes bash ignore BASH_ENV, exported
+ * functions, SHELLOPTS/BASHOPTS and GLOBIGNORE, and `--norc` stops Debian's bash from sourcing
+ * ~/.bashrc when stdin is a socket (Node's pipes are socketpairs) or SSH_CLIENT is set, so
+ * nothing from the client's environment or home runs while the descriptors are still open
+ * (closing a descriptor that is not open is silent).
+ */
+export const CLOSE_FDS_SCRIPT = 'for f in /proc/self/fd/*; do f=${f##*/}; if [[ $f -gt 2 ]]; then exec {f}>&-; fi; done; exec "$@"';
+
 /** Signals a terminal sends to its foreground group; see wrapArgv for why they matter. */
 export const TTY_SIGNALS = 'INT,QUIT,TSTP';
 
@@ -102,7 +115,7 @@ export function bwrapArgs(
 /**
  * The full host argv for `argv` under the profile:
  *   [sh -c 'exec 3<"$0" && exec "$@"' <seccomp program>] env --ignore-signal=INT,QUIT,TSTP bwrap <args> --
- *     env --default-signal=INT,QUIT,TSTP [bash -c 'exec -a …'] argv…
+ *     bash --norc -p -c <CLOSE_FDS_SCRIPT> env --default-signal=INT,QUIT,TSTP [bash --norc -c 'exec -a …'] argv…
  * Why the two `env`s: there is no --new-session (see ./backend.ts), so bwrap itself is in
  * the process group that interrupt signals and, on a PTY, in the terminal's foreground
  * group that Ctrl-C reaches. bwrap dies on SIGINT, which would kill the sandbox and lose the
@@ -118,8 +131,9 @@ export function wrapArgv(
   tools: BwrapTools,
   probe: FsProbe = realFs,
 ): string[] {
-  const inner = [tools.env, `--default-signal=${TTY_SIGNALS}`];
-  if (req.arg0 !== undefined && req.arg0 !== req.argv[0]) inner.push(tools.bash, '-c', 'exec -a "$0" -- "$@"', req.arg0);
+  const inner = [tools.bash, '--norc', '-p', '-c', CLOSE_FDS_SCRIPT, 'exec-server-close-fds', tools.env, `--default-signal=${TTY_SIGNALS}`];
+  // --norc: see CLOSE_FDS_SCRIPT (~/.bashrc would otherwise run before the command).
+  if (req.arg0 !== undefined && req.arg0 !== req.argv[0]) inner.push(tools.bash, '--norc', '-c', 'exec -a "$0" -- "$@"', req.arg0);
   const outer = [tools.env, `--ignore-signal=${TTY_SIGNALS}`, tools.bwrap, ...bwrapArgs(profile, req.cwd, tools, probe), '--', ...inner, ...req.argv];
   if (!tools.seccomp) return outer;
   const program = profile.network === 'restricted' ? tools.seccomp.restricted : tools.seccomp.enabled;
