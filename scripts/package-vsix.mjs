@@ -3,7 +3,7 @@
 // holds only what the extension loads (see .vscodeignore): the bundle, node-pty's JS and
 // native module, the manifest, README and media. Run after `npm run build`.
 import { spawnSync } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
@@ -34,6 +34,8 @@ pkg.scripts = {};
 writeFileSync(path.join(stage, 'package.json'), JSON.stringify(pkg, null, 2) + '\n');
 
 for (const rel of ['.vscodeignore', 'dist/extension.js', 'dist/telemetry.js', 'media/icon.png', 'media/exec-server.svg']) copy(rel);
+// The Get Started walkthrough's step pages (package.json contributes.walkthroughs).
+for (const name of readdirSync(path.join(root, 'media/walkthrough'))) if (name.endsWith('.md')) copy(`media/walkthrough/${name}`);
 // vsce refuses relative images (no repository URL to resolve them) and SVG images in the
 // README: the VSIX's copy names them in text instead.
 const readme = readFileSync(path.join(root, 'README.md'), 'utf8')

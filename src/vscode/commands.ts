@@ -5,9 +5,13 @@ import * as os from 'node:os';
 import * as vscode from 'vscode';
 import { codexEnvironmentEntry, type AgentEndpointService } from './agent';
 import type { EnvironmentManager } from './core/environment-manager';
-import { LOCAL_ENVIRONMENT, type EnvironmentStore } from './core/environment-store';
+import { LOCAL_ENVIRONMENT, type AddEnvironmentInput, type EnvironmentStore } from './core/environment-store';
 import type { ProcessRegistry, TrackedProcess } from './core/process-registry';
-import { connectWithProgress } from './environments';
+import { askForEnvironment, freshAnswers, testConnection } from './add-environment';
+import type { ExecClient } from '../client/api';
+import type { EnvironmentConfig } from './core/environment-store';
+import { connectWithProgress, wasReported } from './environments';
+import { browseFolder, openFolder, pickStart, pickWhere, startFolder, type OpenWhere } from './open-remote-folder';
 import { remoteUri } from './file-system-provider';
 import { SCHEME, type TerminalService } from './terminals';
 
@@ -25,6 +29,17 @@ export interface CommandServices {
   approve(environment: string, argv: string[], cwd: string): Promise<void>;
   /** Shows per-environment request statistics (./telemetry.ts). */
   showRequestStatistics(): void;
+  /** A throw-away connection with unsaved settings (Add Environment's connection test). */
+  testConnect(config: EnvironmentConfig, token: string | undefined): Promise<ExecClient>;
+}
+
+/**
+ * Invoked by the user (palette, menu, view, walkthrough link) rather than by code: no args,
+ * or a tree node. Such calls report their errors once themselves and resolve with undefined;
+ * VS Code would otherwise add its own "Error running command" toast to ours.
+ */
+function interactive(raw: unknown): boolean {
+  return raw === undefined || raw === null || (typeof raw === 'object' && !(raw instanceof vscode.Uri) && typeof (raw as { type?: unknown }).type === 'string');
 }
 
 type Args = Record<string, unknown> | undefined;
@@ -45,7 +60,19 @@ function strArray(a: Args, key: string): string[] | undefined {
 
 export function registerCommands(ctx: vscode.ExtensionContext, s: CommandServices): void {
   const reg = (id: string, f: (args: Args, raw: unknown) => unknown) =>
-    ctx.subscriptions.push(vscode.commands.registerCommand(id, (raw: unknown) => f(asArgs(raw), raw)));
+    ctx.subscriptions.push(
+      vscode.commands.registerCommand(id, async (raw: unknown) => {
+        try {
+          return await f(asArgs(raw), raw);
+        } catch (e) {
+          if (!interactive(raw)) throw e; // programmatic callers handle their own failures
+          const msg = e instanceof Error ? e.message : String(e);
+          s.log.error(`${id}: ${msg}`);
+          if (!wasReported(e)) void vscode.window.showErrorMessage(msg.startsWith('Exec Server:') ? msg : `Exec Server: ${msg}`);
+          return undefined;
+        }
+      }),
+    );
 
   const known = (name: string) => {
     if (!s.store.get(name)) throw new Error(`Exec Server: unknown environment "${name}"`);
@@ -92,27 +119,9 @@ export function registerCommands(ctx: vscode.ExtensionContext, s: CommandService
     return was;
   });
 
-  reg('execServer.addEnvironment', async (args) => {
-    let input = args && str(args, 'name') ? { name: str(args, 'name')!, url: str(args, 'url'), token: str(args, 'token'), command: str(args, 'command'), args: strArray(args, 'args') } : undefined;
-    if (!input) {
-      const name = await vscode.window.showInputBox({ prompt: 'Name of the environment', placeHolder: 'devbox' });
-      if (!name) return undefined;
-      const where = await vscode.window.showInputBox({
-        prompt: 'A websocket URL (ws://host:port) or a command that speaks the protocol on stdio',
-        placeHolder: 'ws://127.0.0.1:8765   or   ssh devbox npx exec-server --listen stdio',
-      });
-      if (!where) return undefined;
-      if (/^wss?:\/\//i.test(where.trim())) {
-        const token = await vscode.window.showInputBox({ prompt: 'Connection token (optional; kept in SecretStorage)', password: true });
-        input = { name, url: where.trim(), token: token || undefined, command: undefined, args: undefined };
-      } else {
-        const parts = where.trim().split(/\s+/);
-        input = { name, url: undefined, token: undefined, command: parts[0], args: parts.slice(1) };
-      }
-    }
-    // A command environment runs its command on this machine at connect time: when another
-    // extension supplies it (args), it passes the approval gate like any programmatic command line.
-    if (args && input.command) await s.approve(LOCAL_ENVIRONMENT, [input.command, ...(input.args ?? [])], os.homedir());
+  const addDeps = { store: s.store, connect: (c: EnvironmentConfig, t: string | undefined) => s.testConnect(c, t), log: s.log };
+
+  async function save(input: AddEnvironmentInput) {
     const config = await s.store.add(input); // validates first: bad input changes nothing
     // Replacing an entry: drop the live connection so the next use takes the new settings.
     await s.manager.disconnect(config.name);
@@ -120,6 +129,48 @@ export function registerCommands(ctx: vscode.ExtensionContext, s: CommandService
     s.log.info(`environment ${config.name} saved (${config.kind})`);
     s.refresh();
     return { name: config.name, kind: config.kind };
+  }
+
+  reg('execServer.addEnvironment', async (args) => {
+    if (args && str(args, 'name')) {
+      const input = { name: str(args, 'name')!, url: str(args, 'url'), token: str(args, 'token'), command: str(args, 'command'), args: strArray(args, 'args') };
+      // A command environment runs its command on this machine at connect time: when another
+      // extension supplies it (args), it passes the approval gate like any programmatic command line.
+      if (input.command) await s.approve(LOCAL_ENVIRONMENT, [input.command, ...(input.args ?? [])], os.homedir());
+      return save(input);
+    }
+    const answers = freshAnswers();
+    for (;;) {
+      const input = await askForEnvironment(addDeps, answers);
+      if (!input) {
+        s.log.info('Add Environment: cancelled, nothing saved');
+        return undefined;
+      }
+      const problem = await testConnection(addDeps, input);
+      if (problem) {
+        s.log.warn(`Add Environment: connection test of ${input.name} failed: ${problem}`);
+        const choice = await vscode.window.showErrorMessage(
+          `Exec Server: could not connect to ${input.name}: ${problem}`,
+          { modal: true, detail: 'Edit the settings, or save them anyway (e.g. the server is not running yet).' },
+          'Edit',
+          'Save Anyway',
+        );
+        if (choice === 'Edit') {
+          answers.step = 2;
+          continue;
+        }
+        if (choice !== 'Save Anyway') {
+          s.log.info('Add Environment: cancelled after the failed connection test, nothing saved');
+          return undefined;
+        }
+      }
+      const saved = await save(input);
+      void vscode.window.showInformationMessage(`Exec Server: environment ${saved.name} saved${problem ? ' (not reachable yet)' : ' — connection tested'}.`, 'New Terminal', 'Open Remote Folder').then((c) => {
+        if (c === 'New Terminal') void vscode.commands.executeCommand('execServer.newTerminal', { environment: saved.name });
+        if (c === 'Open Remote Folder') void vscode.commands.executeCommand('execServer.openRemoteFolder', { environment: saved.name });
+      });
+      return saved;
+    }
   });
 
   reg('execServer.removeEnvironment', async (args) => {
@@ -163,28 +214,45 @@ export function registerCommands(ctx: vscode.ExtensionContext, s: CommandService
     return s.terminals.runCommand(env, { command, argv, cwd: str(args, 'cwd'), approve: programmatic ? (a, cwd) => s.approve(env, a, cwd) : undefined });
   });
 
+  const folderDeps = {
+    globalState: ctx.globalState,
+    environments: () => s.store.list().map((e) => ({ name: e.name, state: s.manager.state(e.name) })),
+    clientFor,
+    log: s.log,
+  };
+
+  // Args: {environment, path, newWindow?}: opens without asking (adds to this window unless
+  // newWindow); {environment} alone browses that environment.
   reg('execServer.openRemoteFolder', async (args) => {
-    const env = str(args, 'environment') ? known(str(args, 'environment')!) : await pickEnvironment('Environment of the folder');
-    if (!env) return undefined;
-    const client = await clientFor(env);
+    const named = str(args, 'environment') ? known(str(args, 'environment')!) : undefined;
+    let env: string;
     let folder = str(args, 'path');
-    if (!folder) {
-      folder = await vscode.window.showInputBox({ prompt: `Absolute folder path in ${env}`, value: await s.terminals.defaultCwd(env, client) });
-      if (!folder) return undefined;
+    if (folder && named) env = named;
+    else {
+      const start = await pickStart(folderDeps, named);
+      if (!start) return undefined;
+      if (start.kind === 'recent') {
+        env = start.folder.environment;
+        folder = start.folder.path;
+      } else {
+        env = start.environment;
+        const client = await clientFor(env);
+        folder = await browseFolder(env, client, await startFolder(client));
+        if (!folder) return undefined;
+      }
     }
     if (!folder.startsWith('/')) throw new Error(`Exec Server: "${folder}" is not an absolute path`);
+    const client = await clientFor(env);
     const meta = await client.fs.stat(folder).catch((e: Error) => {
       throw new Error(`Exec Server: cannot open ${folder} in ${env}: ${e.message}`);
     });
     if (!meta.isDirectory) throw new Error(`Exec Server: ${folder} in ${env} is not a folder`);
-    const uri = remoteUri(env, folder);
-    const folders = vscode.workspace.workspaceFolders ?? [];
-    if (!folders.some((f) => f.uri.toString() === uri.toString())) {
-      const base = folder.replace(/\/+$/, '').split('/').pop() || '/';
-      const ok = vscode.workspace.updateWorkspaceFolders(folders.length, 0, { uri, name: `${base} (${env})` });
-      if (!ok) throw new Error('Exec Server: VS Code refused to add the workspace folder');
-    }
-    return uri.toString();
+    let where: OpenWhere | undefined;
+    if (str(args, 'path')) where = args?.newWindow === true ? 'newWindow' : 'addToWorkspace';
+    else where = await pickWhere(`${folder} (${env})`);
+    if (!where) return undefined;
+    const uri = await openFolder(folderDeps, env, folder, where, !str(args, 'path'));
+    return uri?.toString();
   });
 
   reg('execServer.revealInExplorer', async (args, raw) => {
@@ -218,6 +286,22 @@ export function registerCommands(ctx: vscode.ExtensionContext, s: CommandService
   reg('execServer.process.terminate', async (args) => {
     const p = await pickProcess(args, 'terminate');
     return p ? p.handle.terminate() : false;
+  });
+
+  // A process row's click: the terminal that shows it (PTY terminals and Run Command).
+  reg('execServer.process.reveal', async (args) => {
+    const p = await pickProcess(args, 'show');
+    if (!p) return false;
+    const terminal = vscode.window.terminals.find((t) => {
+      const pty = (t.creationOptions as vscode.ExtensionTerminalOptions).pty as { processHandle?: unknown } | undefined;
+      return t.exitStatus === undefined && pty?.processHandle === p.handle;
+    });
+    if (!terminal) {
+      void vscode.window.showInformationMessage(`Exec Server: ${p.label} (${p.origin}) has no terminal in this window`);
+      return false;
+    }
+    terminal.show();
+    return true;
   });
 
   reg('execServer.showProcesses', async () => {

@@ -4,9 +4,10 @@ import * as vscode from 'vscode';
 import type { ExecClient } from '../client/api';
 import { ExecServerClient } from '../client/client';
 import { ExecServer } from '../server/exec-server';
-import { EnvironmentConnectError, EnvironmentManager, type Connector, type EnvironmentState } from './core/environment-manager';
+import { EnvironmentConnectError, EnvironmentManager, type Connector } from './core/environment-manager';
 import { EnvironmentStore, LOCAL_ENVIRONMENT, type EnvironmentConfig } from './core/environment-store';
 import type { ClientTelemetry, ServerTelemetry } from '../telemetry/api';
+import { shownState, statusText } from './core/status-text';
 
 const CLIENT_NAME = 'vscode-exec-server';
 
@@ -59,7 +60,13 @@ export function createConnector(local: LocalServerHolder, telemetry?: (environme
   };
 }
 
-/** Connect with a progress notification and a clear error message (rethrown for callers). */
+/** Errors already shown to the user (commands must not show them a second time). */
+const reported = new WeakSet<object>();
+export function wasReported(e: unknown): boolean {
+  return typeof e === 'object' && e !== null && reported.has(e);
+}
+
+/** Connect with a progress notification and a clear error message (rethrown for callers, marked as reported). */
 export async function connectWithProgress(manager: EnvironmentManager, name: string, log: vscode.LogOutputChannel): Promise<ExecClient> {
   const live = manager.connectedClient(name);
   if (live) return live;
@@ -71,6 +78,7 @@ export async function connectWithProgress(manager: EnvironmentManager, name: str
   } catch (e) {
     const msg = e instanceof Error ? e.message : String(e);
     log.error(msg);
+    if (typeof e === 'object' && e !== null) reported.add(e);
     const hint = e instanceof EnvironmentConnectError && e.kind === 'unauthorized' ? 'Add Environment' : undefined;
     void vscode.window.showErrorMessage(`Exec Server: ${msg}`, ...(hint ? [hint, 'Show Log'] : ['Show Log'])).then((choice) => {
       if (choice === 'Show Log') log.show();
@@ -80,10 +88,13 @@ export async function connectWithProgress(manager: EnvironmentManager, name: str
   }
 }
 
-/** Status bar: connected environments and the agent endpoint. */
+/** Status bar: connected environments and the agent endpoint (its changes also refresh the view). */
 export class StatusBar implements vscode.Disposable {
   private readonly item = vscode.window.createStatusBarItem('execServer.status', vscode.StatusBarAlignment.Left, 50);
   private endpointPort: number | undefined;
+  private readonly endpointEmitter = new vscode.EventEmitter<number | undefined>();
+  /** The agent endpoint started (its port) or stopped (undefined). */
+  readonly onDidChangeEndpoint = this.endpointEmitter.event;
 
   constructor(
     private readonly store: EnvironmentStore,
@@ -98,25 +109,27 @@ export class StatusBar implements vscode.Disposable {
   setEndpoint(port: number | undefined): void {
     this.endpointPort = port;
     this.update();
+    this.endpointEmitter.fire(port);
+  }
+
+  get endpoint(): number | undefined {
+    return this.endpointPort;
   }
 
   update(): void {
-    const envs = this.store.list().map((e) => ({ name: e.name, state: this.manager.state(e.name) }));
-    const count = (...states: EnvironmentState[]) => envs.filter((e) => states.includes(e.state)).length;
-    const failed = count('failed');
-    const icon = count('connecting', 'reconnecting') ? '$(sync~spin)' : failed ? '$(warning)' : '$(server-process)';
-    const agent = this.endpointPort !== undefined ? ` $(broadcast) ${this.endpointPort}` : '';
-    this.item.text = `${icon} ${count('connected')}/${envs.length}${agent}`;
-    const lines = envs.map(({ name, state }) => {
+    const envs = this.store.list().map((e) => ({ name: e.name, kind: e.kind, state: this.manager.state(e.name) }));
+    this.item.text = statusText({ envs, endpointPort: this.endpointPort });
+    const lines = envs.map(({ name, kind, state }) => {
       const error = state === 'failed' ? this.manager.lastError(name) : undefined;
-      return `${name}: ${state}${error ? ` — ${error}` : ''}`;
+      return `${name}: ${shownState(kind, state)}${error ? ` — ${error}` : ''}`;
     });
-    if (this.endpointPort !== undefined) lines.push(`Agent endpoint: ws://127.0.0.1:${this.endpointPort}`);
-    this.item.tooltip = `Exec Server\n${lines.join('\n')}`;
-    this.item.backgroundColor = failed ? new vscode.ThemeColor('statusBarItem.warningBackground') : undefined;
+    lines.push(this.endpointPort !== undefined ? `Agent endpoint: ws://127.0.0.1:${this.endpointPort}` : 'Agent endpoint: stopped');
+    this.item.tooltip = `Exec Server (click: the Exec Server view)\n${lines.join('\n')}`;
+    this.item.backgroundColor = envs.some((e) => e.state === 'failed') ? new vscode.ThemeColor('statusBarItem.warningBackground') : undefined;
   }
 
   dispose(): void {
+    this.endpointEmitter.dispose();
     this.item.dispose();
   }
 }

@@ -39,7 +39,8 @@ export function activate(ctx: vscode.ExtensionContext): ExecServerApi {
 
   const { telemetry, showStatistics } = registerRequestTelemetry(ctx, log);
   const local = new LocalServerHolder(log, () => telemetry.server());
-  const manager = new EnvironmentManager(store, createConnector(local, (env) => telemetry.client(env)), {
+  const connector = createConnector(local, (env) => telemetry.client(env));
+  const manager = new EnvironmentManager(store, connector, {
     log: (level, message) => log[level](message),
   });
   const registry = new ProcessRegistry();
@@ -49,7 +50,7 @@ export function activate(ctx: vscode.ExtensionContext): ExecServerApi {
   const agentGateHost = vscodeAgentGateHost(ctx, log);
   ctx.subscriptions.push(agentGateHost);
   const agent = new AgentEndpointService({ gateHost: agentGateHost, terminals, statusBar, log });
-  const tree = new ExecServerTree(store, manager, registry);
+  const tree = new ExecServerTree(store, manager, registry, () => agent.running?.url);
   ctx.subscriptions.push(statusBar, terminals, agent, tree);
 
   const snapshot = () => new Map(store.list().map((e) => [e.name, JSON.stringify(e)]));
@@ -61,6 +62,7 @@ export function activate(ctx: vscode.ExtensionContext): ExecServerApi {
   ctx.subscriptions.push(
     manager.onDidChangeState(refresh),
     registry.onDidChange(refresh),
+    statusBar.onDidChangeEndpoint(() => tree.refresh()),
     manager.onDidLoseConnection(({ environment, reason }) => {
       registry.forgetEnvironment(environment);
       void vscode.window.showWarningMessage(`Exec Server: ${reason}; reconnecting…`);
@@ -111,7 +113,9 @@ export function activate(ctx: vscode.ExtensionContext): ExecServerApi {
     if (!d.allowed) throw new Error(`Exec Server: running ${argv.join(' ')} was not approved (${d.reason})`);
   };
   const settingsWritten = () => (known = snapshot());
-  registerCommands(ctx, { store, manager, registry, terminals, agent, log, refresh, approve, settingsWritten, showRequestStatistics: showStatistics });
+  registerCommands(ctx, { store, manager, registry, terminals, agent, log, refresh, approve, settingsWritten, showRequestStatistics: showStatistics,
+    testConnect: (c, token) => connector.connect(c, token),
+  });
   const api: ExecServerApi = {
     version: String((ctx.extension.packageJSON as { version?: string }).version ?? '0.0.0'),
     getEnvironments: () => store.list().map((e) => ({ name: e.name, kind: e.kind, state: manager.state(e.name) })),

@@ -1,9 +1,11 @@
-// The Exec Server view: environments with their state, and under each the processes this
-// window started or watches (context menu: interrupt / terminate).
+// The Exec Server view: environments with their state (Local reads "ready": it needs no
+// connection), under each the processes this window started or watches (click: reveal its
+// terminal; context menu: interrupt / terminate), and the agent endpoint with Start/Stop.
 import * as vscode from 'vscode';
 import type { EnvironmentManager, EnvironmentState } from './core/environment-manager';
 import type { EnvironmentStore } from './core/environment-store';
 import type { ProcessRegistry } from './core/process-registry';
+import { shownState } from './core/status-text';
 
 /** Tree nodes double as command arguments: `{environment}` / `{environment, key}`. */
 export interface EnvironmentNode {
@@ -15,7 +17,10 @@ export interface ProcessNode {
   environment: string;
   key: string;
 }
-export type Node = EnvironmentNode | ProcessNode;
+export interface EndpointNode {
+  type: 'endpoint';
+}
+export type Node = EnvironmentNode | ProcessNode | EndpointNode;
 
 const STATE_ICONS: Record<EnvironmentState, vscode.ThemeIcon> = {
   connected: new vscode.ThemeIcon('vm-active', new vscode.ThemeColor('testing.iconPassed')),
@@ -33,6 +38,8 @@ export class ExecServerTree implements vscode.TreeDataProvider<Node>, vscode.Dis
     private readonly store: EnvironmentStore,
     private readonly manager: EnvironmentManager,
     private readonly registry: ProcessRegistry,
+    /** The agent endpoint's URL while it runs. */
+    private readonly endpointUrl: () => string | undefined,
   ) {}
 
   refresh(): void {
@@ -40,7 +47,7 @@ export class ExecServerTree implements vscode.TreeDataProvider<Node>, vscode.Dis
   }
 
   getChildren(node?: Node): Node[] {
-    if (!node) return this.store.list().map((e) => ({ type: 'environment', environment: e.name }));
+    if (!node) return [...this.store.list().map((e): Node => ({ type: 'environment', environment: e.name })), { type: 'endpoint' }];
     if (node.type === 'environment') {
       return this.registry.list(node.environment).map((p) => ({ type: 'process', environment: node.environment, key: p.key }));
     }
@@ -48,18 +55,33 @@ export class ExecServerTree implements vscode.TreeDataProvider<Node>, vscode.Dis
   }
 
   getTreeItem(node: Node): vscode.TreeItem {
+    if (node.type === 'endpoint') {
+      const url = this.endpointUrl();
+      const item = new vscode.TreeItem('Agent endpoint', vscode.TreeItemCollapsibleState.None);
+      item.id = 'endpoint';
+      item.description = url ?? 'stopped';
+      item.iconPath = new vscode.ThemeIcon('broadcast', url ? new vscode.ThemeColor('testing.iconPassed') : undefined);
+      item.tooltip = url
+        ? `Agent endpoint on ${url}: agents (e.g. Codex) use this window's Local environment through it, behind the approval gate.`
+        : 'Agent endpoint: stopped. Start it to let an agent (e.g. Codex) run commands here, behind the approval gate.';
+      item.contextValue = url ? 'endpoint.running' : 'endpoint.stopped';
+      return item;
+    }
     if (node.type === 'environment') {
       const config = this.store.get(node.environment);
-      const state = this.manager.state(node.environment);
+      const raw = this.manager.state(node.environment);
+      const state = shownState(config?.kind, raw);
       const hasProcesses = this.registry.list(node.environment).length > 0;
       const item = new vscode.TreeItem(node.environment, hasProcesses ? vscode.TreeItemCollapsibleState.Expanded : vscode.TreeItemCollapsibleState.None);
-      item.id = `env:${node.environment}`;
+      // The id changes when the first process appears: VS Code keeps the collapsible state of a
+      // known id, so an environment first drawn without children would never show its processes.
+      item.id = `env:${node.environment}${hasProcesses ? ':processes' : ''}`;
       item.description = state;
-      item.iconPath = STATE_ICONS[state];
+      item.iconPath = state === 'ready' ? STATE_ICONS.connected : STATE_ICONS[state];
       const where = config?.kind === 'websocket' ? config.url : config?.kind === 'command' ? [config.command, ...(config.args ?? [])].join(' ') : 'in-process server';
       const err = state === 'failed' ? `\n${this.manager.lastError(node.environment) ?? ''}` : '';
       item.tooltip = `${node.environment} (${config?.kind ?? 'unknown'}): ${where}${err}`;
-      const live = state === 'connected' || state === 'reconnecting';
+      const live = raw === 'connected' || raw === 'reconnecting';
       item.contextValue = `environment.${live ? 'connected' : 'disconnected'}${config?.kind === 'local' ? '.local' : ''}`;
       return item;
     }
@@ -70,6 +92,7 @@ export class ExecServerTree implements vscode.TreeDataProvider<Node>, vscode.Dis
     item.tooltip = p ? `${p.label}\nprocess id ${p.handle.processId} in ${p.environment}\nstarted ${new Date(p.startedAt).toLocaleTimeString()}` : undefined;
     item.iconPath = new vscode.ThemeIcon(p?.origin === 'agent' ? 'hubot' : p?.origin === 'command' ? 'play' : 'terminal');
     item.contextValue = 'process';
+    item.command = { command: 'execServer.process.reveal', title: 'Show Terminal', arguments: [node] };
     return item;
   }
 

@@ -12,6 +12,7 @@ import * as vscode from 'vscode';
 import { afterAll, registerWithMocha, ResultsFile, runTests } from './framework';
 import { registerFsTests } from './fs-tests';
 import { disposeTerminals, registerTerminalTests } from './terminal-tests';
+import { registerUxTests } from './ux-tests';
 
 // Order matters: the remote tests share one environment set up by the first remote test,
 // and the restart/remove tests come last.
@@ -25,6 +26,7 @@ registerApiApprovalTests();
 registerAgentTests();
 registerAgentSecurityTests();
 registerAgentCodexTests();
+registerUxTests();
 registerRemoteLifecycleTests();
 afterAll(disposeTerminals);
 

@@ -1,0 +1,122 @@
+// The harness side of the UI channel (see test/e2e/suite/ux-driver.ts): the suite cannot type
+// into VS Code's quick input or read the workbench DOM, so it writes
+// <controlDir>/ui-<id>.request.json and this file does it with Playwright, like a user with a
+// keyboard: wait for the quick input (optionally with a title containing `waitTitle`, or for it
+// to be hidden), fill its text box, press keys, click its Back button, then report what the
+// quick input shows (title with "n/m", prompt or validation message, items, buttons) in
+// ui-<id>.result.json. `op: 'text'` reports the visible text of a selector instead (tree rows,
+// the status bar). A request not satisfied within giveUpMs reports {ok: false, error}.
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+
+const firstSeen = new Map();
+const GIVE_UP_MS = 20_000;
+const WIDGET = '.quick-input-widget';
+
+export async function answerUiRequests(page, controlDir, log) {
+  let names;
+  try {
+    names = readdirSync(controlDir).filter((n) => n.startsWith('ui-') && n.endsWith('.request.json'));
+  } catch {
+    return;
+  }
+  for (const name of names) {
+    const resultFile = path.join(controlDir, name.replace('.request.json', '.result.json'));
+    if (existsSync(resultFile)) continue;
+    let req;
+    try {
+      req = JSON.parse(readFileSync(path.join(controlDir, name), 'utf8'));
+    } catch {
+      continue; // being written
+    }
+    if (!firstSeen.has(name)) firstSeen.set(name, Date.now());
+    const waited = Date.now() - firstSeen.get(name);
+    let outcome;
+    try {
+      outcome = await handle(page, req);
+    } catch (err) {
+      outcome = { ok: false, error: String(err?.message ?? err).split('\n')[0] };
+    }
+    if (outcome.ok) {
+      log(`ui: ${describe(req)} → ${JSON.stringify(outcome.state ?? outcome.texts ?? '').slice(0, 300)}`);
+      writeFileSync(resultFile, JSON.stringify(outcome));
+    } else if (waited > (req.giveUpMs ?? GIVE_UP_MS)) {
+      const state = await quickInputState(page).catch(() => undefined);
+      log(`ui: gave up on ${describe(req)}: ${outcome.error}`);
+      await page.screenshot({ path: path.join(controlDir, `${name.replace('.request.json', '')}.png`) }).catch(() => undefined);
+      writeFileSync(resultFile, JSON.stringify({ ...outcome, state }));
+    }
+  }
+}
+
+function describe(req) {
+  return [req.op ?? 'quickInput', req.waitTitle && `title~"${req.waitTitle}"`, req.waitHidden && 'hidden', req.fill !== undefined && `fill "${req.fill}"`,
+    req.press && `press ${[].concat(req.press).join(',')}`, req.clickBack && 'Back', req.selector].filter(Boolean).join(' ');
+}
+
+async function handle(page, req) {
+  if (req.op === 'text') {
+    const loc = page.locator(req.selector);
+    const texts = (await loc.allInnerTexts()).map((t) => t.trim()).filter(Boolean);
+    if (req.contains && !texts.some((t) => t.includes(req.contains))) return { ok: false, error: `no "${req.selector}" containing "${req.contains}" (saw ${JSON.stringify(texts).slice(0, 400)})` };
+    return { ok: true, texts };
+  }
+  if (req.op === 'click') {
+    const target = page.locator(req.selector).first();
+    if ((await target.count()) === 0) return { ok: false, error: `nothing matches ${req.selector}` };
+    // Inline tree actions show only on hover: move there, then click (directly if still hidden).
+    await target.hover({ timeout: 2000 }).catch(() => undefined);
+    try {
+      await target.click({ timeout: 2000 });
+    } catch {
+      await target.dispatchEvent('click');
+    }
+    await page.waitForTimeout(req.settleMs ?? 300);
+    return { ok: true };
+  }
+  const widget = page.locator(WIDGET);
+  const visible = await widget.isVisible().catch(() => false);
+  if (req.waitHidden) {
+    if (visible) return { ok: false, error: 'the quick input is still open' };
+    return { ok: true, state: await quickInputState(page) };
+  }
+  if (!visible) return { ok: false, error: 'no quick input is open' };
+  const before = await quickInputState(page);
+  if (req.waitTitle && !before.title.includes(req.waitTitle)) return { ok: false, error: `quick input title is "${before.title}", not containing "${req.waitTitle}"` };
+  if (req.waitItem && !before.items.some((i) => i.includes(req.waitItem))) return { ok: false, error: `no item containing "${req.waitItem}" (items: ${JSON.stringify(before.items).slice(0, 300)})` };
+  if (req.waitBusy === false && before.busy) return { ok: false, error: 'the quick input is busy' };
+  const input = widget.locator('.quick-input-box input').first();
+  if (req.fill !== undefined) await input.fill(req.fill, { timeout: 3000 });
+  if (req.clickBack) await widget.locator('.quick-input-titlebar [aria-label^="Back"], .quick-input-titlebar .codicon-quick-input-back').first().click({ timeout: 3000 });
+  for (const key of [].concat(req.press ?? [])) {
+    await input.focus().catch(() => undefined);
+    await page.keyboard.press(key);
+    await page.waitForTimeout(150);
+  }
+  await page.waitForTimeout(req.settleMs ?? 400);
+  return { ok: true, before, state: await quickInputState(page) };
+}
+
+/** What the quick input shows now (visible: false when it is closed). */
+async function quickInputState(page) {
+  const widget = page.locator(WIDGET);
+  if (!(await widget.isVisible().catch(() => false))) return { visible: false, title: '', items: [] };
+  const text = async (sel) => (await widget.locator(sel).first().innerText({ timeout: 1000 }).catch(() => '')).trim();
+  const input = widget.locator('.quick-input-box input').first();
+  const rows = widget.locator('.quick-input-list .monaco-list-row');
+  const items = (await rows.evaluateAll((els) => els.map((e) => (e.getAttribute('aria-label') || e.textContent || '').trim()))).filter(Boolean);
+  return {
+    visible: true,
+    title: await text('.quick-input-title'),
+    value: await input.inputValue({ timeout: 1000 }).catch(() => ''),
+    placeholder: (await input.getAttribute('placeholder', { timeout: 1000 }).catch(() => '')) ?? '',
+    inputType: (await input.getAttribute('type', { timeout: 1000 }).catch(() => '')) ?? '',
+    message: await text('.quick-input-message'),
+    // VS Code marks a validation error on the input box ("error" / "warning" / "info" class).
+    inputBoxClass: (await widget.locator('.quick-input-box .monaco-inputbox').first().getAttribute('class', { timeout: 1000 }).catch(() => '')) ?? '',
+    back: (await widget.locator('.quick-input-titlebar [aria-label^="Back"], .quick-input-titlebar .codicon-quick-input-back').count()) > 0,
+    // The progress bar is always in the DOM; it runs (class "active") while `busy` is set.
+    busy: (await widget.locator('.monaco-progress-container.active').count().catch(() => 0)) > 0,
+    items,
+  };
+}

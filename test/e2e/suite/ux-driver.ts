@@ -1,0 +1,83 @@
+// The suite's side of the UI channel (harness: test/e2e/harness/ui.mjs). The quick input and
+// the workbench DOM are out of the extension host's reach, so each step is a request file the
+// harness carries out with Playwright — typing, Enter, Escape, the Back button, clicks — and
+// answers with what the quick input shows. Protocol:
+//   <controlDir>/ui-<n>.request.json  {op?: 'quickInput'|'text'|'click', waitTitle?, waitItem?, waitHidden?, fill?, press?, clickBack?, selector?, contains?, giveUpMs?}
+//   <controlDir>/ui-<n>.result.json   {ok, error?, before?, state?, texts?}
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { config } from './config';
+import { waitFor } from './util';
+
+export interface QuickInputState {
+  visible: boolean;
+  title: string;
+  value?: string;
+  placeholder?: string;
+  inputType?: string;
+  /** The prompt, or the validation message while the value is invalid. */
+  message?: string;
+  inputBoxClass?: string;
+  back?: boolean;
+  busy?: boolean;
+  /** aria-labels of the list rows (label, description). */
+  items: string[];
+}
+
+export interface UiRequest {
+  op?: 'quickInput' | 'text' | 'click';
+  /** Wait until the open quick input's title contains this. */
+  waitTitle?: string;
+  /** Wait until one of its items contains this. */
+  waitItem?: string;
+  /** Wait until no quick input is open. */
+  waitHidden?: boolean;
+  waitBusy?: false;
+  fill?: string;
+  press?: string | string[];
+  clickBack?: boolean;
+  selector?: string;
+  contains?: string;
+  giveUpMs?: number;
+  settleMs?: number;
+}
+
+interface UiResult {
+  ok: boolean;
+  error?: string;
+  before?: QuickInputState;
+  state?: QuickInputState;
+  texts?: string[];
+}
+
+let next = 0;
+
+async function send(req: UiRequest): Promise<UiResult> {
+  const { controlDir, approvalDriver } = config();
+  if (!approvalDriver) throw new Error('no harness drives the workbench UI here (run through test/e2e/run.mjs)');
+  const id = `${process.pid}-${++next}`;
+  const result = path.join(controlDir, `ui-${id}.result.json`);
+  writeFileSync(path.join(controlDir, `ui-${id}.request.json`), JSON.stringify(req));
+  const text = await waitFor(`harness answer to ui request ${id}`, () => existsSync(result) && readFileSync(result, 'utf8'), (req.giveUpMs ?? 20_000) + 15_000, 150);
+  return JSON.parse(text) as UiResult;
+}
+
+/** Carries out `req` on the open quick input; resolves with what it shows afterwards (and before, in `before`). */
+export async function quickInput(req: UiRequest): Promise<QuickInputState & { before: QuickInputState }> {
+  const r = await send({ op: 'quickInput', ...req });
+  if (!r.ok) throw new Error(`quick input: ${r.error} (it shows ${JSON.stringify(r.state)})`);
+  return { ...(r.state as QuickInputState), before: r.before as QuickInputState };
+}
+
+/** Visible texts of the elements matching `selector`; with `contains`, waits until one holds it. */
+export async function uiTexts(selector: string, contains?: string, giveUpMs?: number): Promise<string[]> {
+  const r = await send({ op: 'text', selector, contains, giveUpMs });
+  if (!r.ok) throw new Error(`ui text: ${r.error}`);
+  return r.texts ?? [];
+}
+
+/** Clicks the first element matching `selector` (hovering first: inline tree actions). */
+export async function uiClick(selector: string): Promise<void> {
+  const r = await send({ op: 'click', selector });
+  if (!r.ok) throw new Error(`ui click: ${r.error}`);
+}

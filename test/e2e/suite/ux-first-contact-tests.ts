@@ -1,0 +1,69 @@
+// First contact (issue 15, item 6), read from the workbench DOM through the harness: Local
+// reads "ready" in the Exec Server view (not "disconnected"), the status bar says what it is
+// (not a bare "0/1"), the Get Started walkthrough has its four steps, a click on a process
+// row shows its terminal, and the agent endpoint row starts and stops the endpoint.
+import * as vscode from 'vscode';
+import { test } from './framework';
+import { uiClick, uiTexts } from './ux-driver';
+import { assert, waitFor } from './util';
+
+const VIEW = '[id="workbench.view.extension.execServer"]';
+const ROWS = `${VIEW} .monaco-list-row`;
+
+async function showView(): Promise<void> {
+  await vscode.commands.executeCommand('execServer.environments.focus');
+}
+
+export function registerUxFirstContactTests(): void {
+  test('ux first contact: Local reads "ready" in the view and the status bar item is readable', async () => {
+    await showView();
+    const rows = await uiTexts(ROWS, 'Local');
+    const local = rows.find((r) => r.startsWith('Local'));
+    assert(local && /ready|connected/.test(local) && !/disconnected/.test(local), `the Local row says it is usable (rows ${JSON.stringify(rows)})`);
+    const status = await uiTexts('[id$="execServer.status"]', 'Exec Server');
+    assert(status.length === 1, `one Exec Server status bar item (${JSON.stringify(status)})`);
+    assert(!/^\s*\d+\/\d+\s*$/.test(status[0]) && /Exec Server/.test(status[0]), `the status bar item reads as words ("${status[0]}")`);
+  });
+
+  test('ux first contact: the Get Started walkthrough shows its four steps', async () => {
+    await vscode.commands.executeCommand('workbench.action.openWalkthrough', 'exec-server.exec-server#execServer.firstSteps', false);
+    const texts = await uiTexts('.gettingStartedContainer', 'Get Started with Exec Server');
+    const page = texts.join('\n');
+    for (const step of ['Open a terminal in Local', 'Add a remote environment', 'Open a remote folder', 'Let an agent work here']) {
+      assert(page.includes(step), `walkthrough step "${step}" (page: ${page.slice(0, 600)})`);
+    }
+    await vscode.commands.executeCommand('workbench.action.closeActiveEditor');
+  });
+
+  test('ux first contact: a click on a process row in the view shows its terminal', async () => {
+    const one = (await vscode.commands.executeCommand('execServer.newTerminal', { environment: 'Local', name: 'ux-row-one' })) as vscode.Terminal;
+    const two = (await vscode.commands.executeCommand('execServer.newTerminal', { environment: 'Local', name: 'ux-row-two' })) as vscode.Terminal;
+    try {
+      await waitFor('the second terminal is active', () => vscode.window.activeTerminal === two);
+      await showView();
+      await uiTexts(ROWS, 'ux-row-one');
+      await uiClick(`${ROWS}:has-text("ux-row-one")`);
+      await waitFor('the first terminal is shown (active) after the click', () => vscode.window.activeTerminal === one, 10_000);
+    } finally {
+      one.dispose();
+      two.dispose();
+    }
+  });
+
+  test('ux first contact: the agent endpoint row in the view starts and stops the endpoint', async () => {
+    await vscode.commands.executeCommand('execServer.stopAgentEndpoint');
+    await showView();
+    const row = `${ROWS}:has-text("Agent endpoint")`;
+    await uiTexts(row, 'stopped');
+    try {
+      await uiClick(`${row} .action-label[aria-label^="Start Agent Endpoint"]`);
+      const running = await uiTexts(row, 'ws://127.0.0.1:');
+      assert(running.some((t) => /ws:\/\/127\.0\.0\.1:\d+/.test(t)), `the row shows the endpoint URL (${JSON.stringify(running)})`);
+      await uiClick(`${row} .action-label[aria-label^="Stop Agent Endpoint"]`);
+      await uiTexts(row, 'stopped');
+    } finally {
+      await vscode.commands.executeCommand('execServer.stopAgentEndpoint');
+      await vscode.commands.executeCommand('notifications.clearAll').then(undefined, () => undefined);
+    }
+  });
+}

@@ -1,0 +1,11 @@
+// The user-experience flows of issue 15 (first contact, Add Environment, Open Remote Folder),
+// driven through the real workbench UI (ux-driver.ts ↔ harness/ui.mjs).
+import { registerUxAddEnvironmentTests } from './ux-add-environment-tests';
+import { registerUxFirstContactTests } from './ux-first-contact-tests';
+import { registerUxOpenFolderTests } from './ux-open-folder-tests';
+
+export function registerUxTests(): void {
+  registerUxFirstContactTests();
+  registerUxAddEnvironmentTests();
+  registerUxOpenFolderTests();
+}
