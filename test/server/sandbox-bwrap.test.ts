@@ -206,7 +206,7 @@ test('seccomp program: arch check first, every instruction well-formed, jumps in
       assert.equal(prog.readUInt32LE(4), 4);
       for (let i = 0; i < n; i++) {
         const code = prog.readUInt16LE(i * 8);
-        assert.ok([0x20, 0x15, 0x35, 0x06].includes(code), `insn ${i} code ${code}`);
+        assert.ok([0x20, 0x15, 0x35, 0x06, 0x54].includes(code), `insn ${i} code ${code}`);
         if (code === 0x15 || code === 0x35) {
           assert.ok(i + 1 + prog.readUInt8(i * 8 + 2) < n && i + 1 + prog.readUInt8(i * 8 + 3) < n, `insn ${i} jumps out`);
         }

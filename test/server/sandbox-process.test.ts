@@ -317,3 +317,46 @@ test('sandboxed: a writable workspace below a hidden (`none`) directory works; i
   assert.match(f.out, /Permission denied/);
   assert.equal(fs.readFileSync(path.join(W, 'nested.txt'), 'utf8'), 'ok\n');
 });
+
+test('sandboxed attack: network restricted — a host unix socket outside every root is not reachable by its path (read-only mounts do not stop connect); socketpair and child pipes still work', async () => {
+  // An ssh-agent / docker-like listener outside the writable roots, visible read-only inside.
+  const sockPath = path.join(O, 'agent.sock');
+  let reached = 0;
+  const srv = net.createServer((s) => {
+    reached++;
+    s.on('error', () => {});
+    s.end('HOST-SOCKET-ANSWER\n');
+  });
+  await new Promise<void>((r) => srv.listen(sockPath, r));
+  try {
+    const probe = [
+      'import socket, subprocess',
+      'def attempt(name, f):',
+      '    try: print(name, f())',
+      '    except OSError as e: print(name, "errno%d" % e.errno)',
+      `def conn():\n    s = socket.socket(socket.AF_UNIX); s.connect(${JSON.stringify(sockPath)}); return s.recv(100).decode().strip()`,
+      'attempt("connect", conn)',
+      'attempt("dgram", lambda: socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) and "ok")',
+      'def pair():\n    a, b = socket.socketpair(); a.send(b"x"); return "ok" if b.recv(1) == b"x" else "bad"',
+      'attempt("socketpair", pair)',
+      'attempt("subprocess", lambda: subprocess.run(["echo", "child-ok"], capture_output=True).stdout.decode().strip())',
+    ].join('\n');
+    await c.call('process/start', sh('us1', '', { argv: ['python3', '-c', probe] }));
+    const r = await finished('us1');
+    assert.match(r.out, /^connect errno1$/m, r.out);
+    assert.doesNotMatch(r.out, /HOST-SOCKET-ANSWER/);
+    assert.match(r.out, /^dgram errno1$/m, 'no unconnected datagram socket (sendto/sendmsg to a host path)');
+    assert.match(r.out, /^socketpair ok$/m);
+    assert.match(r.out, /^subprocess child-ok$/m);
+    // Node spawns its children's pipes with socketpair (the reference's filter refuses it).
+    await c.call('process/start', sh('us2', '', { argv: [process.execPath, '-e', 'process.stdout.write(require("child_process").execFileSync("echo", ["node-child-ok"]))'] }));
+    assert.match((await finished('us2')).out, /node-child-ok/);
+    assert.equal(reached, 0, 'the host socket never saw a connection');
+    // Network enabled: a unix socket is network, and reachable (as on the reference).
+    await c.call('process/start', sh('us3', '', { argv: ['python3', '-c', probe], sandbox: workspaceWrite('enabled') }));
+    assert.match((await finished('us3')).out, /^connect HOST-SOCKET-ANSWER$/m);
+    assert.equal(reached, 1);
+  } finally {
+    srv.close();
+  }
+});

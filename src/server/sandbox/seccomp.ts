@@ -3,7 +3,15 @@
 // interfaces a sandboxed command has no business with and that widen the kernel's attack
 // surface (ptrace, bpf, perf_event_open, userfaultfd, io_uring, keyrings, module and kexec
 // loading, open_by_handle_at, TIOCSTI/TIOCLINUX ioctls), and, when the network is
-// restricted, every socket family but AF_UNIX (defence in depth behind --unshare-net).
+// restricted: every socket family but AF_UNIX (defence in depth behind --unshare-net), and every
+// way to reach a host's unix socket by its path. --unshare-net only covers abstract sockets (they
+// belong to the network namespace); a socket FILE (ssh-agent, docker, D-Bus, tmux, VS Code IPC)
+// stays connectable through a read-only mount, since connect() asks only for write permission on
+// the socket inode and read-only mounts do not apply to sockets. The filter cannot see a path, so
+// it refuses connect() altogether (the reference's filter does too) and unconnected AF_UNIX
+// datagram sockets (sendto/sendmsg with an address, e.g. to /dev/log); a stream or seqpacket
+// socket sends only to its connected peer. socketpair() stays allowed (the reference refuses it,
+// which breaks every Node/libuv program that spawns a child with pipes), and so do bind/listen.
 // A syscall from another ABI (i386 `int 0x80`, x32) kills the process: its numbers differ
 // and would slip past the list.
 
@@ -17,6 +25,7 @@ const LD_W_ABS = 0x20; // BPF_LD | BPF_W | BPF_ABS
 const JEQ_K = 0x15; // BPF_JMP | BPF_JEQ | BPF_K
 const JGE_K = 0x35; // BPF_JMP | BPF_JGE | BPF_K
 const RET_K = 0x06; // BPF_RET | BPF_K
+const AND_K = 0x54; // BPF_ALU | BPF_AND | BPF_K
 
 const RET_ALLOW = 0x7fff0000;
 const RET_KILL_PROCESS = 0x80000000;
@@ -24,6 +33,8 @@ const RET_ERRNO = 0x00050000;
 const EPERM = 1;
 
 const AF_UNIX = 1;
+const SOCK_DGRAM = 2;
+const SOCK_TYPE_MASK = 0xf; // the rest of socket()'s type argument is SOCK_NONBLOCK | SOCK_CLOEXEC
 const TIOCSTI = 0x5412;
 const TIOCLINUX = 0x541c;
 
@@ -32,6 +43,7 @@ interface ArchTable {
   /** First number of an ABI that must not be used (x32 on x86_64). */
   foreignFrom?: number;
   socket: number;
+  connect: number;
   ioctl: number;
   denied: Record<string, number>;
 }
@@ -42,6 +54,7 @@ const ARCHES: Record<string, ArchTable> = {
     audit: 0xc000003e, // AUDIT_ARCH_X86_64
     foreignFrom: 0x40000000, // __X32_SYSCALL_BIT
     socket: 41,
+    connect: 42,
     ioctl: 16,
     denied: {
       ptrace: 101, process_vm_readv: 310, process_vm_writev: 311, kexec_load: 246, kexec_file_load: 320,
@@ -53,6 +66,7 @@ const ARCHES: Record<string, ArchTable> = {
   arm64: {
     audit: 0xc00000b7, // AUDIT_ARCH_AARCH64
     socket: 198,
+    connect: 203,
     ioctl: 29,
     denied: {
       ptrace: 117, process_vm_readv: 270, process_vm_writev: 271, kexec_load: 104, kexec_file_load: 294,
@@ -103,10 +117,16 @@ export function seccompProgram(arch: string, restrictNetwork: boolean): Buffer |
   ins(RET_K, RET_ERRNO | EPERM);
   ins(RET_K, RET_ALLOW);
   if (restrictNetwork) {
-    ins(JEQ_K, t.socket, 0, 4);
+    // connect(): no path-based unix socket of the host (see the top of this file).
+    ins(JEQ_K, t.connect, 0, 1);
+    ins(RET_K, RET_ERRNO | EPERM);
+    // socket(): AF_UNIX only, and not SOCK_DGRAM.
+    ins(JEQ_K, t.socket, 0, 6);
     ins(LD_W_ABS, OFF_ARG0);
-    ins(JEQ_K, AF_UNIX, 0, 1);
-    ins(RET_K, RET_ALLOW);
+    ins(JEQ_K, AF_UNIX, 0, 3);
+    ins(LD_W_ABS, OFF_ARG1);
+    ins(AND_K, SOCK_TYPE_MASK);
+    ins(JEQ_K, SOCK_DGRAM, 0, 1);
     ins(RET_K, RET_ERRNO | EPERM);
   }
   ins(RET_K, RET_ALLOW);

@@ -4,7 +4,9 @@
 //   connectable through a read-only mount (ssh-agent, tmux, docker, D-Bus, VS Code's own IPC),
 //   and each of those runs commands or signs as the user. Found where they live (temp dirs,
 //   /run, the runtime dir, the paths named by well-known variables); sockets created after the
-//   command started are not covered.
+//   command started are not covered. Since the engine's seccomp filter refuses connect() in
+//   every network-restricted sandbox (src/server/sandbox/seccomp.ts), this hiding is a second
+//   layer (it also holds where the filter cannot load).
 // - credential stores in the home directory (ssh/gpg keys, cloud and registry tokens, browser
 //   profiles, VS Code's user data): a sandbox reads everything by default and the command's
 //   output goes to the agent (and its model). Without network the command itself has no use
