@@ -114,6 +114,18 @@ export function registerAgentCodexTests(): void {
     assert(r.turn.status === 'completed', `the turn completed (${r.turn.status}: ${JSON.stringify(r.turn.error)})`);
   });
 
+  codexTest('"Allow for Session" given to one Codex process does not let a second, unrelated Codex process run without a question', async () => {
+    await setApprovalPolicy(defaultApprovalPolicy());
+    const ws = workspaceDir('codex-grant');
+    const m1 = uniqueName('codexgrant1');
+    const m2 = uniqueName('codexgrant2');
+    const first = await codexTurn({ workspace: ws, sandboxMode: 'danger-full-access', cmd: `echo ${m1} > ${m1}.txt`, marker: m1, answer: 'Allow for Session' });
+    assert(first.question?.clicked && existsSync(path.join(ws, `${m1}.txt`)), `the first Codex ran its command after "Allow for Session" (${first.question?.error}); Codex saw: ${first.toolOutput.slice(0, 300)}`);
+    const second = await codexTurn({ workspace: ws, sandboxMode: 'danger-full-access', cmd: `echo ${m2} > ${m2}.txt`, marker: m2, answer: 'Deny' });
+    assert(second.question?.clicked, `the second Codex process was asked about (${second.question?.error}); Codex saw: ${second.toolOutput.slice(0, 300)}`);
+    assert(!existsSync(path.join(ws, `${m2}.txt`)), `the second Codex's denied command wrote nothing; Codex saw: ${second.toolOutput.slice(0, 300)}`);
+  });
+
   codexTest('Codex app-server through the endpoint, workspace-write (managed sandbox), default policy: the command runs without a question', async () => {
     await setApprovalPolicy(defaultApprovalPolicy());
     const ws = workspaceDir('codex-sandboxed');
