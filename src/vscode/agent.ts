@@ -10,6 +10,7 @@ import { DEFAULT_AGENT_TIMEOUT_SECONDS, type AgentGateHost, type AgentQuestion }
 import { APPROVAL_POLICIES, type ApprovalHost, type ApprovalPolicy } from './core/approval';
 import { commandLine } from './core/display-text';
 import { LOCAL_ENVIRONMENT } from './core/environment-store';
+import type { ServerTelemetry } from '../telemetry/api';
 import type { StatusBar } from './environments';
 import { workspaceFolderPaths, type TerminalService } from './terminals';
 
@@ -107,6 +108,8 @@ export interface AgentServiceDeps {
   terminals: TerminalService;
   statusBar: StatusBar;
   log: vscode.LogOutputChannel;
+  /** Server spans/metrics of the endpoint's own engine (execServer.telemetry.*), read at each start. */
+  serverTelemetry?: () => ServerTelemetry;
 }
 
 /** The Codex `environments.toml` entry for a running endpoint (Codex reads the token only from here). */
@@ -155,6 +158,7 @@ export class AgentEndpointService implements vscode.Disposable {
     const ep = await AgentEndpoint.start({
       port: Number.isInteger(port) && port >= 0 && port < 65536 ? port : 0,
       gate: this.deps.gateHost,
+      serverOptions: { telemetry: this.deps.serverTelemetry?.() },
       onProcessStarted: (p) => this.deps.terminals.showAgentProcess(p),
       onSandboxDenied: ({ connection, argv, exitCode }) => {
         log.warn(`[agent endpoint] sandbox denied: ${connection}: ${commandLine(argv)} (exit code ${exitCode})`);

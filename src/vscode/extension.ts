@@ -49,7 +49,7 @@ export function activate(ctx: vscode.ExtensionContext): ExecServerApi {
   const terminals = new TerminalService({ getClient: (env) => connectWithProgress(manager, env, log), registry, log });
   const agentGateHost = vscodeAgentGateHost(ctx, log);
   ctx.subscriptions.push(agentGateHost);
-  const agent = new AgentEndpointService({ gateHost: agentGateHost, terminals, statusBar, log });
+  const agent = new AgentEndpointService({ gateHost: agentGateHost, terminals, statusBar, log, serverTelemetry: () => telemetry.server() });
   const tree = new ExecServerTree(store, manager, registry, () => agent.running?.url);
   ctx.subscriptions.push(statusBar, terminals, agent, tree);
 

@@ -226,6 +226,8 @@ export function gatedServer(opts: {
   onSandboxDenied?: GateHooks['sandboxDenied'];
 }): ConnectableServer {
   return {
+    // serveConnection starts each request's span with it (a request's `trace` member parents it).
+    telemetry: opts.server.telemetry,
     connect(sink, connectOpts) {
       const observed = new Map<string, ObservedProcess>();
       let gated: GatedServerConnection | undefined;
@@ -278,7 +280,7 @@ export function gatedServer(opts: {
       const g = gated;
       return {
         request: (m, p) => g.request(m, p),
-        requestUntyped: (m, p) => g.requestUntyped(m, p),
+        requestUntyped: (m, p, call) => g.requestUntyped(m, p, call),
         notification: (m, p) => g.notification(m, p),
         close: () => {
           g.close();

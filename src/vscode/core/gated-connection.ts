@@ -9,6 +9,7 @@ import { ErrorCodes, RpcError } from '../../protocol/errors';
 import type { HttpBodyDeltaNotification, ParamsOf, ProcessStartParams, RequestMethod, ResultOf } from '../../protocol/types';
 import type { NotificationSink, ServerConnection } from '../../server/api';
 import { uriToPath } from '../../server/paths';
+import type { RequestRecord } from '../../telemetry/api';
 import type { ConnectionGate, Decision } from './agent-gate';
 import { AGENT_LIMITS, LargeAnswerQueue, type WatchBudget } from './agent-limits';
 import { unpinMessage } from './agent-pin';
@@ -61,14 +62,15 @@ export class GatedServerConnection implements ServerConnection {
     return this.requestUntyped(method, params) as Promise<ResultOf<M>>;
   }
 
-  requestUntyped(method: string, params: unknown): Promise<unknown> {
+  /** `call`: the request's telemetry record; the engine parents a started process's span with it. */
+  requestUntyped(method: string, params: unknown, call?: RequestRecord): Promise<unknown> {
     // The handshake is forwarded synchronously: an `initialized` pipelined right behind it must
     // reach the engine after it (the engine ignores `initialized` before `initialize`).
     if (method === 'initialize') return this.initialize(params);
-    return this.gated(method, params);
+    return this.gated(method, params, call);
   }
 
-  private async gated(method: string, params: unknown): Promise<unknown> {
+  private async gated(method: string, params: unknown, call?: RequestRecord): Promise<unknown> {
     const startId = method === 'process/start' ? processIdOf(params) : undefined;
     // A request on a process whose start is still being decided waits for that start to be
     // forwarded (or refused), so a pipelined start + write keeps its order.
@@ -93,26 +95,26 @@ export class GatedServerConnection implements ServerConnection {
         release();
         throw new RpcError(ErrorCodes.ConnectionClosed, 'connection closed');
       }
-      return this.start(approved as ProcessStartParams, release);
+      return this.start(approved as ProcessStartParams, release, call);
     }
-    return this.decideAndRun(method, params);
+    return this.decideAndRun(method, params, call);
   }
 
-  private async decideAndRun(method: string, params: unknown): Promise<unknown> {
+  private async decideAndRun(method: string, params: unknown, call?: RequestRecord): Promise<unknown> {
     const decision = await this.gate.decide(method, params);
     if (decision.answer !== undefined) return decision.answer;
     // A large answer waits for its slot (and a reading client) before its target is pinned:
     // a pin is a descriptor held until the engine is done.
     if (LARGE_ANSWERS.has(method)) return this.large.run(() => this.pinAndRun(method, decision, true));
-    return this.pinAndRun(method, decision, false);
+    return this.pinAndRun(method, decision, false, call);
   }
 
-  private async pinAndRun(method: string, decision: Decision, queued: boolean): Promise<unknown> {
+  private async pinAndRun(method: string, decision: Decision, queued: boolean, call?: RequestRecord): Promise<unknown> {
     const prepared = decision.prepare ? await decision.prepare() : { params: decision.params, pins: decision.pins ?? [] };
     const pins = prepared.pins;
     try {
       if (this.closed) throw new RpcError(ErrorCodes.ConnectionClosed, 'connection closed');
-      return await this.run(method, prepared.params, queued);
+      return await this.run(method, prepared.params, queued, call);
     } catch (e) {
       // The engine names the pinned /proc/self/fd paths; the agent gets its paths back.
       if (e instanceof RpcError && pins.length > 0) throw new RpcError(e.code, unpinMessage(e.message, pins), e.data);
@@ -134,11 +136,11 @@ export class GatedServerConnection implements ServerConnection {
   }
 
   /** `queued`: a large answer that already holds its slot. */
-  private async run(method: string, params: unknown, queued = false): Promise<unknown> {
+  private async run(method: string, params: unknown, queued = false, call?: RequestRecord): Promise<unknown> {
     const p = params as Record<string, unknown>;
     switch (method) {
       case 'process/start':
-        return this.start(params as ProcessStartParams, () => undefined);
+        return this.start(params as ProcessStartParams, () => undefined, call);
       case 'fs/watch': {
         const release = await this.opts.watches.reserve(uriToPath(String(p.path)), p.recursive === true);
         try {
@@ -187,11 +189,11 @@ export class GatedServerConnection implements ServerConnection {
     return this.inner.requestUntyped(method, params);
   }
 
-  private async start(params: ProcessStartParams, forwarded: () => void): Promise<unknown> {
+  private async start(params: ProcessStartParams, forwarded: () => void, call?: RequestRecord): Promise<unknown> {
     const id = params.processId;
     this.opts.hooks?.beforeProcessStart?.(params);
     try {
-      const pending = this.inner.requestUntyped('process/start', params);
+      const pending = this.inner.requestUntyped('process/start', params, call);
       forwarded(); // the engine has taken its place in this process's order
       const r = await pending;
       this.started.set(id, { argv: params.argv, cwd: String(params.cwd) });
