@@ -3,11 +3,13 @@
 // client relies on still works through the sandbox — exit codes, output, close, stdin,
 // interrupt, resize, terminate (no leaked process), arg0.
 import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
+import { sandboxSupport } from '../../src/server/sandbox/support';
 import { ENV, alive, b64, rejectsWith, serverWithTmpDir, startParams, uri, unb64, waitUntil, type Client } from './helpers';
 
 let c: Client;
@@ -293,13 +295,17 @@ test('sandboxed: seccomp filter — AF_INET sockets refused when network is rest
 test('sandboxed attack: a sandbox that may write /tmp cannot rewrite the seccomp program or deny file the next sandbox loads', async () => {
   const uid = process.getuid!();
   const priv = path.join(os.tmpdir(), `exec-server-sandbox-${uid}`);
-  const before = fs.readFileSync(path.join(priv, 'seccomp-restricted.bpf'));
+  const support = sandboxSupport();
+  assert.ok(support.ok && support.tools.seccomp);
+  const program = support.tools.seccomp.restricted;
+  assert.equal(path.dirname(program), priv);
+  const before = fs.readFileSync(program);
   const tmpWrite = workspaceWrite();
   tmpWrite.permissions.file_system.entries.push({ path: special('tmpdir'), access: 'write' } as never);
-  const attack = `ls -la ${priv}; echo junk > ${priv}/seccomp-restricted.bpf; rm -f ${priv}/seccomp-restricted.bpf ${priv}/denied; echo done`;
+  const attack = `ls -la ${priv}; echo junk > ${program}; rm -f ${program} ${priv}/denied; echo done`;
   await c.call('process/start', sh('tm1', attack, { sandbox: tmpWrite }));
   await finished('tm1');
-  assert.ok(fs.readFileSync(path.join(priv, 'seccomp-restricted.bpf')).equals(before));
+  assert.ok(fs.readFileSync(program).equals(before));
   assert.equal(fs.statSync(path.join(priv, 'denied')).mode & 0o777, 0);
   // And the next sandbox still has the filter.
   await c.call('process/start', sh('tm2', 'grep Seccomp: /proc/self/status'));
@@ -318,9 +324,15 @@ test('sandboxed: a writable workspace below a hidden (`none`) directory works; i
   assert.equal(fs.readFileSync(path.join(W, 'nested.txt'), 'utf8'), 'ok\n');
 });
 
-test('sandboxed attack: network restricted — a host unix socket outside every root is not reachable by its path (read-only mounts do not stop connect); socketpair and child pipes still work', async () => {
+test('sandboxed attack: network restricted — a host unix socket outside every root is not reachable by its path (read-only mounts do not stop connect), nor a host datagram socket; socketpair and child pipes still work', async () => {
   // An ssh-agent / docker-like listener outside the writable roots, visible read-only inside.
   const sockPath = path.join(O, 'agent.sock');
+  // A /dev/log-like datagram socket: prints every datagram until END.
+  const dgramPath = path.join(O, 'log.sock');
+  const receiver = spawn('python3', ['-c', 'import socket,sys\ns=socket.socket(socket.AF_UNIX,socket.SOCK_DGRAM); s.bind(sys.argv[1]); print("ready",flush=True)\nwhile True:\n  d=s.recv(100); print(d.decode(),flush=True)\n  if d==b"END": break', dgramPath]);
+  let received = '';
+  receiver.stdout.on('data', (d: Buffer) => (received += d.toString()));
+  await waitUntil(() => received.includes('ready'), 10_000, 'datagram receiver ready');
   let reached = 0;
   const srv = net.createServer((s) => {
     reached++;
@@ -336,7 +348,10 @@ test('sandboxed attack: network restricted — a host unix socket outside every 
       '    except OSError as e: print(name, "errno%d" % e.errno)',
       `def conn():\n    s = socket.socket(socket.AF_UNIX); s.connect(${JSON.stringify(sockPath)}); return s.recv(100).decode().strip()`,
       'attempt("connect", conn)',
-      'attempt("dgram", lambda: socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) and "ok")',
+      `def dgram():\n    s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); s.sendto(b"FROM-SANDBOX", ${JSON.stringify(dgramPath)}); return "sent"`,
+      'attempt("dgram", dgram)',
+      `def dgram_pair():\n    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM); a.sendto(b"FROM-SANDBOX-PAIR", ${JSON.stringify(dgramPath)}); return "sent"`,
+      'attempt("dgrampair", dgram_pair)',
       'def pair():\n    a, b = socket.socketpair(); a.send(b"x"); return "ok" if b.recv(1) == b"x" else "bad"',
       'attempt("socketpair", pair)',
       'attempt("subprocess", lambda: subprocess.run(["echo", "child-ok"], capture_output=True).stdout.decode().strip())',
@@ -345,18 +360,24 @@ test('sandboxed attack: network restricted — a host unix socket outside every 
     const r = await finished('us1');
     assert.match(r.out, /^connect errno1$/m, r.out);
     assert.doesNotMatch(r.out, /HOST-SOCKET-ANSWER/);
-    assert.match(r.out, /^dgram errno1$/m, 'no unconnected datagram socket (sendto/sendmsg to a host path)');
+    assert.match(r.out, /^dgram errno1$/m, 'no datagram socket (sendto/sendmsg to a host path)');
+    assert.match(r.out, /^dgrampair errno1$/m, 'not from socketpair either (a connected datagram socket can still sendto any path)');
     assert.match(r.out, /^socketpair ok$/m);
     assert.match(r.out, /^subprocess child-ok$/m);
     // Node spawns its children's pipes with socketpair (the reference's filter refuses it).
     await c.call('process/start', sh('us2', '', { argv: [process.execPath, '-e', 'process.stdout.write(require("child_process").execFileSync("echo", ["node-child-ok"]))'] }));
     assert.match((await finished('us2')).out, /node-child-ok/);
     assert.equal(reached, 0, 'the host socket never saw a connection');
+    // Datagrams are queued in order: END from here comes after anything the sandbox sent.
+    spawnSync('python3', ['-c', 'import socket,sys\nsocket.socket(socket.AF_UNIX,socket.SOCK_DGRAM).sendto(b"END", sys.argv[1])', dgramPath]);
+    await waitUntil(() => received.includes('END'), 10_000, 'END received');
+    assert.equal(received, 'ready\nEND\n', 'the host datagram socket got nothing from the sandbox');
     // Network enabled: a unix socket is network, and reachable (as on the reference).
     await c.call('process/start', sh('us3', '', { argv: ['python3', '-c', probe], sandbox: workspaceWrite('enabled') }));
     assert.match((await finished('us3')).out, /^connect HOST-SOCKET-ANSWER$/m);
     assert.equal(reached, 1);
   } finally {
     srv.close();
+    receiver.kill();
   }
 });

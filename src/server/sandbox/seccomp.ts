@@ -8,10 +8,12 @@
 // belong to the network namespace); a socket FILE (ssh-agent, docker, D-Bus, tmux, VS Code IPC)
 // stays connectable through a read-only mount, since connect() asks only for write permission on
 // the socket inode and read-only mounts do not apply to sockets. The filter cannot see a path, so
-// it refuses connect() altogether (the reference's filter does too) and unconnected AF_UNIX
-// datagram sockets (sendto/sendmsg with an address, e.g. to /dev/log); a stream or seqpacket
-// socket sends only to its connected peer. socketpair() stays allowed (the reference refuses it,
-// which breaks every Node/libuv program that spawns a child with pipes), and so do bind/listen.
+// it refuses connect() altogether (the reference's filter does too) and AF_UNIX datagram
+// sockets, from socket() and socketpair() alike (a datagram socket, even a connected one, can
+// sendto/sendmsg any socket path, e.g. /dev/log); a stream or seqpacket socket sends only to its
+// connected peer. Stream and seqpacket socketpair() stay allowed (the reference refuses
+// socketpair, which breaks every Node/libuv program that spawns a child with pipes), and so do
+// bind/listen.
 // A syscall from another ABI (i386 `int 0x80`, x32) kills the process: its numbers differ
 // and would slip past the list.
 
@@ -43,6 +45,7 @@ interface ArchTable {
   /** First number of an ABI that must not be used (x32 on x86_64). */
   foreignFrom?: number;
   socket: number;
+  socketpair: number;
   connect: number;
   ioctl: number;
   denied: Record<string, number>;
@@ -54,6 +57,7 @@ const ARCHES: Record<string, ArchTable> = {
     audit: 0xc000003e, // AUDIT_ARCH_X86_64
     foreignFrom: 0x40000000, // __X32_SYSCALL_BIT
     socket: 41,
+    socketpair: 53,
     connect: 42,
     ioctl: 16,
     denied: {
@@ -66,6 +70,7 @@ const ARCHES: Record<string, ArchTable> = {
   arm64: {
     audit: 0xc00000b7, // AUDIT_ARCH_AARCH64
     socket: 198,
+    socketpair: 199,
     connect: 203,
     ioctl: 29,
     denied: {
@@ -120,8 +125,9 @@ export function seccompProgram(arch: string, restrictNetwork: boolean): Buffer |
     // connect(): no path-based unix socket of the host (see the top of this file).
     ins(JEQ_K, t.connect, 0, 1);
     ins(RET_K, RET_ERRNO | EPERM);
-    // socket(): AF_UNIX only, and not SOCK_DGRAM.
-    ins(JEQ_K, t.socket, 0, 6);
+    // socket(), socketpair(): AF_UNIX only, and not SOCK_DGRAM.
+    ins(JEQ_K, t.socket, 1, 0);
+    ins(JEQ_K, t.socketpair, 0, 6);
     ins(LD_W_ABS, OFF_ARG0);
     ins(JEQ_K, AF_UNIX, 0, 3);
     ins(LD_W_ABS, OFF_ARG1);

@@ -4,6 +4,7 @@
 // server probes at startup and logs the outcome; a managed sandbox requested while the
 // answer is "no" is refused with -32600 naming the cause, never run unconfined.
 import { spawnSync } from 'node:child_process';
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -43,6 +44,16 @@ function run(argv: string[]): { code: number | null; output: string; error?: Err
   return { code: r.status, output: `${r.stdout ?? ''}${r.stderr ?? ''}`, error: r.error };
 }
 
+/**
+ * The program's file, named after its content: servers of different versions share the
+ * per-user directory, and with one name each would rewrite the other's program between that
+ * one's check and its sandbox opening the file (a sandbox could load another version's filter).
+ */
+function programFile(privateDir: string, kind: string, program: Buffer): string {
+  const digest = crypto.createHash('sha256').update(program).digest('hex').slice(0, 16);
+  return path.join(privateDir, `seccomp-${kind}-${digest}.bpf`);
+}
+
 function probe(bwrap: string): SandboxSupport {
   if (process.platform !== 'linux') {
     return { ok: false, reason: `managed sandboxes are enforced with bubblewrap on Linux only; this server runs on ${process.platform}` };
@@ -58,7 +69,7 @@ function probe(bwrap: string): SandboxSupport {
   const tools: BwrapTools = { bwrap, env, bash, sh, privateDir, denyFile: path.join(privateDir, 'denied') };
   const restricted = seccompProgram(process.arch, true);
   const enabled = seccompProgram(process.arch, false);
-  if (restricted && enabled) tools.seccomp = { restricted: path.join(privateDir, 'seccomp-restricted.bpf'), enabled: path.join(privateDir, 'seccomp-enabled.bpf') };
+  if (restricted && enabled) tools.seccomp = { restricted: programFile(privateDir, 'restricted', restricted), enabled: programFile(privateDir, 'enabled', enabled) };
   ensureToolFiles(tools);
   // The same namespaces, capability drop, signal wrappers and seccomp program a real sandbox uses.
   const attempt = (withSeccomp: boolean) => {
