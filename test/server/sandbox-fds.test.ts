@@ -147,6 +147,18 @@ test('the embedding process really holds the inherited directory fd, inheritable
   assert.equal(parseInt(flags[1], 8) & 0o2000000, 0, 'not close-on-exec');
 });
 
+test('a PTY process runs meanwhile: its master (node-pty opens it without close-on-exec) is one more descriptor a child could inherit', async () => {
+  await embedded.call('process/start', { processId: 'bg-pty', argv: ['/bin/sleep', '60'], cwd: uri(work), env: {}, tty: true });
+  const fds = fs.readdirSync(`/proc/${embedded.child.pid}/fd`).map((fd) => {
+    try {
+      return fs.readlinkSync(`/proc/${embedded.child.pid}/fd/${fd}`);
+    } catch {
+      return '';
+    }
+  });
+  assert.ok(fds.includes('/dev/ptmx'), fds.join(' '));
+});
+
 for (const tty of [false, true]) {
   test(`sandboxed ${tty ? 'PTY' : 'pipe'} child of an embedded engine: an fd its host inherited is closed before the command runs (no read or write outside its roots)`, async () => {
     const out = await embedded.run(`sbx-${tty}`, ['/bin/bash', '-c', ATTACK], work, { tty, sandbox: sandbox() });
@@ -155,7 +167,7 @@ for (const tty of [false, true]) {
     const fds = out.split(/\r?\n/)[0].trim().split(/\s+/).map(Number);
     // 0, 1, 2 and the one ls opens to list the directory.
     assert.equal(fds.includes(LEAKED_FD), false, `fds in the sandbox: ${fds.join(' ')}`);
-    assert.ok(fds.length <= 4, `only 0, 1, 2 (+ ls's own): ${fds.join(' ')}`);
+    assert.ok(fds.length <= 4, `only 0, 1, 2 (+ ls's own; no PTY master of bg-pty): ${fds.join(' ')}`);
   });
 }
 
