@@ -6,8 +6,12 @@
 // quick input shows (title with "n/m", prompt or validation message, items, buttons) in
 // ui-<id>.result.json. `op: 'text'` reports the visible text of a selector instead (tree rows,
 // the status bar). A request not satisfied within giveUpMs reports {ok: false, error}.
-import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/** `op: 'screenshot'` saves test-results/ux-<name>.png (README pictures of the flows are picked from there). */
+const shotsDir = path.join(path.dirname(fileURLToPath(import.meta.url)), '../../../test-results');
 
 const firstSeen = new Map();
 const GIVE_UP_MS = 20_000;
@@ -39,14 +43,20 @@ export async function answerUiRequests(page, controlDir, log) {
     }
     if (outcome.ok) {
       log(`ui: ${describe(req)} → ${JSON.stringify(outcome.state ?? outcome.texts ?? '').slice(0, 300)}`);
-      writeFileSync(resultFile, JSON.stringify(outcome));
+      writeResult(resultFile, outcome);
     } else if (waited > (req.giveUpMs ?? GIVE_UP_MS)) {
       const state = await quickInputState(page).catch(() => undefined);
       log(`ui: gave up on ${describe(req)}: ${outcome.error}`);
       await page.screenshot({ path: path.join(controlDir, `${name.replace('.request.json', '')}.png`) }).catch(() => undefined);
-      writeFileSync(resultFile, JSON.stringify({ ...outcome, state }));
+      writeResult(resultFile, { ...outcome, state });
     }
   }
+}
+
+/** Written whole (temp file + rename): the suite polls for the file and must never read half of it. */
+function writeResult(file, value) {
+  writeFileSync(`${file}.tmp`, JSON.stringify(value));
+  renameSync(`${file}.tmp`, file);
 }
 
 function describe(req) {
@@ -60,6 +70,13 @@ async function handle(page, req) {
     const texts = (await loc.allInnerTexts()).map((t) => t.trim()).filter(Boolean);
     if (req.contains && !texts.some((t) => t.includes(req.contains))) return { ok: false, error: `no "${req.selector}" containing "${req.contains}" (saw ${JSON.stringify(texts).slice(0, 400)})` };
     return { ok: true, texts };
+  }
+  if (req.op === 'screenshot') {
+    if (!/^[a-z0-9-]+$/.test(String(req.name))) return { ok: false, error: `bad screenshot name ${req.name}` };
+    mkdirSync(shotsDir, { recursive: true });
+    await page.mouse.move(2, 2).catch(() => undefined);
+    await page.screenshot({ path: path.join(shotsDir, `ux-${req.name}.png`) });
+    return { ok: true };
   }
   if (req.op === 'click') {
     const target = page.locator(req.selector).first();

@@ -8,7 +8,7 @@ import { answerApprovalIfShown } from './approval';
 import { config } from './config';
 import { test } from './framework';
 import { RemoteServer } from './remote-server';
-import { quickInput, uiTexts } from './ux-driver';
+import { quickInput, uiScreenshot, uiTexts } from './ux-driver';
 import { assert, assertEqual, productApi, uniqueName } from './util';
 
 type Entry = { name: string; url?: string; command?: string; args?: string[] };
@@ -73,6 +73,7 @@ export function registerUxAddEnvironmentTests(): void {
       assert(/ws:\/\//.test(s.message ?? '') && /http/.test(s.message ?? ''), `an http URL is flagged (message "${s.message}")`);
       s = await quickInput({ waitTitle: '2/3', fill: 'sh -c "unterminated' });
       assert(/quote/.test(s.message ?? ''), `an unterminated quote is flagged (message "${s.message}")`);
+      await uiScreenshot('add-environment');
       s = await quickInput({ waitTitle: '2/3', clickBack: true });
       s = await quickInput({ waitTitle: '1/3' });
       assertEqual(s.value, name, 'Back returns to step 1 with the name kept');

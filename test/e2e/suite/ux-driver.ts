@@ -2,7 +2,7 @@
 // the workbench DOM are out of the extension host's reach, so each step is a request file the
 // harness carries out with Playwright — typing, Enter, Escape, the Back button, clicks — and
 // answers with what the quick input shows. Protocol:
-//   <controlDir>/ui-<n>.request.json  {op?: 'quickInput'|'text'|'click', waitTitle?, waitItem?, waitHidden?, fill?, press?, clickBack?, selector?, contains?, giveUpMs?}
+//   <controlDir>/ui-<n>.request.json  {op?: 'quickInput'|'text'|'click'|'screenshot', name?, waitTitle?, waitItem?, waitHidden?, fill?, press?, clickBack?, selector?, contains?, giveUpMs?}
 //   <controlDir>/ui-<n>.result.json   {ok, error?, before?, state?, texts?}
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -25,7 +25,9 @@ export interface QuickInputState {
 }
 
 export interface UiRequest {
-  op?: 'quickInput' | 'text' | 'click';
+  op?: 'quickInput' | 'text' | 'click' | 'screenshot';
+  /** op screenshot: saved as test-results/ux-<name>.png. */
+  name?: string;
   /** Wait until the open quick input's title contains this. */
   waitTitle?: string;
   /** Wait until one of its items contains this. */
@@ -58,8 +60,8 @@ async function send(req: UiRequest): Promise<UiResult> {
   const id = `${process.pid}-${++next}`;
   const result = path.join(controlDir, `ui-${id}.result.json`);
   writeFileSync(path.join(controlDir, `ui-${id}.request.json`), JSON.stringify(req));
-  const text = await waitFor(`harness answer to ui request ${id}`, () => existsSync(result) && readFileSync(result, 'utf8'), (req.giveUpMs ?? 20_000) + 15_000, 150);
-  return JSON.parse(text) as UiResult;
+  // Parsed inside the probe: a result file caught half-written is read again on the next poll.
+  return waitFor(`harness answer to ui request ${id}`, () => existsSync(result) && (JSON.parse(readFileSync(result, 'utf8')) as UiResult), (req.giveUpMs ?? 20_000) + 15_000, 150);
 }
 
 /** Carries out `req` on the open quick input; resolves with what it shows afterwards (and before, in `before`). */
@@ -80,4 +82,10 @@ export async function uiTexts(selector: string, contains?: string, giveUpMs?: nu
 export async function uiClick(selector: string): Promise<void> {
   const r = await send({ op: 'click', selector });
   if (!r.ok) throw new Error(`ui click: ${r.error}`);
+}
+
+/** Saves the workbench as it looks now to test-results/ux-<name>.png (pictures for the README). */
+export async function uiScreenshot(name: string): Promise<void> {
+  const r = await send({ op: 'screenshot', name });
+  if (!r.ok) throw new Error(`ui screenshot: ${r.error}`);
 }

@@ -4,7 +4,7 @@
 // row shows its terminal, and the agent endpoint row starts and stops the endpoint.
 import * as vscode from 'vscode';
 import { test } from './framework';
-import { uiClick, uiTexts } from './ux-driver';
+import { uiClick, uiScreenshot, uiTexts } from './ux-driver';
 import { assert, waitFor } from './util';
 
 const VIEW = '[id="workbench.view.extension.execServer"]';
@@ -32,6 +32,7 @@ export function registerUxFirstContactTests(): void {
     for (const step of ['Open a terminal in Local', 'Add a remote environment', 'Open a remote folder', 'Let an agent work here']) {
       assert(page.includes(step), `walkthrough step "${step}" (page: ${page.slice(0, 600)})`);
     }
+    await uiScreenshot('walkthrough');
     await vscode.commands.executeCommand('workbench.action.closeActiveEditor');
   });
 
@@ -59,6 +60,7 @@ export function registerUxFirstContactTests(): void {
       await uiClick(`${row} .action-label[aria-label^="Start Agent Endpoint"]`);
       const running = await uiTexts(row, 'ws://127.0.0.1:');
       assert(running.some((t) => /ws:\/\/127\.0\.0\.1:\d+/.test(t)), `the row shows the endpoint URL (${JSON.stringify(running)})`);
+      await uiScreenshot('view');
       await uiClick(`${row} .action-label[aria-label^="Stop Agent Endpoint"]`);
       await uiTexts(row, 'stopped');
     } finally {

@@ -7,7 +7,7 @@ import path from 'node:path';
 import * as vscode from 'vscode';
 import { test } from './framework';
 import { RemoteServer } from './remote-server';
-import { quickInput } from './ux-driver';
+import { quickInput, uiScreenshot } from './ux-driver';
 import { assert, assertEqual, freshDir, productApi, uniqueName } from './util';
 
 interface InfoClient {
@@ -41,6 +41,7 @@ export function registerUxOpenFolderTests(): void {
       const labels = s.items.join(' | ');
       for (const want of ['Open this folder', '..', 'alpha', 'gamma', '.hidden']) assert(labels.includes(want), `row "${want}" (rows: ${labels})`);
       assert(labels.indexOf('gamma') < labels.indexOf('.hidden'), `hidden folders come last (rows: ${labels})`);
+      await uiScreenshot('open-remote-folder');
 
       s = await quickInput({ waitTitle: name, fill: 'alp', settleMs: 500 });
       assert(s.items.length === 1 && s.items[0].includes('alpha'), `typing filters the rows (rows ${JSON.stringify(s.items)})`);
@@ -52,6 +53,7 @@ export function registerUxOpenFolderTests(): void {
       await quickInput({ waitTitle: name, press: 'Enter' });
       s = await quickInput({ waitTitle: `Open ${root}/alpha`, waitItem: 'New Window' });
       assert(s.items.some((i) => i.includes('Add to This Window')), `both choices are offered (${JSON.stringify(s.items)})`);
+      await uiScreenshot('open-remote-folder-where');
       await quickInput({ waitTitle: 'Open', fill: 'Add to This', settleMs: 400 });
       await quickInput({ waitTitle: 'Open', press: 'Enter' });
       const uri = (await done) as string | undefined;
