@@ -115,7 +115,8 @@ export function registerAgentCodexTests(): void {
   });
 
   codexTest('"Allow for Session" given to one Codex process does not let a second, unrelated Codex process run without a question', async () => {
-    await setApprovalPolicy(defaultApprovalPolicy());
+    // alwaysAsk: both commands are asked about under any policy, so only the grant decides.
+    await setApprovalPolicy('alwaysAsk');
     const ws = workspaceDir('codex-grant');
     const m1 = uniqueName('codexgrant1');
     const m2 = uniqueName('codexgrant2');
