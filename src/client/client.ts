@@ -33,6 +33,7 @@ import { RpcChannel, type ClientChannel } from './channel';
 import { ClientFs } from './fs';
 import { ClientProcess, type ProcessOps } from './process-handle';
 import { fromWireUri, toWireUri } from './uri';
+import { sessionLogTag } from '../protocol/log-tag';
 
 export type ChannelFactory = () => Promise<ClientChannel>;
 type LogLevel = 'debug' | 'info' | 'warn' | 'error';
@@ -473,7 +474,7 @@ export class ExecServerClient implements ExecClient {
       this.failEverything(`connection closed: ${info.reason}`);
       return;
     }
-    this.log('warn', `connection lost (${info.reason}); resuming session ${this.session}`);
+    this.log('warn', `connection lost (${info.reason}); resuming ${this.session ? sessionLogTag(this.session) : 'session'}`);
     this.setState('recovering');
     this.recovery = this.recover().finally(() => (this.recovery = undefined));
   }
@@ -526,7 +527,7 @@ export class ExecServerClient implements ExecClient {
         // Unknown session: it expired (or the server restarted) — nothing to resume.
         const httpStatus = (e as { status?: number }).status;
         if ((e instanceof RpcError && e.code === ErrorCodes.InvalidRequest) || httpStatus === 401 || httpStatus === 403) {
-          this.log('error', `cannot resume session ${this.session}: ${lastError}`);
+          this.log('error', `cannot resume ${this.session ? sessionLogTag(this.session) : 'session'}: ${lastError}`);
           this.failEverything(`session lost: ${lastError}`);
           return;
         }
@@ -540,7 +541,7 @@ export class ExecServerClient implements ExecClient {
     }
     if ((this.currentState as ClientState) === 'closed') return;
     this.reconnects++;
-    this.log('info', `session ${this.session} resumed`);
+    this.log('info', `${this.session ? sessionLogTag(this.session) : 'session'} resumed`);
     // Catch up every live process before anyone else sends (this runs before state flips).
     const ch = this.channel;
     // Processes whose start is still in flight are caught up by startProcess after its resend.

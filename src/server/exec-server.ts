@@ -7,6 +7,7 @@ import { Connection, MAX_IN_FLIGHT } from './connection';
 import { sandboxSupport } from './sandbox/support';
 import { Session } from './session';
 import { NOOP_SERVER_TELEMETRY, type ServerTelemetry } from '../telemetry/api';
+import { sessionLogTag } from '../protocol/log-tag';
 
 export const DEFAULTS = {
   detachedSessionTtlMs: 30_000,
@@ -77,14 +78,14 @@ export class ExecServer {
       if (!s || s.ended) throw invalidRequest(Messages.unknownSession(resumeSessionId));
       if (s.attachedTo) throw new RpcError(ErrorCodes.SessionAttached, Messages.sessionAttached(resumeSessionId));
       s.attach(owner, sink, flowControl);
-      this.log('info', `${owner.label}: resumed session ${s.id}`);
+      this.log('info', `${owner.label}: resumed ${sessionLogTag(s.id)}`);
       return s;
     }
     const s = new Session(this.opts, this.telemetry);
     this.sessions.set(s.id, s);
     this.telemetry.sessionOpened();
     s.attach(owner, sink, flowControl);
-    this.log('info', `${owner.label}: new session ${s.id}`);
+    this.log('info', `${owner.label}: new ${sessionLogTag(s.id)}`);
     return s;
   }
 
@@ -96,7 +97,7 @@ export class ExecServer {
       return;
     }
     s.detach(this.opts.detachedSessionTtlMs, () => {
-      this.log('info', `session ${s.id} expired after ${this.opts.detachedSessionTtlMs} ms detached`);
+      this.log('info', `${sessionLogTag(s.id)} expired after ${this.opts.detachedSessionTtlMs} ms detached`);
       this.endSession(s);
     });
   }

@@ -5,6 +5,7 @@
 import type { ClientState, ExecClient } from '../../client/api';
 import { Emitter, type Disposable } from '../../rpc/event';
 import type { EnvironmentConfig, EnvironmentStore } from './environment-store';
+import { sessionLogTag } from '../../protocol/log-tag';
 
 export type EnvironmentState = 'disconnected' | 'connecting' | 'connected' | 'reconnecting' | 'failed';
 
@@ -177,7 +178,7 @@ export class EnvironmentManager implements Disposable {
         e.subs.push(client.onDidChangeState((s) => this.onClientState(name, e, client, s)));
         e.subs.push(client.onLog((l) => this.options.log?.(l.level, `${name}: ${l.message}`)));
         this.setState(name, e, 'connected');
-        this.options.log?.('info', `${name}: connected (session ${client.sessionId})`);
+        this.options.log?.('info', `${name}: connected (${client.sessionId ? sessionLogTag(client.sessionId) : 'no session'})`);
         if (reconnecting) this.reconnectEmitter.fire({ environment: name, client });
       },
       (err) => {
