@@ -145,7 +145,9 @@ export class ClientFs implements ExecFs {
       for (;;) {
         while (inFlight.length < depth) requestBlock();
         const r = await inFlight.shift()!;
-        const chunk = Buffer.from(r.chunk, 'base64');
+        // Raw bytes from a binary frame (or in process) when binaryOutput was negotiated, else base64.
+        const raw = r.chunk as string | Uint8Array;
+        const chunk = typeof raw === 'string' ? Buffer.from(raw, 'base64') : raw;
         offset += chunk.length;
         if (chunk.length) yield chunk;
         if (r.eof || chunk.length === 0) return;

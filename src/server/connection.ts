@@ -50,6 +50,8 @@ export interface ConnectionContext {
   readonly handles: FileHandles;
   readonly watches: Watches;
   readonly missingWatches: MissingWatches;
+  /** [extension] The client negotiated binaryOutput: byte payloads (fs/readBlock) may be raw Buffers. */
+  readonly binaryOutput: boolean;
   http(input: HttpRequestInput, run: HttpRunner): Promise<HttpRequestResult>;
 }
 
@@ -62,6 +64,7 @@ export class Connection implements ServerConnection, ConnectionContext {
   private readonly closeController = new AbortController();
   private readonly ordering = new KeyedOrder();
   readonly closedSignal = this.closeController.signal;
+  binaryOutput = false;
   readonly handles: FileHandles;
   readonly watches: Watches;
   readonly missingWatches: MissingWatches;
@@ -162,6 +165,7 @@ export class Connection implements ServerConnection, ConnectionContext {
     const binary = P.optBool(o, 'binaryOutput') === true && this.sink.processOutput !== undefined;
     if (this.sessionRef) throw invalidRequest(Messages.initializeOnce);
     const sink = binary ? this.sink : withoutBinaryOutput(this.sink);
+    this.binaryOutput = binary;
     this.sessionRef = this.server.openSession(this, sink, resumeSessionId, flowControl);
     const enabled = [...(flowControl ? [FLOW_CONTROL_EXTENSION] : []), ...(binary ? [BINARY_OUTPUT_EXTENSION] : [])];
     return {

@@ -1,8 +1,8 @@
-// Binary process/output frames (extension `binaryOutput`, websocket only): the bytes travel as
-// they are instead of base64 inside JSON. Only sent to a client that opted in at initialize;
-// everything else (requests, responses, other notifications, process/read) stays JSON.
+// Binary frames (extension `binaryOutput`, websocket only): bytes travel as they are instead
+// of base64 inside JSON. Only sent to a client that opted in at initialize; everything else
+// (requests, other responses and notifications, process/read) stays JSON.
 //
-// Layout (big-endian), one process/output event per binary websocket message:
+// Kind 1, one process/output event per binary websocket message (big-endian):
 //   offset 0   u8   magic 0xE5 (no JSON text starts with this byte; a UTF-8 BOM starts 0xEF)
 //          1   u8   version 1
 //          2   u8   kind: 1 = process/output
@@ -12,11 +12,22 @@
 //         12   u16  n = processId length in UTF-8 bytes
 //         14   n    processId (UTF-8)
 //       14+n   ...  the output bytes (the rest of the message)
+//
+// Kind 2, a response whose result carries bytes (fs/readBlock's `chunk`):
+//   offset 0   u8   magic 0xE5
+//          1   u8   version 1
+//          2   u8   kind: 2 = response with bytes
+//          3   u8   n = length of the result member's name (ASCII)
+//          4   u32  m = length of the JSON text
+//          8   n    the member name (e.g. "chunk")
+//        8+n   m    the response as JSON, with that member null
+//      8+n+m   ...  the member's bytes (the rest of the message)
 import type { OutputStream } from '../protocol/types';
 
 export const FRAME_MAGIC = 0xe5;
 export const FRAME_VERSION = 1;
 export const FRAME_KIND_OUTPUT = 1;
+export const FRAME_KIND_RESPONSE_BYTES = 2;
 export const FRAME_HEADER_BYTES = 14;
 
 const STREAMS: readonly OutputStream[] = ['stdout', 'stderr', 'pty'];
@@ -43,6 +54,73 @@ export function encodeOutputFrame(processId: string, seq: number, stream: Output
   buf.write(processId, FRAME_HEADER_BYTES, 'utf8');
   buf.set(data, FRAME_HEADER_BYTES + idLen);
   return buf;
+}
+
+/**
+ * Result objects whose named member holds raw bytes (a Buffer) instead of base64: only produced
+ * for a connection that negotiated binaryOutput. A websocket sends such a response as a kind 2
+ * frame; any other carrier encodes the member as base64 (bytesToBase64Members), so it can never
+ * leak as JSON of a Buffer.
+ */
+const bytesMembers = new WeakMap<object, string>();
+
+export function markBytes<T extends object>(holder: T, key: keyof T & string): T {
+  bytesMembers.set(holder, key);
+  return holder;
+}
+
+/** The marked bytes member of a response's result, if any. */
+export function bytesMemberOf(message: object): { result: Record<string, unknown>; key: string; bytes: Uint8Array } | undefined {
+  const result = (message as { result?: unknown }).result;
+  if (result === null || typeof result !== 'object') return undefined;
+  const key = bytesMembers.get(result);
+  if (key === undefined) return undefined;
+  const bytes = (result as Record<string, unknown>)[key];
+  return bytes instanceof Uint8Array ? { result: result as Record<string, unknown>, key, bytes } : undefined;
+}
+
+/** The message with a marked bytes member as base64 (for JSON-only carriers). */
+export function bytesToBase64Members(message: object): object {
+  const m = bytesMemberOf(message);
+  if (!m) return message;
+  return { ...message, result: { ...m.result, [m.key]: Buffer.from(m.bytes.buffer, m.bytes.byteOffset, m.bytes.byteLength).toString('base64') } };
+}
+
+export function encodeResponseBytesFrame(message: object): Buffer {
+  const m = bytesMemberOf(message)!;
+  const json = Buffer.from(JSON.stringify({ ...message, result: { ...m.result, [m.key]: null } }), 'utf8');
+  const name = Buffer.from(m.key, 'latin1');
+  if (name.length > 0xff) throw new Error('bytes member name too long for a binary frame');
+  const buf = Buffer.allocUnsafe(8 + name.length + json.length + m.bytes.length);
+  buf[0] = FRAME_MAGIC;
+  buf[1] = FRAME_VERSION;
+  buf[2] = FRAME_KIND_RESPONSE_BYTES;
+  buf[3] = name.length;
+  buf.writeUInt32BE(json.length, 4);
+  name.copy(buf, 8);
+  json.copy(buf, 8 + name.length);
+  buf.set(m.bytes, 8 + name.length + json.length);
+  return buf;
+}
+
+/** Decodes any of our binary frames into the message it stands for (payloads are views, not copies). */
+export function decodeFrame(buf: Buffer): object {
+  if (buf.length >= 3 && buf[2] === FRAME_KIND_RESPONSE_BYTES && buf[1] === FRAME_VERSION) return decodeResponseBytesFrame(buf);
+  return decodeOutputFrame(buf);
+}
+
+function decodeResponseBytesFrame(buf: Buffer): object {
+  if (buf.length < 8) throw new Error(`binary frame too short (${buf.length} bytes)`);
+  const n = buf[3];
+  const m = buf.readUInt32BE(4);
+  if (buf.length < 8 + n + m) throw new Error('binary response frame truncated');
+  const key = buf.toString('latin1', 8, 8 + n);
+  const message = JSON.parse(buf.toString('utf8', 8 + n, 8 + n + m)) as { result?: unknown };
+  if (!key || message.result === null || typeof message.result !== 'object' || Array.isArray(message.result)) {
+    throw new Error('binary response frame without a result object to hold its bytes');
+  }
+  (message.result as Record<string, unknown>)[key] = buf.subarray(8 + n + m);
+  return message;
 }
 
 /** Is this binary message one of our frames (rather than JSON sent in a binary frame)? */

@@ -6,7 +6,7 @@ import type { OutputStream } from '../protocol/types';
 import type { MessageTransport } from '../rpc/transport';
 import { encodeMessage } from './encode';
 import { MessageTransportBase } from './message-transport-base';
-import { decodeOutputFrame, encodeOutputFrame, isOutputFrame } from './output-frame';
+import { bytesMemberOf, decodeFrame, encodeOutputFrame, encodeResponseBytesFrame, isOutputFrame } from './output-frame';
 
 export interface WebSocketTransportOptions {
   /** bufferedAmount above which the transport reports congestion (default 4 MiB). */
@@ -83,6 +83,8 @@ export class WebSocketTransport extends MessageTransportBase implements MessageT
   send(message: object): void {
     if (this.isClosed || this.socket.readyState !== 1 /* OPEN */) return;
     this.corkUntilNextTick();
+    // A result carrying raw bytes (only for a client that negotiated binaryOutput): a kind 2 frame.
+    if (bytesMemberOf(message)) return void this.socket.send(encodeResponseBytesFrame(message), { binary: true });
     const data = encodeMessage(message);
     // A spliced frame is a Buffer of JSON text: still a text frame on the wire.
     if (typeof data === 'string') this.socket.send(data);
@@ -153,7 +155,7 @@ export class WebSocketTransport extends MessageTransportBase implements MessageT
     if (isBinary && isOutputFrame(buf)) {
       let message: object;
       try {
-        message = decodeOutputFrame(buf);
+        message = decodeFrame(buf);
       } catch (e) {
         this.parseErrorEmitter.fire((e as Error).message);
         return;

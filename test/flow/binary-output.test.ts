@@ -1,7 +1,7 @@
-// Binary process/output frames (extension `binaryOutput`): the header round-trips, malformed
+// Binary frames (extension `binaryOutput`): the process/output header round-trips, malformed
 // frames are refused clearly, only a client that opted in gets binary frames (others keep the
-// reference's JSON), and one client following a process across a reconnect that switches
-// between binary and JSON gets every byte once, in order.
+// reference's JSON), one client following a process across a reconnect that switches between
+// binary and JSON gets every byte once, in order; fs/readBlock answers as kind 2 frames.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -14,7 +14,8 @@ import { BINARY_OUTPUT_EXTENSION, FLOW_CONTROL_EXTENSION } from '../../src/proto
 import { serveConnection } from '../../src/transports/serve';
 import { StdioTransport } from '../../src/transports/stdio';
 import { connectWebSocketTransport } from '../../src/transports/websocket-client';
-import { decodeOutputFrame, encodeOutputFrame, FRAME_MAGIC } from '../../src/transports/output-frame';
+import { decodeFrame, decodeOutputFrame, encodeOutputFrame, FRAME_MAGIC, markBytes } from '../../src/transports/output-frame';
+import { encodeMessage } from '../../src/transports/encode';
 import { uri } from '../server/helpers';
 import { LineChecker, numberedLines, ourWsServer, tmpDir, waitFor } from './helpers';
 
@@ -170,4 +171,85 @@ test('recovery across encodings: binary websocket → JSON connection → binary
     await s.stop();
     fs.rmSync(dir, { recursive: true, force: true });
   }
+});
+
+test('fs/readBlock: a client that opted in gets the block as a binary response frame; an old client gets base64 JSON', async () => {
+  const dir = tmpDir();
+  const s = await ourWsServer();
+  const file = path.join(dir, 'blob');
+  const blob = Buffer.alloc(300_000);
+  for (let i = 0; i < blob.length; i++) blob[i] = (i * 7919) % 256;
+  fs.writeFileSync(file, blob);
+  try {
+    for (const binary of [true, false]) {
+      const ws = new WebSocket(s.url);
+      await new Promise((r, j) => (ws.once('open', r), ws.once('error', j)));
+      const answers = new Map<number, { binary: boolean; data: Buffer }>();
+      ws.on('message', (d: Buffer, isBinary) => {
+        const id = isBinary ? JSON.parse(d.toString('utf8', 8 + d[3], 8 + d[3] + d.readUInt32BE(4))).id : JSON.parse(d.toString()).id;
+        if (id !== undefined) answers.set(id, { binary: isBinary, data: d });
+      });
+      const call = async (id: number, method: string, params: unknown) => {
+        ws.send(JSON.stringify({ id, method, params }));
+        await waitFor(() => answers.has(id), `answer ${id}`);
+        return answers.get(id)!;
+      };
+      await call(1, 'initialize', { clientName: 'raw', ...(binary ? { binaryOutput: true } : {}) });
+      ws.send(JSON.stringify({ method: 'initialized', params: {} }));
+      await call(2, 'fs/open', { handleId: 'h1', path: uri(file) });
+      const a = await call(3, 'fs/readBlock', { handleId: 'h1', offset: 1000, len: 200_000 });
+      assert.equal(a.binary, binary);
+      if (binary) {
+        assert.equal(a.data[0], FRAME_MAGIC);
+        assert.equal(a.data[2], 2, 'kind 2: response with bytes');
+        const m = decodeFrame(a.data) as { id: number; result: { chunk: Buffer; eof: boolean } };
+        assert.equal(m.id, 3);
+        assert.equal(m.result.eof, false);
+        assert.ok(m.result.chunk.equals(blob.subarray(1000, 201_000)));
+      } else {
+        const m = JSON.parse(a.data.toString());
+        assert.ok(Buffer.from(m.result.chunk, 'base64').equals(blob.subarray(1000, 201_000)));
+      }
+      // Errors stay JSON either way.
+      const e = await call(4, 'fs/readBlock', { handleId: 'nope', offset: 0, len: 10 });
+      assert.equal(e.binary, false);
+      assert.match(JSON.parse(e.data.toString()).error.message, /unknown file handle/);
+      ws.close();
+    }
+  } finally {
+    await s.stop();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('fs/readBlock: the client streams a file through binary frames, in process, and as JSON — same bytes', async () => {
+  const dir = tmpDir();
+  const s = await ourWsServer();
+  const file = path.join(dir, 'big');
+  const blob = Buffer.alloc(5 * 1024 * 1024 + 123);
+  for (let i = 0; i < blob.length; i += 4096) blob.writeUInt32BE(i, i);
+  fs.writeFileSync(file, blob);
+  const clients = [
+    await ExecServerClient.connectWebSocket(s.url, { reconnect: false }),
+    await ExecServerClient.connectWebSocket(s.url, { reconnect: false, binaryOutput: false }),
+    await ExecServerClient.connectInProcess(s.server, {}),
+  ];
+  try {
+    assert.deepEqual(clients.map((c) => c.binaryOutputEnabled), [true, false, true]);
+    for (const c of clients) {
+      const parts: Uint8Array[] = [];
+      for await (const chunk of c.fs.createReadStream(file, { blockSize: 1024 * 1024 })) parts.push(chunk);
+      assert.ok(Buffer.concat(parts).equals(blob));
+    }
+  } finally {
+    for (const c of clients) await c.close();
+    await s.stop();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('a response carrying raw bytes is base64 on a JSON-only carrier (never JSON of a Buffer)', () => {
+  const msg = { id: 1, result: markBytes({ chunk: Buffer.from('hi there'), eof: true }, 'chunk') };
+  const text = String(encodeMessage(msg));
+  assert.deepEqual(JSON.parse(text), { id: 1, result: { chunk: Buffer.from('hi there').toString('base64'), eof: true } });
 });

@@ -2,6 +2,7 @@
 import fs from 'node:fs';
 import { ErrorCodes, RpcError, invalidRequest } from '../../protocol/errors';
 import { markVerbatim } from '../../rpc/verbatim';
+import { markBytes } from '../../transports/output-frame';
 import { fsError } from '../os-errors';
 
 export const MAX_READ_BLOCK = 1024 * 1024;
@@ -51,7 +52,8 @@ export class FileHandles {
     }
   }
 
-  async readBlock(handleId: string, offset: number, len: number): Promise<{ chunk: string; eof: boolean }> {
+  /** `asBytes`: the connection negotiated binaryOutput — `chunk` is the Buffer itself (a binary frame / handed over in process). */
+  async readBlock(handleId: string, offset: number, len: number, asBytes = false): Promise<{ chunk: string | Buffer; eof: boolean }> {
     if (len < 1 || len > MAX_READ_BLOCK) {
       throw invalidRequest(`file read block length must be between 1 and ${MAX_READ_BLOCK}`);
     }
@@ -69,6 +71,7 @@ export class FileHandles {
     } catch (e) {
       throw fsError(e);
     }
+    if (asBytes) return markBytes({ chunk: buf.subarray(0, got), eof: got < len }, 'chunk');
     return markVerbatim({ chunk: buf.subarray(0, got).toString('base64'), eof: got < len }, 'chunk');
   }
 

@@ -216,7 +216,7 @@ export const fsMethods: Record<string, MethodSpec> = {
       const o = P.object(raw, 'WireFsReadBlockParams');
       return { handleId: P.str(o, 'handleId'), offset: P.uint(o, 'offset'), len: P.uint(o, 'len') };
     },
-    (c, p) => c.handles.readBlock(p.handleId, p.offset, p.len),
+    (c, p) => c.handles.readBlock(p.handleId, p.offset, p.len, c.binaryOutput),
     (p) => ({ key: `handle:${p.handleId}`, access: 'read' }),
   ),
   'fs/close': spec(
