@@ -85,7 +85,8 @@ async function main() {
   await sleep(8000); // extensions activate (onStartupFinished)
   const extHost = [...descendants(wb.codeServer.pid)].find((pid) => cmdline(pid).some((a) => a.includes('extensionHost')));
   if (!extHost) throw new Error('extension host process not found under code-server');
-  log(`extension host pid ${extHost}, RSS ${rssMiB(extHost).toFixed(0)} MiB`);
+  const rssStart = rssMiB(extHost);
+  log(`extension host pid ${extHost}, RSS ${rssStart.toFixed(0)} MiB`);
 
   const palette = async () => {
     const qi = page.locator('.quick-input-widget');
@@ -169,9 +170,10 @@ async function main() {
     }
   }
 
-  // Extension host RSS during 30 s of remote `yes`.
+  // Extension host RSS during 30 s of remote `yes` (and after all the floods above).
   await open('remote');
   const rssBefore = rssMiB(extHost);
+  log(`extension host RSS ${rssStart.toFixed(0)} MiB at the start, ${rssBefore.toFixed(0)} MiB after the seq rounds`);
   await typeLine('yes');
   await sleep(1000);
   const yesPid = descendants(remote.child.pid).find((pid) => cmdline(pid)[0] === 'yes');
@@ -192,6 +194,7 @@ async function main() {
     rounds: ROUNDS,
     paletteIdleMs: { median: median(idle), samples: idle },
     kinds: Object.fromEntries(kinds.map((k) => [k, { seqSecondsMedian: median(res[k].seqSeconds), paletteMsMedian: median(res[k].paletteMs), paletteMsP90: p90(res[k].paletteMs), ...res[k] }])),
+    extHostRssMiB: { start: rssStart, afterSeqRounds: rssBefore },
     remoteYes: { rssBeforeMiB: rssBefore, rssMaxMiB: Math.max(...rss), rssGrowthMiB: Math.max(...rss) - rssBefore, rssSamplesMiB: rss, yesCpuSeconds: yesCpu, seconds: 30 },
   };
   mkdirSync(path.join(repo, 'bench', 'results'), { recursive: true });
@@ -203,6 +206,7 @@ async function main() {
     console.log(`${k.padEnd(12)}  ${x.seqSecondsMedian.toFixed(2).padStart(22)}  ${(x.seqSecondsMedian / b.seqSecondsMedian).toFixed(2).padStart(11)}  ${`${x.paletteMsMedian.toFixed(0)} / ${x.paletteMsP90.toFixed(0)}`.padStart(39)}  ${(x.paletteMsMedian / b.paletteMsMedian).toFixed(2).padStart(11)}`);
   }
   console.log(`palette idle: ${result.paletteIdleMs.median.toFixed(0)} ms median`);
+  console.log(`extension host RSS: ${rssStart.toFixed(0)} MiB at the start, ${rssBefore.toFixed(0)} MiB after the seq rounds`);
   console.log(`remote yes 30 s: extension host RSS +${result.remoteYes.rssGrowthMiB.toFixed(1)} MiB (max ${result.remoteYes.rssMaxMiB.toFixed(0)} MiB); yes CPU ${yesCpu.toFixed(2)} s`);
   rmSync(files, { recursive: true, force: true });
 }
