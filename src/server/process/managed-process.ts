@@ -1,7 +1,6 @@
 // One client-visible process: its OS child, one seq counter shared by output/exited/closed
 // events, retained output for process/read, long-poll waiters and write-id de-duplication.
-import { internalError } from '../../protocol/errors';
-import { invalidParams } from '../../protocol/errors';
+import { internalError, invalidParams } from '../../protocol/errors';
 import type { NotificationMap, NotificationMethod, OutputStream, ProcessReadResult, WriteStatus } from '../../protocol/types';
 import type { ChildHandle, ChildEvents, SpawnRequest } from './child';
 import { killGroup } from './child';
