@@ -25,7 +25,7 @@ export function registerUxFirstContactTests(): void {
     assert(!/^\s*\d+\/\d+\s*$/.test(status[0]) && /Exec Server/.test(status[0]), `the status bar item reads as words ("${status[0]}")`);
   });
 
-  test('ux first contact: the Get Started walkthrough shows its four steps', async () => {
+  test('ux first contact: the Get Started walkthrough shows its four steps; its first button opens a Local terminal', async () => {
     await vscode.commands.executeCommand('workbench.action.openWalkthrough', 'exec-server.exec-server#execServer.firstSteps', false);
     const texts = await uiTexts('.gettingStartedContainer', 'Get Started with Exec Server');
     const page = texts.join('\n');
@@ -33,6 +33,11 @@ export function registerUxFirstContactTests(): void {
       assert(page.includes(step), `walkthrough step "${step}" (page: ${page.slice(0, 600)})`);
     }
     await uiScreenshot('walkthrough');
+    // The first step's button runs its command: a Local terminal opens (no environment picker).
+    const before = new Set(vscode.window.terminals);
+    await uiClick('.gettingStartedContainer >> text="Open a Local Terminal"');
+    const t = await waitFor('a terminal opened by the walkthrough button', () => vscode.window.terminals.find((x) => !before.has(x) && /\(Local\)/.test(x.name)), 20_000);
+    t.dispose();
     await vscode.commands.executeCommand('workbench.action.closeActiveEditor');
   });
 
