@@ -6,7 +6,7 @@
 // what was clicked and what the question showed: its visible text, the modal's detail, its
 // buttons and every <a> link inside it (the security tests check that agent text never becomes
 // a link), plus the message's HTML for post-mortems.
-import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
 const firstSeen = new Map();
@@ -17,6 +17,13 @@ const TOASTS = '.notification-toast-container .notification-list-item';
 const CENTER = '.notifications-center.visible';
 const CENTER_ITEMS = '.notifications-center.visible .notification-list-item';
 const DIALOGS = '.monaco-dialog-box';
+
+/** The suite polls for the result file: it must never see it half written (temp + rename). */
+function writeAtomically(file, text) {
+  const tmp = `${file}.tmp-${process.pid}`;
+  writeFileSync(tmp, text);
+  renameSync(tmp, file);
+}
 
 export async function answerPendingApprovals(page, controlDir, log) {
   let names;
@@ -39,11 +46,11 @@ export async function answerPendingApprovals(page, controlDir, log) {
     const giveUpMs = typeof req.giveUpMs === 'number' ? req.giveUpMs : GIVE_UP_MS;
     if (outcome.found && (outcome.clicked || !req.answer)) {
       log(`approval: ${req.answer ? `clicked "${req.answer}"` : req.notice ? 'found the notice' : 'inspected'} on "${String(outcome.text).slice(0, 300)}"`);
-      writeFileSync(resultFile, JSON.stringify(outcome));
+      writeAtomically(resultFile, JSON.stringify(outcome));
     } else if (Date.now() - firstSeen.get(name) > giveUpMs) {
       log(`approval: gave up on ${req.answer ? `"${req.answer}"` : 'inspecting'} (${(req.contains ?? []).join(', ')}): ${outcome.error}${outcome.callLog ? `\n${outcome.callLog}` : ''}`);
       await page.screenshot({ path: path.join(controlDir, `${name.replace('.request.json', '')}.png`) }).catch(() => undefined);
-      writeFileSync(resultFile, JSON.stringify({ ...outcome, clicked: false, error: `${outcome.error} (after ${giveUpMs / 1000} s)` }));
+      writeAtomically(resultFile, JSON.stringify({ ...outcome, clicked: false, error: `${outcome.error} (after ${giveUpMs / 1000} s)` }));
     }
   }
 }
