@@ -216,7 +216,7 @@ export async function main(repo: string): Promise<number> {
     mkdirSync(resultsDir, { recursive: true });
     writeFileSync(path.join(resultsDir, 'latest.json'), JSON.stringify(result, null, 2) + '\n');
     writeFileSync(path.join(resultsDir, 'latest.svg'), renderSvg(result));
-    // The README's Performance table is pasted from here.
+    // docs/performance.md's table is pasted from here.
     writeFileSync(path.join(resultsDir, 'latest.md'), `${markdownTable(rows)}\n\n${markdownTable(cpuRows(result))}\n${telemetryMd ? `\n${telemetryMd}\n` : ''}`);
     const writeDocs = arg('write-docs') !== undefined || (!cfg.quick && !only && arg('no-docs') === undefined);
     if (writeDocs) {

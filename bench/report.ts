@@ -94,7 +94,7 @@ export function fmtOutcome(o: Outcome, unit: string): string {
 const fmtRatio = (x: number | null) => (x === null ? '—' : `${x.toFixed(2)}`);
 const fmtSpeedup = (x: number | null) => (x === null ? '—' : `${x.toFixed(2)}×`);
 
-/** Rows for both the console and the README (markdown). */
+/** Rows for both the console and docs/performance.md (markdown). */
 export function tableRows(result: BenchResult): string[][] {
   const head = ['metric', 'ours (ws)', 'reference (ws)', 'ours/ref', 'ours better by', 'in-process', 'goal', 'met'];
   const rows = result.metrics.map((m) => [

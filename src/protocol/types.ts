@@ -1,4 +1,4 @@
-// Wire types of the exec-server protocol (see README "Protocol").
+// Wire types of the exec-server protocol (see docs/protocol.md).
 // This file is shared by server, client and extension: no Node or VS Code types here.
 // Byte payloads are base64 strings on the wire, as in the reference implementation.
 
@@ -16,9 +16,9 @@ export interface TraceContext {
 export interface InitializeParams {
   clientName: string;
   resumeSessionId?: string | null;
-  /** [extension] Opt in to per-process flow control on this connection (see README "Flow control"). */
+  /** [extension] Opt in to per-process flow control on this connection (see docs/protocol.md, "Flow control"). */
   flowControl?: boolean;
-  /** [extension] Opt in to binary process/output frames on this connection (websocket only; see README). */
+  /** [extension] Opt in to binary process/output frames on this connection (websocket only; see docs/protocol.md). */
   binaryOutput?: boolean;
 }
 export interface InitializeResult {

@@ -160,7 +160,7 @@ export class Connection implements ServerConnection, ConnectionContext {
     const o = P.object(params, 'InitializeParams');
     P.str(o, 'clientName');
     const resumeSessionId = P.optStr(o, 'resumeSessionId');
-    // [extension] opt-ins (see README "Flow control and binary output"); unknown to the reference.
+    // [extension] opt-ins (see docs/protocol.md "Flow control and binary output"); unknown to the reference.
     const flowControl = P.optBool(o, 'flowControl') === true;
     const binary = P.optBool(o, 'binaryOutput') === true && this.sink.processOutput !== undefined;
     if (this.sessionRef) throw invalidRequest(Messages.initializeOnce);

@@ -21,7 +21,7 @@ export function environmentInfo(): EnvironmentInfo {
     capabilities: {
       fsWatchMissing: true,
       environmentConfigRead: true,
-      // [extension] What a managed `sandbox` gets here (README "Differences from the reference"):
+      // [extension] What a managed `sandbox` gets here (docs/security.md "Managed sandbox"):
       // process/start confined by bubblewrap (false: refused with -32600, never run unconfined),
       // with our seccomp filter when the kernel took it; fs/* checked in-process against the
       // same profile (every platform).

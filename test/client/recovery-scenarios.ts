@@ -26,7 +26,7 @@ const cwd = new URL(`file://${os.tmpdir()}`).href;
 export interface RecoveryScenarioOptions {
   /**
    * The server survives a process/start cut off by a disconnect (ours). The reference can
-   * leave such an id stuck in "starting" (see README, "Differences from the reference"), so it is not run there.
+   * leave such an id stuck in "starting" (see docs/protocol.md, "Differences from the reference"), so it is not run there.
    */
   startSurvivesDrop?: boolean;
   /** Forced drops in the numbered-lines scenario (default 50, the issue's bar). */

@@ -7,7 +7,7 @@
 // EACCES → -32600 "Permission denied (os error 13)"; a write below a missing directory
 // outside the writable roots with ENOENT → -32004.
 //
-// Limit (documented in README): check-then-act. A process that can write inside a writable
+// Limit (documented in docs/security.md): check-then-act. A process that can write inside a writable
 // root can swap a checked directory for a symlink between our check and the operation.
 // fs/writeFile closes that window by checking the file it really opened before writing
 // (../fs/fs-methods.ts writeFileVerified); the other methods keep it (one event-loop turn).
