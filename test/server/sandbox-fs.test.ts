@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { managedSandbox, pathEntry, specialPath, workspaceWriteEntries } from '../../src/protocol/codex-sandbox';
 import { after, before, test } from 'node:test';
 import { b64, rejectsWith, serverWithTmpDir, uri, unb64, type Client } from './helpers';
 
@@ -33,27 +34,12 @@ before(async () => {
 });
 after(() => close());
 
-const special = (kind: string, extra: object = {}) => ({ type: 'special', value: { kind, ...extra } });
 /** Codex's workspace-write shape, minus /tmp (the test dirs live there), plus a `none` path. */
 function sandbox() {
-  return {
-    permissions: {
-      type: 'managed',
-      file_system: {
-        type: 'restricted',
-        entries: [
-          { path: special('root'), access: 'read' },
-          { path: special('project_roots'), access: 'write' },
-          { path: special('project_roots', { subpath: '.git' }), access: 'read', missing_path_behavior: 'skip' },
-          { path: { type: 'path', path: uri(S) }, access: 'none' },
-        ],
-      },
-      network: 'restricted',
-    },
+  return managedSandbox({
+    entries: [...workspaceWriteEntries({ slashTmp: false, protectedSubpaths: ['.git'] }), pathEntry(uri(S), 'none')],
     cwd: uri(W),
-    workspaceRoots: [uri(W)],
-    windowsSandboxLevel: 'disabled',
-  };
+  });
 }
 const write = (p: string, data = 'pwned') => c.call('fs/writeFile', { path: p, dataBase64: b64(data), sandbox: sandbox() });
 const EROFS = 'Read-only file system (os error 30)';
@@ -157,7 +143,7 @@ test('sandbox fs: `none` paths cannot be read, listed, opened or copied — dire
 });
 
 test('sandbox fs: read-only profile (Codex default) refuses every write; sandbox null/disabled unchanged', async () => {
-  const ro = { ...sandbox(), permissions: { type: 'managed', file_system: { type: 'restricted', entries: [{ path: special('root'), access: 'read' }] }, network: 'restricted' } };
+  const ro = { ...sandbox(), permissions: { type: 'managed', file_system: { type: 'restricted', entries: [{ path: specialPath('root'), access: 'read' }] }, network: 'restricted' } };
   await rejectsWith(c.call('fs/writeFile', { path: uri(path.join(W, 'ro.txt')), dataBase64: b64('x'), sandbox: ro }), -32603, EROFS);
   assert.equal(fs.existsSync(path.join(W, 'ro.txt')), false);
   await c.call('fs/writeFile', { path: uri(path.join(O, 'free.txt')), dataBase64: b64('x'), sandbox: null });
@@ -168,7 +154,7 @@ test('sandbox fs: read-only profile (Codex default) refuses every write; sandbox
 });
 
 test('sandbox fs: policyContext supplies the workspace roots when the sandbox has none (apply_patch shape)', async () => {
-  const sb: Record<string, unknown> = sandbox();
+  const sb: Record<string, unknown> = { ...sandbox() };
   delete sb.workspaceRoots;
   delete sb.cwd;
   await c.call('fs/writeFile', { path: uri(path.join(W, 'patched.txt')), dataBase64: b64('x'), sandbox: sb, policyContext: { cwd: uri(W), workspaceRoots: [uri(W)] } });

@@ -8,6 +8,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { managedSandbox, specialPath, workspaceWriteEntries } from '../../src/protocol/codex-sandbox';
 import { after, before, test } from 'node:test';
 import { sandboxSupport } from '../../src/server/sandbox/support';
 import { ENV, alive, b64, rejectsWith, serverWithTmpDir, startParams, uri, unb64, waitUntil, type Client } from './helpers';
@@ -26,31 +27,14 @@ before(async () => {
 });
 after(() => close());
 
-const special = (kind: string, extra: object = {}) => ({ type: 'special', value: { kind, ...extra } });
 type Net = 'restricted' | 'enabled';
 /** Codex's workspace-write profile minus /tmp (the test dirs live there). */
 function workspaceWrite(network: Net = 'restricted') {
-  return {
-    permissions: {
-      type: 'managed',
-      file_system: {
-        type: 'restricted',
-        entries: [
-          { path: special('root'), access: 'read' },
-          { path: special('project_roots'), access: 'write' },
-          ...['.git', '.agents', '.codex', '.aws'].map((s) => ({ path: special('project_roots', { subpath: s }), access: 'read', missing_path_behavior: 'skip' })),
-        ],
-      },
-      network,
-    },
-    cwd: uri(W),
-    workspaceRoots: [uri(W)],
-    windowsSandboxLevel: 'disabled',
-  };
+  return managedSandbox({ entries: workspaceWriteEntries({ slashTmp: false }), cwd: uri(W), network });
 }
 function readOnly() {
   const s = workspaceWrite();
-  s.permissions.file_system.entries = [{ path: special('root'), access: 'read' }] as never;
+  s.permissions.file_system.entries = [{ path: specialPath('root'), access: 'read' }] as never;
   return s;
 }
 const sh = (id: string, script: string, extra: Record<string, unknown> = {}) =>
@@ -301,7 +285,7 @@ test('sandboxed attack: a sandbox that may write /tmp cannot rewrite the seccomp
   assert.equal(path.dirname(program), priv);
   const before = fs.readFileSync(program);
   const tmpWrite = workspaceWrite();
-  tmpWrite.permissions.file_system.entries.push({ path: special('tmpdir'), access: 'write' } as never);
+  tmpWrite.permissions.file_system.entries.push({ path: specialPath('tmpdir'), access: 'write' } as never);
   const attack = `ls -la ${priv}; echo junk > ${program}; rm -f ${program} ${priv}/denied; echo done`;
   await c.call('process/start', sh('tm1', attack, { sandbox: tmpWrite }));
   await finished('tm1');

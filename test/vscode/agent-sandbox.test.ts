@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { managedSandbox, workspaceWriteEntries } from '../../src/protocol/codex-sandbox';
 import { after, before, describe, it } from 'node:test';
 import { RawAgent, removeDir, sleep, startEndpoint, startParams, tmpDir, uri, type EndpointFixture } from './agent-attack-helpers';
 
@@ -23,30 +24,12 @@ after(() => {
 });
 
 /** Codex's workspace-write sandbox, verbatim shape (protocol §6b), plus optional extra entries. */
-function codexSandbox(extra: unknown[] = [], network = 'restricted') {
-  const special = (kind: string, subpath?: string) => ({ type: 'special', value: subpath ? { kind, subpath } : { kind } });
-  return {
-    permissions: {
-      type: 'managed',
-      file_system: {
-        type: 'restricted',
-        entries: [
-          { path: special('root'), access: 'read' },
-          { path: special('project_roots'), access: 'write' },
-          { path: special('slash_tmp'), access: 'write' },
-          { path: special('tmpdir'), access: 'write' },
-          { path: special('project_roots', '.git'), access: 'read', missing_path_behavior: 'skip' },
-          ...extra,
-        ],
-      },
-      network,
-    },
+function codexSandbox(extra: unknown[] = [], network: 'restricted' | 'enabled' = 'restricted') {
+  return managedSandbox({
+    entries: [...workspaceWriteEntries({ protectedSubpaths: ['.git'] }), ...extra],
     cwd: uri(ws),
-    workspaceRoots: [uri(ws)],
-    windowsSandboxLevel: 'disabled',
-    windowsSandboxProxySettingsMode: 'reconcile',
-    useLegacyLandlock: false,
-  };
+    network,
+  });
 }
 
 async function withEndpoint(opts: Parameters<typeof startEndpoint>[0], body: (f: EndpointFixture, a: RawAgent) => Promise<void>): Promise<void> {

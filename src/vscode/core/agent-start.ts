@@ -4,6 +4,7 @@
 // come without one, and the full description of what would run (argv, arg0, cwd, env policy
 // and variables, sandbox, stdin) for the question.
 import { pathToFileURL } from 'node:url';
+import { managedSandbox, workspaceWriteEntries } from '../../protocol/codex-sandbox';
 import type { EnvPolicy } from '../../protocol/types';
 import type { SandboxProfile } from '../../server/sandbox/profile';
 import type { Need } from './agent-grants';
@@ -17,32 +18,11 @@ export const SANDBOX_ENV_EXCLUDES = ['VSCODE_IPC_HOOK*', 'VSCODE_GIT_IPC_HANDLE'
 
 /** Codex's workspace-write sandbox (protocol §6b), for commands that arrive without one. */
 export function workspaceWriteSandbox(cwd: string, roots: readonly string[]): unknown {
-  const special = (kind: string, subpath?: string) => ({ type: 'special', value: subpath ? { kind, subpath } : { kind } });
-  const skip = (subpath: string) => ({ path: special('project_roots', subpath), access: 'read', missing_path_behavior: 'skip' });
-  return {
-    permissions: {
-      type: 'managed',
-      file_system: {
-        type: 'restricted',
-        entries: [
-          { path: special('root'), access: 'read' },
-          { path: special('project_roots'), access: 'write' },
-          { path: special('slash_tmp'), access: 'write' },
-          { path: special('tmpdir'), access: 'write' },
-          skip('.git'),
-          skip('.agents'),
-          skip('.codex'),
-          skip('.aws'),
-        ],
-      },
-      network: 'restricted',
-    },
+  return managedSandbox({
+    entries: workspaceWriteEntries(),
     cwd: pathToFileURL(cwd).href,
     workspaceRoots: roots.map((r) => pathToFileURL(r).href),
-    windowsSandboxLevel: 'disabled',
-    windowsSandboxProxySettingsMode: 'reconcile',
-    useLegacyLandlock: false,
-  };
+  });
 }
 
 function describeEnv(env: Record<string, string>, policy: EnvPolicy | undefined): string[] {
