@@ -2,6 +2,7 @@
 // (websocket), and the in-process client. Only thin glue: every call goes through the real client.
 import type { FsWalkOptions } from '../src/protocol/types';
 import { ExecServerClient } from '../src/client/client';
+import { connectInProcess, connectWebSocket } from '../src/client/connect';
 import type { ExecServer } from '../src/server/exec-server';
 import type { BenchClient } from './bench-client';
 import { BENCH_MAX_PAYLOAD } from './ws-transport';
@@ -19,13 +20,13 @@ export class ExecClientBench implements BenchClient {
   static async websocket(url: string, binaryOutput = true): Promise<ExecClientBench> {
     // reconnect: false — a stalled or dropped connection must be reported, not silently resumed.
     // maxPayload: a 100 MiB fs/readFile answer is ~134 MiB of base64 in one frame.
-    const c = await ExecServerClient.connectWebSocket(url, { clientName: 'exec-server-bench', reconnect: false, maxPayload: BENCH_MAX_PAYLOAD, binaryOutput });
+    const c = await connectWebSocket(url, { clientName: 'exec-server-bench', reconnect: false, maxPayload: BENCH_MAX_PAYLOAD, binaryOutput });
     return new ExecClientBench(c, 'ExecServerClient (websocket)', binaryOutput ? () => ExecClientBench.websocket(url, false) : undefined);
   }
 
   /** No socket, no JSON: the client calls the server's ServerConnection directly. */
   static async inProcess(server: ExecServer, binaryOutput = true): Promise<ExecClientBench> {
-    const c = await ExecServerClient.connectInProcess(server, { clientName: 'exec-server-bench', terminateOnClose: true, binaryOutput });
+    const c = await connectInProcess(server, { clientName: 'exec-server-bench', terminateOnClose: true, binaryOutput });
     return new ExecClientBench(c, 'ExecServerClient (in-process)', binaryOutput ? () => ExecClientBench.inProcess(server, false) : undefined);
   }
 

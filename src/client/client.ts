@@ -1,4 +1,6 @@
 // ExecServerClient: the ExecClient over any ClientChannel (websocket, stdio, command, in-process).
+// This core knows no concrete transport: src/client/connect.ts opens the channels (the
+// vscode-jsonrpc common/ vs node/ split), so src/transports never sits under the client core.
 // All connection/process state lives here so recovery (protocol §8) can rebuild it: on an
 // unexpected close of a reconnectable channel the client re-initializes with resumeSessionId,
 // catches every live process up with process/read, and retries in-flight writes (same writeId).
@@ -23,13 +25,7 @@ import type { CloseInfo } from '../rpc/transport';
 import { markVerbatim } from '../rpc/verbatim';
 import type { ClientTelemetry } from '../telemetry/api';
 import type { ClientState, ExecClient, FileChange, StartProcessOptions } from './api';
-import type { Readable, Writable } from 'node:stream';
-import type { ConnectOptions } from '../server/api';
-import { spawnCommandTransport, type CommandTransportOptions } from '../transports/command';
-import { InProcessChannel, type ConnectableServer } from '../transports/in-process';
-import { StdioTransport } from '../transports/stdio';
-import { connectWebSocketTransport, type WebSocketConnectOptions } from '../transports/websocket-client';
-import { RpcChannel, type ClientChannel } from './channel';
+import type { ClientChannel } from '../rpc/channel';
 import { ClientFs } from './fs';
 import { ClientProcess, type ProcessOps } from './process-handle';
 import { fromWireUri, toWireUri } from './uri';
@@ -139,60 +135,6 @@ export class ExecServerClient implements ExecClient {
     await client.attach(undefined);
     // A drop right after initialize may already have started a recovery: do not mask it.
     if (client.currentState === 'connecting') client.setState('connected');
-    return client;
-  }
-
-  /** Talks to a server in this process: ServerConnection.request() directly, no JSON. */
-  static connectInProcess(server: ConnectableServer, opts: ClientOptions & ConnectOptions = {}): Promise<ExecServerClient> {
-    return ExecServerClient.connect(async () => new InProcessChannel(server, { label: opts.label, terminateOnClose: opts.terminateOnClose }), opts);
-  }
-
-  /**
-   * Connects over a websocket; the token defaults to $CODEX_EXEC_SERVER_CONNECTION_TOKEN.
-   * Reconnects and resumes the session after a drop unless `reconnect: false`.
-   */
-  static connectWebSocket(url: string, opts: ClientOptions & WebSocketConnectOptions = {}): Promise<ExecServerClient> {
-    const token = opts.token ?? process.env.CODEX_EXEC_SERVER_CONNECTION_TOKEN ?? undefined;
-    const factory: ChannelFactory = async () => {
-      const t = await connectWebSocketTransport(url, { ...opts, token: token || undefined });
-      return new RpcChannel(t, () => t.socket.terminate());
-    };
-    return ExecServerClient.connect(factory, { ...opts, reconnect: opts.reconnect ?? true });
-  }
-
-  /** JSON lines over a stream pair (one connection: no reconnect). */
-  static connectStdio(streams: { input: Readable; output: Writable }, opts: ClientOptions = {}): Promise<ExecServerClient> {
-    let used = false;
-    return ExecServerClient.connect(async () => {
-      if (used) throw new RpcError(ErrorCodes.ConnectionClosed, 'a stdio connection cannot be reopened');
-      used = true;
-      return new RpcChannel(new StdioTransport(streams.input, streams.output));
-    }, { ...opts, reconnect: false });
-  }
-
-  /** Spawns `command args...` (e.g. ssh host npx exec-server --listen stdio://) and talks over its stdio. */
-  static async connectCommand(
-    command: string,
-    args: string[],
-    opts: ClientOptions & Omit<CommandTransportOptions, 'onStderr'> = {},
-  ): Promise<ExecServerClient> {
-    let client: ExecServerClient | undefined;
-    const early: string[] = [];
-    const { transport, child } = await spawnCommandTransport(command, args, {
-      ...opts,
-      onStderr: (line) => {
-        if (client) return client.log('info', `[${command}] ${line}`);
-        opts.log?.('info', `[${command}] ${line}`);
-        early.push(line);
-      },
-    });
-    try {
-      client = await ExecServerClient.connect(async () => new RpcChannel(transport, () => child.kill('SIGKILL')), { ...opts, reconnect: false });
-    } catch (e) {
-      transport.close('initialize failed');
-      const detail = early.length ? ` (stderr: ${early.slice(-5).join(' | ')})` : '';
-      throw new RpcError(e instanceof RpcError ? e.code : ErrorCodes.ConnectionClosed, `${e instanceof Error ? e.message : String(e)}${detail}`);
-    }
     return client;
   }
 
@@ -374,7 +316,8 @@ export class ExecServerClient implements ExecClient {
     }
   }
 
-  private log(level: LogLevel, message: string): void {
+  /** Adds a line to this client's log (options.log and onLog); connect.ts forwards a command's stderr here. */
+  log(level: LogLevel, message: string): void {
     this.options.log?.(level, message);
     this.logEmitter.fire({ level, message });
   }

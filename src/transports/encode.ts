@@ -1,7 +1,7 @@
 // Message → bytes for the stream transports, splicing marked base64 payloads (src/rpc/verbatim.ts)
 // into the frame with a latin1 copy instead of JSON-escaping and UTF-8-encoding them.
 import { serializeMessage } from '../rpc/verbatim';
-import { bytesToBase64Members } from './output-frame';
+import { bytesToBase64Members } from '../rpc/bytes-members';
 
 /** The message's JSON text followed by `suffix`: a string, or a Buffer when a payload was spliced. */
 export function encodeMessage(message: object, suffix = ''): string | Buffer {

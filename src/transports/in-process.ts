@@ -2,7 +2,7 @@
 // no socket. Notifications are delivered on a microtask so server code never re-enters
 // client listeners synchronously. Process output is handed over as the server's own Buffer
 // (the `binaryOutput` path: no base64, no copy).
-import type { ClientChannel } from '../client/channel';
+import type { ClientChannel } from '../rpc/channel';
 import { ErrorCodes, Messages, RpcError } from '../protocol/errors';
 import { Emitter } from '../rpc/event';
 import type { NotificationMessage } from '../rpc/messages';

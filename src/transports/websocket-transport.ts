@@ -6,7 +6,8 @@ import type { OutputStream } from '../protocol/types';
 import type { MessageTransport } from '../rpc/transport';
 import { encodeMessage } from './encode';
 import { MessageTransportBase } from './message-transport-base';
-import { bytesMemberOf, decodeFrame, encodeOutputFrame, encodeResponseBytesFrame, isOutputFrame } from './output-frame';
+import { bytesMemberOf } from '../rpc/bytes-members';
+import { decodeFrame, encodeOutputFrame, encodeResponseBytesFrame, isOutputFrame } from './output-frame';
 
 export interface WebSocketTransportOptions {
   /** bufferedAmount above which the transport reports congestion (default 4 MiB). */

@@ -2,7 +2,7 @@
 // connects with progress, clear notifications on failures, and the status-bar item.
 import * as vscode from 'vscode';
 import type { ExecClient } from '../client/api';
-import { ExecServerClient } from '../client/client';
+import { connectCommand, connectInProcess, connectWebSocket } from '../client/connect';
 import { ExecServer } from '../server/exec-server';
 import { EnvironmentConnectError, EnvironmentManager, type Connector } from './core/environment-manager';
 import { EnvironmentStore, LOCAL_ENVIRONMENT, type EnvironmentConfig } from './core/environment-store';
@@ -43,10 +43,10 @@ export function createConnector(local: LocalServerHolder, telemetry?: (environme
       const t = telemetry?.(config.name);
       switch (config.kind) {
         case 'local':
-          return ExecServerClient.connectInProcess(local.get(), { clientName: CLIENT_NAME, label: 'vscode', telemetry: t });
+          return connectInProcess(local.get(), { clientName: CLIENT_NAME, label: 'vscode', telemetry: t });
         case 'websocket':
           // '' (not undefined): never fall back to the extension host's CODEX_EXEC_SERVER_CONNECTION_TOKEN.
-          return ExecServerClient.connectWebSocket(config.url!, {
+          return connectWebSocket(config.url!, {
             clientName: CLIENT_NAME,
             token: token ?? '',
             connectTimeoutMs: 10_000,
@@ -54,7 +54,7 @@ export function createConnector(local: LocalServerHolder, telemetry?: (environme
             telemetry: t,
           });
         case 'command':
-          return ExecServerClient.connectCommand(config.command!, config.args ?? [], { clientName: CLIENT_NAME, initializeTimeoutMs: 20_000, telemetry: t });
+          return connectCommand(config.command!, config.args ?? [], { clientName: CLIENT_NAME, initializeTimeoutMs: 20_000, telemetry: t });
       }
     },
   };

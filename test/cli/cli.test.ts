@@ -9,6 +9,7 @@ import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { ExecServerClient } from '../../src/client/client';
+import { connectCommand, connectWebSocket } from '../../src/client/connect';
 import { cliPath, ourServer, repoRoot, startWsServer, waitFor } from '../interop/helpers';
 import { isAlive } from '../pid-alive';
 
@@ -90,7 +91,7 @@ test('cli: default listen prints exactly one ws:// URL line; /readyz; SIGTERM st
       http.get(url.replace('ws://', 'http://') + '/readyz', (res) => resolve(res.statusCode ?? 0)).on('error', reject),
     );
     assert.equal(status, 200);
-    const client = await ExecServerClient.connectWebSocket(url, { reconnect: false });
+    const client = await connectWebSocket(url, { reconnect: false });
     const pid = await startSleeper(client);
     child.kill('SIGTERM');
     assert.equal(await exited, 0);
@@ -114,7 +115,7 @@ test('cli: SIGINT also shuts down cleanly', async () => {
 test('cli: stdio — a session over stdin/stdout; end of input ends it and kills its children', async () => {
   for (const listen of ['stdio', 'stdio://']) {
     const logs: string[] = [];
-    const client = await ExecServerClient.connectCommand(process.execPath, [cliPath, '--listen', listen, '--log-level', 'debug'], {
+    const client = await connectCommand(process.execPath, [cliPath, '--listen', listen, '--log-level', 'debug'], {
       log: (_l, m) => logs.push(m),
     });
     const h = await client.startProcess({ argv: ['echo', 'via-stdio'], cwd: os.tmpdir(), env: ENV });

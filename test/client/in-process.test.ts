@@ -1,10 +1,10 @@
-import { ExecServerClient } from '../../src/client/client';
+import { connectInProcess } from '../../src/client/connect';
 import { ExecServer } from '../../src/server/exec-server';
 import { defineClientScenarios } from './scenarios';
 
 defineClientScenarios('in-process', async () => {
   const server = new ExecServer();
-  const client = await ExecServerClient.connectInProcess(server, { clientName: 'test' });
+  const client = await connectInProcess(server, { clientName: 'test' });
   return {
     client,
     close: async () => {

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { ExecServerClient } from '../../src/client/client';
+import { connectWebSocket } from '../../src/client/connect';
 import { RpcConnection } from '../../src/rpc/connection';
 import { ErrorCodes, RpcError } from '../../src/protocol/errors';
 import { connectWebSocketTransport } from '../../src/transports/websocket-client';
@@ -133,7 +133,7 @@ export function defineRecoveryScenarios(
   test(`${label}: client recovery — ${options.dropRounds ?? 50} forced drops during a gated numbered-lines stream, every line exactly once`, async () => {
     const server = await startServer();
     const proxy = await startDropProxy(server.url);
-    const client = await ExecServerClient.connectWebSocket(proxy.url, { clientName: 'recovery', reconnectDelayMs: 50 });
+    const client = await connectWebSocket(proxy.url, { clientName: 'recovery', reconnectDelayMs: 50 });
     const logs: string[] = [];
     client.onLog((l) => logs.push(`${l.level} ${l.message}`));
     try {
@@ -186,7 +186,7 @@ export function defineRecoveryScenarios(
   test(`${label}: client recovery — drops at arbitrary moments of a free-running stream lose and duplicate nothing`, async () => {
     const server = await startServer();
     const proxy = await startDropProxy(server.url);
-    const client = await ExecServerClient.connectWebSocket(proxy.url, { clientName: 'recovery', reconnectDelayMs: 20 });
+    const client = await connectWebSocket(proxy.url, { clientName: 'recovery', reconnectDelayMs: 20 });
     try {
       const N = 20_000;
       const script = `i=1; while [ $i -le ${N} ]; do echo line$i; if [ $((i % 500)) = 0 ]; then sleep 0.02; fi; i=$((i+1)); done`;
@@ -216,7 +216,7 @@ export function defineRecoveryScenarios(
   if (options.startSurvivesDrop) test(`${label}: process/start in flight during a drop is resent; the process runs once and its output arrives once`, async () => {
     const server = await startServer();
     const proxy = await startDropProxy(server.url);
-    const client = await ExecServerClient.connectWebSocket(proxy.url, { clientName: 'recovery', reconnectDelayMs: 20 });
+    const client = await connectWebSocket(proxy.url, { clientName: 'recovery', reconnectDelayMs: 20 });
     const dir = mkdtempSync(path.join(os.tmpdir(), 'start-drop-'));
     try {
       for (let i = 0; i < 12; i++) {
@@ -245,7 +245,7 @@ export function defineRecoveryScenarios(
   test(`${label}: a process that exits while disconnected reports its output, exit and close after resume`, async () => {
     const server = await startServer();
     const proxy = await startDropProxy(server.url);
-    const client = await ExecServerClient.connectWebSocket(proxy.url, { clientName: 'recovery', reconnectDelayMs: 50 });
+    const client = await connectWebSocket(proxy.url, { clientName: 'recovery', reconnectDelayMs: 50 });
     const dir = mkdtempSync(path.join(os.tmpdir(), 'recovery-'));
     const marker = path.join(dir, 'finished');
     try {

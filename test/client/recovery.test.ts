@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as os from 'node:os';
-import { ExecServerClient } from '../../src/client/client';
+import { connectWebSocket } from '../../src/client/connect';
 import { startDropProxy } from './drop-proxy';
 import { ExecServer } from '../../src/server/exec-server';
 import { serveConnection } from '../../src/transports/serve';
@@ -33,7 +33,7 @@ async function ourWsServer() {
 test('recovery: gives up after recoveryTimeoutMs when the server stays unreachable; processes fail with a clear error', async () => {
   const s = await ourWsServer();
   const proxy = await startDropProxy(s.listener.url);
-  const client = await ExecServerClient.connectWebSocket(proxy.url, { recoveryTimeoutMs: 800, reconnectDelayMs: 50 });
+  const client = await connectWebSocket(proxy.url, { recoveryTimeoutMs: 800, reconnectDelayMs: 50 });
   try {
     const h = await client.startProcess({ argv: ['sleep', '30'], cwd: os.tmpdir(), env: {} });
     let closeError: string | undefined;
@@ -54,7 +54,7 @@ test('recovery: gives up after recoveryTimeoutMs when the server stays unreachab
 test('recovery: a server that forgot the session (restart) fails the client at once instead of retrying', async () => {
   const first = await ourWsServer();
   const proxy = await startDropProxy(first.listener.url);
-  const client = await ExecServerClient.connectWebSocket(proxy.url, { recoveryTimeoutMs: 20_000, reconnectDelayMs: 50 });
+  const client = await connectWebSocket(proxy.url, { recoveryTimeoutMs: 20_000, reconnectDelayMs: 50 });
   const logs: string[] = [];
   client.onLog((l) => logs.push(l.message));
   try {

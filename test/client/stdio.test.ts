@@ -1,5 +1,5 @@
 import { PassThrough } from 'node:stream';
-import { ExecServerClient } from '../../src/client/client';
+import { connectStdio } from '../../src/client/connect';
 import { ExecServer } from '../../src/server/exec-server';
 import { serveConnection } from '../../src/transports/serve';
 import { StdioTransport } from '../../src/transports/stdio';
@@ -11,7 +11,7 @@ defineClientScenarios('stdio streams', async () => {
   const c2s = new PassThrough();
   const s2c = new PassThrough();
   serveConnection(server, new StdioTransport(c2s, s2c), { terminateOnClose: true, label: 'stdio-test' });
-  const client = await ExecServerClient.connectStdio({ input: s2c, output: c2s }, { clientName: 'test' });
+  const client = await connectStdio({ input: s2c, output: c2s }, { clientName: 'test' });
   return {
     client,
     close: async () => {

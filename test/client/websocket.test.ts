@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ExecServerClient } from '../../src/client/client';
+import { connectWebSocket } from '../../src/client/connect';
 import { ExecServer } from '../../src/server/exec-server';
 import { serveConnection } from '../../src/transports/serve';
 import { listenWebSocket } from '../../src/transports/websocket-server';
@@ -9,7 +9,7 @@ import { defineClientScenarios } from './scenarios';
 defineClientScenarios('websocket', async () => {
   const server = new ExecServer();
   const listener = await listenWebSocket({ host: '127.0.0.1', port: 0, onConnection: (t) => serveConnection(server, t) });
-  const client = await ExecServerClient.connectWebSocket(listener.url, { clientName: 'test' });
+  const client = await connectWebSocket(listener.url, { clientName: 'test' });
   return {
     client,
     close: async () => {
@@ -36,11 +36,11 @@ test('websocket client: the bearer token defaults to $CODEX_EXEC_SERVER_CONNECTI
   const saved = process.env.CODEX_EXEC_SERVER_CONNECTION_TOKEN;
   try {
     process.env.CODEX_EXEC_SERVER_CONNECTION_TOKEN = 'from-env';
-    const client = await ExecServerClient.connectWebSocket(listener.url);
+    const client = await connectWebSocket(listener.url);
     assert.deepEqual(await client.request('environment/status', null), { status: 'ready' });
     await client.close();
     upgrades = 0;
-    await assert.rejects(ExecServerClient.connectWebSocket(listener.url, { token: 'wrong' }), /HTTP 401 unauthorized.*invalid token/);
+    await assert.rejects(connectWebSocket(listener.url, { token: 'wrong' }), /HTTP 401 unauthorized.*invalid token/);
     assert.equal(upgrades, 1);
   } finally {
     if (saved === undefined) delete process.env.CODEX_EXEC_SERVER_CONNECTION_TOKEN;
@@ -57,7 +57,7 @@ test('websocket client: readFile of a file whose answer exceeds maxPayload strea
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'client-maxpayload-'));
   const server = new ExecServer();
   const listener = await listenWebSocket({ host: '127.0.0.1', port: 0, onConnection: (t) => serveConnection(server, t) });
-  const client = await ExecServerClient.connectWebSocket(listener.url, { clientName: 'test', maxPayload: 256 * 1024, reconnect: false });
+  const client = await connectWebSocket(listener.url, { clientName: 'test', maxPayload: 256 * 1024, reconnect: false });
   try {
     const big = Buffer.alloc(1024 * 1024 + 5);
     for (let i = 0; i < big.length; i += 997) big[i] = i % 253;

@@ -8,13 +8,15 @@ import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import WebSocket from 'ws';
-import { RpcChannel } from '../../src/client/channel';
+import { RpcChannel } from '../../src/rpc/channel';
 import { ExecServerClient } from '../../src/client/client';
+import { connectInProcess, connectWebSocket } from '../../src/client/connect';
 import { BINARY_OUTPUT_EXTENSION, FLOW_CONTROL_EXTENSION } from '../../src/protocol/types';
 import { serveConnection } from '../../src/transports/serve';
 import { StdioTransport } from '../../src/transports/stdio';
 import { connectWebSocketTransport } from '../../src/transports/websocket-client';
-import { decodeFrame, decodeOutputFrame, encodeOutputFrame, FRAME_MAGIC, markBytes } from '../../src/transports/output-frame';
+import { markBytes } from '../../src/rpc/bytes-members';
+import { decodeFrame, decodeOutputFrame, encodeOutputFrame, FRAME_MAGIC } from '../../src/transports/output-frame';
 import { encodeMessage } from '../../src/transports/encode';
 import { uri } from '../server/helpers';
 import { LineChecker, numberedLines, ourWsServer, tmpDir, waitFor } from './helpers';
@@ -230,9 +232,9 @@ test('fs/readBlock: the client streams a file through binary frames, in process,
   for (let i = 0; i < blob.length; i += 4096) blob.writeUInt32BE(i, i);
   fs.writeFileSync(file, blob);
   const clients = [
-    await ExecServerClient.connectWebSocket(s.url, { reconnect: false }),
-    await ExecServerClient.connectWebSocket(s.url, { reconnect: false, binaryOutput: false }),
-    await ExecServerClient.connectInProcess(s.server, {}),
+    await connectWebSocket(s.url, { reconnect: false }),
+    await connectWebSocket(s.url, { reconnect: false, binaryOutput: false }),
+    await connectInProcess(s.server, {}),
   ];
   try {
     assert.deepEqual(clients.map((c) => c.binaryOutputEnabled), [true, false, true]);

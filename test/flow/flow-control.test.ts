@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { ExecServerClient } from '../../src/client/client';
+import { connectInProcess, connectWebSocket } from '../../src/client/connect';
 import { ErrorCodes } from '../../src/protocol/errors';
 import { FLOW_CONTROL_EXTENSION } from '../../src/protocol/types';
 import { ExecServer } from '../../src/server/exec-server';
@@ -21,7 +21,7 @@ for (const tty of [false, true]) {
   test(`flow control (${tty ? 'pty' : 'pipe'}, in process): a full window blocks the child, acks resume it, every line arrives once and in order`, async () => {
     const dir = tmpDir();
     const server = new ExecServer();
-    const client = await ExecServerClient.connectInProcess(server, { clientName: 'flow-test' });
+    const client = await connectInProcess(server, { clientName: 'flow-test' });
     try {
       assert.equal(client.flowControlEnabled, true);
       const total = 200_000; // 2 MB of lines
@@ -59,7 +59,7 @@ for (const tty of [false, true]) {
 test('flow control (websocket): a consumer that never acknowledges does not slow another process of the same client', async () => {
   const dir = tmpDir();
   const s = await ourWsServer();
-  const client = await ExecServerClient.connectWebSocket(s.url, { clientName: 'flow-test', reconnect: false });
+  const client = await connectWebSocket(s.url, { clientName: 'flow-test', reconnect: false });
   try {
     const slowFile = path.join(dir, 'slow');
     const slow = await client.startProcess({ argv: numberedLines(2_000_000, slowFile), cwd: dir, env: ENV, outputWindow: 256 * KiB, manualAck: true });
@@ -92,7 +92,7 @@ test(`flow control (window ${window / KiB} KiB): while the client is disconnecte
   const dir = tmpDir();
   const s = await ourWsServer();
   const proxy = await startDropProxy(s.url);
-  const client = await ExecServerClient.connectWebSocket(proxy.url, { clientName: 'flow-test', reconnectDelayMs: 50, outputWindow: window });
+  const client = await connectWebSocket(proxy.url, { clientName: 'flow-test', reconnectDelayMs: 50, outputWindow: window });
   try {
     // Well beyond the window plus the default 1 MiB retention.
     const total = Math.max(400_000, Math.ceil((window + 3 * 1024 * KiB) / LINE_BYTES));
@@ -157,7 +157,7 @@ test('flow control: a client resuming without opting in (an older client) lifts 
 test('flow control: terminating a process whose window is full closes it even though nothing is acknowledged', async () => {
   const dir = tmpDir();
   const server = new ExecServer();
-  const client = await ExecServerClient.connectInProcess(server, { clientName: 'flow-test' });
+  const client = await connectInProcess(server, { clientName: 'flow-test' });
   try {
     for (const tty of [false, true]) {
       const file = path.join(dir, `progress-${tty}`);

@@ -5,14 +5,14 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { ExecServerClient } from '../../src/client/client';
+import { connectWebSocket } from '../../src/client/connect';
 import { referenceServer, startWsServer } from '../interop/helpers';
 import { LineChecker, numberedLines, tmpDir } from './helpers';
 
 test('reference fallback: flow control and binary output are not enabled; a windowed, never-acknowledged process still streams every line', async () => {
   const dir = tmpDir();
   const ref = await startWsServer(referenceServer);
-  const client = await ExecServerClient.connectWebSocket(ref.url, { clientName: 'fallback', reconnect: false });
+  const client = await connectWebSocket(ref.url, { clientName: 'fallback', reconnect: false });
   try {
     assert.equal(client.flowControlEnabled, false);
     assert.equal(client.binaryOutputEnabled, false);

@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { ExecServerClient } from '../../src/client/client';
+import { connectWebSocket } from '../../src/client/connect';
 import type { CoalescerOptions } from '../../src/vscode/core/output-coalescer';
 import { ExecTerminal, TERMINAL_HIGH_WATERMARK } from '../../src/vscode/core/exec-terminal';
 import { LineChecker, numberedLines, ourWsServer, progress, settled, tmpDir } from './helpers';
@@ -35,7 +36,7 @@ function terminal(client: ExecServerClient, argv: string[], cwd: string, coalesc
 test('terminal flow control: a slow terminal throttles its child, holds a bounded amount of text, and gets every line in order', async () => {
   const dir = tmpDir();
   const s = await ourWsServer();
-  const client = await ExecServerClient.connectWebSocket(s.url, { clientName: 'terminal-flow', reconnect: false });
+  const client = await connectWebSocket(s.url, { clientName: 'terminal-flow', reconnect: false });
   try {
     const total = 100_000; // 1 MB, written at ~400 KB/s by the terminal
     const file = path.join(dir, 'progress');
@@ -63,7 +64,7 @@ test('terminal flow control: a slow terminal throttles its child, holds a bounde
 test('terminal flow control: a terminal that writes very slowly does not slow another terminal of the same client', async () => {
   const dir = tmpDir();
   const s = await ourWsServer();
-  const client = await ExecServerClient.connectWebSocket(s.url, { clientName: 'terminal-flow', reconnect: false });
+  const client = await connectWebSocket(s.url, { clientName: 'terminal-flow', reconnect: false });
   try {
     const slowFile = path.join(dir, 'slow');
     // ~10 kB/s: a flood of 20 MB would take half an hour to show.

@@ -1,7 +1,7 @@
 // The same client-level scenarios against our built CLI and the reference `codex exec-server`,
 // over websocket and over stdio (command transport). Requires `npm run build` (dist/cli.js).
 import { existsSync } from 'node:fs';
-import { ExecServerClient } from '../../src/client/client';
+import { connectCommand, connectWebSocket } from '../../src/client/connect';
 import { defineClientScenarios } from '../client/scenarios';
 import { cliPath, commandOf, ourServer, referenceServer, startWsServer, type ServerCommand } from './helpers';
 
@@ -10,7 +10,7 @@ if (!existsSync(cliPath)) throw new Error(`${cliPath} is missing: run \`npm run 
 for (const server of [ourServer, referenceServer] as ServerCommand[]) {
   defineClientScenarios(`interop ${server.name} ws`, async () => {
     const running = await startWsServer(server);
-    const client = await ExecServerClient.connectWebSocket(running.url, { clientName: 'interop' });
+    const client = await connectWebSocket(running.url, { clientName: 'interop' });
     return {
       client,
       close: async () => {
@@ -20,7 +20,7 @@ for (const server of [ourServer, referenceServer] as ServerCommand[]) {
     };
   });
   defineClientScenarios(`interop ${server.name} stdio`, async () => {
-    const client = await ExecServerClient.connectCommand(commandOf(server), server.args('stdio'), { env: server.env(), clientName: 'interop' });
+    const client = await connectCommand(commandOf(server), server.args('stdio'), { env: server.env(), clientName: 'interop' });
     return { client, close: () => client.close() };
   });
 }

@@ -6,7 +6,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { ensureBuilt, startCli, stopAll } from './cli-helpers';
 import { tempDir } from './helpers';
-import { ExecServerClient } from '../../src/client/client';
+import { connectWebSocket } from '../../src/client/connect';
 
 const TOKEN = 'client-auth-token-5f2c9e11aa';
 const tmp = tempDir();
@@ -26,10 +26,10 @@ test('token from CODEX_EXEC_SERVER_CONNECTION_TOKEN connects; an explicit option
   const saved = process.env.CODEX_EXEC_SERVER_CONNECTION_TOKEN;
   process.env.CODEX_EXEC_SERVER_CONNECTION_TOKEN = TOKEN;
   try {
-    const client = await ExecServerClient.connectWebSocket(url, { reconnect: false });
+    const client = await connectWebSocket(url, { reconnect: false });
     assert.deepEqual(await client.request('environment/status', null), { status: 'ready' });
     await client.close();
-    await assert.rejects(ExecServerClient.connectWebSocket(url, { reconnect: false, token: 'explicit-wrong-token' }), /HTTP 401/);
+    await assert.rejects(connectWebSocket(url, { reconnect: false, token: 'explicit-wrong-token' }), /HTTP 401/);
   } finally {
     if (saved === undefined) delete process.env.CODEX_EXEC_SERVER_CONNECTION_TOKEN;
     else process.env.CODEX_EXEC_SERVER_CONNECTION_TOKEN = saved;
@@ -42,7 +42,7 @@ test('missing or wrong token: a prompt, clear 401 error that does not echo the t
   try {
     for (const token of [undefined, 'wrong-token-abcdef-123456']) {
       const started = Date.now();
-      const err = await ExecServerClient.connectWebSocket(url, { reconnect: true, token }).then(
+      const err = await connectWebSocket(url, { reconnect: true, token }).then(
         (c) => {
           void c.close();
           return undefined;

@@ -9,7 +9,7 @@ import * as path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { ensureBuilt, openRpc, RawRpc, startCli, stopAll } from './cli-helpers';
 import { childPids, isAlive, waitUntil, withTimeout } from '../fuzz/fuzz-helpers';
-import { ExecServerClient } from '../../src/client/client';
+import { connectWebSocket } from '../../src/client/connect';
 import { ErrorCodes, RpcError } from '../../src/protocol/errors';
 
 let dir: string;
@@ -94,7 +94,7 @@ test('writes into a directory the server cannot write: clear -32600, nothing cre
 
 test('server SIGKILLed under a connected client: pending calls fail with "connection closed", no hang', async () => {
   const cli = await startCli(['--listen', 'ws://127.0.0.1:0']);
-  const client = await ExecServerClient.connectWebSocket(cli.url, { reconnect: false, clientName: 'faults' });
+  const client = await connectWebSocket(cli.url, { reconnect: false, clientName: 'faults' });
   let orphans: number[] = [];
   try {
     const proc = await client.startProcess({ argv: ['/bin/sleep', '30'], cwd: dir, env: {} });

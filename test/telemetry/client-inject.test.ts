@@ -13,7 +13,7 @@ import * as path from 'node:path';
 import { after, before, test } from 'node:test';
 import { ROOT_CONTEXT, context, trace, type Context, type ContextManager } from '@opentelemetry/api';
 import { WebSocketServer } from 'ws';
-import { ExecServerClient } from '../../src/client/client';
+import { connectInProcess, connectStdio, connectWebSocket } from '../../src/client/connect';
 import { ExecServer } from '../../src/server/exec-server';
 import { telemetryConfig } from '../../src/telemetry/config';
 import { otel, startServerTelemetry } from '../../src/telemetry/load';
@@ -89,7 +89,7 @@ test('on the wire: every request carries the active context through a client spa
   const server = await recordingServer();
   const tel = clientTelemetry();
   try {
-    const client = await ExecServerClient.connectWebSocket(server.url, { reconnect: false, telemetry: tel });
+    const client = await connectWebSocket(server.url, { reconnect: false, telemetry: tel });
     const app = appContext();
     await context.with(app.ctx, () => client.request('environment/status', null));
     await client.request('fs/getMetadata', { path: 'file:///tmp' });
@@ -120,7 +120,7 @@ test('on the wire: every request carries the active context through a client spa
 
     // Control: the same client without telemetry puts no trace member on the wire.
     server.frames.length = 0;
-    const plain = await ExecServerClient.connectWebSocket(server.url, { reconnect: false });
+    const plain = await connectWebSocket(server.url, { reconnect: false });
     await context.with(app.ctx, () => plain.request('environment/status', null));
     await plain.close();
     assert.ok(server.frames.length >= 2);
@@ -135,7 +135,7 @@ test('in process: server spans are children of the client spans; the process spa
   const server = new ExecServer({ telemetry: serverTel });
   const tel = clientTelemetry('http/protobuf');
   try {
-    const client = await ExecServerClient.connectInProcess(server, { telemetry: tel.withAttributes({ 'exec_server.environment': 'Local' }) });
+    const client = await connectInProcess(server, { telemetry: tel.withAttributes({ 'exec_server.environment': 'Local' }) });
     const app = appContext();
     const exitCode = await context.with(app.ctx, async () => {
       await client.fs.stat(dir);
@@ -172,7 +172,7 @@ test('over stdio to the CLI: its server span continues our client span (flushed 
   let stderr = '';
   child.stderr.on('data', (d) => (stderr += d));
   const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
-  const client = await ExecServerClient.connectStdio({ input: child.stdout, output: child.stdin }, { telemetry: tel });
+  const client = await connectStdio({ input: child.stdout, output: child.stdin }, { telemetry: tel });
   const app = appContext();
   await context.with(app.ctx, () => client.request('environment/status', null));
   await client.close();
@@ -204,7 +204,7 @@ test('the reference codex exec-server accepts requests carrying trace context', 
       child.once('exit', (code) => reject(new Error(`reference exited ${code}`)));
     });
     const tel = clientTelemetry();
-    const client = await ExecServerClient.connectWebSocket(url, { reconnect: false, telemetry: tel });
+    const client = await connectWebSocket(url, { reconnect: false, telemetry: tel });
     const app = appContext();
     await context.with(app.ctx, async () => {
       assert.deepEqual(await client.request('environment/status', null), { status: 'ready' });

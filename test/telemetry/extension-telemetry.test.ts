@@ -4,7 +4,7 @@
 // server's spans join the same traces; an invalid endpoint leaves traces off with a warning.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { ExecServerClient } from '../../src/client/client';
+import { connectInProcess } from '../../src/client/connect';
 import { ExecServer } from '../../src/server/exec-server';
 import { sdkLoaded } from '../../src/telemetry/load';
 import { RequestTelemetry, type TelemetrySettings } from '../../src/vscode/core/request-telemetry';
@@ -19,8 +19,8 @@ test('statistics per environment without a collector; the SDK stays unloaded', a
   const t = new RequestTelemetry(() => settings);
   const server = new ExecServer({ telemetry: t.server() });
   assert.equal(server.telemetry.enabled, false);
-  const local = await ExecServerClient.connectInProcess(server, { telemetry: t.client('Local') });
-  const other = await ExecServerClient.connectInProcess(server, { telemetry: t.client('devbox') });
+  const local = await connectInProcess(server, { telemetry: t.client('Local') });
+  const other = await connectInProcess(server, { telemetry: t.client('devbox') });
   for (let i = 0; i < 4; i++) await local.request('environment/status', null);
   await other.request('environment/info', null);
   await local.close();
@@ -48,7 +48,7 @@ test('with an OTLP endpoint: client spans named per environment, Local server sp
   settings.otlpEndpoint = rx.url;
   const server = new ExecServer({ telemetry: t.server() });
   assert.equal(server.telemetry.enabled, true);
-  const client = await ExecServerClient.connectInProcess(server, { telemetry: t.client('Local') });
+  const client = await connectInProcess(server, { telemetry: t.client('Local') });
   await client.request('environment/status', null);
   await client.close();
   await server.shutdown();

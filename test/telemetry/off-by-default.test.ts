@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, test } from 'node:test';
-import { ExecServerClient } from '../../src/client/client';
+import { connectInProcess } from '../../src/client/connect';
 import { ExecServer } from '../../src/server/exec-server';
 import { NOOP_SERVER_TELEMETRY } from '../../src/telemetry/api';
 import { telemetryConfig } from '../../src/telemetry/config';
@@ -28,7 +28,7 @@ test('in process: a default server and client load no OpenTelemetry module; turn
   assert.equal(tel, NOOP_SERVER_TELEMETRY, 'nothing configured: the no-op');
   const server = new ExecServer();
   assert.equal(server.telemetry.enabled, false);
-  const client = await ExecServerClient.connectInProcess(server);
+  const client = await connectInProcess(server);
   await client.fs.stat(dir);
   const p = await client.startProcess({ argv: ['true'], cwd: dir });
   assert.equal(await p.exited, 0);

@@ -2,7 +2,7 @@
 // counts, errors and percentiles within the histogram's resolution, bounded by method.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { ExecServerClient } from '../../src/client/client';
+import { connectInProcess } from '../../src/client/connect';
 import { ExecServer } from '../../src/server/exec-server';
 import { combineClientTelemetry } from '../../src/telemetry/api';
 import { RequestStats, formatStats } from '../../src/telemetry/request-stats';
@@ -33,7 +33,7 @@ test('as client telemetry: every request of a real client is counted, errors too
   const server = new ExecServer();
   const a = new RequestStats();
   const b = new RequestStats();
-  const client = await ExecServerClient.connectInProcess(server, { telemetry: combineClientTelemetry(a, b) });
+  const client = await connectInProcess(server, { telemetry: combineClientTelemetry(a, b) });
   for (let i = 0; i < 5; i++) await client.request('environment/status', null);
   await assert.rejects(client.fs.stat('/definitely/not/here'));
   await client.close();

@@ -6,8 +6,9 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { RpcChannel } from '../../src/client/channel';
+import { RpcChannel } from '../../src/rpc/channel';
 import { ExecServerClient } from '../../src/client/client';
+import { connectCommand } from '../../src/client/connect';
 import { spawnCommandTransport } from '../../src/transports/command';
 import { cliPath, repoRoot, waitFor } from '../interop/helpers';
 import { isAlive } from '../pid-alive';
@@ -50,18 +51,18 @@ test('command: the child is killed when the parent process exits abruptly', asyn
 });
 
 test('command: a command that cannot be spawned rejects clearly', async () => {
-  await assert.rejects(ExecServerClient.connectCommand('/nonexistent/exec-server-xyz', []), /cannot start \/nonexistent\/exec-server-xyz: .*ENOENT/);
+  await assert.rejects(connectCommand('/nonexistent/exec-server-xyz', []), /cannot start \/nonexistent\/exec-server-xyz: .*ENOENT/);
 });
 
 test('command: a command that exits instead of serving rejects with its stderr', async () => {
   await assert.rejects(
-    ExecServerClient.connectCommand(process.execPath, ['-e', 'console.error("no such host"); setTimeout(() => process.exit(255), 100)']),
+    connectCommand(process.execPath, ['-e', 'console.error("no such host"); setTimeout(() => process.exit(255), 100)']),
     /connection closed.*stderr: no such host/,
   );
 });
 
 test('command: the server dying mid-session fails the client and its processes', async () => {
-  const client = await ExecServerClient.connectCommand(process.execPath, [cliPath, '--listen', 'stdio://']);
+  const client = await connectCommand(process.execPath, [cliPath, '--listen', 'stdio://']);
   const h = await client.startProcess({ argv: ['sleep', '30'], cwd: os.tmpdir(), env: { PATH: process.env.PATH ?? '' } });
   const states: string[] = [];
   client.onDidChangeState((s) => states.push(s));

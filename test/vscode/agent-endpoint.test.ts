@@ -6,7 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { after, before, describe, it } from 'node:test';
-import { ExecServerClient } from '../../src/client/client';
+import { connectWebSocket } from '../../src/client/connect';
 import { RpcError } from '../../src/protocol/errors';
 import { sha256 } from '../../src/transports/ws-auth';
 import { AgentEndpoint, checkBearer, withoutSessionIds, type AgentProcess } from '../../src/vscode/core/agent-endpoint';
@@ -61,9 +61,9 @@ describe('agent endpoint', () => {
       assert.match(ep.url, /^ws:\/\/127\.0\.0\.1:\d+$/);
       assert.ok(ep.token.length >= 32);
       assert.notEqual(ep.token, other.ep.token, 'each endpoint gets its own random token');
-      await assert.rejects(ExecServerClient.connectWebSocket(ep.url, { token: '', reconnect: false }), /401/);
-      await assert.rejects(ExecServerClient.connectWebSocket(ep.url, { token: other.ep.token, reconnect: false }), /401/);
-      const c = await ExecServerClient.connectWebSocket(ep.url, { token: ep.token, reconnect: false });
+      await assert.rejects(connectWebSocket(ep.url, { token: '', reconnect: false }), /401/);
+      await assert.rejects(connectWebSocket(ep.url, { token: other.ep.token, reconnect: false }), /401/);
+      const c = await connectWebSocket(ep.url, { token: ep.token, reconnect: false });
       assert.equal(typeof (await c.environmentInfo()).shell.path, 'string');
       await c.close();
     } finally {
@@ -78,7 +78,7 @@ describe('agent endpoint', () => {
 
   it('a denied request answers a JSON-RPC error and changes nothing; metadata needs no approval', async () => {
     const { ep, prompts } = await endpoint('alwaysAsk', () => 'Deny');
-    const c = await ExecServerClient.connectWebSocket(ep.url, { token: ep.token, reconnect: false });
+    const c = await connectWebSocket(ep.url, { token: ep.token, reconnect: false });
     try {
       const target = path.join(dir, 'denied.txt');
       const err = await c.fs.writeFile(target, new TextEncoder().encode('no')).then(() => undefined, (e: unknown) => e);
@@ -104,7 +104,7 @@ describe('agent endpoint', () => {
 
   it('allowed processes run and are reported with their live output; Allow for Session stops the questions', async () => {
     const { ep, prompts, started } = await endpoint('alwaysAsk', () => 'Allow for Session');
-    const c = await ExecServerClient.connectWebSocket(ep.url, { token: ep.token, reconnect: false });
+    const c = await connectWebSocket(ep.url, { token: ep.token, reconnect: false });
     try {
       const h = await c.startProcess({ argv: ['/bin/sh', '-c', 'echo agent-out; exit 4'], cwd: dir });
       assert.equal(await h.exited, 4);
@@ -131,7 +131,7 @@ describe('agent endpoint', () => {
 
   it('askOutsideWorkspace writes inside the workspace without asking; the watcher can terminate an agent process', async () => {
     const { ep, prompts, started } = await endpoint('askOutsideWorkspace', (m) => (m.includes('sleep 60') ? 'Allow' : 'Deny'), [dir]);
-    const c = await ExecServerClient.connectWebSocket(ep.url, { token: ep.token, reconnect: false });
+    const c = await connectWebSocket(ep.url, { token: ep.token, reconnect: false });
     try {
       await c.fs.writeFile(path.join(dir, 'inside.txt'), new TextEncoder().encode('in'));
       assert.equal(prompts.length, 0);
@@ -153,7 +153,7 @@ describe('agent endpoint', () => {
     const { ep } = await endpoint('neverAsk', () => undefined);
     const url = ep.url;
     await ep.stop();
-    await assert.rejects(ExecServerClient.connectWebSocket(url, { token: ep.token, reconnect: false, connectTimeoutMs: 3000 }));
+    await assert.rejects(connectWebSocket(url, { token: ep.token, reconnect: false, connectTimeoutMs: 3000 }));
   });
 
   it('the endpoint’s watch budget is given back: fs/unwatch, a fired fs/watchMissing, a closed connection', async () => {

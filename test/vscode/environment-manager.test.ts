@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import type { ExecClient } from '../../src/client/api';
-import { ExecServerClient } from '../../src/client/client';
+import { connectInProcess, connectWebSocket } from '../../src/client/connect';
 import { ExecServer } from '../../src/server/exec-server';
 import { serveConnection } from '../../src/transports/serve';
 import { listenWebSocket, type WebSocketListener } from '../../src/transports/websocket-server';
@@ -43,8 +43,8 @@ function setup(settings: EnvironmentSetting[], tokens: Record<string, string> = 
   const connector: Connector = {
     connect(config, token): Promise<ExecClient> {
       connects++;
-      if (config.kind === 'local') return ExecServerClient.connectInProcess(local, { clientName: 'mgr-test' });
-      return ExecServerClient.connectWebSocket(config.url!, { token: token ?? '', connectTimeoutMs: 3000, recoveryTimeoutMs: 2000 });
+      if (config.kind === 'local') return connectInProcess(local, { clientName: 'mgr-test' });
+      return connectWebSocket(config.url!, { token: token ?? '', connectTimeoutMs: 3000, recoveryTimeoutMs: 2000 });
     },
   };
   const manager = new EnvironmentManager(store, connector, { reconnectDelaysMs: [100, 200, 400, 800, 1600, 3200] });

@@ -5,6 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { ExecServerClient } from '../../src/client/client';
+import { connectInProcess } from '../../src/client/connect';
 import { ErrorCodes, RpcError } from '../../src/protocol/errors';
 import { ExecServer } from '../../src/server/exec-server';
 import { ExecFileSystem, FileChangeType, FileType, mapFsError, type ChangeEvent, type FsErrorFactory } from '../../src/vscode/core/exec-file-system';
@@ -37,7 +38,7 @@ const ENV = 'Local';
 
 before(async () => {
   server = new ExecServer();
-  client = await ExecServerClient.connectInProcess(server, { clientName: 'vscode-fs-test' });
+  client = await connectInProcess(server, { clientName: 'vscode-fs-test' });
   fsx = new ExecFileSystem(
     {
       getClient: async (env) => {

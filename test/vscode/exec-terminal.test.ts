@@ -2,6 +2,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { ExecServerClient } from '../../src/client/client';
+import { connectInProcess } from '../../src/client/connect';
 import { ExecServer } from '../../src/server/exec-server';
 import { ExecTerminal, type ExecTerminalOptions, type TerminalDimensions } from '../../src/vscode/core/exec-terminal';
 
@@ -11,7 +12,7 @@ const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', LANG: 'C.UTF-8' };
 
 before(async () => {
   server = new ExecServer();
-  client = await ExecServerClient.connectInProcess(server, { clientName: 'vscode-terminal-test' });
+  client = await connectInProcess(server, { clientName: 'vscode-terminal-test' });
 });
 after(async () => {
   await client.close();

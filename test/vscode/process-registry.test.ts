@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
-import { ExecServerClient } from '../../src/client/client';
+import { connectInProcess } from '../../src/client/connect';
 import { ExecServer } from '../../src/server/exec-server';
 import { ProcessRegistry } from '../../src/vscode/core/process-registry';
 
@@ -9,7 +9,7 @@ after(() => server.shutdown());
 
 describe('process registry', () => {
   it('tracks real processes until they close, per environment, and forgets an environment', async () => {
-    const client = await ExecServerClient.connectInProcess(server, { clientName: 'registry-test' });
+    const client = await connectInProcess(server, { clientName: 'registry-test' });
     const reg = new ProcessRegistry();
     let changes = 0;
     reg.onDidChange(() => changes++);

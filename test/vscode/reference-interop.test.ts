@@ -6,6 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { ExecServerClient } from '../../src/client/client';
+import { connectCommand } from '../../src/client/connect';
 import { ExecFileSystem, FileType, type FsErrorFactory } from '../../src/vscode/core/exec-file-system';
 import { ExecTerminal } from '../../src/vscode/core/exec-terminal';
 import { referenceBinary, referenceEnv } from '../interop/helpers';
@@ -22,7 +23,7 @@ const errors: FsErrorFactory = Object.fromEntries(
 let client: ExecServerClient;
 let dir: string;
 before(async () => {
-  client = await ExecServerClient.connectCommand(referenceBinary(), ['exec-server', '--listen', 'stdio'], { env: referenceEnv(), clientName: 'vscode-ref-test' });
+  client = await connectCommand(referenceBinary(), ['exec-server', '--listen', 'stdio'], { env: referenceEnv(), clientName: 'vscode-ref-test' });
   dir = mkdtempSync(path.join(os.tmpdir(), 'vscode-ref-'));
 });
 after(async () => {

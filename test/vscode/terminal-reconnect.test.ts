@@ -2,7 +2,7 @@
 // taking input and producing output (nothing re-typed, nothing lost).
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
-import { ExecServerClient } from '../../src/client/client';
+import { connectWebSocket } from '../../src/client/connect';
 import { ExecServer } from '../../src/server/exec-server';
 import { serveConnection } from '../../src/transports/serve';
 import { listenWebSocket } from '../../src/transports/websocket-server';
@@ -24,7 +24,7 @@ describe('terminal across a connection drop', () => {
   it('keeps the same shell after the client resumes its session', async () => {
     const listener = await listenWebSocket({ host: '127.0.0.1', port: 0, onConnection: (t) => serveConnection(server, t) });
     const proxy = await startDropProxy(listener.url);
-    const client = await ExecServerClient.connectWebSocket(proxy.url, { reconnect: true, clientName: 'vscode-drop-test' });
+    const client = await connectWebSocket(proxy.url, { reconnect: true, clientName: 'vscode-drop-test' });
     let out = '';
     const term = new ExecTerminal({
       mode: 'pty',

@@ -2,7 +2,7 @@
 import fs from 'node:fs';
 import { ErrorCodes, RpcError, invalidRequest } from '../../protocol/errors';
 import { markVerbatim } from '../../rpc/verbatim';
-import { markBytes } from '../../transports/output-frame';
+import { markBytes } from '../../rpc/bytes-members';
 import { fsError } from '../os-errors';
 
 export const MAX_READ_BLOCK = 1024 * 1024;

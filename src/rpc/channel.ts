@@ -1,10 +1,12 @@
-// What the client needs from a connection to a server: typed-agnostic requests, notifications
-// in, close. Implemented over an RpcConnection (any MessageTransport) and in-process (a
-// ServerConnection called directly, see src/transports/in-process.ts).
-import { RpcConnection } from '../rpc/connection';
-import type { Event } from '../rpc/event';
-import type { NotificationMessage } from '../rpc/messages';
-import type { CloseInfo, MessageTransport } from '../rpc/transport';
+// The channel contract: what a client needs from a connection to a server (type-agnostic
+// requests, notifications in, close). It lives in src/rpc so that both sides depend on it and
+// not on each other: src/client consumes channels, src/transports provides them. Implemented
+// over an RpcConnection (any MessageTransport, here) and in-process (a ServerConnection called
+// directly, src/transports/in-process.ts).
+import { RpcConnection } from './connection';
+import type { Event } from './event';
+import type { NotificationMessage } from './messages';
+import type { CloseInfo, MessageTransport } from './transport';
 import type { TraceContext } from '../protocol/types';
 
 export interface ClientChannel {

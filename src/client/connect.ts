@@ -1,0 +1,66 @@
+// Opening an ExecServerClient over a concrete transport: in process, websocket, stdio, or a
+// spawned command's stdio. The only client module that knows the transports — the client core
+// (client.ts) takes any ClientChannel factory — so the layers stay client → transports → rpc.
+import type { Readable, Writable } from 'node:stream';
+import { ErrorCodes, RpcError } from '../protocol/errors';
+import { RpcChannel } from '../rpc/channel';
+import type { ConnectOptions } from '../server/api';
+import { spawnCommandTransport, type CommandTransportOptions } from '../transports/command';
+import { InProcessChannel, type ConnectableServer } from '../transports/in-process';
+import { StdioTransport } from '../transports/stdio';
+import { connectWebSocketTransport, type WebSocketConnectOptions } from '../transports/websocket-client';
+import { ExecServerClient, type ChannelFactory, type ClientOptions } from './client';
+
+/** Talks to a server in this process: ServerConnection.request() directly, no JSON. */
+export function connectInProcess(server: ConnectableServer, opts: ClientOptions & ConnectOptions = {}): Promise<ExecServerClient> {
+  return ExecServerClient.connect(async () => new InProcessChannel(server, { label: opts.label, terminateOnClose: opts.terminateOnClose }), opts);
+}
+
+/**
+ * Connects over a websocket; the token defaults to $CODEX_EXEC_SERVER_CONNECTION_TOKEN.
+ * Reconnects and resumes the session after a drop unless `reconnect: false`.
+ */
+export function connectWebSocket(url: string, opts: ClientOptions & WebSocketConnectOptions = {}): Promise<ExecServerClient> {
+  const token = opts.token ?? process.env.CODEX_EXEC_SERVER_CONNECTION_TOKEN ?? undefined;
+  const factory: ChannelFactory = async () => {
+    const t = await connectWebSocketTransport(url, { ...opts, token: token || undefined });
+    return new RpcChannel(t, () => t.socket.terminate());
+  };
+  return ExecServerClient.connect(factory, { ...opts, reconnect: opts.reconnect ?? true });
+}
+
+/** JSON lines over a stream pair (one connection: no reconnect). */
+export function connectStdio(streams: { input: Readable; output: Writable }, opts: ClientOptions = {}): Promise<ExecServerClient> {
+  let used = false;
+  return ExecServerClient.connect(async () => {
+    if (used) throw new RpcError(ErrorCodes.ConnectionClosed, 'a stdio connection cannot be reopened');
+    used = true;
+    return new RpcChannel(new StdioTransport(streams.input, streams.output));
+  }, { ...opts, reconnect: false });
+}
+
+/** Spawns `command args...` (e.g. ssh host npx exec-server --listen stdio://) and talks over its stdio. */
+export async function connectCommand(
+  command: string,
+  args: string[],
+  opts: ClientOptions & Omit<CommandTransportOptions, 'onStderr'> = {},
+): Promise<ExecServerClient> {
+  let client: ExecServerClient | undefined;
+  const early: string[] = [];
+  const { transport, child } = await spawnCommandTransport(command, args, {
+    ...opts,
+    onStderr: (line) => {
+      if (client) return client.log('info', `[${command}] ${line}`);
+      opts.log?.('info', `[${command}] ${line}`);
+      early.push(line);
+    },
+  });
+  try {
+    client = await ExecServerClient.connect(async () => new RpcChannel(transport, () => child.kill('SIGKILL')), { ...opts, reconnect: false });
+  } catch (e) {
+    transport.close('initialize failed');
+    const detail = early.length ? ` (stderr: ${early.slice(-5).join(' | ')})` : '';
+    throw new RpcError(e instanceof RpcError ? e.code : ErrorCodes.ConnectionClosed, `${e instanceof Error ? e.message : String(e)}${detail}`);
+  }
+  return client;
+}

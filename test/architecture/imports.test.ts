@@ -1,0 +1,98 @@
+// The layering rules of docs/architecture.md, checked on the import statements of src/**/*.ts:
+// no cycle between the layer folders, only src/vscode imports 'vscode', and the wire layers
+// (src/protocol, src/rpc) import no node: module (they must stay usable outside Node).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import * as path from 'node:path';
+
+const repo = process.env.EXEC_SERVER_REPO ?? path.resolve(__dirname, '../../..');
+const src = path.join(repo, 'src');
+const LAYERS = ['protocol', 'rpc', 'server', 'transports', 'client', 'vscode', 'telemetry'];
+
+function listTs(dir: string): string[] {
+  const out: string[] = [];
+  for (const name of readdirSync(dir)) {
+    const p = path.join(dir, name);
+    if (statSync(p).isDirectory()) out.push(...listTs(p));
+    else if (name.endsWith('.ts') && !name.endsWith('.d.ts')) out.push(p);
+  }
+  return out;
+}
+
+/** Module specifiers of static imports, `export ... from`, dynamic import() and require(). */
+export function importSpecifiers(source: string): string[] {
+  const code = source.replace(/\/\*[\s\S]*?\*\//g, '').replace(/^\s*\/\/.*$/gm, '');
+  const specs: string[] = [];
+  const patterns = [
+    /\bimport\s+(?:type\s+)?[^'";]*?\bfrom\s*['"]([^'"]+)['"]/g,
+    /\bexport\s+(?:type\s+)?[^'";]*?\bfrom\s*['"]([^'"]+)['"]/g,
+    /\bimport\s*['"]([^'"]+)['"]/g,
+    /\bimport\s*\(\s*['"]([^'"]+)['"]\s*\)/g,
+    /\brequire\s*\(\s*['"]([^'"]+)['"]\s*\)/g,
+  ];
+  for (const re of patterns) for (const m of code.matchAll(re)) specs.push(m[1]);
+  return specs;
+}
+
+/** The layer folder (first segment under src/) a file belongs to, or undefined (src/cli.ts). */
+function layerOf(file: string): string | undefined {
+  const first = path.relative(src, file).split(path.sep)[0];
+  return LAYERS.includes(first) ? first : undefined;
+}
+
+const files = listTs(src).map((file) => ({ file, rel: path.relative(repo, file), specs: importSpecifiers(readFileSync(file, 'utf8')) }));
+
+test('the import parser sees static, type, re-export, side-effect and dynamic imports', () => {
+  const specs = importSpecifiers(
+    "import a from 'a';\nimport type { B } from \"b\";\nimport {\n  c,\n  d,\n} from './c';\nexport { e } from '../e';\nimport 'f';\nconst g = await import('g');\nconst h = require('h');\n// import x from 'commented';\n",
+  );
+  assert.deepEqual(specs.sort(), ['../e', './c', 'a', 'b', 'f', 'g', 'h']);
+  assert.ok(files.length > 50, `found ${files.length} source files under ${src}`);
+});
+
+test('no import cycle between the layer folders of src/', () => {
+  // Folder graph: an edge A → B for each file in A importing a file in B (with one example).
+  const edges = new Map<string, Map<string, string>>();
+  for (const { file, rel, specs } of files) {
+    const from = layerOf(file);
+    if (!from) continue;
+    for (const spec of specs) {
+      if (!spec.startsWith('.')) continue;
+      const to = layerOf(path.resolve(path.dirname(file), spec));
+      if (!to || to === from) continue;
+      if (!edges.has(from)) edges.set(from, new Map());
+      if (!edges.get(from)!.has(to)) edges.get(from)!.set(to, `${rel} imports '${spec}'`);
+    }
+  }
+  // Depth-first search; a back edge closes a cycle, reported as its chain of edges.
+  const state = new Map<string, 'open' | 'done'>();
+  const stack: string[] = [];
+  const cycles: string[] = [];
+  const visit = (n: string): void => {
+    state.set(n, 'open');
+    stack.push(n);
+    for (const m of edges.get(n)?.keys() ?? []) {
+      if (state.get(m) === 'open') {
+        const chain = [...stack.slice(stack.indexOf(m)), m];
+        cycles.push(chain.slice(0, -1).map((a, i) => `${a} → ${chain[i + 1]} (${edges.get(a)!.get(chain[i + 1])})`).join('\n  '));
+      } else if (!state.has(m)) visit(m);
+    }
+    stack.pop();
+    state.set(n, 'done');
+  };
+  for (const layer of LAYERS) if (!state.has(layer)) visit(layer);
+  assert.deepEqual(cycles, [], `import cycle(s) between src/ folders:\n  ${cycles.join('\n\n  ')}`);
+});
+
+test("only src/vscode imports 'vscode'", () => {
+  const offenders = files.filter(({ file, specs }) => layerOf(file) !== 'vscode' && specs.includes('vscode')).map((f) => f.rel);
+  assert.deepEqual(offenders, []);
+});
+
+test('src/protocol and src/rpc import no node: module', () => {
+  const offenders = files
+    .filter(({ file }) => layerOf(file) === 'protocol' || layerOf(file) === 'rpc')
+    .flatMap(({ rel, specs }) => specs.filter((s) => s.startsWith('node:')).map((s) => `${rel} imports '${s}'`));
+  assert.deepEqual(offenders, []);
+});
