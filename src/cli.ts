@@ -4,7 +4,8 @@
 // logs go to stderr. SIGINT/SIGTERM shut down cleanly (children are killed).
 import { setListenerErrorHandler } from './rpc/event';
 import { ExecServer } from './server/exec-server';
-import { serveConnection, DEFAULT_MAX_IN_FLIGHT } from './transports/serve';
+import { serveConnection } from './transports/serve';
+import { DEFAULT_MAX_IN_FLIGHT } from './server/in-flight';
 import { StdioTransport } from './transports/stdio';
 import { listenWebSocket, type WebSocketListenOptions } from './transports/websocket-server';
 import { VERSION } from './version';

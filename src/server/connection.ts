@@ -22,17 +22,12 @@ import { FileHandles } from './fs/handles';
 import { MissingWatches } from './fs/missing-watch';
 import { Watches } from './fs/watch';
 import type { HttpRequestInput } from './http';
+import { checkInFlight, DEFAULT_MAX_IN_FLIGHT } from './in-flight';
 import { KeyedOrder } from './ordering';
 import { checkSandbox } from './sandbox/gate';
 import { METHODS } from './router';
 import type { Session } from './session';
 import type { RequestRecord } from '../telemetry/api';
-
-/**
- * Requests in flight on one connection before new ones are refused with -32001 (the same
- * default as the transports' DEFAULT_MAX_IN_FLIGHT; see there for why refuse, not pause).
- */
-export const MAX_IN_FLIGHT = 16_384;
 
 /** Performs one http/request (httpRequest in ./http); `streamFinished` fires once a streamed body is done. */
 export type HttpRunner = (
@@ -74,7 +69,7 @@ export class Connection implements ServerConnection, ConnectionContext {
     private readonly sink: NotificationSink,
     readonly options: ConnectOptions,
     maxOpenHandles: number,
-    private readonly maxInFlight: number = MAX_IN_FLIGHT,
+    private readonly maxInFlight: number = DEFAULT_MAX_IN_FLIGHT,
   ) {
     this.handles = new FileHandles(maxOpenHandles);
     this.watches = new Watches((n) => this.notify('fs/changed', n));
@@ -105,9 +100,7 @@ export class Connection implements ServerConnection, ConnectionContext {
 
   async requestUntyped(method: string, params: unknown, call?: RequestRecord): Promise<unknown> {
     if (this.closed) throw new RpcError(ErrorCodes.ConnectionClosed, Messages.connectionClosed);
-    if (this.inFlight >= this.maxInFlight) {
-      throw new RpcError(ErrorCodes.Overloaded, `server overloaded: more than ${this.maxInFlight} requests in flight on this connection`);
-    }
+    checkInFlight(this.inFlight, this.maxInFlight);
     this.inFlight++;
     try {
       const result = await this.dispatch(method, params, call);

@@ -3,7 +3,8 @@
 // survives a detach for `detachedSessionTtlMs`, so a client can resume it.
 import { ErrorCodes, Messages, RpcError, invalidRequest } from '../protocol/errors';
 import type { ConnectOptions, NotificationSink, ServerConnection, ServerOptions } from './api';
-import { Connection, MAX_IN_FLIGHT } from './connection';
+import { Connection } from './connection';
+import { DEFAULT_MAX_IN_FLIGHT } from './in-flight';
 import { sandboxSupport } from './sandbox/support';
 import { Session } from './session';
 import { NOOP_SERVER_TELEMETRY, type ServerTelemetry } from '../telemetry/api';
@@ -15,7 +16,7 @@ export const DEFAULTS = {
   maxRetainedBytesPerProcess: 1024 * 1024,
   maxOpenHandles: 128,
   maxProcessesPerSession: 1024,
-  maxInFlightPerConnection: MAX_IN_FLIGHT,
+  maxInFlightPerConnection: DEFAULT_MAX_IN_FLIGHT,
 } as const;
 
 /** How long shutdown() waits for killed children to be reaped. */

@@ -1,26 +1,14 @@
 // The connection processor: wires one MessageTransport (stdio, websocket) to one
 // ServerConnection. Requests run concurrently, bounded per connection; a refused client
 // notification closes the connection; transport close detaches (or ends) the session.
-import { ErrorCodes, RpcError } from '../protocol/errors';
 import { RpcConnection } from '../rpc/connection';
 import type { Disposable } from '../rpc/event';
 import type { MessageTransport } from '../rpc/transport';
 import type { OutputStream } from '../protocol/types';
 import type { ConnectOptions, NotificationSink, ServerConnection } from '../server/api';
+import { checkInFlight, DEFAULT_MAX_IN_FLIGHT } from '../server/in-flight';
 import type { RequestRecord } from '../telemetry/api';
 import type { ConnectableServer } from './in-process';
-
-/**
- * Requests processed at once per connection. Large enough that a client pipelining 10 000
- * requests on one connection gets every answer; beyond it a request is refused at once with
- * -32001 (retryable, like HTTP/2's REFUSED_STREAM) rather than by pausing reads of the socket:
- * a paused socket would also hold back the requests that free slots (the `process/write` a
- * long-polling `process/read` waits for, a `process/terminate`), stalling the connection
- * instead of telling the client to back off. Memory per in-flight request is small (a promise
- * and its decoded params), so 16 384 of them cost a few tens of MB at most.
- */
-export const DEFAULT_MAX_IN_FLIGHT = 16_384;
-export const OVERLOADED_MESSAGE = 'server overloaded: too many requests in flight';
 
 export interface ServeOptions extends ConnectOptions {
   /** Requests processed at once on this connection (default 16 384); more → -32001. */
@@ -62,7 +50,7 @@ export function serveConnection(server: ConnectableServer, transport: MessageTra
   const connection = server.connect(sink, { terminateOnClose: opts.terminateOnClose, label });
   let inFlight = 0;
   rpc.setRequestHandler((method, params, _id, call) => {
-    if (inFlight >= maxInFlight) throw new RpcError(ErrorCodes.Overloaded, OVERLOADED_MESSAGE);
+    checkInFlight(inFlight, maxInFlight);
     inFlight++;
     let p: Promise<unknown>;
     try {

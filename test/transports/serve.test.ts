@@ -7,7 +7,8 @@ import { PassThrough } from 'node:stream';
 import { RpcConnection } from '../../src/rpc/connection';
 import { ErrorCodes, RpcError } from '../../src/protocol/errors';
 import { ExecServer } from '../../src/server/exec-server';
-import { serveConnection, OVERLOADED_MESSAGE, type ServeOptions } from '../../src/transports/serve';
+import { OVERLOADED_MESSAGE } from '../../src/server/in-flight';
+import { serveConnection, type ServeOptions } from '../../src/transports/serve';
 import { StdioTransport } from '../../src/transports/stdio';
 import { isAlive } from '../pid-alive';
 
@@ -67,6 +68,28 @@ test('serve: more requests in flight than the limit are answered -32001, then se
     await client.request('process/terminate', { processId: 'q' });
   } finally {
     client.close();
+    await server.shutdown();
+  }
+});
+
+test("the engine's own cap (in process, no serveConnection in front) refuses with the same -32001 answer", async () => {
+  const server = new ExecServer({ maxInFlightPerConnection: 2 });
+  const conn = server.connect({ notify() {} });
+  try {
+    await conn.requestUntyped('initialize', { clientName: 'serve-test' });
+    conn.notification('initialized', {});
+    await conn.requestUntyped('process/start', { processId: 'q', argv: ['sleep', '30'], cwd, env: ENV, tty: false });
+    const polls = [0, 1].map(() => conn.requestUntyped('process/read', { processId: 'q', afterSeq: 0, waitMs: 1500 }));
+    await assert.rejects(conn.requestUntyped('environment/status', null), (e: unknown) => {
+      assert.ok(e instanceof RpcError);
+      assert.equal(e.code, ErrorCodes.Overloaded);
+      assert.equal(e.message, OVERLOADED_MESSAGE);
+      return true;
+    });
+    await Promise.all(polls);
+    assert.deepEqual(await conn.requestUntyped('environment/status', null), { status: 'ready' });
+  } finally {
+    conn.close();
     await server.shutdown();
   }
 });
