@@ -74,7 +74,10 @@ export function writeFileVerified(p: string, data: Buffer, noFollow: boolean, ve
         try {
           verify(real);
         } catch (e) {
-          if (created) await fs.promises.unlink(real).catch(() => undefined);
+          // Remove the file this open created — but only if `real` still names that very file:
+          // the path is resolved again by unlink, and a directory swapped for a symlink in
+          // between would make it delete an outside file of the same name (seen in the race test).
+          if (created) await removeIfSame(fh, real);
           throw e;
         }
       }
@@ -85,6 +88,16 @@ export function writeFileVerified(p: string, data: Buffer, noFollow: boolean, ve
     }
     return {};
   });
+}
+
+async function removeIfSame(fh: fs.promises.FileHandle, real: string): Promise<void> {
+  try {
+    const opened = await fh.stat();
+    const named = fs.lstatSync(real);
+    if (named.isFile() && named.ino === opened.ino && named.dev === opened.dev) fs.unlinkSync(real);
+  } catch {
+    // gone or unreadable: nothing to remove
+  }
 }
 
 export function createDirectory(p: string, recursive: boolean): Promise<Record<string, never>> {
