@@ -6,8 +6,7 @@
 // what was clicked and what the question showed: its visible text, the modal's detail, its
 // buttons and every <a> link inside it (the security tests check that agent text never becomes
 // a link), plus the message's HTML for post-mortems.
-import { existsSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
-import path from 'node:path';
+import { pendingRequests, writeResult } from './control-channel.mjs';
 
 const firstSeen = new Map();
 let lastCenterLook = 0;
@@ -18,39 +17,17 @@ const CENTER = '.notifications-center.visible';
 const CENTER_ITEMS = '.notifications-center.visible .notification-list-item';
 const DIALOGS = '.monaco-dialog-box';
 
-/** The suite polls for the result file: it must never see it half written (temp + rename). */
-function writeAtomically(file, text) {
-  const tmp = `${file}.tmp-${process.pid}`;
-  writeFileSync(tmp, text);
-  renameSync(tmp, file);
-}
-
 export async function answerPendingApprovals(page, controlDir, log) {
-  let names;
-  try {
-    names = readdirSync(controlDir).filter((n) => n.endsWith('.request.json'));
-  } catch {
-    return;
-  }
-  for (const name of names) {
-    const resultFile = path.join(controlDir, name.replace('.request.json', '.result.json'));
-    if (existsSync(resultFile)) continue;
-    let req;
-    try {
-      req = JSON.parse(readFileSync(path.join(controlDir, name), 'utf8'));
-    } catch {
-      continue; // being written
-    }
-    if (!firstSeen.has(name)) firstSeen.set(name, Date.now());
-    const outcome = await tryAnswer(page, req, Date.now() - firstSeen.get(name));
+  for (const { req, resultFile, screenshot, waitedMs } of pendingRequests(controlDir, 'approval-', firstSeen)) {
+    const outcome = await tryAnswer(page, req, waitedMs());
     const giveUpMs = typeof req.giveUpMs === 'number' ? req.giveUpMs : GIVE_UP_MS;
     if (outcome.found && (outcome.clicked || !req.answer)) {
       log(`approval: ${req.answer ? `clicked "${req.answer}"` : req.notice ? 'found the notice' : 'inspected'} on "${String(outcome.text).slice(0, 300)}"`);
-      writeAtomically(resultFile, JSON.stringify(outcome));
-    } else if (Date.now() - firstSeen.get(name) > giveUpMs) {
+      writeResult(resultFile, outcome);
+    } else if (waitedMs() > giveUpMs) {
       log(`approval: gave up on ${req.answer ? `"${req.answer}"` : 'inspecting'} (${(req.contains ?? []).join(', ')}): ${outcome.error}${outcome.callLog ? `\n${outcome.callLog}` : ''}`);
-      await page.screenshot({ path: path.join(controlDir, `${name.replace('.request.json', '')}.png`) }).catch(() => undefined);
-      writeAtomically(resultFile, JSON.stringify({ ...outcome, clicked: false, error: `${outcome.error} (after ${giveUpMs / 1000} s)` }));
+      await page.screenshot({ path: screenshot }).catch(() => undefined);
+      writeResult(resultFile, { ...outcome, clicked: false, error: `${outcome.error} (after ${giveUpMs / 1000} s)` });
     }
   }
 }

@@ -6,9 +6,10 @@
 // quick input shows (title with "n/m", prompt or validation message, items, buttons) in
 // ui-<id>.result.json. `op: 'text'` reports the visible text of a selector instead (tree rows,
 // the status bar). A request not satisfied within giveUpMs reports {ok: false, error}.
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { pendingRequests, writeResult } from './control-channel.mjs';
 
 /** `op: 'screenshot'` saves test-results/ux-<name>.png (README pictures of the flows are picked from there). */
 const shotsDir = path.join(path.dirname(fileURLToPath(import.meta.url)), '../../../test-results');
@@ -18,23 +19,8 @@ const GIVE_UP_MS = 20_000;
 const WIDGET = '.quick-input-widget';
 
 export async function answerUiRequests(page, controlDir, log) {
-  let names;
-  try {
-    names = readdirSync(controlDir).filter((n) => n.startsWith('ui-') && n.endsWith('.request.json'));
-  } catch {
-    return;
-  }
-  for (const name of names) {
-    const resultFile = path.join(controlDir, name.replace('.request.json', '.result.json'));
-    if (existsSync(resultFile)) continue;
-    let req;
-    try {
-      req = JSON.parse(readFileSync(path.join(controlDir, name), 'utf8'));
-    } catch {
-      continue; // being written
-    }
-    if (!firstSeen.has(name)) firstSeen.set(name, Date.now());
-    const waited = Date.now() - firstSeen.get(name);
+  for (const { req, resultFile, screenshot, waitedMs } of pendingRequests(controlDir, 'ui-', firstSeen)) {
+    const waited = waitedMs();
     let outcome;
     try {
       outcome = await handle(page, req);
@@ -47,16 +33,10 @@ export async function answerUiRequests(page, controlDir, log) {
     } else if (waited > (req.giveUpMs ?? GIVE_UP_MS)) {
       const state = await quickInputState(page).catch(() => undefined);
       log(`ui: gave up on ${describe(req)}: ${outcome.error}`);
-      await page.screenshot({ path: path.join(controlDir, `${name.replace('.request.json', '')}.png`) }).catch(() => undefined);
+      await page.screenshot({ path: screenshot }).catch(() => undefined);
       writeResult(resultFile, { ...outcome, state });
     }
   }
-}
-
-/** Written whole (temp file + rename): the suite polls for the file and must never read half of it. */
-function writeResult(file, value) {
-  writeFileSync(`${file}.tmp`, JSON.stringify(value));
-  renameSync(`${file}.tmp`, file);
 }
 
 function describe(req) {
