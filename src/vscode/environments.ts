@@ -2,6 +2,7 @@
 // connects with progress, clear notifications on failures, and the status-bar item.
 import * as vscode from 'vscode';
 import type { ExecClient } from '../client/api';
+import type { CommandId } from './command-ids';
 import { connectCommand, connectInProcess, connectWebSocket } from '../client/connect';
 import { ExecServer } from '../server/exec-server';
 import { EnvironmentConnectError, EnvironmentManager, type Connector } from './core/environment-manager';
@@ -82,7 +83,7 @@ export async function connectWithProgress(manager: EnvironmentManager, name: str
     const hint = e instanceof EnvironmentConnectError && e.kind === 'unauthorized' ? 'Add Environment' : undefined;
     void vscode.window.showErrorMessage(`Exec Server: ${msg}`, ...(hint ? [hint, 'Show Log'] : ['Show Log'])).then((choice) => {
       if (choice === 'Show Log') log.show();
-      if (choice === 'Add Environment') void vscode.commands.executeCommand('execServer.addEnvironment');
+      if (choice === 'Add Environment') void vscode.commands.executeCommand('execServer.addEnvironment' satisfies CommandId);
     });
     throw e;
   }
@@ -101,7 +102,7 @@ export class StatusBar implements vscode.Disposable {
     private readonly manager: EnvironmentManager,
   ) {
     this.item.name = 'Exec Server';
-    this.item.command = 'execServer.showProcesses';
+    this.item.command = 'execServer.showProcesses' satisfies CommandId;
     this.update();
     this.item.show();
   }

@@ -3,6 +3,7 @@
 import * as vscode from 'vscode';
 import { AgentEndpointService, vscodeAgentGateHost, vscodeApprovalHost } from './agent';
 import type { ExecServerApi } from './api';
+import { ENVIRONMENTS_VIEW, TERMINAL_PROFILE } from './command-ids';
 import { registerCommands } from './commands';
 import { ApprovalGate } from './core/approval';
 import { EnvironmentManager } from './core/environment-manager';
@@ -83,7 +84,7 @@ export function activate(ctx: vscode.ExtensionContext): ExecServerApi {
       known = now;
       refresh();
     }),
-    vscode.window.createTreeView('execServer.environments', { treeDataProvider: tree, showCollapseAll: false }),
+    vscode.window.createTreeView(ENVIRONMENTS_VIEW, { treeDataProvider: tree, showCollapseAll: false }),
   );
 
   // exec-server://<environment>/<abs path>; authorities may come back lower-cased.
@@ -93,7 +94,7 @@ export function activate(ctx: vscode.ExtensionContext): ExecServerApi {
   ctx.subscriptions.push(vscode.workspace.registerFileSystemProvider(SCHEME, fsProvider, { isCaseSensitive: true }), fsProvider);
 
   ctx.subscriptions.push(
-    vscode.window.registerTerminalProfileProvider('execServer.terminalProfile', {
+    vscode.window.registerTerminalProfileProvider(TERMINAL_PROFILE, {
       async provideTerminalProfile() {
         const envs = store.list();
         let env = LOCAL_ENVIRONMENT;

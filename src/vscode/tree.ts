@@ -3,6 +3,7 @@
 // terminal; context menu: interrupt / terminate), and the agent endpoint with Start/Stop.
 import * as vscode from 'vscode';
 import type { EnvironmentManager, EnvironmentState } from './core/environment-manager';
+import type { CommandId } from './command-ids';
 import type { EnvironmentStore } from './core/environment-store';
 import type { ProcessRegistry } from './core/process-registry';
 import { shownState } from './core/status-text';
@@ -92,7 +93,7 @@ export class ExecServerTree implements vscode.TreeDataProvider<Node>, vscode.Dis
     item.tooltip = p ? `${p.label}\nprocess id ${p.handle.processId} in ${p.environment}\nstarted ${new Date(p.startedAt).toLocaleTimeString()}` : undefined;
     item.iconPath = new vscode.ThemeIcon(p?.origin === 'agent' ? 'hubot' : p?.origin === 'command' ? 'play' : 'terminal');
     item.contextValue = 'process';
-    item.command = { command: 'execServer.process.reveal', title: 'Show Terminal', arguments: [node] };
+    item.command = { command: 'execServer.process.reveal' satisfies CommandId, title: 'Show Terminal', arguments: [node] };
     return item;
   }
 

@@ -1,35 +1,45 @@
-// The extension manifest and the VSIX: command ids, activation, contents and size.
+// The extension manifest and the VSIX: package.json against the command table
+// (src/vscode/command-ids.ts), activation, contents and size.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, it } from 'node:test';
+import { COMMAND_CATEGORY, COMMANDS, ENVIRONMENTS_VIEW, TERMINAL_PROFILE, type CommandContribution } from '../../src/vscode/command-ids';
 
 const repo = process.env.EXEC_SERVER_REPO ?? path.resolve(__dirname, '../../..');
 const pkg = JSON.parse(readFileSync(path.join(repo, 'package.json'), 'utf8'));
-const commandsSource = readFileSync(path.join(repo, 'src/vscode/commands.ts'), 'utf8');
-const extensionSource = readFileSync(path.join(repo, 'src/vscode/extension.ts'), 'utf8');
+/** Every command id the manifest mentions outside contributes.commands (menus, welcome views, walkthrough links). */
+function referencedCommands(contributes: Record<string, unknown>): string[] {
+  const ids = new Set<string>();
+  for (const entries of Object.values((contributes.menus ?? {}) as Record<string, { command: string }[]>)) for (const e of entries) ids.add(e.command);
+  const text = JSON.stringify([contributes.viewsWelcome, contributes.walkthroughs]);
+  for (const m of text.matchAll(/command:([\w.]+)/g)) ids.add(m[1]);
+  return [...ids].sort();
+}
 
 describe('extension manifest', () => {
-  it('contributes exactly the commands the code registers, all under "Exec Server"', () => {
-    const registered = [...commandsSource.matchAll(/reg\('([\w.]+)'/g)].map((m) => m[1]).sort();
-    const contributed = (pkg.contributes.commands as { command: string; category: string }[]).map((c) => c.command).sort();
-    assert.deepEqual(contributed, registered);
-    assert.ok(pkg.contributes.commands.every((c: { category: string }) => c.category === 'Exec Server'));
-    for (const id of ['execServer.connect', 'execServer.disconnect', 'execServer.addEnvironment', 'execServer.removeEnvironment', 'execServer.newTerminal', 'execServer.runCommand', 'execServer.openRemoteFolder', 'execServer.revealInExplorer', 'execServer.showProcesses', 'execServer.showLog', 'execServer.startAgentEndpoint', 'execServer.stopAgentEndpoint', 'execServer.copyEndpointToken']) {
-      assert.ok(registered.includes(id), id);
-    }
+  it('contributes exactly the commands of the command table, with their titles, icons and enablement, under "Exec Server"', () => {
+    const contributed = pkg.contributes.commands as (CommandContribution & { command: string; category: string })[];
+    const expected = Object.entries(COMMANDS).map(([command, c]) => ({ command, category: COMMAND_CATEGORY, ...c }));
+    const byId = (a: { command: string }, b: { command: string }) => a.command.localeCompare(b.command);
+    assert.deepEqual([...contributed].sort(byId), [...expected].sort(byId));
+    assert.equal(new Set(contributed.map((c) => c.command)).size, contributed.length, 'no command contributed twice');
+  });
+
+  it('menus, welcome views and walkthroughs name only commands of the table', () => {
+    const referenced = referencedCommands(pkg.contributes);
+    assert.ok(referenced.length >= 10, `found ${referenced.length} references`);
+    for (const id of referenced) assert.ok(id in COMMANDS, `${id} is referenced in package.json but not in COMMANDS (src/vscode/command-ids.ts)`);
   });
 
   it('activates lazily and declares the terminal profile, view, file system and settings the code uses', () => {
     assert.ok(!pkg.activationEvents.includes('*') && !pkg.activationEvents.includes('onStartupFinished'));
     assert.ok(pkg.activationEvents.includes('onFileSystem:exec-server'));
-    const profile = pkg.contributes.terminal.profiles[0].id;
-    assert.ok(pkg.activationEvents.includes(`onTerminalProfile:${profile}`));
-    assert.ok(extensionSource.includes(`registerTerminalProfileProvider('${profile}'`));
-    const view = pkg.contributes.views.execServer[0].id;
-    assert.ok(extensionSource.includes(`createTreeView('${view}'`));
+    assert.deepEqual(pkg.contributes.terminal.profiles.map((p: { id: string }) => p.id), [TERMINAL_PROFILE]);
+    assert.ok(pkg.activationEvents.includes(`onTerminalProfile:${TERMINAL_PROFILE}`));
+    assert.deepEqual(pkg.contributes.views.execServer.map((v: { id: string }) => v.id), [ENVIRONMENTS_VIEW]);
     const props = pkg.contributes.configuration.properties;
     assert.equal(props['execServer.approval.policy'].default, 'askOutsideWorkspace');
     assert.deepEqual(props['execServer.approval.policy'].enum, ['alwaysAsk', 'askOutsideWorkspace', 'neverAsk']);
