@@ -1,85 +1,21 @@
 // Runs the built CLI (dist/cli.js) for security/limits tests and talks to it over real
-// websockets. Every started server is tracked so a test's `after` can stop it.
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+// websockets. Every started server is tracked (test/support/cli.ts) so a test's `after` can stop it.
+import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import WebSocket from 'ws';
 
-export const repoRoot = process.env.EXEC_SERVER_REPO ?? path.resolve(__dirname, '../../..');
-export const cliPath = path.join(repoRoot, 'dist/cli.js');
+import { cliPath, repoRoot } from '../support/cli';
+
+// The launcher itself lives in test/support/cli.ts (one for the whole suite); re-exported so
+// the security, fuzz, telemetry and reliability tests keep importing it from here.
+export { cliPath, repoRoot, startCli, stopAll, type ServerProcess as Cli, type StartOptions } from '../support/cli';
 
 /** Builds dist/cli.js when it is missing or predates the security flags. */
 export function ensureBuilt(): void {
   if (existsSync(cliPath) && readFileSync(cliPath, 'utf8').includes('--ws-shared-secret-file')) return;
   const r = spawnSync(process.execPath, [path.join(repoRoot, 'esbuild.mjs')], { cwd: repoRoot, encoding: 'utf8', timeout: 120_000 });
   if (r.status !== 0) throw new Error(`build failed: ${r.stderr}`);
-}
-
-export interface Cli {
-  child: ChildProcess;
-  url: string;
-  stdout(): string;
-  stderr(): string;
-  stop(): Promise<void>;
-}
-
-const running = new Set<Cli>();
-export async function stopAll(): Promise<void> {
-  await Promise.all([...running].map((c) => c.stop()));
-}
-
-/** Starts the CLI and waits for the URL line; rejects with stderr if it exits first. */
-export interface StartOptions {
-  timeoutMs?: number;
-  cwd?: string;
-  /** Run as another user (needs root), e.g. nobody for permission tests. */
-  user?: { uid: number; gid: number };
-  env?: NodeJS.ProcessEnv;
-}
-
-export function startCli(args: string[], opts: StartOptions = {}): Promise<Cli> {
-  const timeoutMs = opts.timeoutMs ?? 30_000;
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [cliPath, ...args], { stdio: ['ignore', 'pipe', 'pipe'], cwd: opts.cwd, env: opts.env ?? process.env, ...opts.user });
-    let out = '';
-    let err = '';
-    child.stderr!.on('data', (d) => (err += d));
-    const cli: Cli = {
-      child,
-      url: '',
-      stdout: () => out,
-      stderr: () => err,
-      stop: () =>
-        new Promise<void>((res) => {
-          running.delete(cli);
-          if (child.exitCode !== null || child.signalCode !== null) return res();
-          const k = setTimeout(() => child.kill('SIGKILL'), 5000);
-          child.once('exit', () => {
-            clearTimeout(k);
-            res();
-          });
-          child.kill('SIGTERM');
-        }),
-    };
-    running.add(cli);
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`CLI did not print its URL in ${timeoutMs} ms; stderr: ${err}`));
-    }, timeoutMs);
-    child.stdout!.on('data', (d) => {
-      out += d;
-      const m = /^(wss?:\/\/\S+)\s*$/m.exec(out);
-      if (m && !cli.url) {
-        clearTimeout(timer);
-        cli.url = m[1];
-        resolve(cli);
-      }
-    });
-    child.once('exit', (code, sig) => {
-      clearTimeout(timer);
-      if (!cli.url) reject(new Error(`CLI exited (${code ?? sig}) before listening; stderr: ${err}`));
-    });
-  });
 }
 
 /** Runs the CLI expecting it to refuse to start; returns exit code and output. */

@@ -5,6 +5,7 @@ import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { ExecServer } from '../../src/server/exec-server';
 import { b64, type Client, connectClient, rejectsWith, serverWithTmpDir, uri } from './helpers';
+import { sleep } from '../support/wait';
 
 let c: Client;
 let dir: string;
@@ -208,16 +209,17 @@ test('fs/watchMissing → fs/missingChanged, and environmentConfig/read (what th
   await rejectsWith(c.call('fs/watchMissing', { watchId: 's', missing: [] }), -32602, 'invalid type: string "s", expected usize');
   const notes = () => c.sink.events.filter((e) => e.method === 'fs/missingChanged');
   // Intermediate directories appear first: no notification yet, the watch moves down.
+  // (Fixed pauses: a notification that must NOT come can only be awaited for a while.)
   fs.mkdirSync(path.join(wm, 'sub'));
-  await new Promise((r) => setTimeout(r, 200));
+  await sleep(200);
   fs.mkdirSync(path.join(wm, 'sub/deeper'));
-  await new Promise((r) => setTimeout(r, 200));
+  await sleep(200);
   assert.equal(notes().length, 0);
   fs.writeFileSync(target, 'x = 1');
   await c.sink.waitFor(() => notes().length > 0, 10_000, 'fs/missingChanged');
   assert.deepEqual(notes()[0].params, { watchId: 1 });
-  // Once fired the watch is gone: the id can be used again.
-  await new Promise((r) => setTimeout(r, 200));
+  // Once fired the watch is gone (no second notification within 200 ms): the id can be used again.
+  await sleep(200);
   assert.equal(notes().length, 1);
   assert.deepEqual(await c.call('fs/watchMissing', { watchId: 1, missing: [uri(path.join(wm, 'other'))], present: null }), { watching: true });
   await rejectsWith(

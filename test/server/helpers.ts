@@ -1,13 +1,13 @@
 // Shared helpers for the server engine tests: a recording sink, a connected+initialized
-// client over the in-process ServerConnection, temp dirs, and bounded waits.
-import fs from 'node:fs';
+// client over the in-process ServerConnection, temp dirs. Waits: test/support/wait.ts.
 import os from 'node:os';
-import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { RpcError } from '../../src/protocol/errors';
 import type { NotificationMap, NotificationMethod } from '../../src/protocol/types';
 import type { NotificationSink, ServerConnection, ServerOptions } from '../../src/server/api';
 import { ExecServer } from '../../src/server/exec-server';
+import { removeTempDir, tempDir } from '../support/tmp';
+import { waitFor } from '../support/wait';
 
 export interface Recorded {
   method: NotificationMethod;
@@ -23,10 +23,14 @@ export class RecordingSink implements NotificationSink {
   }
   /** Resolves when `pred` holds over the recorded events (checked on each event), or rejects after `ms`. */
   waitFor(pred: (events: Recorded[]) => boolean, ms = 15_000, what = 'condition'): Promise<void> {
-    return waitUntil(() => pred(this.events), ms, what, (cb) => {
-      this.listeners.add(cb);
-      return () => this.listeners.delete(cb);
-    });
+    return waitFor(() => pred(this.events), {
+      timeout: ms,
+      what,
+      wake: (cb) => {
+        this.listeners.add(cb);
+        return () => this.listeners.delete(cb);
+      },
+    }).then(() => undefined);
   }
   forProcess(id: string): Recorded[] {
     return this.events.filter((e) => e.method.startsWith('process/') && e.params.processId === id);
@@ -41,36 +45,6 @@ export class RecordingSink implements NotificationSink {
   closed(id: string): boolean {
     return this.forProcess(id).some((e) => e.method === 'process/closed');
   }
-}
-
-/** Polls `cond` every 20 ms (and on `subscribe` pokes) until true; rejects after `ms`. */
-export function waitUntil(
-  cond: () => boolean,
-  ms = 15_000,
-  what = 'condition',
-  subscribe?: (cb: () => void) => () => void,
-): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (cond()) return resolve();
-    let unsub: (() => void) | undefined;
-    const finish = (err?: Error) => {
-      clearInterval(iv);
-      clearTimeout(to);
-      unsub?.();
-      if (err) reject(err);
-      else resolve();
-    };
-    const check = () => {
-      try {
-        if (cond()) finish();
-      } catch (e) {
-        finish(e as Error);
-      }
-    };
-    const iv = setInterval(check, 20);
-    const to = setTimeout(() => finish(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms);
-    unsub = subscribe?.(check);
-  });
 }
 
 export interface Client {
@@ -108,8 +82,9 @@ export async function rejectsWith(p: Promise<unknown>, code: number, msg?: strin
   }
 }
 
+/** A fresh temp dir (real path), removed at the latest when the test file's process exits. */
 export function tmpDir(prefix = 'es-server-'): string {
-  return fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), prefix)));
+  return tempDir(prefix);
 }
 
 /** A fresh server with an initialized client and a new temp dir; `close` shuts the server down, then removes the dir. */
@@ -118,7 +93,7 @@ export async function serverWithTmpDir(): Promise<{ c: Client; dir: string; clos
   const dir = tmpDir();
   const close = async () => {
     await c.server.shutdown();
-    fs.rmSync(dir, { recursive: true, force: true });
+    removeTempDir(dir);
   };
   return { c, dir, close };
 }
@@ -133,5 +108,3 @@ export function startParams(processId: string, argv: string[], extra: Record<str
   return { processId, argv, cwd: uri(os.tmpdir()), env: ENV, tty: false, ...extra };
 }
 
-/** Is a pid alive? (signal 0) */
-export { isAlive as alive } from '../pid-alive';

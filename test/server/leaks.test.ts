@@ -3,7 +3,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import { ExecServer } from '../../src/server/exec-server';
-import { b64, connectClient, startParams, tmpDir, uri, waitUntil } from './helpers';
+import { b64, connectClient, startParams, tmpDir, uri } from './helpers';
+import { waitFor } from '../support/wait';
 
 const openFds = () => fs.readdirSync('/proc/self/fd').length;
 
@@ -34,10 +35,13 @@ test('no descriptor or process leaks: many pipe + PTY processes, handles and wat
   await c.call('fs/watch', { watchId: 'w', path: uri(dir), recursive: true });
   await c.call('fs/watchMissing', { watchId: 5, missing: [uri(path.join(dir, 'nope/x'))], present: null });
   // Retention expiry forgets exited processes.
-  await new Promise((r) => setTimeout(r, 300));
+  await waitFor(
+    () => c.call('process/read', { processId: 'p0' }).then(() => false, () => true),
+    { what: 'p0 forgotten after the 50 ms retention' },
+  );
   await assert.rejects(c.call('process/read', { processId: 'p0' }), /unknown process id p0/);
   c.conn.close(); // closes handles + watches
   await s.shutdown();
-  await waitUntil(() => openFds() <= before + 2, 10_000, `descriptors back to ${before} (now ${openFds()})`);
+  await waitFor(() => openFds() <= before + 2, { what: `descriptors back to ${before} (now ${openFds()})`, timeout: 10_000 });
   fs.rmSync(dir, { recursive: true, force: true });
 });

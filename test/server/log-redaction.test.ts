@@ -6,6 +6,7 @@ import { test } from 'node:test';
 import { ExecServer } from '../../src/server/exec-server';
 import { sessionLogTag } from '../../src/protocol/log-tag';
 import { connectClient } from './helpers';
+import { waitFor } from '../support/wait';
 
 test('new, resumed and expired sessions are logged by tag, never by id', async () => {
   const lines: string[] = [];
@@ -15,10 +16,10 @@ test('new, resumed and expired sessions are logged by tag, never by id', async (
     a.conn.close();
     const b = await connectClient(server, a.sessionId); // resume within the TTL
     b.conn.close();
-    await new Promise((r) => setTimeout(r, 300)); // detached longer than the TTL: expires
+    const tag = sessionLogTag(a.sessionId);
+    await waitFor(() => lines.some((l) => l.includes(`${tag} expired`)), { what: 'the detached session to expire (50 ms TTL)', detail: () => lines.join('\n') });
     const text = lines.join('\n');
     assert.ok(!text.includes(a.sessionId), `a log line holds the session id:\n${text}`);
-    const tag = sessionLogTag(a.sessionId);
     assert.match(text, new RegExp(`new ${tag}`));
     assert.match(text, new RegExp(`resumed ${tag}`));
     assert.match(text, new RegExp(`${tag} expired`));

@@ -3,7 +3,9 @@ import fs from 'node:fs';
 import { after, test } from 'node:test';
 import { ExecServer } from '../../src/server/exec-server';
 import { MAX_PENDING_STDIN_BYTES } from '../../src/server/process/managed-process';
-import { alive, b64, connectClient, rejectsWith, startParams, tmpDir, unb64, uri, waitUntil } from './helpers';
+import { b64, connectClient, rejectsWith, startParams, tmpDir, unb64, uri } from './helpers';
+import { isAlive } from '../support/process';
+import { waitFor } from '../support/wait';
 
 const servers: ExecServer[] = [];
 after(async () => {
@@ -295,7 +297,7 @@ test('terminate kills the whole process group (grandchildren too)', async () => 
   const grandchild = Number(c.sink.outputText('grp').trim());
   await c.call('process/terminate', { processId: 'grp' });
   await c.sink.waitFor(() => c.sink.closed('grp'));
-  await waitUntil(() => !alive(grandchild), 10_000, 'grandchild to die');
+  await waitFor(() => !isAlive(grandchild), { what: 'grandchild to die', timeout: 10_000 });
 });
 
 test('exited processes are forgotten after the retention time (id reusable)', async () => {
@@ -305,11 +307,9 @@ test('exited processes are forgotten after the retention time (id reusable)', as
   const r = await c.call('process/read', { processId: 'gone' });
   assert.equal(r.closed, true);
   await rejectsWith(c.call('process/start', startParams('gone', ['true'])), -32600, 'process gone already exists');
-  let err: any;
-  for (let i = 0; i < 200 && !err; i++) {
-    await new Promise((res) => setTimeout(res, 50));
-    await c.call('process/read', { processId: 'gone' }).catch((e) => (err = e));
-  }
+  const err: any = await waitFor(() => c.call('process/read', { processId: 'gone' }).then(() => undefined, (e) => e), {
+    what: 'process/read of `gone` to fail once retention expired',
+  });
   assert.equal(err?.code, -32600);
   assert.equal(err?.message, 'unknown process id gone');
   await c.call('process/start', startParams('gone', ['true']));
@@ -363,11 +363,10 @@ test('stdin that the child never reads is bounded: writes beyond the limit fail 
   assert.ok(written * 8 * 1024 * 1024 <= MAX_PENDING_STDIN_BYTES + 8 * 1024 * 1024);
   fs.writeFileSync(flag, '');
   // The refused id was not remembered: retrying it works once the child drains stdin.
-  let retried: any;
-  for (let i = 0; i < 200 && !retried; i++) {
-    await new Promise((r) => setTimeout(r, 50));
-    retried = await c.call('process/write', { processId: 'slow', chunk: b64('z'), writeId: `b${written}` }).catch(() => undefined);
-  }
+  const retried = await waitFor(
+    () => c.call('process/write', { processId: 'slow', chunk: b64('z'), writeId: `b${written}` }).catch(() => undefined),
+    { what: 'the retried write to be accepted', interval: 50 },
+  );
   assert.deepEqual(retried, { status: 'accepted' });
   await c.call('process/closeStdin', { processId: 'slow' });
   await c.sink.waitFor(() => c.sink.closed('slow'), 30_000);

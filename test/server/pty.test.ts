@@ -2,6 +2,8 @@ import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
 import { ExecServer } from '../../src/server/exec-server';
 import { b64, connectClient, rejectsWith, startParams } from './helpers';
+import { cmdline, descendants } from '../support/process';
+import { waitFor } from '../support/wait';
 
 const servers: ExecServer[] = [];
 after(async () => {
@@ -55,7 +57,9 @@ test('PTY: interrupt reaches the foreground job of an interactive shell', async 
   await w('echo sta""rted; sleep 30\n', '1');
   // Once the marker is out, bash forks sleep as the terminal's foreground job.
   await c.sink.waitFor(() => c.sink.outputText('tj').includes('started\r\n'));
-  await new Promise((r) => setTimeout(r, 300));
+  await waitFor(() => descendants(process.pid).some((p) => cmdline(p.pid) === 'sleep 30' && p.pgrp === p.tpgid), {
+    what: "`sleep 30` to be the terminal's foreground job",
+  });
   await c.call('process/signal', { processId: 'tj', signal: 'interrupt' });
   await w('echo after-$?\n', '2');
   // Ctrl-C semantics: the foreground sleep dies (130), the shell survives and runs the next line.

@@ -11,7 +11,9 @@ import path from 'node:path';
 import { managedSandbox, specialPath, workspaceWriteEntries } from '../../src/protocol/codex-sandbox';
 import { after, before, test } from 'node:test';
 import { sandboxSupport } from '../../src/server/sandbox/support';
-import { ENV, alive, b64, rejectsWith, serverWithTmpDir, startParams, uri, unb64, waitUntil, type Client } from './helpers';
+import { ENV, b64, rejectsWith, serverWithTmpDir, startParams, uri, unb64, type Client } from './helpers';
+import { isAlive } from '../support/process';
+import { sleep, waitFor } from '../support/wait';
 
 let c: Client;
 let dir: string;
@@ -162,11 +164,11 @@ test('sandboxed: terminate kills everything in the sandbox, also a child that le
   const token = `987${process.pid}.5`; // cmdline is NUL-separated: search the argument
   await c.call('process/start', sh('t1', `sleep ${token} & setsid sleep ${token} & echo started; wait`));
   await c.sink.waitFor(() => c.sink.outputText('t1').includes('started'));
-  await waitUntil(() => pidsWith(token).length === 2, 5_000, 'both sleepers');
+  await waitFor(() => pidsWith(token).length === 2, { what: 'both sleepers', timeout: 5_000 });
   const pids = pidsWith(token);
   assert.deepEqual(await c.call('process/terminate', { processId: 't1' }), { running: true });
   await finished('t1');
-  await waitUntil(() => pids.every((p) => !alive(p)), 5_000, 'sleepers gone');
+  await waitFor(() => pids.every((p) => !isAlive(p)), { what: 'sleepers gone', timeout: 5_000 });
 });
 
 test('sandboxed PTY: echo, stty size after resize, interrupt with a trap, terminate kills a grandchild', async () => {
@@ -187,14 +189,14 @@ test('sandboxed PTY: echo, stty size after resize, interrupt with a trap, termin
   await c.call('process/resize', { processId: 'p1', rows: 40, cols: 120 });
   await c.call('process/write', { processId: 'p1', chunk: b64('\r'), writeId: '2' });
   await c.sink.waitFor(() => /40 120/.test(text()) && /bg/.test(text()), 10_000, 'resized');
-  await waitUntil(() => pidsWith(token).length === 1, 5_000, 'grandchild');
+  await waitFor(() => pidsWith(token).length === 1, { what: 'grandchild', timeout: 5_000 });
   const [grandchild] = pidsWith(token);
   await c.call('process/signal', { processId: 'p1', signal: 'interrupt' });
   await c.sink.waitFor(() => /got-INT/.test(text()), 10_000, 'trap');
   assert.equal(c.sink.closed('p1'), false);
   assert.deepEqual(await c.call('process/terminate', { processId: 'p1' }), { running: true });
   await finished('p1');
-  await waitUntil(() => !alive(grandchild), 5_000, 'grandchild gone');
+  await waitFor(() => !isAlive(grandchild), { what: 'grandchild gone', timeout: 5_000 });
 });
 
 test('sandboxed PTY: Ctrl-C as a byte interrupts the command (not the sandbox), exit code as unsandboxed', async () => {
@@ -228,7 +230,7 @@ test('sandbox unusable: missing bwrap, or one that cannot create namespaces → 
     if (saved === undefined) delete process.env.EXEC_SERVER_BWRAP;
     else process.env.EXEC_SERVER_BWRAP = saved;
   }
-  await new Promise((r) => setTimeout(r, 300));
+  await sleep(300); // nothing may run late: a file that must NOT appear can only be awaited for a while
   assert.equal(fs.existsSync(path.join(O, 'unconfined')), false);
 });
 
@@ -316,7 +318,7 @@ test('sandboxed attack: network restricted — a host unix socket outside every 
   const receiver = spawn('python3', ['-c', 'import socket,sys\ns=socket.socket(socket.AF_UNIX,socket.SOCK_DGRAM); s.bind(sys.argv[1]); print("ready",flush=True)\nwhile True:\n  d=s.recv(100); print(d.decode(),flush=True)\n  if d==b"END": break', dgramPath]);
   let received = '';
   receiver.stdout.on('data', (d: Buffer) => (received += d.toString()));
-  await waitUntil(() => received.includes('ready'), 10_000, 'datagram receiver ready');
+  await waitFor(() => received.includes('ready'), { what: 'datagram receiver ready', timeout: 10_000 });
   let reached = 0;
   const srv = net.createServer((s) => {
     reached++;
@@ -354,7 +356,7 @@ test('sandboxed attack: network restricted — a host unix socket outside every 
     assert.equal(reached, 0, 'the host socket never saw a connection');
     // Datagrams are queued in order: END from here comes after anything the sandbox sent.
     spawnSync('python3', ['-c', 'import socket,sys\nsocket.socket(socket.AF_UNIX,socket.SOCK_DGRAM).sendto(b"END", sys.argv[1])', dgramPath]);
-    await waitUntil(() => received.includes('END'), 10_000, 'END received');
+    await waitFor(() => received.includes('END'), { what: 'END received', timeout: 10_000 });
     assert.equal(received, 'ready\nEND\n', 'the host datagram socket got nothing from the sandbox');
     // Network enabled: a unix socket is network, and reachable (as on the reference).
     await c.call('process/start', sh('us3', '', { argv: ['python3', '-c', probe], sandbox: workspaceWrite('enabled') }));

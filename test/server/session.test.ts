@@ -4,7 +4,9 @@ import { EXTENSION_METHODS } from '../../src/protocol/types';
 import type { NotificationMap, NotificationMethod } from '../../src/protocol/types';
 import type { NotificationSink } from '../../src/server/api';
 import { ExecServer } from '../../src/server/exec-server';
-import { alive, connectClient, RecordingSink, rejectsWith, startParams, waitUntil } from './helpers';
+import { connectClient, RecordingSink, rejectsWith, startParams } from './helpers';
+import { bytesWritten, cmdline, descendants, isAlive } from '../support/process';
+import { sleep, waitFor } from '../support/wait';
 
 const servers: ExecServer[] = [];
 after(async () => {
@@ -72,8 +74,10 @@ test('detach + resume: processes keep running, no output lost (read with afterSe
   await a.sink.waitFor(() => a.sink.outputText('p').includes('line-3'));
   const lastSeen = Math.max(...a.sink.forProcess('p').map((e) => e.params.seq));
   const seenText = a.sink.outputText('p');
+  const pid = Number(seenText.split('\n')[0]);
   a.conn.close(); // detach
-  await new Promise((r) => setTimeout(r, 200)); // output produced while detached
+  // Output produced while detached: the shell writes more than was seen before detaching.
+  await waitFor(() => (bytesWritten(pid) ?? Infinity) > Buffer.byteLength(seenText) + 20, { what: 'output while detached' });
   const b = await connectClient(s, a.sessionId);
   assert.equal(b.sessionId, a.sessionId);
   const caught = await b.call('process/read', { processId: 'p', afterSeq: lastSeen });
@@ -103,8 +107,8 @@ test('resume errors: attached session → -32010, unknown → -32600; TTL expiry
   await a.call('process/start', startParams('sl', ['/bin/sh', '-c', 'echo $$; exec sleep 60']));
   const pid = await pidOf(a, 'sl');
   a.conn.close();
-  assert.ok(alive(pid), 'still running while detached');
-  await waitUntil(() => !alive(pid), 10_000, 'TTL expiry to kill the process');
+  assert.ok(isAlive(pid), 'still running while detached');
+  await waitFor(() => !isAlive(pid), { what: 'TTL expiry to kill the process', timeout: 10_000 });
   await rejectsWith(connectClient(s, a.sessionId), -32600, `unknown session id ${a.sessionId}`);
   assert.equal(s.sessionCount, 0);
 });
@@ -115,7 +119,7 @@ test('terminateOnClose (stdio): closing ends the session and its processes', asy
   await a.call('process/start', startParams('sl', ['/bin/sh', '-c', 'echo $$; exec sleep 60']));
   const pid = await pidOf(a, 'sl');
   a.conn.close();
-  await waitUntil(() => !alive(pid), 10_000, 'process killed on close');
+  await waitFor(() => !isAlive(pid), { what: 'process killed on close', timeout: 10_000 });
   await rejectsWith(connectClient(s, a.sessionId), -32600, `unknown session id ${a.sessionId}`);
 });
 
@@ -130,7 +134,7 @@ test('shutdown() kills every process of every session (attached and detached)', 
   const pb = Number(b.sink.outputText('y').split(/\r?\n/)[0]);
   b.conn.close();
   await s.shutdown();
-  await waitUntil(() => !alive(pa) && !alive(pb), 10_000, 'all children dead');
+  await waitFor(() => !isAlive(pa) && !isAlive(pb), { what: 'all children dead', timeout: 10_000 });
   assert.equal(s.sessionCount, 0);
   await rejectsWith(connectClient(s), -32099, 'connection closed');
 });
@@ -157,18 +161,19 @@ test('backpressure: a congested sink pauses child output until drained', async (
   // `yes` writes as fast as it can; paused reading makes it block on a full pipe.
   await conn.requestUntyped('process/start', startParams('y', ['yes']));
   const bytes = () => events.filter((e) => e.method === 'process/output').reduce((n, e) => n + Buffer.from(e.params.chunk, 'base64').length, 0);
-  await waitUntil(() => bytes() > 0, 10_000, 'first output');
-  await new Promise((r) => setTimeout(r, 300));
+  await waitFor(() => bytes() > 0, { what: 'first output', timeout: 10_000 });
+  // Fixed pauses: the test is that output does NOT grow during a while (settle, then 500 ms).
+  await sleep(300);
   const b1 = bytes();
-  await new Promise((r) => setTimeout(r, 500));
+  await sleep(500);
   const b2 = bytes();
   assert.ok(b2 - b1 <= 256 * 1024, `output kept flowing while congested: ${b2 - b1} bytes`);
   assert.equal(drains.size, 1, 'waiting for drain');
   congested = false;
   for (const l of [...drains]) l();
-  await waitUntil(() => bytes() > b2 + 1024 * 1024, 15_000, 'output to resume after drain');
+  await waitFor(() => bytes() > b2 + 1024 * 1024, { what: 'output to resume after drain', timeout: 15_000 });
   await conn.requestUntyped('process/terminate', { processId: 'y' });
-  await waitUntil(() => events.some((e) => e.method === 'process/closed'), 10_000, 'closed');
+  await waitFor(() => events.some((e) => e.method === 'process/closed'), { what: 'closed', timeout: 10_000 });
 });
 
 test('while detached, output keeps flowing into retention (bounded by the cap)', async () => {
@@ -176,7 +181,8 @@ test('while detached, output keeps flowing into retention (bounded by the cap)',
   const a = await connectClient(s);
   await a.call('process/start', startParams('y', ['/bin/sh', '-c', 'head -c 3000000 /dev/zero; echo done-writing']));
   a.conn.close();
-  await new Promise((r) => setTimeout(r, 500)); // the child writes with nobody attached
+  // The child writes everything with nobody attached (its shell is gone once done-writing is out).
+  await waitFor(() => !descendants(process.pid).some((p) => cmdline(p.pid).includes('done-writing')), { what: 'the detached child to finish' });
   const b = await connectClient(s, a.sessionId);
   // Long-poll until the process is closed (bounded).
   for (let i = 0; i < 300; i++) {

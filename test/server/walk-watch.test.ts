@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { type Client, rejectsWith, serverWithTmpDir, uri } from './helpers';
+import { sleep, waitFor } from '../support/wait';
 
 let c: Client;
 let dir: string;
@@ -143,7 +144,7 @@ test('fs/watch: created/changed/deleted notifications as file URIs; unwatch stop
   const f = path.join(w, 'new.txt');
   fs.writeFileSync(f, 'a');
   await c.sink.waitFor(() => got().some((x: any) => x.path === uri(f) && x.kind === 'created'), 10_000, 'created');
-  await new Promise((r) => setTimeout(r, 150));
+  await sleep(150); // a change right after the create would be coalesced into it (that is the design)
   fs.appendFileSync(f, 'b');
   await c.sink.waitFor(() => got().some((x: any) => x.path === uri(f) && x.kind === 'changed'), 10_000, 'changed');
   fs.unlinkSync(f);
@@ -153,13 +154,13 @@ test('fs/watch: created/changed/deleted notifications as file URIs; unwatch stop
   const g = path.join(w, 'burst');
   for (let i = 0; i < 50; i++) fs.appendFileSync(g, 'x');
   await c.sink.waitFor(() => got().some((x: any) => x.path === uri(g)), 10_000, 'burst');
-  await new Promise((r) => setTimeout(r, 300));
+  await sleep(300); // late notifications of the burst would come within this (counted below)
   const burstNotes = c.sink.events.filter((e) => e.method === 'fs/changed').length - before;
   assert.ok(burstNotes < 10, `${burstNotes} notifications for 50 writes`);
   assert.deepEqual(await c.call('fs/unwatch', { watchId: 'w1' }), {});
   const n = got().length;
   fs.writeFileSync(path.join(w, 'after-unwatch'), 'x');
-  await new Promise((r) => setTimeout(r, 400));
+  await sleep(400); // a notification that must NOT come can only be awaited for a while
   assert.equal(got().length, n);
   await rejectsWith(c.call('fs/watch', { watchId: 'w2', path: uri(path.join(dir, 'missing')) }), -32004, 'No such file or directory (os error 2)');
 });
@@ -169,12 +170,13 @@ test('fs/watch recursive sees nested changes', async () => {
   fs.mkdirSync(path.join(w, 'deep/er'), { recursive: true });
   await c.call('fs/watch', { watchId: 'rw', path: uri(w), recursive: true });
   const f = path.join(w, 'deep/er/file');
-  await new Promise((r) => setTimeout(r, 100));
-  fs.writeFileSync(f, 'x');
-  await c.sink.waitFor(
-    () => c.sink.events.some((e) => e.method === 'fs/changed' && e.params.watchId === 'rw' && e.params.changes.some((x: any) => x.path === uri(f))),
-    10_000,
-    'nested change',
+  // The nested watches are armed asynchronously: write until a change is seen (rather than guess a delay).
+  await waitFor(
+    () => {
+      fs.writeFileSync(f, 'x');
+      return c.sink.events.some((e) => e.method === 'fs/changed' && e.params.watchId === 'rw' && e.params.changes.some((x: any) => x.path === uri(f)));
+    },
+    { what: 'nested change', interval: 100 },
   );
   await c.call('fs/unwatch', { watchId: 'rw' });
 });
