@@ -413,8 +413,8 @@ export class ExecServerClient implements ExecClient {
   private handleChannelClose(ch: ClientChannel, info: CloseInfo): void {
     if (ch !== this.channel || this.currentState === 'closed' || this.currentState === 'recovering') return;
     if (!this.options.reconnect || info.local) {
-      this.log(info.local ? 'info' : 'error', `connection closed: ${info.reason}`);
-      this.failEverything(`connection closed: ${info.reason}`);
+      this.log(info.local ? 'info' : 'error', `${Messages.connectionClosed}: ${info.reason}`);
+      this.failEverything(`${Messages.connectionClosed}: ${info.reason}`);
       return;
     }
     this.log('warn', `connection lost (${info.reason}); resuming ${this.session ? sessionLogTag(this.session) : 'session'}`);

@@ -1,6 +1,7 @@
 // ExecFs over the fs/* methods. Paths in: absolute paths; on the wire: file:// URIs.
 import { randomUUID } from 'node:crypto';
 import { ErrorCodes, RpcError } from '../protocol/errors';
+import { MAX_READ_BLOCK } from '../protocol/limits';
 import type { FsDirectoryEntry, FsMetadata, FsWalkOptions, FsWalkResult, ParamsOf, RequestMethod, ResultOf } from '../protocol/types';
 import type { Disposable } from '../rpc/event';
 import { markVerbatim } from '../rpc/verbatim';
@@ -19,8 +20,6 @@ export interface FsHost {
 }
 
 export const DEFAULT_READ_BLOCK = 256 * 1024;
-/** fs/readBlock's largest block (protocol limit). */
-export const MAX_READ_BLOCK = 1024 * 1024;
 /** Room for the JSON envelope around fs/readFile's or fs/readBlock's base64. */
 const READ_FILE_ENVELOPE_BYTES = 4096;
 const base64Length = (bytes: number) => Math.ceil(bytes / 3) * 4;

@@ -37,8 +37,9 @@ export class RpcError extends Error {
 
 export const Messages = {
   initializeOnce: 'initialize may only be sent once per connection',
-  notInitialized: 'client must call initialize before using exec methods',
-  notInitializedNotification: 'client must send initialized before using exec methods',
+  /** `category`: the method's gating category (src/server/methods/spec.ts), e.g. `exec`. */
+  notInitialized: (category: string) => `client must call initialize before using ${category} methods`,
+  notInitializedNotification: (category: string) => `client must send initialized before using ${category} methods`,
   methodNotFound: (m: string) => `exec-server stub does not implement \`${m}\` yet`,
   unknownSession: (id: string) => `unknown session id ${id}`,
   sessionAttached: (id: string) => `session ${id} is already attached to another connection`,
@@ -47,6 +48,9 @@ export const Messages = {
   unknownProcess: (id: string) => `unknown process id ${id}`,
   missingField: (f: string) => `missing field \`${f}\``,
   connectionClosed: 'connection closed',
+  handleExists: (id: string) => `file handle \`${id}\` already exists`,
+  /** [extension fs/watch] */
+  watchExists: (id: string) => `watch \`${id}\` already exists`,
 } as const;
 
 export const invalidRequest = (m: string) => new RpcError(ErrorCodes.InvalidRequest, m);

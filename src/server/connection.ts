@@ -90,7 +90,7 @@ export class Connection implements ServerConnection, ConnectionContext {
   }
 
   session(): Session {
-    if (!this.sessionRef) throw invalidRequest(Messages.notInitialized);
+    if (!this.sessionRef) throw invalidRequest(Messages.notInitialized('exec'));
     return this.sessionRef;
   }
 
@@ -125,8 +125,8 @@ export class Connection implements ServerConnection, ConnectionContext {
     if (!spec) throw new RpcError(ErrorCodes.MethodNotFound, Messages.methodNotFound(method));
     const decoded = spec.decode(params);
     checkSandbox(method, params);
-    if (!this.sessionRef) throw invalidRequest(`client must call initialize before using ${spec.category} methods`);
-    if (!this.initializedNotified) throw invalidRequest(`client must send initialized before using ${spec.category} methods`);
+    if (!this.sessionRef) throw invalidRequest(Messages.notInitialized(spec.category));
+    if (!this.initializedNotified) throw invalidRequest(Messages.notInitializedNotification(spec.category));
     const order = spec.order?.(decoded as never);
     const handle = () => spec.handle(this, decoded as never);
     const traced = method === 'process/start' && call && this.server.telemetry.enabled;

@@ -1,7 +1,7 @@
 // Decoding of untyped wire params with serde-like messages (the reference decodes with
 // serde, so clients see e.g. "missing field `processId`" or "invalid type: number,
 // expected a string"). Unknown fields are ignored, as serde does by default.
-import { invalidParams } from '../protocol/errors';
+import { Messages, invalidParams } from '../protocol/errors';
 
 export type Obj = Record<string, unknown>;
 
@@ -28,7 +28,7 @@ function present(o: Obj, k: string): boolean {
   return o[k] !== undefined;
 }
 function required(o: Obj, k: string): unknown {
-  if (!present(o, k)) throw invalidParams(`missing field \`${k}\``);
+  if (!present(o, k)) throw invalidParams(Messages.missingField(k));
   return o[k];
 }
 

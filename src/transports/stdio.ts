@@ -2,18 +2,17 @@
 // One message per `\n` line; CRLF and blank lines are tolerated; partial lines are buffered
 // up to a limit so a peer that never sends `\n` cannot exhaust memory.
 import type { Readable, Writable } from 'node:stream';
+import { MAX_MESSAGE_BYTES } from '../protocol/limits';
 import type { MessageTransport } from '../rpc/transport';
 import { encodeMessage } from './encode';
 import { MessageTransportBase } from './message-transport-base';
 
 export interface StdioTransportOptions {
-  /** Maximum bytes of one line (one message). Default 64 MiB, like the websocket maxPayload. */
+  /** Maximum bytes of one line (one message). Default MAX_MESSAGE_BYTES (64 MiB), like the websocket maxPayload. */
   maxLineBytes?: number;
   /** End the writable when the transport closes (default true). */
   endOutputOnClose?: boolean;
 }
-
-export const DEFAULT_MAX_LINE_BYTES = 64 * 1024 * 1024;
 
 export class StdioTransport extends MessageTransportBase implements MessageTransport {
   private pending: Buffer[] = [];
@@ -27,7 +26,7 @@ export class StdioTransport extends MessageTransportBase implements MessageTrans
     private readonly options: StdioTransportOptions = {},
   ) {
     super();
-    this.maxLineBytes = options.maxLineBytes ?? DEFAULT_MAX_LINE_BYTES;
+    this.maxLineBytes = options.maxLineBytes ?? MAX_MESSAGE_BYTES;
     const onData = (d: Buffer | string) => this.handleData(typeof d === 'string' ? Buffer.from(d) : d);
     const onEnd = () => this.finish('end of input', false);
     const onInputError = (e: Error) => this.finish(`input error: ${e.message}`, false);

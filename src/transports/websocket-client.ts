@@ -1,6 +1,7 @@
 // Client side of the websocket transport: connect with a timeout, optional bearer token,
 // and errors that say what went wrong (refused, HTTP 401, timeout).
 import WebSocket from 'ws';
+import { MAX_MESSAGE_BYTES } from '../protocol/limits';
 import { WebSocketTransport } from './websocket-transport';
 
 export interface WebSocketConnectOptions {
@@ -16,9 +17,6 @@ export interface WebSocketConnectOptions {
   /** Ping the server this often; no pong by the next ping → the connection is treated as lost (default 30 000 ms, 0 = off). */
   keepaliveMs?: number;
 }
-
-/** Largest frame the client accepts unless told otherwise (ws's default is 100 MiB). */
-export const DEFAULT_CLIENT_MAX_PAYLOAD = 64 * 1024 * 1024;
 
 export class WebSocketConnectError extends Error {
   constructor(
@@ -40,7 +38,7 @@ export function connectWebSocketTransport(url: string, opts: WebSocketConnectOpt
     try {
       ws = new WebSocket(url, {
         headers,
-        maxPayload: opts.maxPayload ?? DEFAULT_CLIENT_MAX_PAYLOAD,
+        maxPayload: opts.maxPayload ?? MAX_MESSAGE_BYTES,
         perMessageDeflate: false,
         handshakeTimeout: timeoutMs,
         ca: opts.ca,
@@ -90,7 +88,7 @@ export function connectWebSocketTransport(url: string, opts: WebSocketConnectOpt
       clearTimeout(timer);
       ws.removeAllListeners('error');
       ws.removeAllListeners('unexpected-response');
-      resolve(new WebSocketTransport(ws, { keepaliveMs: opts.keepaliveMs ?? 30_000, maxMessageBytes: opts.maxPayload ?? DEFAULT_CLIENT_MAX_PAYLOAD }));
+      resolve(new WebSocketTransport(ws, { keepaliveMs: opts.keepaliveMs ?? 30_000, maxMessageBytes: opts.maxPayload ?? MAX_MESSAGE_BYTES }));
     });
   });
 }

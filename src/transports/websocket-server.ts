@@ -6,6 +6,7 @@ import * as https from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
+import { MAX_MESSAGE_BYTES } from '../protocol/limits';
 import type { Authenticate, AuthResult } from './ws-auth';
 import { WebSocketTransport } from './websocket-transport';
 
@@ -16,7 +17,7 @@ export interface WebSocketListenOptions {
   host: string;
   /** 0 = any free port. */
   port: number;
-  /** Largest accepted frame (default 64 MiB). */
+  /** Largest accepted frame (default MAX_MESSAGE_BYTES, 64 MiB). */
   maxPayload?: number;
   /** Ping period; a peer that did not answer the previous ping is terminated (default 30 000 ms). */
   pingIntervalMs?: number;
@@ -36,7 +37,6 @@ export interface WebSocketListenOptions {
   log?: (level: 'debug' | 'info' | 'warn' | 'error', message: string) => void;
 }
 
-export const DEFAULT_MAX_PAYLOAD = 64 * 1024 * 1024;
 export const DEFAULT_PING_INTERVAL_MS = 30_000;
 
 export interface WebSocketListener {
@@ -63,7 +63,7 @@ function rejectUpgrade(socket: Duplex, status: number, message: string): void {
 
 export async function listenWebSocket(opts: WebSocketListenOptions): Promise<WebSocketListener> {
   const log = opts.log ?? (() => {});
-  const wss = new WebSocketServer({ noServer: true, maxPayload: opts.maxPayload ?? DEFAULT_MAX_PAYLOAD, perMessageDeflate: false });
+  const wss = new WebSocketServer({ noServer: true, maxPayload: opts.maxPayload ?? MAX_MESSAGE_BYTES, perMessageDeflate: false });
   const alive = new WeakMap<WebSocket, boolean>();
   const sockets = new Set<Socket | Duplex>();
 

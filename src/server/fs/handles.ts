@@ -1,11 +1,11 @@
 // fs/open, fs/readBlock, fs/close: read handles owned by one connection (closed with it).
 import fs from 'node:fs';
-import { ErrorCodes, RpcError, invalidRequest } from '../../protocol/errors';
+import { ErrorCodes, Messages, RpcError, invalidRequest } from '../../protocol/errors';
 import { markVerbatim } from '../../rpc/verbatim';
 import { markBytes } from '../../rpc/bytes-members';
+import { MAX_READ_BLOCK } from '../../protocol/limits';
 import { fsError } from '../os-errors';
 
-export const MAX_READ_BLOCK = 1024 * 1024;
 /** The reference's limit on handle ids (UTF-8 bytes). */
 export const MAX_HANDLE_ID_BYTES = 32;
 
@@ -22,7 +22,7 @@ export class FileHandles {
       throw invalidRequest(`file handle ID must not exceed ${MAX_HANDLE_ID_BYTES} bytes`);
     }
     if (this.handles.has(handleId) || this.opening.has(handleId)) {
-      throw invalidRequest(`file handle \`${handleId}\` already exists`);
+      throw invalidRequest(Messages.handleExists(handleId));
     }
     if (this.handles.size + this.opening.size >= this.maxHandles) {
       throw invalidRequest(`at most ${this.maxHandles} file handles may be open per connection`);
@@ -39,7 +39,7 @@ export class FileHandles {
         const st = await fh.stat();
         if (!st.isFile()) throw invalidRequest(`path \`${p}\` is not a file`);
         // The connection went away while we were opening.
-        if (this.closed) throw invalidRequest('connection closed');
+        if (this.closed) throw invalidRequest(Messages.connectionClosed);
       } catch (e) {
         // Whatever went wrong after open(), the descriptor must not leak.
         await fh.close().catch(() => undefined);

@@ -3,7 +3,7 @@
 // path exists when the burst is flushed. Bursts are coalesced for ~50 ms per watch.
 import fs from 'node:fs';
 import path from 'node:path';
-import { invalidRequest } from '../../protocol/errors';
+import { Messages, invalidRequest } from '../../protocol/errors';
 import type { FsChangeKind, FsChangedNotification } from '../../protocol/types';
 import { fsError } from '../os-errors';
 import { pathToUri } from '../paths';
@@ -26,7 +26,7 @@ export class Watches {
   constructor(private readonly emit: (n: FsChangedNotification) => void) {}
 
   async watch(watchId: string, p: string, recursive: boolean): Promise<{ watchId: string }> {
-    if (this.watches.has(watchId)) throw invalidRequest(`watch \`${watchId}\` already exists`);
+    if (this.watches.has(watchId)) throw invalidRequest(Messages.watchExists(watchId));
     if (this.watches.size >= MAX_WATCHES) throw invalidRequest(`at most ${MAX_WATCHES} watches may be active per connection`);
     let st: fs.Stats;
     try {
@@ -34,15 +34,15 @@ export class Watches {
     } catch (e) {
       throw fsError(e);
     }
-    if (this.watches.has(watchId)) throw invalidRequest(`watch \`${watchId}\` already exists`);
-    if (this.closed) throw invalidRequest('connection closed'); // closed while we were checking the path
+    if (this.watches.has(watchId)) throw invalidRequest(Messages.watchExists(watchId));
+    if (this.closed) throw invalidRequest(Messages.connectionClosed); // closed while we were checking the path
     const base = st.isDirectory() ? p : path.dirname(p);
     const known = new Set<string>();
     if (st.isDirectory()) {
       for (const n of await fs.promises.readdir(p).catch(() => [] as string[])) known.add(path.join(p, n));
     } else known.add(p);
     if (this.closed || this.watches.has(watchId)) {
-      throw invalidRequest(this.closed ? 'connection closed' : `watch \`${watchId}\` already exists`);
+      throw invalidRequest(this.closed ? Messages.connectionClosed : Messages.watchExists(watchId));
     }
     let watcher: fs.FSWatcher;
     try {

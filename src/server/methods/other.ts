@@ -1,5 +1,5 @@
 // environment/*, environmentConfig/read and http/request method table.
-import { invalidParams } from '../../protocol/errors';
+import { Messages, invalidParams } from '../../protocol/errors';
 import { environmentConfig, environmentInfo } from '../environment';
 import { httpRequest } from '../http';
 import * as P from '../params';
@@ -23,7 +23,7 @@ export const otherMethods: Record<string, MethodSpec> = {
       P.str(o, 'cwd');
       const lists = ['configPaths', 'requirementsPaths'].map((k) => {
         const v = o[k];
-        if (v === undefined) throw invalidParams(`missing field \`${k}\``);
+        if (v === undefined) throw invalidParams(Messages.missingField(k));
         if (!Array.isArray(v)) throw invalidParams(`invalid type: ${v === null ? 'null' : typeof v}, expected a sequence`);
         return v;
       });
@@ -39,7 +39,7 @@ export const otherMethods: Record<string, MethodSpec> = {
       const method = P.str(o, 'method');
       const url = P.str(o, 'url');
       const hv = o.headers;
-      if (hv === undefined) throw invalidParams('missing field `headers`');
+      if (hv === undefined) throw invalidParams(Messages.missingField('headers'));
       if (!Array.isArray(hv)) throw invalidParams('invalid type: map, expected a sequence');
       const headers = hv.map((h) => {
         const ho = P.object(h, 'HttpHeader');

@@ -1,7 +1,7 @@
 // process/* method table: decoding and the session-level operations behind them.
 import fs from 'node:fs';
 import os from 'node:os';
-import { RpcError, invalidParams, invalidRequest, internalError } from '../../protocol/errors';
+import { Messages, RpcError, invalidParams, invalidRequest, internalError } from '../../protocol/errors';
 import type { EnvPolicy, ProcessStartResult } from '../../protocol/types';
 import type { ConnectionContext } from '../connection';
 import { osMessage } from '../os-errors';
@@ -68,7 +68,7 @@ export const processMethods: Record<string, MethodSpec> = {
       const cols = ptyDim(o, 'cols') ?? 80;
       const outputWindow = P.optUint(o, 'outputWindow') ?? 0;
       if (outputWindow > MAX_OUTPUT_WINDOW) throw invalidParams(`outputWindow must be at most ${MAX_OUTPUT_WINDOW} bytes`);
-      if (argv.length === 0) throw invalidParams('argv must not be empty');
+      if (argv.length === 0) throw invalidParams(Messages.emptyArgv);
       const cwd = uriToPath(cwdUri);
       const childEnv = buildChildEnv(env, envPolicy);
       // Decoded here so a malformed sandbox is a -32602 before anything else, as on the reference.

@@ -5,7 +5,7 @@
 // and messages follow the reference's decoder (codex 0.169, measured), so a client sees the
 // same -32602 for the same mistake.
 import path from 'node:path';
-import { invalidParams, invalidRequest } from '../../protocol/errors';
+import { Messages, invalidParams, invalidRequest } from '../../protocol/errors';
 import { uriToPath } from '../paths';
 
 export type SandboxAccess = 'read' | 'write' | 'none';
@@ -82,7 +82,7 @@ function describe(v: unknown): string {
 }
 
 function field(o: Obj, k: string): unknown {
-  if (!(k in o) || o[k] === undefined) throw invalidParams(`missing field \`${k}\``);
+  if (!(k in o) || o[k] === undefined) throw invalidParams(Messages.missingField(k));
   return o[k];
 }
 

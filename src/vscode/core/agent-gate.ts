@@ -5,7 +5,7 @@
 // "Allow for Session" grants live in that connection's state only. The log gets the full
 // request of every question, minus bulk data and anything secret (session ids, tokens).
 import os from 'node:os';
-import { ErrorCodes, RpcError } from '../../protocol/errors';
+import { ErrorCodes, Messages, RpcError } from '../../protocol/errors';
 import { ConnectionState } from './agent-grants';
 import type { Pinned } from './agent-pin';
 import { realPathOf } from './agent-paths';
@@ -158,7 +158,7 @@ export class ConnectionGate {
 
   /** Decides one request; throws an RpcError when it must not run. */
   async decide(method: string, params: unknown): Promise<Decision> {
-    if (this.closed) throw new RpcError(ErrorCodes.ConnectionClosed, 'connection closed');
+    if (this.closed) throw new RpcError(ErrorCodes.ConnectionClosed, Messages.connectionClosed);
     const startId = method === 'process/start' ? processIdOf(params) : undefined;
     const verdict = await classify(method, params, await this.gate.context(this.state));
     if (verdict.kind === 'deny') {

@@ -3,7 +3,7 @@
 // client that does not read (they pile up in the socket buffer), HTTP bodies.
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
-import { ErrorCodes, RpcError } from '../../protocol/errors';
+import { ErrorCodes, Messages, RpcError } from '../../protocol/errors';
 import type { NotificationSink } from '../../server/api';
 
 export const AGENT_LIMITS = {
@@ -95,7 +95,7 @@ export class LargeAnswerQueue {
     else this.running++;
     try {
       await this.untilDrained();
-      if (this.closed) throw new RpcError(ErrorCodes.ConnectionClosed, 'connection closed');
+      if (this.closed) throw new RpcError(ErrorCodes.ConnectionClosed, Messages.connectionClosed);
       return await f();
     } finally {
       const next = this.queue.shift();

@@ -5,7 +5,7 @@
 // HTTP body sizes. Server notifications pass through filterNotification() (HTTP bodies being
 // collected, sandbox denials to report).
 import { promises as fsp } from 'node:fs';
-import { ErrorCodes, RpcError } from '../../protocol/errors';
+import { ErrorCodes, Messages, RpcError } from '../../protocol/errors';
 import type { HttpBodyDeltaNotification, ParamsOf, ProcessStartParams, RequestMethod, ResultOf } from '../../protocol/types';
 import type { NotificationSink, ServerConnection } from '../../server/api';
 import { uriToPath } from '../../server/paths';
@@ -93,7 +93,7 @@ export class GatedServerConnection implements ServerConnection {
       }
       if (this.closed) {
         release();
-        throw new RpcError(ErrorCodes.ConnectionClosed, 'connection closed');
+        throw new RpcError(ErrorCodes.ConnectionClosed, Messages.connectionClosed);
       }
       return this.start(approved as ProcessStartParams, release, call);
     }
@@ -113,7 +113,7 @@ export class GatedServerConnection implements ServerConnection {
     const prepared = decision.prepare ? await decision.prepare() : { params: decision.params, pins: decision.pins ?? [] };
     const pins = prepared.pins;
     try {
-      if (this.closed) throw new RpcError(ErrorCodes.ConnectionClosed, 'connection closed');
+      if (this.closed) throw new RpcError(ErrorCodes.ConnectionClosed, Messages.connectionClosed);
       return await this.run(method, prepared.params, queued, call);
     } catch (e) {
       // The engine names the pinned /proc/self/fd paths; the agent gets its paths back.
@@ -301,7 +301,7 @@ export class GatedServerConnection implements ServerConnection {
     this.watchReleases.clear();
     for (const r of this.missingReleases.values()) r();
     this.missingReleases.clear();
-    for (const c of this.http.values()) c.done('connection closed');
+    for (const c of this.http.values()) c.done(Messages.connectionClosed);
     this.http.clear();
     this.inner.close();
   }
