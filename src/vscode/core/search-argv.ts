@@ -1,0 +1,74 @@
+// Find in Files on a remote host: the argv of the search process (ripgrep or grep). The query
+// is one argv element — never a shell line — and always the value of an explicit pattern
+// option (`--regexp=` / `-e`), followed by `--`, so a query such as `--pre=sh` or `-f/etc/x`
+// can never be read as an option (rg's --pre runs a program on every file).
+
+export type SearchTool = 'rg' | 'grep';
+
+export interface SearchQuery {
+  /** The text (or regular expression) to find; one line. */
+  pattern: string;
+  isRegex?: boolean;
+  caseSensitive?: boolean;
+  wholeWord?: boolean;
+  /** Globs of files to search (rg --glob / grep --include), e.g. `*.ts`. */
+  include?: string[];
+  /** Directory names never entered (default: DEFAULT_EXCLUDED_DIRS). */
+  excludeDirs?: string[];
+}
+
+/** Like VS Code's default files.exclude/search.exclude: VCS metadata and dependency trees. */
+export const DEFAULT_EXCLUDED_DIRS: readonly string[] = ['.git', '.hg', '.svn', 'node_modules', 'bower_components'];
+
+/** The folder searched, relative to the process's cwd; stripped from the paths the tools print. */
+export const SEARCH_ROOT = '.';
+
+/** Bad input: a clear message, nothing is started. */
+export function validateQuery(q: SearchQuery): void {
+  if (typeof q.pattern !== 'string' || q.pattern === '') throw new Error('the search text is empty');
+  if (/[\r\n]/.test(q.pattern)) throw new Error('the search text must be a single line');
+  const all = [q.pattern, ...(q.include ?? []), ...(q.excludeDirs ?? [])];
+  // A NUL cannot be passed in an argv element; spawn would fail with a less helpful message.
+  if (all.some((s) => s.includes('\0'))) throw new Error('the search text or a glob contains a NUL character');
+  for (const d of q.excludeDirs ?? []) if (d === '' || d.includes('/')) throw new Error(`excluded folder "${d}" must be a plain folder name`);
+  for (const g of q.include ?? []) if (g === '') throw new Error('an empty include glob');
+}
+
+/**
+ * ripgrep: JSON lines (paths and lines as UTF-8 text or base64 bytes, byte offsets of every
+ * submatch); --no-config ignores RIPGREP_CONFIG_PATH; hidden files are searched (as VS Code
+ * does) but the excluded folders are not; binary files are skipped by rg itself.
+ */
+export function rgArgv(q: SearchQuery, rg = 'rg'): string[] {
+  validateQuery(q);
+  const argv = [rg, '--json', '--no-config', '--hidden', '--no-follow', q.caseSensitive ? '--case-sensitive' : '--ignore-case'];
+  if (!q.isRegex) argv.push('--fixed-strings');
+  if (q.wholeWord) argv.push('--word-regexp');
+  for (const d of q.excludeDirs ?? DEFAULT_EXCLUDED_DIRS) argv.push(`--glob=!${d}`);
+  for (const g of q.include ?? []) argv.push(`--glob=${g}`);
+  // `--regexp=<q>`: the query is this option's value whatever its first character.
+  argv.push(`--regexp=${q.pattern}`, '--', `${SEARCH_ROOT}/`);
+  return argv;
+}
+
+/**
+ * grep (GNU or BSD): -r (symlinks not followed), -n line numbers, -H always a file name,
+ * -I binary files skipped, --null: a NUL ends each file name (names may hold ':' or newlines).
+ * -E/-F: extended regex or fixed string. -e <q> is POSIX's "the next argument is the pattern".
+ */
+export function grepArgv(q: SearchQuery, grep = 'grep'): string[] {
+  validateQuery(q);
+  const argv = [grep, '-r', '-n', '-H', '-I', '--null', '--color=never', q.isRegex ? '-E' : '-F'];
+  if (!q.caseSensitive) argv.push('-i');
+  if (q.wholeWord) argv.push('-w');
+  for (const d of q.excludeDirs ?? DEFAULT_EXCLUDED_DIRS) argv.push(`--exclude-dir=${d}`);
+  for (const g of q.include ?? []) argv.push(`--include=${g}`);
+  argv.push('-e', q.pattern, '--', SEARCH_ROOT);
+  return argv;
+}
+
+/** The tool's path prefix removed: `./a/b` → `a/b`. */
+export function relativeResultPath(p: string): string {
+  if (p.startsWith('./')) return p.slice(2).replace(/^\/+/, '');
+  return p;
+}

@@ -1,0 +1,171 @@
+// Find in Files on an environment: picks the tool on the host (ripgrep if it runs, else grep),
+// starts it through the executor (process/start, cwd = the folder, argv — no shell), parses its
+// output while it streams, keeps at most `maxResults` rows and counts the rest, and on cancel
+// terminates the process and waits until it is gone (no search left running on the host).
+import type { ExecClient, ProcessHandle } from '../../client/api';
+import type { EnvPolicy } from '../../protocol/types';
+import { grepArgv, rgArgv, validateQuery, type SearchQuery, type SearchTool } from './search-argv';
+import { grepNulParser, rgJsonParser, type OutputParser, type SearchMatch } from './search-parse';
+
+export const DEFAULT_MAX_RESULTS = 2000;
+/** Rows beyond the shown ones are only counted — up to this many; then the search is stopped. */
+export const DEFAULT_COUNT_LIMIT = 100_000;
+
+/**
+ * The child's environment: only the host's core variables (PATH, HOME, USER, ...), so a
+ * RIPGREP_CONFIG_PATH, GREP_OPTIONS or GREP_COLORS of the host changes nothing. grep runs in
+ * the C locale: only NUL bytes make a file binary (in a UTF-8 locale any Latin-1 file would be
+ * skipped as binary); ripgrep is Unicode-aware whatever the locale.
+ */
+const SEARCH_ENV: EnvPolicy = { inherit: 'core', ignoreDefaultExcludes: false };
+const GREP_ENV = { LC_ALL: 'C' };
+
+export interface SearchRunOptions {
+  maxResults?: number;
+  countLimit?: number;
+  /** 'auto' (default): ripgrep when `rg --version` runs on the host, else grep. */
+  tool?: 'auto' | SearchTool;
+  /** Program names/paths (default 'rg' / 'grep', looked up in the host's PATH). */
+  rgProgram?: string;
+  grepProgram?: string;
+  signal?: AbortSignal;
+  /** Called as rows arrive (batched by the caller if it wants). */
+  onMatch?(m: SearchMatch): void;
+  /** Called once the process is started (tests look for it on the host). */
+  onStarted?(processId: string, argv: string[]): void;
+}
+
+export interface SearchOutcome {
+  tool: SearchTool;
+  argv: string[];
+  matches: SearchMatch[];
+  /** Distinct files among the shown rows. */
+  files: number;
+  /** Matching lines found but not kept (cap); a lower bound when `stoppedAtCountLimit`. */
+  notShown: number;
+  stoppedAtCountLimit: boolean;
+  cancelled: boolean;
+  exitCode: number | undefined;
+  /** The tool's complaints (unreadable files, a bad regex...), first lines only. */
+  errors: string[];
+  /** Set when the search could not run or failed without results (e.g. an invalid regex). */
+  failure?: string;
+}
+
+const toolCache = new WeakMap<ExecClient, Map<string, Promise<SearchTool>>>();
+
+/** Runs argv to completion, collecting a little output (tool probes). */
+async function probe(client: ExecClient, argv: string[], cwd: string): Promise<{ code: number; out: string } | undefined> {
+  let h: ProcessHandle;
+  try {
+    h = await client.startProcess({ argv, cwd, env: {}, envPolicy: SEARCH_ENV, tty: false });
+  } catch {
+    return undefined; // not on PATH / not executable
+  }
+  let out = '';
+  const sub = h.onOutput((e) => {
+    if (out.length < 4096) out += new TextDecoder().decode(e.data);
+  });
+  const code = await h.exited.catch(() => -1);
+  await h.closed;
+  sub.dispose();
+  return { code, out };
+}
+
+/** ripgrep if `rg --version` runs and says so on this host, else grep (cached per client). */
+export function detectTool(client: ExecClient, cwd: string, rgProgram = 'rg'): Promise<SearchTool> {
+  let perClient = toolCache.get(client);
+  if (!perClient) toolCache.set(client, (perClient = new Map()));
+  let found = perClient.get(rgProgram);
+  if (!found) {
+    found = probe(client, [rgProgram, '--version'], cwd).then((r) => (r && r.code === 0 && /^ripgrep /m.test(r.out) ? 'rg' : 'grep'));
+    perClient.set(rgProgram, found);
+  }
+  return found;
+}
+
+/** Searches `folder` (absolute path on the host) for `query`. Rejects only on bad input or when no tool can start. */
+export async function searchInFolder(client: ExecClient, folder: string, query: SearchQuery, opts: SearchRunOptions = {}): Promise<SearchOutcome> {
+  validateQuery(query);
+  const maxResults = Math.max(0, opts.maxResults ?? DEFAULT_MAX_RESULTS);
+  const countLimit = Math.max(maxResults, opts.countLimit ?? DEFAULT_COUNT_LIMIT);
+  const tool = opts.tool && opts.tool !== 'auto' ? opts.tool : await detectTool(client, folder, opts.rgProgram);
+  const argv = tool === 'rg' ? rgArgv(query, opts.rgProgram) : grepArgv(query, opts.grepProgram);
+  const outcome: SearchOutcome = { tool, argv, matches: [], files: 0, notShown: 0, stoppedAtCountLimit: false, cancelled: false, exitCode: undefined, errors: [] };
+  if (opts.signal?.aborted) return { ...outcome, cancelled: true };
+
+  let handle: ProcessHandle;
+  try {
+    handle = await client.startProcess({ argv, cwd: folder, env: tool === 'grep' ? GREP_ENV : {}, envPolicy: SEARCH_ENV, tty: false });
+  } catch (e) {
+    const why = e instanceof Error ? e.message : String(e);
+    throw new Error(`cannot run ${argv[0]} on the host in ${folder}: ${why}`);
+  }
+  opts.onStarted?.(handle.processId, argv);
+
+  const files = new Set<string>();
+  let stopping = false;
+  const stop = () => {
+    if (stopping) return;
+    stopping = true;
+    void handle.terminate().catch(() => undefined);
+  };
+  const onMatch = (m: SearchMatch) => {
+    if (outcome.cancelled) return;
+    if (outcome.matches.length < maxResults) {
+      outcome.matches.push(m);
+      files.add(m.path);
+      opts.onMatch?.(m);
+      return;
+    }
+    outcome.notShown++;
+    if (outcome.matches.length + outcome.notShown >= countLimit && !outcome.stoppedAtCountLimit) {
+      outcome.stoppedAtCountLimit = true;
+      stop();
+    }
+  };
+  const noteError = (line: string) => {
+    if (line.trim() && outcome.errors.length < 20) outcome.errors.push(line.trim());
+  };
+  const parser: OutputParser = tool === 'rg' ? rgJsonParser(onMatch, noteError) : grepNulParser(query, onMatch, (t) => noteError(`unreadable output: ${t}`));
+  let stderr = '';
+  const sub = handle.onOutput((e) => {
+    if (e.stream === 'stderr') {
+      if (stderr.length < 16_384) stderr += new TextDecoder().decode(e.data);
+      return;
+    }
+    if (!outcome.cancelled) parser.push(e.data);
+  });
+  const onAbort = () => {
+    outcome.cancelled = true;
+    stop();
+  };
+  opts.signal?.addEventListener('abort', onAbort, { once: true });
+  try {
+    outcome.exitCode = await handle.exited.catch(() => undefined);
+    await handle.closed;
+  } finally {
+    sub.dispose();
+    opts.signal?.removeEventListener('abort', onAbort);
+  }
+  if (!outcome.cancelled) parser.end();
+  for (const l of stderr.split('\n')) noteError(l);
+  outcome.files = files.size;
+  // Exit 1: nothing found (both tools). 2 (or more) with no rows: the search itself failed.
+  if (!outcome.cancelled && !outcome.stoppedAtCountLimit && (outcome.exitCode ?? 2) >= 2 && outcome.matches.length === 0 && outcome.notShown === 0) {
+    outcome.failure = outcome.errors[0] ?? `${argv[0]} exited with code ${outcome.exitCode}`;
+  }
+  return outcome;
+}
+
+/** "12 matching lines in 3 files", "… — 40 more not shown", for the view and notifications. */
+export function summarize(o: SearchOutcome): string {
+  if (o.failure) return `Search failed: ${o.failure}`;
+  const n = o.matches.length;
+  const lines = `${n} matching line${n === 1 ? '' : 's'} in ${o.files} file${o.files === 1 ? '' : 's'}`;
+  const parts = [n === 0 && !o.cancelled ? 'No results' : lines];
+  if (o.notShown > 0) parts.push(`${o.stoppedAtCountLimit ? 'at least ' : ''}${o.notShown} more not shown`);
+  if (o.cancelled) parts.push('cancelled');
+  if (o.errors.length > 0) parts.push(`${o.errors.length}${o.errors.length >= 20 ? '+' : ''} unreadable/skipped`);
+  return parts.join(' — ');
+}
