@@ -114,5 +114,7 @@ export interface ExecClient extends Disposable {
   request<M extends RequestMethod>(method: M, params: ParamsOf<M>): Promise<ResultOf<M>>;
   environmentInfo(): Promise<EnvironmentInfo>;
   startProcess(opts: StartProcessOptions): Promise<ProcessHandle>;
+  /** Follows a running process of this (resumed) session from its retained output; see ExecServerClient.adoptProcess. */
+  adoptProcess?(processId: string, opts?: Pick<StartProcessOptions, 'outputWindow' | 'manualAck'>): Promise<ProcessHandle>;
   close(): Promise<void>;
 }

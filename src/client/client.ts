@@ -56,6 +56,12 @@ export interface ClientOptions {
    * in process the server's Buffers are handed over). Default true; others keep sending JSON.
    */
   binaryOutput?: boolean;
+  /**
+   * Resume this session instead of starting a new one (a window reload re-attaching its
+   * terminals). A session still attached to its old connection (-32010) is retried for
+   * `recoveryTimeoutMs`; an unknown one rejects with -32600 "unknown session id".
+   */
+  resumeSessionId?: string;
   /** Opt in to per-process flow control (servers with the `flowControl` extension). Default true. */
   flowControl?: boolean;
   /** Default output window per process under flow control (bytes, default 4 MiB; 0 = none). */
@@ -104,7 +110,7 @@ export class ExecServerClient implements ExecClient {
 
   private constructor(
     private readonly factory: ChannelFactory,
-    private readonly options: Required<Omit<ClientOptions, 'reconnect' | 'log' | 'telemetry'>> & Pick<ClientOptions, 'log' | 'telemetry'> & { reconnect: boolean },
+    private readonly options: Required<Omit<ClientOptions, 'reconnect' | 'log' | 'telemetry' | 'resumeSessionId'>> & Pick<ClientOptions, 'log' | 'telemetry'> & { reconnect: boolean },
   ) {
     this.fs = new ClientFs({
       request: (m, p) => this.request(m, p),
@@ -132,7 +138,7 @@ export class ExecServerClient implements ExecClient {
       flowControl: opts.flowControl ?? true,
       outputWindow: opts.outputWindow ?? DEFAULT_OUTPUT_WINDOW,
     });
-    await client.attach(undefined);
+    await client.attachInitial(opts.resumeSessionId);
     // A drop right after initialize may already have started a recovery: do not mask it.
     if (client.currentState === 'connecting') client.setState('connected');
     return client;
@@ -259,6 +265,41 @@ export class ExecServerClient implements ExecClient {
     return handle;
   }
 
+  /**
+   * Takes over a process of the resumed session that no handle of this client follows yet
+   * (protocol §8 after a window reload): reads its retained output from the start — a head
+   * evicted by the retention cap is skipped, not reported as lost — then follows it live.
+   * Rejects when the session has no such process. `outputWindow`/`manualAck` as for
+   * startProcess: acks count from the server's byte offset (`retainedFromByte`), so the
+   * window it enforces reopens; without that offset the process is followed without acks.
+   */
+  async adoptProcess(processId: string, opts: Pick<StartProcessOptions, 'outputWindow' | 'manualAck'> = {}): Promise<ClientProcess> {
+    if (this.processes.has(processId)) throw new RpcError(ErrorCodes.InvalidRequest, Messages.processExists(processId));
+    const handle = new ClientProcess(processId, this.processOps);
+    this.processes.set(processId, handle);
+    try {
+      const first = await this.request('process/read', { processId, afterSeq: 0, waitMs: 0 });
+      const flowWindow = this.flowControlEnabled && typeof first.retainedFromByte === 'number' ? Math.max(0, Math.floor(opts.outputWindow ?? this.options.outputWindow)) : 0;
+      handle.setFlow({ window: flowWindow, manualAck: flowWindow > 0 && opts.manualAck === true });
+      // Seqs up to the evicted head (or before the first retained chunk on servers that do not say) are history, not a gap.
+      const head = first.evictedThroughSeq ?? (first.chunks.length ? first.chunks[0].seq - 1 : 0);
+      handle.adoptAt(head, first.retainedFromByte ?? 0);
+      handle.starting = false;
+      // This read's chunks are merged as they are (a second read could find a running flood's
+      // head evicted in between); anything after it arrives live or through the catch-up read.
+      if (!handle.catchUp([first])) throw new RpcError(ErrorCodes.InternalError, `process ${processId}: retained output could not be read`);
+      await this.catchUpProcess(this.channel, handle);
+    } catch (e) {
+      if (this.processes.get(processId) === handle) this.processes.delete(processId);
+      throw e;
+    }
+    handle.closed.then(() => {
+      if (this.processes.get(processId) === handle) this.processes.delete(processId);
+    });
+    handle.release();
+    return handle;
+  }
+
   async close(): Promise<void> {
     if (this.currentState === 'closed') return;
     this.setState('closed');
@@ -333,6 +374,19 @@ export class ExecServerClient implements ExecClient {
     for (let i = 0; i < 1000 && this.currentState === 'recovering' && this.recovery; i++) await this.recovery;
     if (this.currentState === 'connected') return this.channel;
     throw new RpcError(ErrorCodes.ConnectionClosed, `${Messages.connectionClosed}: client is ${this.currentState}`);
+  }
+
+  /** The first attach; resuming a session whose old connection has not noticed its end yet (-32010) is retried. */
+  private async attachInitial(resumeSessionId: string | undefined): Promise<void> {
+    const deadline = Date.now() + this.options.recoveryTimeoutMs;
+    for (;;) {
+      try {
+        return await this.attach(resumeSessionId);
+      } catch (e) {
+        if (!(resumeSessionId && e instanceof RpcError && e.code === ErrorCodes.SessionAttached && Date.now() < deadline)) throw e;
+        await new Promise((r) => setTimeout(r, Math.max(this.options.reconnectDelayMs, 200)));
+      }
+    }
   }
 
   /** Opens a channel and initializes it (resuming `resumeSessionId` if given). */

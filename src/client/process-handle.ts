@@ -101,6 +101,17 @@ export class ClientProcess implements ProcessHandle {
     return this.closeSeen;
   }
 
+  /**
+   * An adopted process (client.adoptProcess): seqs through `seq` are history this handle will
+   * not see, and `byteOffset` output bytes precede what it receives (the flow-control count).
+   */
+  adoptAt(seq: number, byteOffset: number): void {
+    if (this.lastSeq >= seq || this.receivedBytes > 0) return;
+    this.lastSeq = seq;
+    for (const k of [...this.outOfOrder.keys()]) if (k <= seq) this.outOfOrder.delete(k);
+    this.receivedBytes = this.consumedBytes = this.ackedBytes = byteOffset;
+  }
+
   /** Starts emitting (on the next macrotask, so `await startProcess()` callers can subscribe). */
   release(): void {
     setImmediate(() => {

@@ -109,6 +109,12 @@ export interface ProcessReadResult {
    * that asked for `afterSeq < evictedThroughSeq` has lost output. Absent on the reference.
    */
   evictedThroughSeq?: number;
+  /**
+   * [extension] Byte offset, in everything the process has output, of the oldest retained
+   * chunk: a client adopting the process (a window reload re-attaching its terminal) starts
+   * its flow-control byte count there, so its acks match the server's. Absent on the reference.
+   */
+  retainedFromByte?: number;
 }
 
 export interface ProcessWriteParams {
@@ -219,7 +225,8 @@ export interface FsReadBlockParams {
   len: number;
 }
 export interface FsReadBlockResult {
-  chunk: string;
+  /** base64; [extension binaryOutput] the bytes themselves on a connection that negotiated binaryOutput. */
+  chunk: string | Uint8Array;
   eof: boolean;
 }
 export interface FsCloseParams {
@@ -251,6 +258,17 @@ export interface FsChangedNotification {
   changes: { path: WireUri; kind: FsChangeKind }[];
 }
 
+/** Sent by the real Codex client (protocol §6a); `fs/missingChanged` follows once a missing path appears. */
+export interface FsWatchMissingParams {
+  watchId: number;
+  missing: WireUri[];
+  present?: string | null;
+}
+export interface FsWatchMissingResult {
+  /** false: not registered (the id is taken or the per-connection budget is spent). */
+  watching: boolean;
+}
+
 /** Reference notification following `fs/watchMissing` (the Codex client's config discovery). */
 export interface FsMissingChangedNotification {
   watchId: number;
@@ -270,6 +288,23 @@ export interface EnvironmentInfo {
 }
 export interface EnvironmentStatus {
   status: 'ready';
+}
+/** Sent by the real Codex client (protocol §6a): the Codex configuration found on the executor host. */
+export interface EnvironmentConfigReadParams {
+  cwd: WireUri;
+  configPaths: WireUri[];
+  requirementsPaths: WireUri[];
+}
+export interface EnvironmentConfigLayers {
+  layers: unknown[];
+  cloudInsertionIndex: number;
+}
+export interface EnvironmentConfigReadResult {
+  userHomeDir: WireUri;
+  codexHomeDir: WireUri;
+  hostname: string;
+  config: EnvironmentConfigLayers;
+  requirements: EnvironmentConfigLayers;
 }
 
 export interface HttpHeader {
@@ -301,7 +336,11 @@ export interface HttpBodyDeltaNotification {
 
 // ---------------------------------------------------------------- method maps
 
-/** Requests: method name → [params, result]. */
+/**
+ * Requests: method name → [params, result]. The server's method table is typed by it (a handler
+ * answering another shape does not compile: src/server/methods/spec.ts); the runtime list of
+ * names is REQUEST_METHODS in ./methods.ts.
+ */
 export interface RequestMap {
   initialize: [InitializeParams, InitializeResult];
   'process/start': [ProcessStartParams, ProcessStartResult];
@@ -327,8 +366,10 @@ export interface RequestMap {
   'fs/rename': [FsRenameParams, Record<string, never>];
   'fs/watch': [FsWatchParams, FsWatchResult];
   'fs/unwatch': [FsUnwatchParams, Record<string, never>];
+  'fs/watchMissing': [FsWatchMissingParams, FsWatchMissingResult];
   'environment/info': [Record<string, never> | null, EnvironmentInfo];
   'environment/status': [Record<string, never> | null, EnvironmentStatus];
+  'environmentConfig/read': [EnvironmentConfigReadParams, EnvironmentConfigReadResult];
   'http/request': [HttpRequestParams, HttpRequestResult];
 }
 export type RequestMethod = keyof RequestMap;
@@ -355,7 +396,7 @@ export const EXTENSION_METHODS = [
   'fs/watch',
   'fs/unwatch',
   'process/ack',
-] as const;
+] as const satisfies readonly (keyof RequestMap)[];
 export type ExtensionMethod = (typeof EXTENSION_METHODS)[number];
 
 /**

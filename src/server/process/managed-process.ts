@@ -199,7 +199,7 @@ export class ManagedProcess {
     else if (this.childPaused) child.pause();
   }
 
-  read(afterSeq: number | undefined, maxBytes: number | undefined): ProcessReadResult & { evictedThroughSeq: number } {
+  read(afterSeq: number | undefined, maxBytes: number | undefined): ProcessReadResult & { evictedThroughSeq: number; retainedFromByte: number } {
     const { chunks, complete } = this.buffer.read(afterSeq ?? 0, maxBytes);
     return {
       chunks: chunks.map((c) => ({ seq: c.seq, stream: c.stream, chunk: c.data.toString('base64') })),
@@ -212,6 +212,7 @@ export class ManagedProcess {
       failure: null,
       sandboxDenied: this.denied,
       evictedThroughSeq: this.buffer.evictedThroughSeq,
+      retainedFromByte: this.producedBytes - this.buffer.retainedBytes,
     };
   }
 
