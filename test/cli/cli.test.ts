@@ -2,7 +2,7 @@
 // serving, clean shutdown that kills children. Run `npm run build` first.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import * as http from 'node:http';
 import * as net from 'node:net';
@@ -10,8 +10,10 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { ExecServerClient } from '../../src/client/client';
 import { connectCommand, connectWebSocket } from '../../src/client/connect';
-import { cliPath, ourServer, repoRoot, startWsServer, waitFor } from '../interop/helpers';
-import { isAlive } from '../pid-alive';
+import { ourServer, startWsServer } from '../interop/helpers';
+import { cliPath, repoRoot, startServerProcess } from '../support/cli';
+import { isAlive } from '../support/process';
+import { waitFor } from '../support/wait';
 
 if (!existsSync(cliPath)) throw new Error(`${cliPath} is missing: run \`npm run build\` before the CLI tests`);
 
@@ -23,7 +25,7 @@ async function startSleeper(client: ExecServerClient): Promise<number> {
   const h = await client.startProcess({ argv: ['sh', '-c', 'echo $$; exec sleep 300'], cwd: os.tmpdir(), env: ENV });
   let out = '';
   h.onOutput((e) => (out += Buffer.from(e.data).toString()));
-  await waitFor(() => /^\d+\n/.test(out), 'child pid');
+  await waitFor(() => /^\d+\n/.test(out), { what: 'child pid' });
   const pid = Number(out.trim());
   assert.ok(isAlive(pid));
   return pid;
@@ -76,36 +78,28 @@ test('cli: a port in use is a clear error with exit 1', async () => {
   }
 });
 
-test('cli: default listen prints exactly one ws:// URL line; /readyz; SIGTERM stops it and kills children', async () => {
-  const child = spawn(process.execPath, [cliPath], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (d) => (stdout += d));
-  child.stderr.on('data', (d) => (stderr += d));
+test('cli: default listen prints exactly one ws:// URL line; /readyz; SIGTERM stops it and kills children', async (t) => {
+  const server = await startServerProcess(process.execPath, [cliPath], { t }); // no --listen: the default
+  const child = server.child;
   const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
-  try {
-    await waitFor(() => stdout.includes('\n'), 'URL line');
-    const url = stdout.trim();
-    assert.match(url, /^ws:\/\/127\.0\.0\.1:\d+$/);
-    const status = await new Promise<number>((resolve, reject) =>
-      http.get(url.replace('ws://', 'http://') + '/readyz', (res) => resolve(res.statusCode ?? 0)).on('error', reject),
-    );
-    assert.equal(status, 200);
-    const client = await connectWebSocket(url, { reconnect: false });
-    const pid = await startSleeper(client);
-    child.kill('SIGTERM');
-    assert.equal(await exited, 0);
-    await waitFor(() => !isAlive(pid), `child ${pid} killed`);
-    assert.equal(stdout, `${url}\n`, 'stdout carries only the URL line');
-    assert.match(stderr, /shutting down \(SIGTERM\)/);
-    await client.close();
-  } finally {
-    child.kill('SIGKILL');
-  }
+  const url = server.url;
+  assert.match(url, /^ws:\/\/127\.0\.0\.1:\d+$/);
+  const status = await new Promise<number>((resolve, reject) =>
+    http.get(url.replace('ws://', 'http://') + '/readyz', (res) => resolve(res.statusCode ?? 0)).on('error', reject),
+  );
+  assert.equal(status, 200);
+  const client = await connectWebSocket(url, { reconnect: false });
+  const pid = await startSleeper(client);
+  child.kill('SIGTERM');
+  assert.equal(await exited, 0);
+  await waitFor(() => !isAlive(pid), { what: `child ${pid} killed` });
+  assert.equal(server.stdout(), `${url}\n`, 'stdout carries only the URL line');
+  assert.match(server.stderr(), /shutting down \(SIGTERM\)/);
+  await client.close();
 });
 
-test('cli: SIGINT also shuts down cleanly', async () => {
-  const server = await startWsServer(ourServer);
+test('cli: SIGINT also shuts down cleanly', async (t) => {
+  const server = await startWsServer(ourServer, [], undefined, t);
   const exited = new Promise<number | null>((r) => server.child.once('exit', (code) => r(code)));
   server.child.kill('SIGINT');
   assert.equal(await exited, 0);
@@ -126,7 +120,7 @@ test('cli: stdio — a session over stdin/stdout; end of input ends it and kills
     assert.equal(out, 'via-stdio\n');
     const pid = await startSleeper(client);
     await client.close();
-    await waitFor(() => !isAlive(pid), `child ${pid} killed after end of input`);
-    await waitFor(() => logs.some((l) => /new session/.test(l)), 'server stderr forwarded to the client log');
+    await waitFor(() => !isAlive(pid), { what: `child ${pid} killed after end of input` });
+    await waitFor(() => logs.some((l) => /new session/.test(l)), { what: 'server stderr forwarded to the client log' });
   }
 });

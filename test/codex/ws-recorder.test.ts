@@ -7,6 +7,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { test } from 'node:test';
 import WebSocket from 'ws';
 import { ourServer, startWsServer } from '../interop/helpers';
+import { waitFor } from '../support/wait';
 import { startWsRecorder } from './ws-recorder';
 
 function connect(url: string, token?: string): Promise<WebSocket> {
@@ -28,8 +29,7 @@ test('ws-recorder relays and records JSON-RPC, passes the token through, and mir
     ws.on('message', (d) => answers.push(JSON.parse(String(d))));
     ws.send(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { clientName: 'rec-test' } }));
     ws.send(JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'no/such/method', params: {} }));
-    const end = Date.now() + 10_000;
-    while (answers.length < 2 && Date.now() < end) await new Promise((r) => setTimeout(r, 10));
+    await waitFor(() => answers.length >= 2, { what: 'both answers relayed to the client', timeout: 10_000 });
     assert.equal(answers.length, 2, 'both answers relayed to the client');
 
     const [init] = rec.calls('initialize');

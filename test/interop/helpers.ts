@@ -1,10 +1,11 @@
 // Shared helpers for tests that run real server processes (our CLI, the reference binary).
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import * as path from 'node:path';
+import type { TestContext } from 'node:test';
+import { cliPath, repoRoot, startServerProcess, type ServerProcess } from '../support/cli';
 
-export const repoRoot = process.env.EXEC_SERVER_REPO ?? path.resolve(__dirname, '../../..');
-export const cliPath = path.join(repoRoot, 'dist/cli.js');
+export { cliPath, repoRoot } from '../support/cli';
 
 let reference: { bin: string; home: string } | undefined;
 /**
@@ -53,51 +54,9 @@ export function commandOf(s: ServerCommand): string {
   return s.name === 'reference' ? referenceBinary() : s.command;
 }
 
-export interface RunningServer {
-  url: string;
-  child: ChildProcess;
-  stderr: () => string;
-  stop(): Promise<void>;
-}
+export type RunningServer = ServerProcess;
 
-/** Starts a server listening on ws://127.0.0.1:0 and waits for the URL line on stdout. */
-export function startWsServer(s: ServerCommand, extraArgs: string[] = [], timeoutMs = 30_000): Promise<RunningServer> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(commandOf(s), [...s.args('ws://127.0.0.1:0'), ...extraArgs], { env: s.env(), stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    let err = '';
-    child.stderr!.on('data', (d) => (err += d));
-    const stop = () =>
-      new Promise<void>((res) => {
-        if (child.exitCode !== null || child.signalCode !== null) return res();
-        child.once('exit', () => res());
-        child.kill('SIGTERM');
-        setTimeout(() => child.kill('SIGKILL'), 5000).unref();
-      });
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`${s.name} server did not print its URL in ${timeoutMs} ms; stderr: ${err}`));
-    }, timeoutMs);
-    child.stdout!.on('data', (d) => {
-      out += d;
-      const m = /^(wss?:\/\/\S+)\s*$/m.exec(out);
-      if (m) {
-        clearTimeout(timer);
-        resolve({ url: m[1], child, stderr: () => err, stop });
-      }
-    });
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`${s.name} server exited (${code}) before printing its URL; stderr: ${err}`));
-    });
-  });
-}
-
-/** Polls `cond` until true (bounded). */
-export async function waitFor(cond: () => boolean, what: string, timeoutMs = 20_000): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
+/** Starts a server listening on ws://127.0.0.1:0 and waits for the URL line on stdout (test/support/cli.ts). */
+export function startWsServer(s: ServerCommand, extraArgs: string[] = [], timeoutMs = 30_000, t?: TestContext): Promise<RunningServer> {
+  return startServerProcess(commandOf(s), [...s.args('ws://127.0.0.1:0'), ...extraArgs], { env: s.env(), timeoutMs, name: `${s.name} server`, t });
 }

@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import * as os from 'node:os';
 import { commandOf, ourServer, referenceServer, type ServerCommand } from './helpers';
+import { waitFor } from '../support/wait';
 
 type Reply = { id: number; result?: Record<string, unknown>; error?: { code: number; message: string } };
 
@@ -27,11 +28,10 @@ async function exchange(server: ServerCommand, batches: object[][]): Promise<Map
     for (const batch of batches) {
       for (const m of batch) child.stdin.write(JSON.stringify(m) + '\n');
       const ids = batch.filter((m) => 'id' in m).map((m) => (m as { id: number }).id);
-      const end = Date.now() + 20_000;
-      while (!ids.every((id) => replies.has(id))) {
-        if (Date.now() > end) throw new Error(`${server.name}: no reply to ${ids.filter((id) => !replies.has(id))}`);
-        await new Promise((r) => setTimeout(r, 10));
-      }
+      await waitFor(() => ids.every((id) => replies.has(id)), {
+        what: `${server.name}: replies to ${ids}`,
+        detail: () => `no reply to ${ids.filter((id) => !replies.has(id))}`,
+      });
     }
   } finally {
     child.stdin.end();

@@ -3,15 +3,17 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { RpcChannel } from '../../src/rpc/channel';
 import { ExecServerClient } from '../../src/client/client';
 import { connectCommand } from '../../src/client/connect';
 import { spawnCommandTransport } from '../../src/transports/command';
-import { cliPath, repoRoot, waitFor } from '../interop/helpers';
-import { isAlive } from '../pid-alive';
+import { cliPath, repoRoot } from '../support/cli';
+import { isAlive } from '../support/process';
+import { tempDir } from '../support/tmp';
+import { waitFor } from '../support/wait';
 
 if (!existsSync(cliPath)) throw new Error(`${cliPath} is missing: run \`npm run build\` first`);
 
@@ -26,8 +28,8 @@ test('command: the server child runs while connected and dies when the client cl
   assert.equal(isAlive(child.pid!), false);
 });
 
-test('command: the child is killed when the parent process exits abruptly', async () => {
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'cmd-exit-'));
+test('command: the child is killed when the parent process exits abruptly', async (t) => {
+  const dir = tempDir('cmd-exit-', { t });
   const script = path.join(dir, 'parent.js');
   writeFileSync(
     script,
@@ -37,17 +39,13 @@ test('command: the child is killed when the parent process exits abruptly', asyn
        setTimeout(() => process.exit(0), 200); // exit without closing anything
      });`,
   );
-  try {
-    const parent = spawn(process.execPath, [script], { stdio: ['ignore', 'pipe', 'inherit'] });
-    let out = '';
-    parent.stdout.on('data', (d) => (out += d));
-    await new Promise((r) => parent.once('exit', r));
-    const pid = Number(out.trim());
-    assert.ok(pid > 0, `child pid printed (${out})`);
-    await waitFor(() => !isAlive(pid), `server child ${pid} gone after parent exit`);
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+  const parent = spawn(process.execPath, [script], { stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  parent.stdout.on('data', (d) => (out += d));
+  await new Promise((r) => parent.once('exit', r));
+  const pid = Number(out.trim());
+  assert.ok(pid > 0, `child pid printed (${out})`);
+  await waitFor(() => !isAlive(pid), { what: `server child ${pid} gone after parent exit` });
 });
 
 test('command: a command that cannot be spawned rejects clearly', async () => {
