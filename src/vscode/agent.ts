@@ -6,35 +6,20 @@
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { AgentEndpoint } from './core/agent-endpoint';
-import { DEFAULT_AGENT_TIMEOUT_SECONDS, type AgentGateHost, type AgentQuestion } from './core/agent-gate';
-import { APPROVAL_POLICIES, type ApprovalHost, type ApprovalPolicy } from './core/approval';
+import type { AgentGateHost, AgentQuestion } from './core/agent-gate';
+import type { ApprovalHost } from './core/approval';
 import { commandLine } from './core/display-text';
 import { LOCAL_ENVIRONMENT } from './core/environment-store';
+import type { SettingsOwner } from './core/settings';
 import type { ServerTelemetry } from '../telemetry/api';
 import type { StatusBar } from './environments';
 import { workspaceFolderPaths, type TerminalService } from './terminals';
 
-/** A setting's user (global) value, else its default: workspace and folder values are ignored. */
-export function userSetting<T>(key: string): T | undefined {
-  const i = vscode.workspace.getConfiguration('execServer').inspect<T>(key);
-  return i?.globalValue ?? i?.defaultValue;
-}
-
-function policySetting(): ApprovalPolicy {
-  const v = userSetting<string>('approval.policy');
-  return (APPROVAL_POLICIES as readonly string[]).includes(v ?? '') ? (v as ApprovalPolicy) : 'askOutsideWorkspace';
-}
-
-function timeoutSetting(): number {
-  const s = userSetting<number>('approval.timeoutSeconds');
-  return (typeof s === 'number' && s > 0 ? s : DEFAULT_AGENT_TIMEOUT_SECONDS) * 1000;
-}
-
 /** Reads the approval settings and shows the approval notification (API / programmatic commands). */
-export function vscodeApprovalHost(log: vscode.LogOutputChannel): ApprovalHost {
+export function vscodeApprovalHost(settings: SettingsOwner, log: vscode.LogOutputChannel): ApprovalHost {
   return {
-    policy: policySetting,
-    timeoutMs: timeoutSetting,
+    policy: () => settings.current.approvalPolicy,
+    timeoutMs: () => settings.current.approvalTimeoutMs,
     workspaceRoots: (environment?: string) => workspaceFolderPaths(environment ?? LOCAL_ENVIRONMENT),
     prompt: (message, choices) => Promise.resolve(vscode.window.showWarningMessage(message, ...choices)),
     log: (m) => log.info(m),
@@ -65,7 +50,7 @@ class ApprovalDetails implements vscode.TextDocumentContentProvider {
  * shell-quoted by the core, so it forms no link). Long or detailed requests also open a
  * read-only plain-text editor with the full request (argv one per line, env, sandbox...).
  */
-export function vscodeAgentGateHost(ctx: vscode.ExtensionContext, log: vscode.LogOutputChannel): AgentGateHost & vscode.Disposable {
+export function vscodeAgentGateHost(ctx: vscode.ExtensionContext, settings: SettingsOwner, log: vscode.LogOutputChannel): AgentGateHost & vscode.Disposable {
   const details = new ApprovalDetails();
   const registration = vscode.workspace.registerTextDocumentContentProvider(APPROVAL_DETAILS_SCHEME, details);
   // VS Code's user settings (…/User) and installed extensions: an agent must not edit them silently.
@@ -74,9 +59,9 @@ export function vscodeAgentGateHost(ctx: vscode.ExtensionContext, log: vscode.Lo
   const parent = path.dirname(ctx.extensionUri.fsPath);
   const extensionsDir = path.basename(parent) === 'extensions' ? [parent] : [];
   return {
-    policy: policySetting,
-    sandboxAll: () => userSetting<boolean>('approval.sandboxAgentCommands') === true,
-    timeoutMs: timeoutSetting,
+    policy: () => settings.current.approvalPolicy,
+    sandboxAll: () => settings.current.sandboxAgentCommands,
+    timeoutMs: () => settings.current.approvalTimeoutMs,
     workspaceRoots: () => workspaceFolderPaths(LOCAL_ENVIRONMENT),
     protectedRoots: () => [userDir, ...extensionsDir],
     async ask(q) {
@@ -108,6 +93,8 @@ export interface AgentServiceDeps {
   terminals: TerminalService;
   statusBar: StatusBar;
   log: vscode.LogOutputChannel;
+  /** The port setting is read at each start. */
+  settings: SettingsOwner;
   /** Server spans/metrics of the endpoint's own engine (execServer.telemetry.*), read at each start. */
   serverTelemetry?: () => ServerTelemetry;
 }
@@ -153,10 +140,9 @@ export class AgentEndpointService implements vscode.Disposable {
   }
 
   private async listen(): Promise<AgentEndpoint> {
-    const port = userSetting<number>('agentEndpoint.port') ?? 0;
     const log = this.deps.log;
     const ep = await AgentEndpoint.start({
-      port: Number.isInteger(port) && port >= 0 && port < 65536 ? port : 0,
+      port: this.deps.settings.current.agentEndpointPort,
       gate: this.deps.gateHost,
       serverOptions: { telemetry: this.deps.serverTelemetry?.() },
       onProcessStarted: (p) => this.deps.terminals.showAgentProcess(p),

@@ -19,8 +19,6 @@ export interface CommandServices {
   agent: AgentEndpointService;
   log: vscode.LogOutputChannel;
   refresh(): void;
-  /** The commands changed the settings themselves (their connections are already handled). */
-  settingsWritten(): void;
   /** The approval gate for command lines given programmatically (like the API's run). */
   approve(environment: string, argv: string[], cwd: string): Promise<void>;
   /** Shows per-environment request statistics (./telemetry.ts). */

@@ -30,7 +30,6 @@ export function registerEnvironmentCommands(d: CommandDeps): void {
     const config = await d.store.add(input); // validates first: bad input changes nothing
     // Replacing an entry: drop the live connection so the next use takes the new settings.
     await d.manager.disconnect(config.name);
-    d.settingsWritten();
     d.log.info(`environment ${config.name} saved (${config.kind})`);
     d.refresh();
     return { name: config.name, kind: config.kind };
@@ -84,7 +83,6 @@ export function registerEnvironmentCommands(d: CommandDeps): void {
     await d.manager.disconnect(env);
     d.registry.forgetEnvironment(env);
     const removed = await d.store.remove(env);
-    d.settingsWritten();
     if (!removed) throw new Error(`Exec Server: unknown environment "${env}"`);
     d.refresh();
     return true;

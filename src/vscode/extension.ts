@@ -7,11 +7,12 @@ import { ENVIRONMENTS_VIEW, TERMINAL_PROFILE } from './command-ids';
 import { registerCommands } from './commands';
 import { ApprovalGate } from './core/approval';
 import { EnvironmentManager } from './core/environment-manager';
-import { EnvironmentStore, LOCAL_ENVIRONMENT, type EnvironmentSetting } from './core/environment-store';
+import { EnvironmentStore, LOCAL_ENVIRONMENT, parseEnvironments, type EnvironmentSetting } from './core/environment-store';
 import { ProcessRegistry } from './core/process-registry';
 import { connectWithProgress, createConnector, LocalServerHolder, StatusBar } from './environments';
 import { ExecFileSystemProvider } from './file-system-provider';
 import { SCHEME, TerminalService } from './terminals';
+import { createSettingsOwner } from './settings';
 import { ExecServerTree } from './tree';
 import { registerRequestTelemetry } from './telemetry';
 
@@ -21,14 +22,15 @@ export function activate(ctx: vscode.ExtensionContext): ExecServerApi {
   const log = vscode.window.createOutputChannel('Exec Server', { log: true });
   ctx.subscriptions.push(log);
 
-  const config = () => vscode.workspace.getConfiguration('execServer');
+  // Every setting through one owner, user scope only (./settings.ts); it refreshes itself on
+  // configuration changes and after its own writes, and tells onDidChange listeners.
+  const settings = createSettingsOwner(ctx);
   const store = new EnvironmentStore(
     {
       // User settings only: a workspace (which an agent can write) must not add commands to run.
-      read: () => config().inspect('environments')?.globalValue,
-      // Write the user (global) list: never copy workspace-level entries into it.
-      readForWrite: () => config().inspect('environments')?.globalValue,
-      write: (value: EnvironmentSetting[]) => Promise.resolve(config().update('environments', value, vscode.ConfigurationTarget.Global)),
+      read: () => settings.current.environments,
+      // Writes the user (global) list: never copies workspace-level entries into it.
+      write: (value: EnvironmentSetting[]) => settings.write('environments', value),
     },
     {
       get: (k) => Promise.resolve(ctx.secrets.get(k)),
@@ -38,24 +40,22 @@ export function activate(ctx: vscode.ExtensionContext): ExecServerApi {
   );
   for (const p of store.problems()) log.warn(`settings: ${p}`);
 
-  const { telemetry, showStatistics } = registerRequestTelemetry(ctx, log);
+  const { telemetry, showStatistics } = registerRequestTelemetry(ctx, settings, log);
   const local = new LocalServerHolder(log, () => telemetry.server());
   const connector = createConnector(local, (env) => telemetry.client(env));
   const manager = new EnvironmentManager(store, connector, {
     log: (level, message) => log[level](message),
   });
   const registry = new ProcessRegistry();
-  const gate = new ApprovalGate(vscodeApprovalHost(log));
+  const gate = new ApprovalGate(vscodeApprovalHost(settings, log));
   const statusBar = new StatusBar(store, manager);
   const terminals = new TerminalService({ getClient: (env) => connectWithProgress(manager, env, log), registry, log });
-  const agentGateHost = vscodeAgentGateHost(ctx, log);
+  const agentGateHost = vscodeAgentGateHost(ctx, settings, log);
   ctx.subscriptions.push(agentGateHost);
-  const agent = new AgentEndpointService({ gateHost: agentGateHost, terminals, statusBar, log, serverTelemetry: () => telemetry.server() });
+  const agent = new AgentEndpointService({ gateHost: agentGateHost, terminals, statusBar, log, settings, serverTelemetry: () => telemetry.server() });
   const tree = new ExecServerTree(store, manager, registry, () => agent.running?.url);
   ctx.subscriptions.push(statusBar, terminals, agent, tree);
 
-  const snapshot = () => new Map(store.list().map((e) => [e.name, JSON.stringify(e)]));
-  let known = snapshot();
   const refresh = () => {
     tree.refresh();
     statusBar.update();
@@ -69,19 +69,19 @@ export function activate(ctx: vscode.ExtensionContext): ExecServerApi {
       void vscode.window.showWarningMessage(`Exec Server: ${reason}; reconnecting…`);
     }),
     manager.onDidReconnect(({ environment }) => log.info(`${environment}: reconnected with a new session`)),
-    vscode.workspace.onDidChangeConfiguration((e) => {
-      if (!e.affectsConfiguration('execServer.environments')) return;
-      for (const p of store.problems()) log.warn(`settings: ${p}`);
-      // An environment edited or removed in the settings: drop its live connection.
-      const now = snapshot();
-      for (const [name, was] of known) {
-        if (now.get(name) !== was && manager.state(name) !== 'disconnected') {
-          log.info(`${name}: settings changed; disconnecting`);
-          registry.forgetEnvironment(name);
-          void manager.disconnect(name);
+    settings.onDidChange(({ changed, previous, current }) => {
+      if (!changed.has('environments')) return;
+      const now = parseEnvironments(current.environments);
+      for (const p of now.problems) log.warn(`settings: ${p}`);
+      // An environment edited or removed in the settings (by hand or by a command): drop its live connection.
+      const entry = new Map(now.configs.map((e) => [e.name, JSON.stringify(e)]));
+      for (const was of parseEnvironments(previous.environments).configs) {
+        if (entry.get(was.name) !== JSON.stringify(was) && manager.state(was.name) !== 'disconnected') {
+          log.info(`${was.name}: settings changed; disconnecting`);
+          registry.forgetEnvironment(was.name);
+          void manager.disconnect(was.name);
         }
       }
-      known = now;
       refresh();
     }),
     vscode.window.createTreeView(ENVIRONMENTS_VIEW, { treeDataProvider: tree, showCollapseAll: false }),
@@ -113,8 +113,7 @@ export function activate(ctx: vscode.ExtensionContext): ExecServerApi {
     const d = await gate.check({ kind: 'run', argv, cwd, environment }, 'api');
     if (!d.allowed) throw new Error(`Exec Server: running ${argv.join(' ')} was not approved (${d.reason})`);
   };
-  const settingsWritten = () => (known = snapshot());
-  registerCommands(ctx, { store, manager, registry, terminals, agent, log, refresh, approve, settingsWritten, showRequestStatistics: showStatistics,
+  registerCommands(ctx, { store, manager, registry, terminals, agent, log, refresh, approve, showRequestStatistics: showStatistics,
     testConnect: (c, token) => connector.connect(c, token),
   });
   const api: ExecServerApi = {

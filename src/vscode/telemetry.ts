@@ -1,18 +1,16 @@
-// The extension's telemetry glue: reads the execServer.telemetry.* settings (user settings
-// only), and renders "Exec Server: Show Request Statistics" (per-environment, per-method
+// The extension's telemetry glue: takes the execServer.telemetry.* settings from the settings
+// owner (user settings only), and renders "Exec Server: Show Request Statistics" (per-environment, per-method
 // counts and latency percentiles in an output channel; no collector needed).
 import * as vscode from 'vscode';
-import { RequestTelemetry, type TelemetrySettings } from './core/request-telemetry';
+import { RequestTelemetry } from './core/request-telemetry';
+import type { SettingsOwner } from './core/settings';
 
-export function registerRequestTelemetry(ctx: vscode.ExtensionContext, log: vscode.LogOutputChannel): { telemetry: RequestTelemetry; showStatistics(): void } {
-  const setting = <T>(key: string): T | undefined => vscode.workspace.getConfiguration('execServer').inspect<T>(key)?.globalValue;
-  const telemetry = new RequestTelemetry(
-    (): TelemetrySettings => ({
-      otlpEndpoint: (setting<string>('telemetry.otlpEndpoint') ?? '').trim(),
-      otlpProtocol: setting<string>('telemetry.otlpProtocol') === 'http/json' ? 'http/json' : 'http/protobuf',
-    }),
-    (level, message) => log[level](message),
-  );
+export function registerRequestTelemetry(
+  ctx: vscode.ExtensionContext,
+  settings: SettingsOwner,
+  log: vscode.LogOutputChannel,
+): { telemetry: RequestTelemetry; showStatistics(): void } {
+  const telemetry = new RequestTelemetry(() => settings.current.telemetry, (level, message) => log[level](message));
   const out = vscode.window.createOutputChannel('Exec Server Request Statistics');
   const showStatistics = () => {
     out.clear();
@@ -21,8 +19,8 @@ export function registerRequestTelemetry(ctx: vscode.ExtensionContext, log: vsco
   };
   ctx.subscriptions.push(
     out,
-    vscode.workspace.onDidChangeConfiguration((e) => {
-      if (e.affectsConfiguration('execServer.telemetry')) log.info('telemetry settings changed: they apply to new connections (and to Local after a restart)');
+    settings.onDidChange(({ changed }) => {
+      if (changed.has('telemetry')) log.info('telemetry settings changed: they apply to new connections (and to Local after a restart)');
     }),
   );
   return { telemetry, showStatistics };

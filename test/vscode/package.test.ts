@@ -6,6 +6,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs
 import os from 'node:os';
 import path from 'node:path';
 import { describe, it } from 'node:test';
+import { DECLARED_ONLY_SETTINGS, SETTING_KEYS } from '../../src/vscode/core/settings';
 import { COMMAND_CATEGORY, COMMANDS, ENVIRONMENTS_VIEW, TERMINAL_PROFILE, type CommandContribution } from '../../src/vscode/command-ids';
 
 const repo = process.env.EXEC_SERVER_REPO ?? path.resolve(__dirname, '../../..');
@@ -32,6 +33,15 @@ describe('extension manifest', () => {
     const referenced = referencedCommands(pkg.contributes);
     assert.ok(referenced.length >= 10, `found ${referenced.length} references`);
     for (const id of referenced) assert.ok(id in COMMANDS, `${id} is referenced in package.json but not in COMMANDS (src/vscode/command-ids.ts)`);
+  });
+
+  it('declares exactly the settings the settings owner reads, all user-scope only (scope: application)', () => {
+    const props = pkg.contributes.configuration.properties as Record<string, { scope?: string }>;
+    const declared = Object.keys(props).sort();
+    const read = [...Object.keys(SETTING_KEYS), ...DECLARED_ONLY_SETTINGS].map((k) => `execServer.${k}`).sort();
+    assert.deepEqual(declared, read);
+    // An agent can write workspace files: no setting of this extension may come from them.
+    for (const [key, p] of Object.entries(props)) assert.equal(p.scope, 'application', `${key} is user-scope only`);
   });
 
   it('activates lazily and declares the terminal profile, view, file system and settings the code uses', () => {

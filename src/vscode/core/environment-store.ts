@@ -77,6 +77,20 @@ export function parseEnvironment(raw: unknown): EnvironmentConfig | string {
   return { name, kind: 'command', command: e.command, args: (e.args as string[] | undefined) ?? [] };
 }
 
+/** The valid entries of a raw `execServer.environments` value (first one wins on duplicate names) and the problems of the others. */
+export function parseEnvironments(v: unknown): { configs: EnvironmentConfig[]; problems: string[] } {
+  const problems: string[] = [];
+  const configs: EnvironmentConfig[] = [];
+  if (v !== undefined && v !== null && !Array.isArray(v)) problems.push('execServer.environments must be an array');
+  for (const raw of Array.isArray(v) ? v : []) {
+    const c = parseEnvironment(raw);
+    if (typeof c === 'string') problems.push(c);
+    else if (configs.some((x) => x.name === c.name)) problems.push(`environment "${c.name}" is defined twice; the first one is used`);
+    else configs.push(c);
+  }
+  return { configs, problems };
+}
+
 export class EnvironmentStore {
   constructor(
     private readonly settings: SettingsAccess,
@@ -136,16 +150,6 @@ export class EnvironmentStore {
   }
 
   private load(): { configs: EnvironmentConfig[]; problems: string[] } {
-    const v = this.settings.read();
-    const problems: string[] = [];
-    const configs: EnvironmentConfig[] = [];
-    if (v !== undefined && v !== null && !Array.isArray(v)) problems.push('execServer.environments must be an array');
-    for (const raw of this.rawEntries()) {
-      const c = parseEnvironment(raw);
-      if (typeof c === 'string') problems.push(c);
-      else if (configs.some((x) => x.name === c.name)) problems.push(`environment "${c.name}" is defined twice; the first one is used`);
-      else configs.push(c);
-    }
-    return { configs, problems };
+    return parseEnvironments(this.settings.read());
   }
 }
