@@ -10,7 +10,8 @@ import type { BenchClient } from './bench-client';
 import { prepareFixtures } from './fixtures';
 import { consoleTable, cpuRows, failures, judge, markdownTable, outcome, tableRows, type ServerCpu, type BenchResult, type MetricResult, type TargetName } from './report';
 import { FULL, QUICK, scenarios, StallError, type BenchConfig, type Samples, type Scenario } from './scenarios';
-import { oursCommand, referenceCommand, startServer, type ServerCommand, type ServerUnderTest } from './servers';
+import { BarePipeBench, BareWsBench } from './bare-clients';
+import { bareWsCommand, oursCommand, referenceCommand, startServer, type ServerCommand, type ServerUnderTest } from './servers';
 import { renderSvg } from './svg';
 import { nowMs } from './stats';
 import { createTargetFactory, type TargetFactory } from './targets';
@@ -34,11 +35,11 @@ function arg(name: string): string | undefined {
   return a.includes('=') ? a.slice(a.indexOf('=') + 1) : '';
 }
 
-async function serverTarget(name: 'ours' | 'reference', cmd: ServerCommand, factory: TargetFactory): Promise<Target> {
+async function serverTarget(name: 'ours' | 'reference' | 'bareWs', cmd: ServerCommand, factory: TargetFactory): Promise<Target> {
   let server: ServerUnderTest = await startServer(cmd);
   return {
     name,
-    connect: () => factory.websocket(server.url),
+    connect: () => (name === 'bareWs' ? BareWsBench.connect(server.url) : factory.websocket(server.url)),
     async recover() {
       await server.stop();
       server = await startServer(cmd);
@@ -89,7 +90,8 @@ interface TargetState {
 
 async function runScenario(s: Scenario, targets: Target[], cfg: BenchConfig, fx: ReturnType<typeof prepareFixtures>): Promise<Map<TargetName, TargetState>> {
   const state = new Map<TargetName, TargetState>(targets.map((t) => [t.name, { samples: {}, cpuMs: 0, cpuRounds: 0 }]));
-  const ws = targets.filter((t) => t.name !== 'inProcess');
+  const isBare = (t: Target) => t.name === 'bareWs' || t.name === 'barePipe';
+  const ws = targets.filter((t) => t.name !== 'inProcess' && (!isBare(t) || s.ceilings));
   const inProc = targets.find((t) => t.name === 'inProcess');
   for (let round = 0; round < cfg.rounds; round++) {
     // Alternate who goes first so neither server always runs on a warmer (or busier) machine.
@@ -164,6 +166,11 @@ export async function main(repo: string): Promise<number> {
     }
     const inProcess = arg('no-in-process') === undefined ? factory.inProcess : undefined;
     if (inProcess) targets.push({ name: 'inProcess', connect: inProcess, recover: async () => undefined, stop: async () => undefined });
+    // The ceilings of the stream scenario (bench/bare-clients.ts), alternated with the servers.
+    if (list.some((s) => s.ceilings) && arg('no-ceilings') === undefined) {
+      targets.push(await serverTarget('bareWs', bareWsCommand(repo), factory));
+      targets.push({ name: 'barePipe', connect: async () => new BarePipeBench(), recover: async () => undefined, stop: async () => undefined });
+    }
     console.log(`clients: websocket = ${factory.websocketKind}; in-process = ${factory.inProcessKind}`);
 
     const metrics: MetricResult[] = [];
@@ -176,14 +183,23 @@ export async function main(repo: string): Promise<number> {
         return st && st.cpuRounds > 0 && !st.failure ? st.cpuMs / st.cpuRounds : null;
       };
       const rss = (t: TargetName) => state.get(t)?.rssMiB ?? null;
-      serverCpu.push({ scenario: s.id, title: s.title, oursMs: perRound('ours'), referenceMs: perRound('reference'), oursRssMiB: rss('ours'), referenceRssMiB: rss('reference') });
+      serverCpu.push({
+        scenario: s.id,
+        title: s.title,
+        oursMs: perRound('ours'),
+        referenceMs: perRound('reference'),
+        oursRssMiB: rss('ours'),
+        referenceRssMiB: rss('reference'),
+        ...(s.ceilings && state.has('bareWs') ? { bareWsMs: perRound('bareWs') } : {}),
+      });
       for (const m of s.metrics(cfg)) {
         const o = (t: TargetName) => {
           const st = state.get(t);
           if (!st) return outcome([], m);
           return outcome(st.samples[m.source] ?? [], m, st.failure);
         };
-        metrics.push(judge(m, o('ours'), o('reference'), o('inProcess')));
+        const bare = s.ceilings && state.has('bareWs') ? { bareWs: o('bareWs'), barePipe: o('barePipe') } : undefined;
+        metrics.push(judge(m, o('ours'), o('reference'), o('inProcess'), bare));
       }
     }
     // Telemetry off vs on (bench/telemetry.ts): our CLI only; `--telemetry-baseline=PATH` adds a pre-telemetry build.

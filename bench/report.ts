@@ -4,8 +4,8 @@
 import { median, percentile } from './stats';
 import type { BenchConfig, MetricDef } from './scenarios';
 
-export type TargetName = 'ours' | 'reference' | 'inProcess';
-export const TARGETS: TargetName[] = ['ours', 'reference', 'inProcess'];
+export type TargetName = 'ours' | 'reference' | 'inProcess' | 'bareWs' | 'barePipe';
+export const TARGETS: TargetName[] = ['ours', 'reference', 'inProcess', 'bareWs', 'barePipe'];
 
 export interface Outcome {
   status: 'ok' | 'stalled' | 'error' | 'n/a';
@@ -18,6 +18,12 @@ export interface MetricResult extends MetricDef {
   ours: Outcome;
   reference: Outcome;
   inProcess: Outcome;
+  /**
+   * Ceilings of the stream scenario (bench/bare-clients.ts): a plain `ws` server+client with one
+   * binary message per pipe read, and a Node process reading the producer's pipe and discarding it.
+   */
+  bareWs?: Outcome;
+  barePipe?: Outcome;
   /** ours / reference on the raw values. */
   ratio: number | null;
   /** > 1 means ours is better. */
@@ -34,6 +40,8 @@ export interface ServerCpu {
   /** Resident memory after the scenario (MiB). */
   oursRssMiB?: number | null;
   referenceRssMiB?: number | null;
+  /** bench/bare-ws-server.mjs, when the scenario measured the bare ceilings. */
+  bareWsMs?: number | null;
 }
 
 export interface BenchResult {
@@ -54,11 +62,11 @@ export function outcome(samples: number[], m: MetricDef, failure?: { status: 'st
   return { status: 'ok', value, samples: samples.length };
 }
 
-export function judge(m: MetricDef, ours: Outcome, reference: Outcome, inProcess: Outcome): MetricResult {
+export function judge(m: MetricDef, ours: Outcome, reference: Outcome, inProcess: Outcome, bare?: { bareWs: Outcome; barePipe: Outcome }): MetricResult {
   const ok = (o: Outcome) => o.status === 'ok' && o.value !== null;
   const ratio = ok(ours) && ok(reference) ? ours.value! / reference.value! : null;
   const speedup = ratio === null ? null : m.better === 'lower' ? 1 / ratio : ratio;
-  const r: MetricResult = { ...m, ours, reference, inProcess, ratio, speedup };
+  const r: MetricResult = { ...m, ours, reference, inProcess, ...bare, ratio, speedup };
   const parts: string[] = [];
   let met = true;
   if (m.minSpeedup !== undefined) {
@@ -96,7 +104,10 @@ const fmtSpeedup = (x: number | null) => (x === null ? '—' : `${x.toFixed(2)}�
 
 /** Rows for both the console and docs/performance.md (markdown). */
 export function tableRows(result: BenchResult): string[][] {
-  const head = ['metric', 'ours (ws)', 'reference (ws)', 'ours/ref', 'ours better by', 'in-process', 'goal', 'met'];
+  // The ceiling columns only when a scenario measured them (stdout streaming).
+  const bare = result.metrics.some((m) => m.bareWs || m.barePipe);
+  const head = ['metric', 'ours (ws)', 'reference (ws)', 'ours/ref', 'ours better by', 'in-process', ...(bare ? ['bare ws', 'bare pipe'] : []), 'goal', 'met'];
+  const none: Outcome = { status: 'n/a', value: null, samples: 0 };
   const rows = result.metrics.map((m) => [
     m.label,
     fmtOutcome(m.ours, m.unit),
@@ -104,6 +115,7 @@ export function tableRows(result: BenchResult): string[][] {
     fmtRatio(m.ratio),
     fmtSpeedup(m.speedup),
     fmtOutcome(m.inProcess, m.unit),
+    ...(bare ? [fmtOutcome(m.bareWs ?? none, m.unit), fmtOutcome(m.barePipe ?? none, m.unit)] : []),
     m.goal?.text ?? '',
     m.goal ? (m.goal.met ? 'yes' : 'NO') : '',
   ]);
@@ -126,6 +138,7 @@ export function failures(result: BenchResult): string[] {
   for (const m of result.metrics) {
     for (const t of TARGETS) {
       const o = m[t];
+      if (!o) continue;
       if ((o.status === 'error' || o.status === 'stalled') && o.detail) out.push(`${m.label} / ${t}: ${o.status}: ${o.detail}`);
     }
   }
@@ -135,13 +148,15 @@ export function failures(result: BenchResult): string[] {
 export function cpuRows(result: BenchResult): string[][] {
   const f = (v: number | null) => (v === null ? '—' : `${v.toFixed(0)} ms`);
   const mib = (v: number | null | undefined) => (v === null || v === undefined || Number.isNaN(v) ? '—' : `${v.toFixed(0)} MiB`);
+  const bare = (result.serverCpu ?? []).some((c) => c.bareWsMs !== undefined && c.bareWsMs !== null);
   const rows = (result.serverCpu ?? []).map((c) => [
     c.title,
     f(c.oursMs),
     f(c.referenceMs),
     c.oursMs !== null && c.referenceMs !== null && c.referenceMs > 0 ? (c.oursMs / c.referenceMs).toFixed(2) : '—',
+    ...(bare ? [f(c.bareWsMs ?? null)] : []),
     mib(c.oursRssMiB),
     mib(c.referenceRssMiB),
   ]);
-  return [['server CPU time per round (user+sys, /proc)', 'ours', 'reference', 'ours/ref', 'ours RSS after', 'ref RSS after'], ...rows];
+  return [['server CPU time per round (user+sys, /proc)', 'ours', 'reference', 'ours/ref', ...(bare ? ['bare ws'] : []), 'ours RSS after', 'ref RSS after'], ...rows];
 }

@@ -73,6 +73,8 @@ export interface Scenario {
   title: string;
   /** Whether the in-process client runs it (it has no socket to pipeline or stall). */
   inProcess: boolean;
+  /** Whether the bare ceilings (bench/bare-clients.ts: plain ws, plain pipe reader) run it too. */
+  ceilings?: boolean;
   /** A round that takes longer is reported as "stalled". */
   timeoutMs(cfg: BenchConfig): number;
   metrics(cfg: BenchConfig): MetricDef[];
@@ -184,12 +186,15 @@ const streaming: Scenario = {
   id: 'stream',
   title: 'stdout streaming (process/start → process/closed, verified)',
   inProcess: true,
+  ceilings: true,
   timeoutMs: () => 120_000,
   metrics: (cfg) => [
     // Ours with binary output frames (negotiated by default; the reference sends JSON). Issue 13's goal: ≥3×.
     { id: 'stream', label: `stdout ${cfg.streamBytes / MiB} MiB (binary frames)`, unit: 'MiB/s', better: 'higher', source: 'mibps', reduce: 'median', minSpeedup: 3, inProcessMin: 1024 },
     // Diagnostic: how the bytes were cut into process/output notifications (fewer = less per-message cost).
     { id: 'stream_chunk', label: 'stdout bytes/notification', unit: 'KiB', better: 'higher', source: 'chunkKiB', reduce: 'median' },
+    // Diagnostic: CPU of the benchmark process per round — the client (in-process: client + server).
+    { id: 'stream_client_cpu', label: 'stdout: client CPU per round', unit: 'ms', better: 'lower', source: 'clientCpuMs', reduce: 'median' },
   ],
   run: (client, cfg, fx) => streamRound(client, cfg, fx),
 };
@@ -202,6 +207,7 @@ const streamingJson: Scenario = {
   timeoutMs: () => 120_000,
   metrics: (cfg) => [
     { id: 'stream_json', label: `stdout ${cfg.streamBytes / MiB} MiB (base64 JSON)`, unit: 'MiB/s', better: 'higher', source: 'mibps', reduce: 'median', minSpeedup: 1.3 },
+    { id: 'stream_json_client_cpu', label: 'stdout JSON: client CPU per round', unit: 'ms', better: 'lower', source: 'clientCpuMs', reduce: 'median' },
   ],
   async run(client, cfg, fx) {
     const json = client.jsonOutputVariant ? await client.jsonOutputVariant() : client;
@@ -217,6 +223,7 @@ async function streamRound(client: BenchClient, cfg: BenchConfig, fx: Fixtures):
   {
     const checker = new PatternChecker();
     let chunks = 0;
+    const cpu0 = process.cpuUsage();
     const t0 = nowMs();
     const code = await client.runCollect(
       [BIN.sh, '-c', `${BIN.yes} ${STREAM_LINE} | ${BIN.head} -c ${cfg.streamBytes}`],
@@ -227,11 +234,12 @@ async function streamRound(client: BenchClient, cfg: BenchConfig, fx: Fixtures):
       },
     );
     const secs = (nowMs() - t0) / 1000;
+    const cpu = process.cpuUsage(cpu0);
     const bytes = checker.bytes;
     if (code !== 0) throw new VerificationError(`stream producer exited with ${code}`);
     if (bytes !== cfg.streamBytes) throw new VerificationError(`${cfg.streamBytes - bytes} bytes lost (got ${bytes} of ${cfg.streamBytes})`);
     if (checker.mismatchAt >= 0) throw new VerificationError(`stream content differs from the produced pattern at byte ${checker.mismatchAt}`);
-    return { mibps: [bytes / MiB / secs], chunkKiB: [bytes / 1024 / chunks] };
+    return { mibps: [bytes / MiB / secs], chunkKiB: [bytes / 1024 / chunks], clientCpuMs: [(cpu.user + cpu.system) / 1000] };
   }
 }
 

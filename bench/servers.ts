@@ -5,7 +5,7 @@ import { existsSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 
 export interface ServerUnderTest {
-  readonly name: 'ours' | 'reference';
+  readonly name: ServerCommand['name'];
   readonly url: string;
   readonly pid: number;
   /** The first 8 KiB of its stderr (logs). */
@@ -14,7 +14,7 @@ export interface ServerUnderTest {
 }
 
 export interface ServerCommand {
-  name: 'ours' | 'reference';
+  name: 'ours' | 'reference' | 'bareWs';
   command: string;
   args: string[];
   env: NodeJS.ProcessEnv;
@@ -26,6 +26,11 @@ export function oursCommand(repo: string, nodeFlags: string[] = [], cliPath?: st
   const cli = cliPath ?? path.join(repo, 'dist', 'cli.js');
   if (!existsSync(cli)) throw new Error(`${cli} is missing: run npm run build`);
   return { name: 'ours', command: process.execPath, args: [...nodeFlags, cli, '--listen', 'ws://127.0.0.1:0', ...extraArgs], env: process.env };
+}
+
+/** bench/bare-ws-server.mjs: the plain-`ws` ceiling of the stream scenario (no protocol). */
+export function bareWsCommand(repo: string): ServerCommand {
+  return { name: 'bareWs', command: process.execPath, args: [path.join(repo, 'bench', 'bare-ws-server.mjs')], env: process.env };
 }
 
 /** The reference binary, installed into the cache by scripts/install-reference.sh when missing. */
