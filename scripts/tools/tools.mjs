@@ -1,7 +1,8 @@
 // The tools the tests need besides the project's own npm dependencies, where each one lives in the
 // cache (EXEC_SERVER_CACHE, default ~/.cache/exec-server), how it is installed and how an install
 // is verified. install.mjs installs them; the tests only look them up (find).
-//   - Debian packages (apt-get): bubblewrap (sandbox tests), chromium, libkrb5-dev, pkg-config (e2e)
+//   - Debian packages (apt-get): bubblewrap (sandbox tests), openssh-server + openssh-client (the
+//     ssh tests start their own sshd on a loopback port), chromium, libkrb5-dev, pkg-config (e2e)
 //   - npm, each in its own folder: the reference @openai/codex, Node 24, code-server, playwright-core
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
@@ -94,6 +95,9 @@ function tools() {
 
   const list = [
     deb('bubblewrap', { command: 'bwrap', keys: () => ({ BWRAP: which('bwrap') }) }),
+    // The ssh tests (test/ssh) start their own sshd on 127.0.0.1; the package's own service is not used.
+    deb('openssh-server', { keys: () => ({ SSHD: '/usr/sbin/sshd' }) }),
+    deb('openssh-client', { command: 'ssh', keys: () => ({ SSH: which('ssh') }) }),
     deb('chromium', { command: 'chromium', keys: () => ({ CHROMIUM: which('chromium') }) }),
     deb('libkrb5-dev'),
     deb('pkg-config', { command: 'pkg-config' }),
@@ -167,8 +171,8 @@ function tools() {
 
 /** Named sets: what the unit/interop tests need, and what the VS Code e2e suite needs. */
 export const groups = {
-  unit: ['bubblewrap', 'reference'],
-  e2e: ['chromium', 'libkrb5-dev', 'pkg-config', 'node24', 'code-server', 'playwright-core'],
+  unit: ['bubblewrap', 'openssh-server', 'openssh-client', 'reference'],
+  e2e: ['openssh-server', 'openssh-client', 'chromium', 'libkrb5-dev', 'pkg-config', 'node24', 'code-server', 'playwright-core'],
 };
 
 /** The tool definitions for names and group names, dependencies first, each once. */

@@ -1,0 +1,245 @@
+// Where Connect to Host goes and how the system `ssh` is called: a typed `user@host[:port]`
+// (or a ~/.ssh/config alias) read strictly — nothing that ssh could take for an option —, the
+// ssh argv (BatchMode: never a password or host-key prompt nobody can answer; `--` before the
+// destination), running ssh to completion, and ssh's failures turned into a kind the UI can
+// name (authentication, unknown host key, no route, …). Free of `vscode`.
+import { spawn } from 'node:child_process';
+
+export interface SshTarget {
+  /** A ~/.ssh/config alias or a host name / address as typed. */
+  host: string;
+  user?: string;
+  port?: number;
+}
+
+/** How ssh is run: the binary, and `-F file` instead of ~/.ssh/config (tests, the setting). */
+export interface SshOptions {
+  sshPath?: string;
+  configFile?: string;
+}
+
+const USER = /^[A-Za-z0-9_][A-Za-z0-9._-]*$/;
+const HOST = /^[A-Za-z0-9_]([A-Za-z0-9._-]*[A-Za-z0-9_])?$/;
+const V6 = /^[0-9A-Fa-f:.]+(%[A-Za-z0-9._-]+)?$/;
+
+/**
+ * Reads `host`, `user@host`, `host:port`, `user@host:port`, `[v6]:port`, `ssh://user@host:port`.
+ * Throws a message fit for the quick pick. Never accepts a leading `-` or whitespace (ssh would
+ * read an option), nor a port outside 1–65535.
+ */
+export function parseSshTarget(input: string): SshTarget {
+  let text = input.trim();
+  if (!text) throw new Error('Enter a host: user@host or user@host:port');
+  if (/^ssh:\/\//i.test(text)) text = text.slice(6).replace(/\/$/, '');
+  if (/\s/.test(text)) throw new Error(`"${text}" holds a space: enter user@host[:port]`);
+  let user: string | undefined;
+  const at = text.lastIndexOf('@');
+  if (at >= 0) {
+    user = text.slice(0, at);
+    text = text.slice(at + 1);
+    if (!USER.test(user)) throw new Error(`"${user}" is not a user name ssh accepts here (letters, digits, . _ -)`);
+  }
+  let host = text;
+  let portText: string | undefined;
+  const v6 = /^\[([^\]]+)\](?::(\d+))?$/.exec(text);
+  if (v6) {
+    host = v6[1];
+    portText = v6[2];
+    if (!V6.test(host)) throw new Error(`"${host}" is not an IPv6 address`);
+  } else {
+    const colon = text.lastIndexOf(':');
+    if (colon >= 0) {
+      host = text.slice(0, colon);
+      portText = text.slice(colon + 1);
+      if (!/^\d+$/.test(portText)) throw new Error(`"${portText}" is not a port number`);
+    }
+    if (!HOST.test(host)) throw new Error(`"${host || text}" is not a host name (letters, digits, . _ -; it may not start with -)`);
+  }
+  let port: number | undefined;
+  if (portText !== undefined) {
+    port = Number(portText);
+    if (!Number.isInteger(port) || port < 1 || port > 65535) throw new Error(`port ${portText} is out of range (1–65535)`);
+  }
+  return { host, user, port };
+}
+
+/** user@host:port as the user would type it again. */
+export function formatSshTarget(t: SshTarget): string {
+  const host = t.host.includes(':') ? `[${t.host}]` : t.host;
+  return `${t.user ? `${t.user}@` : ''}${host}${t.port ? `:${t.port}` : ''}`;
+}
+
+/** A name for the environment (the settings' URI-safe rules): `user@host:port` → `user-host-port`. */
+export function environmentNameFor(t: SshTarget): string {
+  const raw = [t.user, t.host, t.port].filter((x) => x !== undefined && x !== '').join('-');
+  const name = raw.replace(/[^A-Za-z0-9._-]+/g, '-').replace(/-{2,}/g, '-').replace(/^-+|-+$/g, '').slice(0, 64);
+  return name || 'ssh-host';
+}
+
+/** POSIX shell single quoting (also read the same by bash, zsh and fish for such words). */
+export function shQuote(s: string): string {
+  return s !== '' && /^[A-Za-z0-9_@%+=:,./-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`;
+}
+
+export interface SshArgvOptions {
+  /** Accept and record a host key seen for the first time (the user agreed: trust on first use). */
+  acceptNewHostKey?: boolean;
+  /** Seconds for the TCP connection + handshake (ssh's ConnectTimeout). */
+  connectTimeoutSec?: number;
+  /** A long-lived session (the saved environment): keep-alives detect a dead link. */
+  keepAlive?: boolean;
+}
+
+/**
+ * The ssh arguments (without the binary) that run `remoteCommand` on `t`. BatchMode=yes: a
+ * password, passphrase or host-key question fails at once with a message instead of waiting
+ * on a prompt no one sees; -T: no terminal (stdout carries the protocol).
+ */
+export function sshArgv(t: SshTarget, ssh: SshOptions, remoteCommand: string, o: SshArgvOptions = {}): string[] {
+  const argv: string[] = [];
+  if (ssh.configFile) argv.push('-F', ssh.configFile);
+  argv.push('-T', '-o', 'BatchMode=yes', '-o', `ConnectTimeout=${o.connectTimeoutSec ?? 15}`);
+  if (o.acceptNewHostKey) argv.push('-o', 'StrictHostKeyChecking=accept-new');
+  if (o.keepAlive) argv.push('-o', 'ServerAliveInterval=15', '-o', 'ServerAliveCountMax=4');
+  if (t.port) argv.push('-p', String(t.port));
+  if (t.user) argv.push('-l', t.user);
+  argv.push('--', t.host, remoteCommand);
+  return argv;
+}
+
+export type SshFailureKind =
+  | 'ssh-missing'
+  | 'auth'
+  | 'host-key-unknown'
+  | 'host-key-changed'
+  | 'unknown-host'
+  | 'refused'
+  | 'no-route'
+  | 'timeout'
+  | 'closed'
+  | 'failed';
+
+/** ssh could not run the remote command (before it started): kind + the human sentence. */
+export class SshError extends Error {
+  constructor(
+    readonly kind: SshFailureKind,
+    readonly target: string,
+    readonly stderr: string,
+  ) {
+    super(describeSshFailure(kind, target, stderr));
+    this.name = 'SshError';
+  }
+}
+
+/**
+ * Classifies ssh's stderr after exit code 255 (ssh's own failure; other codes are the remote
+ * command's). The patterns are OpenSSH's messages; `undefined`: not an ssh failure.
+ */
+export function classifySshFailure(stderr: string, exitCode: number | null): SshFailureKind | undefined {
+  const s = stderr;
+  if (/REMOTE HOST IDENTIFICATION HAS CHANGED|Host key for .* has changed/i.test(s)) return 'host-key-changed';
+  if (/Host key verification failed|No .*host key is known|authenticity of host .* can't be established/i.test(s)) return 'host-key-unknown';
+  if (/Permission denied \(|Too many authentication failures|no more authentication methods/i.test(s)) return 'auth';
+  if (/Could not resolve hostname|Name or service not known|nodename nor servname|Temporary failure in name resolution/i.test(s)) return 'unknown-host';
+  if (/Connection refused/i.test(s)) return 'refused';
+  if (/No route to host|Network is unreachable|Network unreachable/i.test(s)) return 'no-route';
+  if (/Connection timed out|Operation timed out|timed out during banner exchange/i.test(s)) return 'timeout';
+  if (/Connection closed by|Connection reset by|kex_exchange_identification/i.test(s)) return 'closed';
+  if (exitCode === 255) return 'failed';
+  return undefined;
+}
+
+function lastLines(s: string, n = 3): string {
+  return s
+    .split(/\r?\n/)
+    .map((l) => l.trim())
+    .filter((l) => l && !/^Warning: Permanently added/.test(l))
+    .slice(-n)
+    .join(' | ');
+}
+
+export function describeSshFailure(kind: SshFailureKind, target: string, stderr: string): string {
+  const said = lastLines(stderr);
+  const tail = said ? ` (ssh: ${said})` : '';
+  switch (kind) {
+    case 'ssh-missing':
+      return `no ssh client found (${said || 'ssh'}); install OpenSSH or set execServer.ssh.path`;
+    case 'auth':
+      return `${target} refused the login${tail}. Connect to Host uses key authentication without prompts: load your key into ssh-agent or name it with IdentityFile in ~/.ssh/config`;
+    case 'host-key-unknown':
+      return `the host key of ${target} is not known yet${tail}`;
+    case 'host-key-changed':
+      return `the host key of ${target} has CHANGED since it was recorded — possibly an attack; check it and fix known_hosts yourself${tail}`;
+    case 'unknown-host':
+      return `unknown host ${target}: the name does not resolve${tail}`;
+    case 'refused':
+      return `${target} refused the connection: no ssh server listens on that port${tail}`;
+    case 'no-route':
+      return `no route to ${target}: the network cannot reach it${tail}`;
+    case 'timeout':
+      return `${target} did not answer in time (no route, a firewall, or the host is down)${tail}`;
+    case 'closed':
+      return `${target} closed the connection during the ssh handshake${tail}`;
+    default:
+      return `ssh to ${target} failed${tail}`;
+  }
+}
+
+export interface SshRunResult {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+/**
+ * Runs ssh with `argv` to completion, writing `input` to its stdin (then closing it). Rejects
+ * only when ssh cannot be started (SshError 'ssh-missing'); `timeoutMs` kills it (SIGKILL) and
+ * rejects with 'timeout'. An AbortSignal kills it too.
+ */
+export function runSsh(ssh: SshOptions, argv: string[], opts: { input?: string | Buffer; timeoutMs?: number; target?: string; signal?: AbortSignal; onStderr?(line: string): void } = {}): Promise<SshRunResult> {
+  const bin = ssh.sshPath || 'ssh';
+  const target = opts.target ?? argv[argv.indexOf('--') + 1] ?? 'the host';
+  return new Promise((resolve, reject) => {
+    const child = spawn(bin, argv, { stdio: ['pipe', 'pipe', 'pipe'], windowsHide: true });
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    let partial = '';
+    let settled = false;
+    const timer = opts.timeoutMs ? setTimeout(() => finish(new SshError('timeout', target, `${Buffer.concat(err).toString()}\n(no answer within ${Math.round(opts.timeoutMs! / 1000)} s)`)), opts.timeoutMs) : undefined;
+    const onAbort = () => finish(new Error('cancelled'));
+    opts.signal?.addEventListener('abort', onAbort, { once: true });
+    function finish(e?: Error, r?: SshRunResult) {
+      if (settled) return;
+      settled = true;
+      if (timer) clearTimeout(timer);
+      opts.signal?.removeEventListener('abort', onAbort);
+      if (e) {
+        child.kill('SIGKILL');
+        reject(e);
+      } else resolve(r!);
+    }
+    child.stdout.on('data', (d: Buffer) => out.push(d));
+    child.stderr.on('data', (d: Buffer) => {
+      err.push(d);
+      if (!opts.onStderr) return;
+      partial += d.toString();
+      const lines = partial.split('\n');
+      partial = lines.pop() ?? '';
+      for (const l of lines) opts.onStderr(l.replace(/\r$/, ''));
+    });
+    child.on('error', (e: NodeJS.ErrnoException) => finish(e.code === 'ENOENT' ? new SshError('ssh-missing', target, `${bin}: not found`) : e));
+    child.on('close', (code, signal) => finish(undefined, { code, signal, stdout: Buffer.concat(out).toString(), stderr: Buffer.concat(err).toString() }));
+    // ssh may exit (auth failure) before it reads stdin: a write error then is not ours to report.
+    child.stdin.on('error', () => undefined);
+    if (opts.signal?.aborted) return onAbort();
+    child.stdin.end(opts.input ?? '');
+  });
+}
+
+/** Throws the classified SshError when `r` is ssh's own failure (exit 255 / a known message). */
+export function throwIfSshFailed(r: SshRunResult, target: string): void {
+  if (r.code !== 255) return;
+  const kind = classifySshFailure(r.stderr, r.code) ?? 'failed';
+  throw new SshError(kind, target, r.stderr);
+}

@@ -1,0 +1,160 @@
+// Connect to Host against a REAL sshd (Debian openssh-server on 127.0.0.1, a throwaway host key
+// and user keys, `ssh -F <temp config>`): the probe finds an `exec-server` or `codex` on the
+// host's PATH, the saved command environment (the system ssh + `--listen stdio://`) serves a
+// process and a PTY, and ssh's failures come back classified: authentication refused, an
+// unknown host key (then trusted on first use), a closed port.
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import type { ExecClient } from '../../src/client/api';
+import { connectCommand } from '../../src/client/connect';
+import { sshEnvironmentInput } from '../../src/vscode/core/ssh-environment';
+import { chooseExecutor, probeHost } from '../../src/vscode/core/ssh-probe';
+import { SshError, type SshOptions } from '../../src/vscode/core/ssh-target';
+import { cliPath, repoRoot } from '../support/cli';
+import { tempDir } from '../support/tmp';
+import { binDir, startSshd, whichOrThrow, type TestSshd } from './sshd';
+
+let sshd: TestSshd;
+let ssh: SshOptions;
+const work = tempDir('ssh-host-');
+const node = process.execPath;
+const BASE = '/usr/bin:/bin';
+
+function referenceCodex(): string {
+  const r = spawnSync(process.execPath, [path.join(repoRoot, 'scripts/tools/install.mjs'), '--find', '--print', 'REFERENCE', 'reference'], { encoding: 'utf8', timeout: 60_000 });
+  if (r.status !== 0 || !r.stdout.trim()) throw new Error(`the reference codex is not installed (scripts/tools/install.mjs --find reference): ${r.stderr}`);
+  return r.stdout.trim();
+}
+
+before(async () => {
+  assert.ok(existsSync(cliPath), `${cliPath} missing: run npm run build`);
+  // An `exec-server` on the host's PATH: a launcher of this repository's CLI.
+  const pathBin = binDir(path.join(work, 'path-bin'), { 'exec-server': `#!/bin/sh\nexec ${node} ${cliPath} "$@"\n` });
+  const codexBin = binDir(path.join(work, 'codex-bin'), { codex: referenceCodex() });
+  sshd = await startSshd([
+    { alias: 'with-exec-server', env: { HOME: path.join(work, 'home-a'), PATH: `${pathBin}:${BASE}` } },
+    { alias: 'with-codex', env: { HOME: path.join(work, 'home-c'), PATH: `${codexBin}:${BASE}`, CODEX_HOME: path.join(work, 'codex-home') } },
+    { alias: 'bare', env: { HOME: path.join(work, 'home-b'), PATH: BASE } },
+    { alias: 'bad-key', badKey: true },
+    { alias: 'unknown-key', unknownHostKey: true, env: { HOME: path.join(work, 'home-u'), PATH: `${pathBin}:${BASE}` } },
+    { alias: 'closed-port', closedPort: 1 },
+  ]);
+  ssh = { configFile: sshd.configFile, sshPath: whichOrThrow('ssh') };
+  for (const h of ['home-a', 'home-b', 'home-c', 'home-u', 'codex-home']) spawnSync('mkdir', ['-p', path.join(work, h)]);
+});
+after(async () => {
+  await sshd?.stop();
+});
+
+async function runThrough(client: ExecClient, argv: string[], tty = false): Promise<{ code: number; out: string }> {
+  const p = await client.startProcess({ argv, cwd: '/', tty, envPolicy: { inherit: 'all', ignoreDefaultExcludes: false, exclude: [], set: {}, includeOnly: [] }, rows: 24, cols: 80 });
+  let out = '';
+  p.onOutput((e) => (out += Buffer.from(e.data).toString()));
+  const code = await p.exited;
+  await p.closed;
+  return { code, out };
+}
+
+describe('ssh host (real sshd)', () => {
+  it('the probe finds exec-server on the host PATH; the saved ssh command environment runs a process and a PTY there', async () => {
+    const facts = await probeHost({ host: 'with-exec-server' }, ssh);
+    assert.equal(facts.os, 'Linux');
+    assert.equal(facts.home, path.join(work, 'home-a'));
+    assert.equal(facts.execServer, path.join(work, 'path-bin', 'exec-server'));
+    const ex = chooseExecutor(facts);
+    assert.equal(ex?.kind, 'exec-server');
+    const input = sshEnvironmentInput('with-exec-server', { host: 'with-exec-server' }, ssh, ex!);
+    assert.equal(input.command, ssh.sshPath);
+    assert.equal(input.args!.at(-1), `${path.join(work, 'path-bin', 'exec-server')} --listen stdio://`);
+    const client = await connectCommand(input.command!, input.args!, { clientName: 'ssh-test', initializeTimeoutMs: 20_000 });
+    try {
+      const r = await runThrough(client, ['/bin/sh', '-c', 'echo "home=$HOME sum=$((6*7))"']);
+      assert.equal(r.code, 0);
+      assert.match(r.out, new RegExp(`home=${path.join(work, 'home-a')} sum=42`));
+      const pty = await runThrough(client, ['/bin/sh', '-c', 'test -t 0 && echo is-a-tty; exit 3'], true);
+      assert.equal(pty.code, 3);
+      assert.match(pty.out, /is-a-tty/);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('finds `codex exec-server` (the reference codex 0.169) when there is no exec-server, and it serves through ssh', async () => {
+    const facts = await probeHost({ host: 'with-codex' }, ssh);
+    assert.equal(facts.execServer, undefined);
+    assert.equal(facts.codexExecServer, true);
+    const ex = chooseExecutor(facts);
+    assert.equal(ex?.kind, 'codex');
+    const input = sshEnvironmentInput('with-codex', { host: 'with-codex' }, ssh, ex!);
+    const client = await connectCommand(input.command!, input.args!, { clientName: 'ssh-test', initializeTimeoutMs: 30_000 });
+    try {
+      const r = await runThrough(client, ['/bin/sh', '-c', 'echo through-codex-$((1+1))']);
+      assert.equal(r.code, 0);
+      assert.match(r.out, /through-codex-2/);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('a host with neither: the probe reports no executor (Connect to Host then offers the install)', async () => {
+    const facts = await probeHost({ host: 'bare' }, ssh);
+    assert.equal(facts.execServer, undefined);
+    assert.equal(facts.installed, undefined);
+    assert.equal(facts.codex, undefined);
+    assert.equal(chooseExecutor(facts), undefined);
+    assert.equal(facts.path, BASE);
+  });
+
+  it('a refused key: SshError auth, naming key authentication', async () => {
+    const e = await probeHost({ host: 'bad-key' }, ssh).then(() => undefined, (x: unknown) => x);
+    assert.ok(e instanceof SshError, String(e));
+    assert.equal(e.kind, 'auth', e.message);
+    assert.match(e.message, /refused the login.*Permission denied.*ssh-agent/s);
+  });
+
+  it('an unknown host key: SshError host-key-unknown and nothing recorded; trusting it (accept-new) connects and records it', async () => {
+    const kh = path.join(sshd.dir, 'known_hosts-unknown-key');
+    const e = await probeHost({ host: 'unknown-key' }, ssh).then(() => undefined, (x: unknown) => x);
+    assert.ok(e instanceof SshError, String(e));
+    assert.equal(e.kind, 'host-key-unknown', e.message);
+    assert.equal(readFileSync(kh, 'utf8'), '', 'BatchMode recorded no key on its own');
+    const facts = await probeHost({ host: 'unknown-key' }, ssh, { acceptNewHostKey: true });
+    assert.equal(facts.os, 'Linux');
+    assert.match(readFileSync(kh, 'utf8'), /ssh-ed25519/);
+    // Recorded: the next plain (strict) connection works without accept-new.
+    assert.equal((await probeHost({ host: 'unknown-key' }, ssh)).home, path.join(work, 'home-u'));
+  });
+
+  it('a changed host key is refused even with accept-new (never trusted silently)', async () => {
+    const kh = path.join(sshd.dir, 'known_hosts-unknown-key');
+    const other = tempDir('ssh-otherkey-');
+    spawnSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-f', path.join(other, 'k')]);
+    writeFileSync(kh, `[127.0.0.1]:${sshd.port} ${readFileSync(path.join(other, 'k.pub'), 'utf8').split(' ').slice(0, 2).join(' ')}\n`);
+    const e = await probeHost({ host: 'unknown-key' }, ssh, { acceptNewHostKey: true }).then(() => undefined, (x: unknown) => x);
+    assert.ok(e instanceof SshError, String(e));
+    assert.equal(e.kind, 'host-key-changed', e.message);
+    assert.match(e.message, /CHANGED/);
+  });
+
+  it('a closed port: SshError refused; no ssh binary: ssh-missing', async () => {
+    const e = await probeHost({ host: 'closed-port' }, ssh).then(() => undefined, (x: unknown) => x);
+    assert.ok(e instanceof SshError, String(e));
+    assert.equal(e.kind, 'refused', e.message);
+    const m = await probeHost({ host: 'bare' }, { ...ssh, sshPath: path.join(work, 'no-such-ssh') }).then(() => undefined, (x: unknown) => x);
+    assert.ok(m instanceof SshError, String(m));
+    assert.equal(m.kind, 'ssh-missing');
+  });
+
+  it('typed user@host:port (no alias) reaches the same sshd', async () => {
+    // The alias's key and known_hosts are still needed: pass them through a config of only defaults.
+    const cfg = path.join(sshd.dir, 'defaults_config');
+    const aliasCfg = readFileSync(sshd.configFile, 'utf8');
+    const block = aliasCfg.split('\n\n').find((b) => b.startsWith('Host with-exec-server'))!;
+    writeFileSync(cfg, block.replace(/^Host .*$/m, 'Host *').replace(/^\s*(HostName|Port|User) .*$/gm, '') + '\n');
+    const facts = await probeHost({ host: '127.0.0.1', user: sshd.user, port: sshd.port }, { ...ssh, configFile: cfg });
+    assert.equal(facts.home, path.join(work, 'home-a'));
+  });
+});

@@ -1,0 +1,186 @@
+// A real OpenSSH server for the ssh tests (Debian openssh-server, installed by the install
+// stage): started in the foreground (-D) on 127.0.0.1 and a free port, with a throwaway host
+// key and user keys in a temp dir, and an ssh client config (`ssh -F`) whose aliases are the
+// scenarios — so the user's ~/.ssh is never read or touched. Each scenario's key carries
+// `environment="HOME=…,PATH=…"` in authorized_keys (PermitUserEnvironment), which is how a
+// test gives the "host" a temp HOME or a PATH without node/compiler on the same machine.
+// Imports only Node built-ins: the VS Code e2e suite uses it too.
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+
+export const SSHD = process.env.EXEC_SERVER_SSHD ?? '/usr/sbin/sshd';
+
+export interface Scenario {
+  /** The Host alias in the client config. */
+  alias: string;
+  /** Variables the login gets (authorized_keys environment=); HOME and PATH override the account's. */
+  env?: Record<string, string>;
+  /** Log in with a key the server does not accept. */
+  badKey?: boolean;
+  /** Use a known_hosts file that does not hold the server's key (StrictHostKeyChecking yes). */
+  unknownHostKey?: boolean;
+  /** Point at a port nothing listens on. */
+  closedPort?: number;
+}
+
+export interface TestSshd {
+  dir: string;
+  port: number;
+  /** The client config for `ssh -F`. */
+  configFile: string;
+  /** The OS user the logins run as. */
+  user: string;
+  /** The server's log so far (for failure messages). */
+  log(): string;
+  stop(): Promise<void>;
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.on('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as net.AddressInfo).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+function keygen(file: string): string {
+  const r = spawnSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-C', 'exec-server-test', '-f', file], { encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`ssh-keygen failed: ${r.stderr || r.error?.message}`);
+  return readFileSync(`${file}.pub`, 'utf8').trim();
+}
+
+/** authorized_keys option value: "…" with " and \ escaped. */
+const optQuote = (s: string) => `"${s.replace(/[\\"]/g, (c) => `\\${c}`)}"`;
+
+/** Starts sshd; throws (naming the install stage) if openssh-server is missing. */
+export async function startSshd(scenarios: Scenario[], opts: { parent?: string } = {}): Promise<TestSshd> {
+  if (!existsSync(SSHD)) throw new Error(`${SSHD} not found: the ssh tests need Debian's openssh-server (node scripts/tools/install.mjs openssh-server)`);
+  const dir = mkdtempSync(path.join(opts.parent ?? os.tmpdir(), 'exec-sshd-'));
+  // sshd refuses to start without its privilege separation directory (the package's service makes it).
+  if (!existsSync('/run/sshd') && process.getuid?.() === 0) mkdirSync('/run/sshd', { mode: 0o755, recursive: true });
+  const user = os.userInfo().username;
+  const hostPub = keygen(path.join(dir, 'host_key'));
+  const port = await freePort();
+  const authorized: string[] = [];
+  const hosts: string[] = [];
+  const known = path.join(dir, 'known_hosts');
+  writeFileSync(known, `[127.0.0.1]:${port} ${hostPub.split(' ').slice(0, 2).join(' ')}\n`);
+  for (const s of scenarios) {
+    const key = path.join(dir, `key-${s.alias}`);
+    const pub = keygen(key);
+    const envOpts = Object.entries(s.env ?? {}).map(([k, v]) => `environment=${optQuote(`${k}=${v}`)}`);
+    if (!s.badKey) authorized.push(`${envOpts.length ? `${envOpts.join(',')} ` : ''}${pub}`);
+    const kh = s.unknownHostKey ? path.join(dir, `known_hosts-${s.alias}`) : known;
+    if (s.unknownHostKey) writeFileSync(kh, '');
+    hosts.push(
+      [
+        `Host ${s.alias}`,
+        `  HostName 127.0.0.1`,
+        `  Port ${s.closedPort ?? port}`,
+        `  User ${user}`,
+        `  IdentityFile ${key}`,
+        `  IdentitiesOnly yes`,
+        `  IdentityAgent none`,
+        `  UserKnownHostsFile ${kh}`,
+        `  GlobalKnownHostsFile /dev/null`,
+        `  StrictHostKeyChecking yes`,
+        `  LogLevel ERROR`,
+      ].join('\n'),
+    );
+  }
+  const authFile = path.join(dir, 'authorized_keys');
+  writeFileSync(authFile, authorized.join('\n') + '\n');
+  chmodSync(authFile, 0o600);
+  const configFile = path.join(dir, 'ssh_config');
+  writeFileSync(configFile, hosts.join('\n\n') + '\n');
+  const sshdConfig = path.join(dir, 'sshd_config');
+  writeFileSync(
+    sshdConfig,
+    [
+      `ListenAddress 127.0.0.1`,
+      `Port ${port}`,
+      `HostKey ${path.join(dir, 'host_key')}`,
+      `AuthorizedKeysFile ${authFile}`,
+      `PidFile ${path.join(dir, 'sshd.pid')}`,
+      `PubkeyAuthentication yes`,
+      `PasswordAuthentication no`,
+      `KbdInteractiveAuthentication no`,
+      `UsePAM no`,
+      // The temp dir is not root-owned 0755 all the way up.
+      `StrictModes no`,
+      `PermitRootLogin prohibit-password`,
+      `PermitUserEnvironment yes`,
+      `LogLevel VERBOSE`,
+      `MaxStartups 100`,
+      `MaxSessions 100`,
+    ].join('\n') + '\n',
+  );
+  let log = '';
+  const child: ChildProcess = spawn(SSHD, ['-D', '-e', '-f', sshdConfig], { stdio: ['ignore', 'ignore', 'pipe'] });
+  child.stderr!.on('data', (d: Buffer) => (log += d.toString()));
+  const killAtExit = () => child.kill('SIGKILL');
+  process.on('exit', killAtExit);
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`sshd did not start listening within 20 s: ${log}`)), 20_000);
+    const check = () => {
+      if (/Server listening on 127\.0\.0\.1 port/.test(log)) {
+        clearTimeout(timer);
+        child.stderr!.off('data', check);
+        resolve();
+      }
+    };
+    child.stderr!.on('data', check);
+    child.once('exit', (code, sig) => {
+      clearTimeout(timer);
+      reject(new Error(`sshd exited (${code ?? sig}) before listening: ${log}`));
+    });
+  });
+  let stopped: Promise<void> | undefined;
+  return {
+    dir,
+    port,
+    configFile,
+    user,
+    log: () => log,
+    stop() {
+      stopped ??= new Promise<void>((resolve) => {
+        process.off('exit', killAtExit);
+        const done = () => {
+          rmSync(dir, { recursive: true, force: true });
+          resolve();
+        };
+        if (child.exitCode !== null || child.signalCode !== null) return done();
+        child.once('exit', done);
+        child.kill('SIGTERM');
+      });
+      return stopped;
+    },
+  };
+}
+
+/** A directory of symlinks to the named programs (a PATH that holds only these). */
+export function binDir(dir: string, programs: Record<string, string>): string {
+  mkdirSync(dir, { recursive: true });
+  for (const [name, target] of Object.entries(programs)) {
+    const p = path.join(dir, name);
+    rmSync(p, { force: true });
+    if (target.startsWith('#!')) writeFileSync(p, target, { mode: 0o755 });
+    else spawnSync('ln', ['-s', target, p]);
+  }
+  return dir;
+}
+
+/** Absolute path of `cmd` on this machine's PATH (or throws). */
+export function whichOrThrow(cmd: string): string {
+  for (const d of (process.env.PATH ?? '').split(':')) {
+    const p = path.join(d || '.', cmd);
+    if (existsSync(p)) return p;
+  }
+  throw new Error(`${cmd} is not on PATH`);
+}
