@@ -10,6 +10,7 @@ import { ExecServer } from '../../src/server/exec-server';
 import { serveConnection } from '../../src/transports/serve';
 import { listenWebSocket } from '../../src/transports/websocket-server';
 import type { WebSocketTransport } from '../../src/transports/websocket-transport';
+import { sleep, waitFor } from '../support/wait';
 
 test('backpressure: a paused websocket reader bounds the server send buffer; no output is lost', async () => {
   const server = new ExecServer();
@@ -37,15 +38,8 @@ test('backpressure: a paused websocket reader bounds the server send buffer; no 
       else if (m.method === 'process/output') received += Buffer.from(m.params.chunk, 'base64').length;
       else if (m.method === 'process/closed') closed = true;
     });
-    const until = async (cond: () => boolean, what: string, ms = 60_000) => {
-      const end = Date.now() + ms;
-      while (!cond()) {
-        if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-        await new Promise((r) => setTimeout(r, 5));
-      }
-    };
     ws.send(JSON.stringify({ id: 1, method: 'initialize', params: { clientName: 'bp' } }));
-    await until(() => replies.has(1), 'initialize');
+    await waitFor(() => replies.has(1), { what: 'initialize' });
     ws.send(JSON.stringify({ method: 'initialized', params: {} }));
     const raw = (ws as unknown as { _socket: net.Socket })._socket;
     ws.send(JSON.stringify({
@@ -53,20 +47,20 @@ test('backpressure: a paused websocket reader bounds the server send buffer; no 
       method: 'process/start',
       params: { processId: 'big', argv: ['head', '-c', String(SIZE), '/dev/zero'], cwd: new URL(`file://${os.tmpdir()}`).href, env: {}, tty: false },
     }));
-    await until(() => replies.has(2), 'start');
+    await waitFor(() => replies.has(2), { what: 'start' });
     raw.pause(); // stop reading: kernel buffers fill, then ws.bufferedAmount grows on the server
     const t = transports[0];
     let maxBuffered = 0;
     for (let i = 0; i < 100; i++) {
       maxBuffered = Math.max(maxBuffered, t.bufferedAmount);
-      await new Promise((r) => setTimeout(r, 10));
+      await sleep(10); // sampling: the buffer must stay bounded over a whole second of not reading
     }
     assert.ok(t.isCongested(), `congested while the client does not read (buffered ${t.bufferedAmount})`);
     assert.ok(received < SIZE, 'the stream was interrupted by the pause');
     // Without backpressure the whole ~43 MB of base64 would pile up here.
     assert.ok(maxBuffered < 8 * 1024 * 1024, `send buffer bounded: max ${maxBuffered} bytes`);
     raw.resume();
-    await until(() => closed, 'process/closed');
+    await waitFor(() => closed, { what: 'process/closed', timeout: 60_000 });
     assert.equal(received, SIZE);
   } finally {
     ws.terminate();

@@ -10,7 +10,8 @@ import { ExecServer } from '../../src/server/exec-server';
 import { OVERLOADED_MESSAGE } from '../../src/server/in-flight';
 import { serveConnection, type ServeOptions } from '../../src/transports/serve';
 import { StdioTransport } from '../../src/transports/stdio';
-import { isAlive } from '../pid-alive';
+import { isAlive } from '../support/process';
+import { waitFor } from '../support/wait';
 
 const ENV = { PATH: process.env.PATH ?? '/usr/bin:/bin' };
 const cwd = new URL(`file://${os.tmpdir()}`).href;
@@ -54,7 +55,7 @@ test('serve: more requests in flight than the limit are answered -32001, then se
     await init(client);
     await client.request('process/start', { processId: 'q', argv: ['sleep', '30'], cwd, env: ENV, tty: false });
     const polls = [0, 1].map(() => client.request('process/read', { processId: 'q', afterSeq: 0, waitMs: 1500 }));
-    for (let i = 0; i < 200 && served.inFlight < 2; i++) await new Promise((r) => setTimeout(r, 10));
+    await waitFor(() => served.inFlight >= 2, { what: 'both long polls in flight' });
     assert.equal(served.inFlight, 2);
     await assert.rejects(client.request('environment/status', null), (e: unknown) => {
       assert.ok(e instanceof RpcError);
@@ -119,13 +120,12 @@ test('serve: with terminateOnClose (stdio), end of input ends the session and ki
       if (n.method === 'process/output') out += Buffer.from((n.params as { chunk: string }).chunk, 'base64').toString();
     });
     await client.request('process/start', { processId: 's', argv: ['sh', '-c', 'echo $$; exec sleep 300'], cwd, env: ENV, tty: false });
-    for (let i = 0; i < 500 && !/\n/.test(out); i++) await new Promise((r) => setTimeout(r, 10));
+    await waitFor(() => /\n/.test(out), { what: 'the child pid line' });
     const pid = Number(out.trim());
     assert.ok(pid > 0 && isAlive(pid));
     client.close();
     await served.closed;
-    for (let i = 0; i < 1000 && isAlive(pid); i++) await new Promise((r) => setTimeout(r, 10));
-    assert.equal(isAlive(pid), false);
+    await waitFor(() => !isAlive(pid), { what: `child ${pid} killed when the session ended` });
   } finally {
     await server.shutdown();
   }

@@ -7,6 +7,7 @@ import { RpcConnection } from '../../src/rpc/connection';
 import { connectWebSocketTransport, WebSocketConnectError } from '../../src/transports/websocket-client';
 import { listenWebSocket, type WebSocketListenOptions } from '../../src/transports/websocket-server';
 import type { WebSocketTransport } from '../../src/transports/websocket-transport';
+import { waitFor } from '../support/wait';
 
 /** A listener whose connections echo requests back ({echo: params}). */
 async function echoServer(extra: Partial<WebSocketListenOptions> = {}) {
@@ -34,14 +35,6 @@ function httpGet(url: string): Promise<{ status: number; body: string }> {
   });
 }
 
-async function waitFor(cond: () => boolean, what: string, ms = 15_000) {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
-
 test('websocket: GET /readyz answers 200 on the websocket port, other paths 404', async () => {
   const { listener } = await echoServer();
   try {
@@ -64,7 +57,7 @@ test('websocket: text and binary frames holding JSON are both accepted; bad JSON
     ws.send(JSON.stringify({ id: 1, method: 'text', params: { a: 1 } }));
     ws.send(Buffer.from(JSON.stringify({ id: 2, method: 'binary', params: { b: 2 } })), { binary: true });
     ws.send('{not json');
-    await waitFor(() => replies.length === 3, 'three replies');
+    await waitFor(() => replies.length === 3, { what: 'three replies' });
     const byId = new Map(replies.map((r) => [r.id, r]));
     assert.deepEqual(byId.get(1).result, { method: 'text', echo: { a: 1 } });
     assert.deepEqual(byId.get(2).result, { method: 'binary', echo: { b: 2 } });
@@ -101,7 +94,7 @@ test('websocket: the server pings, and terminates a peer that never answers', as
     await Promise.all([good, deaf].map((w) => new Promise((r, j) => w.once('open', r).once('error', j))));
     const deafClosed = new Promise<number>((r) => deaf.once('close', (code) => r(code)));
     assert.equal(await deafClosed, 1006); // terminated, no close handshake
-    await waitFor(() => pings >= 3, 'pings to the responsive peer');
+    await waitFor(() => pings >= 3, { what: 'pings to the responsive peer' });
     assert.equal(good.readyState, WebSocket.OPEN);
   } finally {
     good.terminate();
@@ -185,14 +178,12 @@ test('websocket: congestion is reported above the high-water mark and drain fire
   const client = new WebSocket(listener.url);
   try {
     await new Promise((r, j) => client.once('open', r).once('error', j));
-    await waitFor(() => server !== undefined, 'server side');
+    await waitFor(() => server !== undefined, { what: 'server side' });
     const raw = (client as unknown as { _socket: net.Socket })._socket;
     raw.pause(); // stop reading: the server's buffers fill up
     const big = { method: 'x', params: { s: 'y'.repeat(1024 * 1024) } };
-    for (let i = 0; i < 64 && !server!.isCongested(); i++) {
-      server!.send(big);
-      await new Promise((r) => setTimeout(r, 5));
-    }
+    // Send until the transport reports congestion (each poll sends one more megabyte).
+    await waitFor(() => server!.isCongested() || (server!.send(big), false), { what: 'congestion after filling the socket', interval: 5 });
     assert.equal(server!.isCongested(), true, 'congested after filling the socket');
     const drained = new Promise<void>((r) => server!.onDrain(() => r()));
     raw.resume();

@@ -1,9 +1,12 @@
+// RpcConnection (src/rpc/connection.ts) over two in-memory transports: request/response matching,
+// errors, close, timeouts, invalid frames.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { RpcConnection } from '../src/rpc/connection';
-import { Emitter } from '../src/rpc/event';
-import type { CloseInfo, MessageTransport } from '../src/rpc/transport';
-import { ErrorCodes, RpcError } from '../src/protocol/errors';
+import { RpcConnection } from '../../src/rpc/connection';
+import { Emitter } from '../../src/rpc/event';
+import type { CloseInfo, MessageTransport } from '../../src/rpc/transport';
+import { ErrorCodes, RpcError } from '../../src/protocol/errors';
+import { waitFor } from '../support/wait';
 
 /** Two in-memory transports wired to each other, delivering asynchronously like a socket. */
 function pair(): [MessageTransport, MessageTransport] {
@@ -52,16 +55,20 @@ test('responses are matched by id even when they arrive out of order', async () 
   const [a, b] = pair();
   const client = new RpcConnection(a);
   const server = new RpcConnection(b);
-  server.setRequestHandler(async (_m, params) => {
-    const { delay, v } = params as { delay: number; v: number };
-    await new Promise((r) => setTimeout(r, delay));
-    return { v };
+  // Answers are held back by hand: fast answers first, mid once fast's answer is in, slow last.
+  const release = new Map<string, () => void>();
+  const arrived: string[] = [];
+  server.setRequestHandler(async (m, params) => {
+    if (m !== 'fast') await new Promise<void>((r) => release.set(m, r));
+    return { v: (params as { v: number }).v };
   });
+  const settle = (name: string, next?: string) => (r: unknown) => (arrived.push(name), next && release.get(next)!(), r);
   const results = await Promise.all([
-    client.request('slow', { delay: 50, v: 1 }),
-    client.request('fast', { delay: 0, v: 2 }),
-    client.request('mid', { delay: 20, v: 3 }),
+    client.request('slow', { v: 1 }).then(settle('slow')),
+    client.request('fast', { v: 2 }).then(settle('fast', 'mid')),
+    client.request('mid', { v: 3 }).then(settle('mid', 'slow')),
   ]);
+  assert.deepEqual(arrived, ['fast', 'mid', 'slow'], 'answered out of request order');
   assert.deepEqual(results, [{ v: 1 }, { v: 2 }, { v: 3 }]);
 });
 
@@ -99,7 +106,7 @@ test('notifications reach the peer and invalid frames get an error response with
   client.transport.onMessage((m) => errors.push(m));
   (b as any).deliver('{not json');
   (b as any).deliver('[1,2]');
-  await new Promise((r) => setTimeout(r, 20));
+  await waitFor(() => errors.length >= 2, { what: 'the two error responses' });
   assert.deepEqual(got, [{ method: 'initialized', params: {} }]);
   assert.equal(errors.length, 2);
   assert.equal((errors[0] as any).error.code, ErrorCodes.ParseError);
@@ -111,9 +118,12 @@ test('a request times out with RequestTimeout and a late answer is ignored', asy
   const [a, b] = pair();
   const client = new RpcConnection(a);
   const server = new RpcConnection(b);
-  server.setRequestHandler(() => new Promise((r) => setTimeout(() => r({}), 60)));
+  let answer!: (v: object) => void;
+  server.setRequestHandler(() => new Promise((r) => (answer = r)));
   await assert.rejects(client.request('slow', {}, { timeoutMs: 10 }), (e: any) => e.code === ErrorCodes.RequestTimeout);
-  await new Promise((r) => setTimeout(r, 80));
+  const late = waitFor({ event: client.transport.onMessage }, { what: 'the late answer' });
+  answer({});
+  await late; // the connection's own listener (subscribed first) has handled it by now
   assert.equal(client.pendingCount, 0);
 });
 
@@ -126,7 +136,7 @@ test('a method call with "id": null is rejected as invalid, not taken for a noti
   const replies: any[] = [];
   client.transport.onMessage((m) => replies.push(m));
   (b as any).deliver(JSON.stringify({ id: null, method: 'initialized', params: {} }));
-  await new Promise((r) => setTimeout(r, 20));
+  await waitFor(() => replies.length >= 1, { what: 'the error reply' });
   assert.deepEqual(notes, []);
   assert.equal(replies.length, 1);
   assert.equal(replies[0].id, null);
