@@ -88,7 +88,7 @@ export class RawBenchClient implements BenchClient {
       let next = this.rpc.request<FsReadBlockResult>('fs/readBlock', { handleId, offset, len: BLOCK });
       for (;;) {
         const r = await next;
-        const data = Buffer.from(r.chunk, 'base64');
+        const data = Buffer.from(r.chunk as string, 'base64'); // JSON connection: base64 (bytes only with binaryOutput)
         offset += data.length;
         if (!r.eof && data.length > 0) {
           next = this.rpc.request<FsReadBlockResult>('fs/readBlock', { handleId, offset, len: BLOCK });

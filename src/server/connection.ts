@@ -25,7 +25,7 @@ import type { HttpRequestInput } from './http';
 import { checkInFlight, DEFAULT_MAX_IN_FLIGHT } from './in-flight';
 import { KeyedOrder } from './ordering';
 import { checkSandbox } from './sandbox/gate';
-import { METHODS } from './router';
+import { methodSpec } from './router';
 import type { Session } from './session';
 import type { RequestRecord } from '../telemetry/api';
 
@@ -120,8 +120,7 @@ export class Connection implements ServerConnection, ConnectionContext {
 
   private async dispatch(method: string, params: unknown, call: RequestRecord | undefined): Promise<unknown> {
     if (method === 'initialize') return this.initialize(params);
-    // Own properties only: `__proto__`, `constructor`, `toString`... are not methods (found by test/fuzz).
-    const spec = Object.prototype.hasOwnProperty.call(METHODS, method) ? METHODS[method] : undefined;
+    const spec = methodSpec(method);
     if (!spec) throw new RpcError(ErrorCodes.MethodNotFound, Messages.methodNotFound(method));
     const decoded = spec.decode(params);
     checkSandbox(method, params);

@@ -2,7 +2,7 @@
 // Shapes follow the reference (directories as file:// URIs).
 import os from 'node:os';
 import path from 'node:path';
-import type { EnvironmentInfo } from '../protocol/types';
+import type { EnvironmentConfigReadResult, EnvironmentInfo } from '../protocol/types';
 import { VERSION } from '../version';
 import { pathToUri } from './paths';
 import { sandboxSupport } from './sandbox/support';
@@ -52,7 +52,7 @@ export function codexHomeDir(): string {
 }
 
 /** Codex configuration layers found on this host: this server reads none (empty is valid). */
-export function environmentConfig(): unknown {
+export function environmentConfig(): EnvironmentConfigReadResult {
   return {
     userHomeDir: pathToUri(os.homedir()),
     codexHomeDir: pathToUri(codexHomeDir()),

@@ -1,39 +1,10 @@
 // Bounded metric attributes: a method label is a protocol method name or `other` (a client
 // can send any string as a method; a label per string would grow the metric set without
-// bound). test/telemetry/config.test.ts fails when the server's method table has a method
-// this list lacks (add it here).
-const KNOWN = new Set<string>([
-  'initialize',
-  'initialized',
-  'environment/info',
-  'environment/status',
-  'environmentConfig/read',
-  'process/start',
-  'process/read',
-  'process/write',
-  'process/signal',
-  'process/terminate',
-  'process/resize',
-  'process/closeStdin',
-  'process/ack',
-  'fs/readFile',
-  'fs/writeFile',
-  'fs/createDirectory',
-  'fs/getMetadata',
-  'fs/canonicalize',
-  'fs/readDirectory',
-  'fs/remove',
-  'fs/copy',
-  'fs/walk',
-  'fs/open',
-  'fs/readBlock',
-  'fs/close',
-  'fs/rename',
-  'fs/watch',
-  'fs/unwatch',
-  'fs/watchMissing',
-  'http/request',
-]);
+// bound). The names are the protocol's (REQUEST_METHODS, derived from RequestMap) plus the
+// `initialized` notification.
+import { REQUEST_METHODS } from '../protocol/methods';
+
+const KNOWN = new Set<string>([...REQUEST_METHODS, 'initialized']);
 
 export const KNOWN_METHODS: ReadonlySet<string> = KNOWN;
 

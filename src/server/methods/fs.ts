@@ -10,7 +10,7 @@ import { checkNoFollowRemove, checkNoSymlinks } from '../fs/no-follow';
 import { checkFsAccess, checkFsAccesses, isDirectory } from '../sandbox/fs-guard';
 import { parseSandbox, type SandboxProfile } from '../sandbox/profile';
 import { realFs, resolveProfile } from '../sandbox/resolve';
-import { spec, type MethodSpec } from './spec';
+import { spec, type FsMethod, type MethodTable } from './spec';
 
 const pathParam = (o: P.Obj, k: string) => uriToPath(P.str(o, k));
 /** `followSymlinks: false` (see ../fs/no-follow.ts); absent/null/true → links are followed as usual. */
@@ -28,7 +28,7 @@ function sandboxParam(o: P.Obj): SandboxProfile {
   return parseSandbox(o.sandbox, { cwd, workspaceRoots: roots, tmpDir: os.tmpdir() });
 }
 
-export const fsMethods: Record<string, MethodSpec> = {
+export const fsMethods: MethodTable<FsMethod> = {
   'fs/readFile': spec(
     'filesystem',
     (raw) => {

@@ -3,9 +3,9 @@ import { Messages, invalidParams } from '../../protocol/errors';
 import { environmentConfig, environmentInfo } from '../environment';
 import { httpRequest } from '../http';
 import * as P from '../params';
-import { spec, type MethodSpec } from './spec';
+import { spec, type FsMethod, type MethodTable, type ProcessMethod, type ServerMethod } from './spec';
 
-export const otherMethods: Record<string, MethodSpec> = {
+export const otherMethods: MethodTable<Exclude<ServerMethod, ProcessMethod | FsMethod>> = {
   'environment/info': spec(
     'environment info',
     (raw) => P.object(raw, 'EnvironmentInfoParams', true),

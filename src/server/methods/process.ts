@@ -14,7 +14,7 @@ import { resolveExecutable } from '../process/spawn-pty';
 import { sandboxBackend } from '../sandbox/backend';
 import { parseSandbox } from '../sandbox/profile';
 import type { Access } from '../ordering';
-import { spec as methodSpec, type MethodSpec } from './spec';
+import { spec as methodSpec, type MethodSpec, type MethodTable, type ProcessMethod } from './spec';
 
 /** Upper bound of a process/read long-poll, whatever the client asks. */
 export const MAX_WAIT_MS = 5 * 60_000;
@@ -42,17 +42,17 @@ function ptyDim(o: P.Obj, k: string): number | undefined {
  * write behaves as on the reference); process/read is "free" so a long-poll never holds
  * up a write to the same process.
  */
-function spec<T extends string | { processId: string }>(
+function spec<T extends string | { processId: string }, R>(
   decode: (raw: unknown) => T,
-  handle: (ctx: ConnectionContext, p: T) => unknown,
+  handle: (ctx: ConnectionContext, p: T) => R | Promise<R>,
   access: Access = 'write',
-): MethodSpec {
+): MethodSpec<R> {
   return methodSpec('exec', decode, handle, (p) => ({ key: `process:${typeof p === 'string' ? p : p.processId}`, access }));
 }
 
 const processIdOnly = (name: string) => (raw: unknown) => P.id(P.object(raw, name), 'processId');
 
-export const processMethods: Record<string, MethodSpec> = {
+export const processMethods: MethodTable<ProcessMethod> = {
   'process/start': spec(
     (raw) => {
       const o = P.object(raw, 'ExecParams');

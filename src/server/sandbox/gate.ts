@@ -1,24 +1,13 @@
-// The `sandbox` parameter on methods that do not enforce one. The methods listed in
-// SANDBOX_AWARE decode it themselves (process/start runs under bubblewrap, fs/* enforce the
-// profile in-process); any other method that receives a *managed* sandbox is refused, so a
-// request is never carried out with less confinement than it asked for. `disabled` and
-// `external` (confinement applied by the caller) need nothing from us.
+// The `sandbox` parameter on methods that do not enforce one. The methods in SANDBOX_AWARE —
+// those whose params declare a `sandbox` in src/protocol/types.ts (SANDBOX_METHODS) — decode it
+// themselves (process/start runs under bubblewrap, fs/* enforce the profile in-process); any
+// other method that receives a *managed* sandbox is refused, so a request is never carried out
+// with less confinement than it asked for. `disabled` and `external` (confinement applied by
+// the caller) need nothing from us.
 import { invalidRequest } from '../../protocol/errors';
+import { SANDBOX_METHODS } from '../../protocol/methods';
 
-export const SANDBOX_AWARE: ReadonlySet<string> = new Set([
-  'process/start',
-  'fs/readFile',
-  'fs/writeFile',
-  'fs/createDirectory',
-  'fs/getMetadata',
-  'fs/canonicalize',
-  'fs/readDirectory',
-  'fs/remove',
-  'fs/copy',
-  'fs/rename',
-  'fs/walk',
-  'fs/open',
-]);
+export const SANDBOX_AWARE: ReadonlySet<string> = new Set(SANDBOX_METHODS);
 
 export function checkSandbox(method: string, params: unknown): void {
   if (SANDBOX_AWARE.has(method)) return;
