@@ -1,32 +1,6 @@
-// Helpers shared by the fuzz tests: child-process accounting with `ps`, bounded waits,
-// a closed local port for http/request, and the "is this a proper JSON-RPC error" check.
-import { spawnSync } from 'node:child_process';
+// Helpers shared by the fuzz tests: a closed local port for http/request, the "is this a
+// proper JSON-RPC error" check, a per-request deadline. (Processes and waits: test/support.)
 import * as net from 'node:net';
-
-/** Live (non-zombie) direct children of `pid`, excluding the `ps` used to look. */
-export function childPids(pid: number): number[] {
-  const r = spawnSync('ps', ['-eo', 'pid=,ppid=,stat='], { encoding: 'utf8' });
-  const out: number[] = [];
-  for (const line of r.stdout.split('\n')) {
-    const [p, pp, stat] = line.trim().split(/\s+/);
-    if (Number(pp) === pid && Number(p) !== r.pid && stat && !stat.startsWith('Z')) out.push(Number(p));
-  }
-  return out;
-}
-
-export function isAlive(pid: number): boolean {
-  const r = spawnSync('ps', ['-o', 'stat=', '-p', String(pid)], { encoding: 'utf8' });
-  const stat = r.stdout.trim();
-  return stat !== '' && !stat.startsWith('Z');
-}
-
-export async function waitUntil(cond: () => boolean, ms: number, what: string): Promise<void> {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 /** A URL on 127.0.0.1 whose port was just free (connections are refused quickly). */
 export async function closedPortUrl(): Promise<string> {

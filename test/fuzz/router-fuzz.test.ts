@@ -13,7 +13,9 @@ import fc from 'fast-check';
 import { ExecServer } from '../../src/server/exec-server';
 import type { NotificationSink, ServerConnection } from '../../src/server/api';
 import { frameArb, sanitize, type Frame } from './frames';
-import { childPids, closedPortUrl, isRpcErrorShape, waitUntil, withTimeout } from './fuzz-helpers';
+import { closedPortUrl, isRpcErrorShape, withTimeout } from './fuzz-helpers';
+import { childPids } from '../support/process';
+import { waitFor } from '../support/wait';
 
 const TOTAL_FRAMES = 100_000;
 const BATCH = 500;
@@ -120,7 +122,7 @@ test(`router fuzz: ${TOTAL_FRAMES} generated/mutated frames at requestUntyped/no
     await server.shutdown();
     process.chdir(originalCwd);
     // Processes started by fuzz inputs are gone once the server has shut down.
-    await waitUntil(() => childPids(process.pid).length === 0, 10_000, `children to exit: ${childPids(process.pid).join(',')}`);
+    await waitFor(() => childPids(process.pid).length === 0, { what: 'children to exit', detail: () => `still running: ${childPids(process.pid).join(',')}`, timeout: 10_000 });
     rmSync(scratch, { recursive: true, force: true });
   }
   const total = (m: Map<string, number>) => [...m.values()].reduce((a, b) => a + b, 0);

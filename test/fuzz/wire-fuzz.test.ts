@@ -13,7 +13,9 @@ import fc from 'fast-check';
 import WebSocket from 'ws';
 import { attempt, ensureBuilt, startCli, stopAll } from '../security/cli-helpers';
 import { frameArb, sanitize, type Frame } from './frames';
-import { childPids, closedPortUrl, isAlive, isRpcErrorShape, waitUntil } from './fuzz-helpers';
+import { closedPortUrl, isRpcErrorShape } from './fuzz-helpers';
+import { childPids, isAlive } from '../support/process';
+import { waitFor } from '../support/wait';
 
 const EPISODES = 40;
 const REQUESTS_PER_EPISODE = 400;
@@ -131,8 +133,11 @@ test(`wire fuzz: ${EPISODES * (REQUESTS_PER_EPISODE + JUNK_PER_EPISODE)} frames 
     requests += ids.length;
     junk += out.length - ids.length;
 
-    await waitUntil(() => ids.every((k) => ep.answers.has(k)) || ep.ws.readyState !== WebSocket.OPEN, 60_000,
-      `answers (${ids.filter((k) => ep.answers.has(k)).length}/${ids.length}) in episode ${e}`);
+    await waitFor(() => ids.every((k) => ep.answers.has(k)) || ep.ws.readyState !== WebSocket.OPEN, {
+      what: `answers in episode ${e}`,
+      detail: () => `${ids.filter((k) => ep.answers.has(k)).length}/${ids.length} answered`,
+      timeout: 60_000,
+    });
     assert.equal(ep.ws.readyState, WebSocket.OPEN, `episode ${e}: the server closed the connection`);
     for (const k of ids) assertAnswer(ep.answers.get(k), `id ${k} in episode ${e}`);
     for (const m of ep.idless) assert.ok(isRpcErrorShape(m.error), `id-less reply without a proper error: ${JSON.stringify(m)}`);
@@ -161,8 +166,11 @@ test(`wire fuzz: ${EPISODES * (REQUESTS_PER_EPISODE + JUNK_PER_EPISODE)} frames 
   last.ws.close();
 
   await cli.stop(); // SIGTERM: shutdown terminates every session's processes
-  await waitUntil(() => [...seenChildren].every((p) => !isAlive(p)), 10_000,
-    `children of the server to be gone: ${[...seenChildren].filter(isAlive).join(',')}`);
+  await waitFor(() => [...seenChildren].every((p) => !isAlive(p)), {
+    what: 'children of the server to be gone',
+    detail: () => `still alive: ${[...seenChildren].filter(isAlive).join(',')}`,
+    timeout: 10_000,
+  });
   assert.equal(cli.child.exitCode, 0, `server exit code ${cli.child.exitCode}; stderr: ${cli.stderr().slice(-2000)}`);
   assert.doesNotMatch(cli.stderr(), /TypeError|RangeError|fatal/, 'server logged a crash');
   console.log(`wire fuzz: ${requests} requests + ${junk} junk frames, ${seenChildren.size} child processes reaped`);

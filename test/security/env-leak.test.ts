@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { tmpdir } from 'node:os';
 import { pathToFileURL } from 'node:url';
 import { attempt, ensureBuilt, RawRpc, startCli, stopAll } from './cli-helpers';
-import { waitUntil } from '../fuzz/fuzz-helpers';
+import { waitFor } from '../support/wait';
 
 const SECRETS = {
   EXEC_TEST_API_KEY: 'leak-key-1a2b',
@@ -37,7 +37,7 @@ async function childEnv(extra: Record<string, unknown>): Promise<string> {
   const r = await rpc.call('process/start', { processId, argv: ['/usr/bin/env'], cwd: pathToFileURL(tmpdir()).href, env: {}, tty: false, arg0: null, ...extra });
   assert.ok(r.result, JSON.stringify(r));
   const mine = () => rpc.notifications.filter((m) => (m.params as { processId?: string }).processId === processId);
-  await waitUntil(() => mine().some((m) => m.method === 'process/closed'), 15_000, `${processId} closed`);
+  await waitFor(() => mine().some((m) => m.method === 'process/closed'), { what: `${processId} closed`, timeout: 15_000 });
   return mine()
     .filter((m) => m.method === 'process/output')
     .map((m) => Buffer.from((m.params as { chunk: string }).chunk, 'base64').toString())

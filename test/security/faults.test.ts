@@ -8,7 +8,9 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { ensureBuilt, openRpc, RawRpc, startCli, stopAll } from './cli-helpers';
-import { childPids, isAlive, waitUntil, withTimeout } from '../fuzz/fuzz-helpers';
+import { withTimeout } from '../fuzz/fuzz-helpers';
+import { childPids, isAlive } from '../support/process';
+import { waitFor } from '../support/wait';
 import { connectWebSocket } from '../../src/client/connect';
 import { ErrorCodes, RpcError } from '../../src/protocol/errors';
 
@@ -34,13 +36,13 @@ test('a child SIGKILLed from outside mid-stream is reported exited (137); reads 
   const script = 'sleep 300 & i=0; while :; do echo "line $i"; i=$((i+1)); sleep 0.02; done';
   const r = await rpc.call('process/start', { processId: 'victim', argv: ['/bin/sh', '-c', script], cwd: pathToFileURL(dir).href, env: { PATH: '/usr/bin:/bin' }, tty: false, arg0: null });
   assert.ok(r.result, JSON.stringify(r));
-  await waitUntil(() => events(rpc, 'victim', 'process/output').length >= 3, 15_000, 'output to stream');
+  await waitFor(() => events(rpc, 'victim', 'process/output').length >= 3, { what: 'output to stream', timeout: 15_000 });
   const shells = childPids(cli.child.pid!);
   assert.equal(shells.length, 1, `one child expected, got ${shells}`);
   const grandchildren = childPids(shells[0]);
   process.kill(shells[0], 'SIGKILL');
 
-  await waitUntil(() => events(rpc, 'victim', 'process/exited').length === 1, 15_000, 'process/exited');
+  await waitFor(() => events(rpc, 'victim', 'process/exited').length === 1, { what: 'process/exited', timeout: 15_000 });
   const exited = events(rpc, 'victim', 'process/exited')[0].params as { exitCode: number; seq: number };
   assert.equal(exited.exitCode, 137, 'killed by SIGKILL → 128 + 9');
   // A long poll answers at once with the exit, instead of waiting out waitMs.
@@ -51,7 +53,7 @@ test('a child SIGKILLed from outside mid-stream is reported exited (137); reads 
   rpc.ws.close();
   await cli.stop();
   try {
-    await waitUntil(() => grandchildren.every((p) => !isAlive(p)), 10_000, `grandchildren ${grandchildren} to be gone`);
+    await waitFor(() => grandchildren.every((p) => !isAlive(p)), { what: `grandchildren ${grandchildren} to be gone`, timeout: 10_000 });
   } finally {
     for (const p of grandchildren) if (isAlive(p)) process.kill(p, 'SIGKILL'); // never leak from the test itself
   }
@@ -104,8 +106,9 @@ test('server SIGKILLed under a connected client: pending calls fail with "connec
     const pending = client.request('process/read', { processId: proc.processId, afterSeq: 0, waitMs: 25_000 });
     const pending2 = client.request('process/read', { processId: proc.processId, afterSeq: 0, waitMs: 25_000 });
     pending2.catch(() => {});
-    // Give the long poll time to reach the server, then kill it without a chance to answer.
-    await new Promise((r) => setTimeout(r, 200));
+    // Once a later call on the same socket is answered, both long polls have reached the server
+    // (it reads a connection in order); then kill it without a chance to answer them.
+    await client.request('environment/status', null);
     orphans = childPids(cli.child.pid!);
     assert.equal(orphans.length, 1, 'the sleep child is running');
     cli.child.kill('SIGKILL');
