@@ -28,6 +28,7 @@ import type { ClientState, ExecClient, FileChange, StartProcessOptions } from '.
 import type { ClientChannel } from '../rpc/channel';
 import { ClientFs } from './fs';
 import { ClientProcess, type ProcessOps } from './process-handle';
+import { processEventOf } from './process-events';
 import { fromWireUri, toWireUri } from './uri';
 import { sessionLogTag } from '../protocol/log-tag';
 
@@ -440,17 +441,8 @@ export class ExecServerClient implements ExecClient {
       case 'process/output':
       case 'process/exited':
       case 'process/closed': {
-        const handle = this.processes.get(String(p.processId));
-        if (!handle || typeof p.seq !== 'number') return;
-        if (n.method === 'process/output') {
-          // A binary frame (or the in-process path) carries the bytes as `data`; JSON as base64 `chunk`.
-          const data = p.data instanceof Uint8Array ? p.data : Buffer.from(String(p.chunk ?? ''), 'base64');
-          handle.deliver({ kind: 'output', seq: p.seq, stream: p.stream as 'stdout', data });
-        } else if (n.method === 'process/exited') {
-          handle.deliver({ kind: 'exited', seq: p.seq, exitCode: Number(p.exitCode) });
-        } else {
-          handle.deliver({ kind: 'closed', seq: p.seq });
-        }
+        const e = processEventOf(n.method, p);
+        if (e) this.processes.get(e.processId)?.deliver(e.event);
         return;
       }
       case 'fs/changed': {

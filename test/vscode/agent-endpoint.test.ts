@@ -129,6 +129,41 @@ describe('agent endpoint', () => {
     }
   });
 
+  it('a watched process: output before the answer, in order, each chunk once, to listeners subscribed in one turn; the agent leaving ends it without an error', async () => {
+    const { ep, started } = await endpoint('neverAsk', () => undefined);
+    const c = await connectWebSocket(ep.url, { token: ep.token, reconnect: false });
+    try {
+      const h = await c.startProcess({ argv: ['/bin/sh', '-c', 'for i in 1 2 3 4 5; do echo line$i; done; sleep 60'], cwd: dir });
+      let agentText = '';
+      h.onOutput((e) => (agentText += Buffer.from(e.data).toString()));
+      const deadline = Date.now() + 10_000;
+      while (!agentText.includes('line5') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      assert.equal(agentText, 'line1\nline2\nline3\nline4\nline5\n');
+      assert.equal(started.length, 1);
+      const seen = started[0];
+      // Subscribed late (as the terminal is): every chunk arrived before, and still arrives once, in order.
+      const seqs: number[] = [];
+      let text = '';
+      seen.onOutput((e) => {
+        seqs.push(e.seq);
+        text += Buffer.from(e.data).toString();
+      });
+      let closeEvent: { error?: string } | undefined;
+      seen.onClose((e) => (closeEvent = e));
+      await new Promise((r) => setImmediate(r));
+      assert.equal(text, agentText);
+      assert.deepEqual(seqs, [...seqs].sort((a, b) => a - b));
+      assert.equal(new Set(seqs).size, seqs.length);
+      assert.equal(seen.exitCode, undefined);
+      await c.close(); // the agent leaves: its session is detached, the watcher sees no more
+      await seen.closed;
+      assert.deepEqual(closeEvent, {});
+    } finally {
+      await c.close();
+      await ep.stop();
+    }
+  });
+
   it('askOutsideWorkspace writes inside the workspace without asking; the watcher can terminate an agent process', async () => {
     const { ep, prompts, started } = await endpoint('askOutsideWorkspace', (m) => (m.includes('sleep 60') ? 'Allow' : 'Deny'), [dir]);
     const c = await connectWebSocket(ep.url, { token: ep.token, reconnect: false });

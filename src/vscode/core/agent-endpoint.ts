@@ -8,8 +8,10 @@
 import * as crypto from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { OutputEvent, ProcessHandle } from '../../client/api';
+import { processEventOf } from '../../client/process-events';
+import { ClientProcess, type ProcessEvent } from '../../client/process-handle';
 import type { NotificationMap, NotificationMethod, ProcessStartParams, WriteStatus } from '../../protocol/types';
-import { Emitter, type Disposable, type Event } from '../../rpc/event';
+import type { Disposable, Event } from '../../rpc/event';
 import type { NotificationSink, ServerConnection, ServerOptions } from '../../server/api';
 import { ExecServer } from '../../server/exec-server';
 import type { ConnectableServer } from '../../transports/in-process';
@@ -23,7 +25,7 @@ import { GatedServerConnection, type GateHooks } from './gated-connection';
 export const AGENT_ENDPOINT_HOST = '127.0.0.1';
 
 /**
- * A process an agent started, observed through its connection's notifications. It is a
+ * A process an agent started, followed through its connection's notifications. It is a
  * read-only ProcessHandle (writes answer `stdinClosed`: stdin belongs to the agent), so the
  * UI shows it with the same terminal adapter as its own processes.
  */
@@ -61,41 +63,19 @@ export function checkBearer(req: { headers: { authorization?: string | string[] 
 }
 
 /**
- * Events that arrive before anyone listens (output racing the process/start answer, or the
- * terminal not opened yet) are kept and replayed to the first listener of each event.
+ * An agent's process as the UI sees it: the client's own process handle (ClientProcess: seq
+ * order, duplicates dropped, events held until delivered), fed with the notifications of the
+ * agent's connection. Read-only: writes answer `stdinClosed` (stdin belongs to the agent).
+ * Events are held until the first subscription (the terminal opens after process/start was
+ * answered, and output may precede the answer); they are then delivered on the next
+ * macrotask, so the subscriber's other subscriptions made in the same turn see them too.
  */
-class ReplayEmitter<T> {
-  private readonly emitter = new Emitter<T>();
-  private backlog: T[] | undefined = [];
-  readonly event: Event<T> = (listener) => {
-    const d = this.emitter.event(listener);
-    const backlog = this.backlog;
-    this.backlog = undefined;
-    if (backlog) for (const e of backlog) listener(e);
-    return d;
-  };
-  fire(e: T): void {
-    if (this.backlog) this.backlog.push(e);
-    else this.emitter.fire(e);
-  }
-  dispose(): void {
-    this.emitter.dispose();
-  }
-}
-
-class ObservedProcess implements AgentProcess {
-  private readonly output = new ReplayEmitter<OutputEvent>();
-  private readonly exit = new ReplayEmitter<{ exitCode: number }>();
-  private readonly close = new ReplayEmitter<{ error?: string }>();
-  readonly onOutput = this.output.event;
-  readonly onExit = this.exit.event;
-  readonly onClose = this.close.event;
-  exitCode: number | undefined;
-  readonly exited: Promise<number>;
-  readonly closed: Promise<void>;
-  private resolveExited!: (code: number) => void;
-  private resolveClosed!: () => void;
-  done = false;
+class WatchedProcess implements AgentProcess {
+  private readonly handle: ClientProcess;
+  private released = false;
+  readonly onOutput: Event<OutputEvent>;
+  readonly onExit: Event<{ exitCode: number }>;
+  readonly onClose: Event<{ error?: string }>;
   /** Between the process/start request and its answer. */
   starting = true;
 
@@ -104,42 +84,61 @@ class ObservedProcess implements AgentProcess {
     readonly argv: string[],
     readonly cwd: string,
     readonly tty: boolean,
-    private readonly connection: ServerConnection,
+    connection: ServerConnection,
   ) {
-    this.exited = new Promise((r) => (this.resolveExited = r));
-    this.closed = new Promise((r) => (this.resolveClosed = r));
+    this.handle = new ClientProcess(processId, {
+      write: async () => 'stdinClosed',
+      resize: async () => false,
+      closeStdin: async () => false,
+      interrupt: async (id) => void (await connection.request('process/signal', { processId: id, signal: 'interrupt' })),
+      terminate: async (id) => (await connection.request('process/terminate', { processId: id })).running,
+    });
+    const releasing =
+      <T>(event: Event<T>): Event<T> =>
+      (listener) => {
+        const d = event(listener);
+        if (!this.released) {
+          this.released = true;
+          this.handle.release();
+        }
+        return d;
+      };
+    this.onOutput = releasing(this.handle.onOutput);
+    this.onExit = releasing(this.handle.onExit);
+    this.onClose = releasing(this.handle.onClose);
   }
 
-  pushOutput(e: OutputEvent): void {
-    if (!this.done) this.output.fire(e);
+  get exitCode(): number | undefined {
+    return this.handle.exitCode;
   }
-  pushExit(code: number): void {
-    if (this.done || this.exitCode !== undefined) return;
-    this.exitCode = code;
-    this.exit.fire({ exitCode: code });
-    this.resolveExited(code);
+  get exited(): Promise<number> {
+    return this.handle.exited;
   }
-  finish(error?: string): void {
-    if (this.done) return;
-    this.done = true;
-    this.close.fire(error === undefined ? {} : { error });
-    this.resolveClosed();
+  get closed(): Promise<void> {
+    return this.handle.closed;
   }
-
-  async write(): Promise<WriteStatus> {
-    return 'stdinClosed';
+  deliver(event: ProcessEvent): void {
+    this.handle.deliver(event);
   }
-  async resize(): Promise<boolean> {
-    return false;
+  /** Nothing more will be seen (the agent's connection closed, or the start failed). */
+  end(error?: string): void {
+    if (error !== undefined) this.handle.fail(error);
+    else this.handle.deliver({ kind: 'closed', seq: this.handle.lastSeq + 1 });
   }
-  async closeStdin(): Promise<boolean> {
-    return false;
+  write(): Promise<WriteStatus> {
+    return this.handle.write('');
   }
-  async interrupt(): Promise<void> {
-    await this.connection.request('process/signal', { processId: this.processId, signal: 'interrupt' });
+  resize(rows: number, cols: number): Promise<boolean> {
+    return this.handle.resize(rows, cols);
   }
-  async terminate(): Promise<boolean> {
-    return (await this.connection.request('process/terminate', { processId: this.processId })).running;
+  closeStdin(): Promise<boolean> {
+    return this.handle.closeStdin();
+  }
+  interrupt(): Promise<void> {
+    return this.handle.interrupt();
+  }
+  terminate(): Promise<boolean> {
+    return this.handle.terminate();
   }
 }
 
@@ -229,24 +228,17 @@ export function gatedServer(opts: {
     // serveConnection starts each request's span with it (a request's `trace` member parents it).
     telemetry: opts.server.telemetry,
     connect(sink, connectOpts) {
-      const observed = new Map<string, ObservedProcess>();
+      const observed = new Map<string, WatchedProcess>();
       let gated: GatedServerConnection | undefined;
       const tap: NotificationSink = {
         notify<M extends NotificationMethod>(method: M, params: NotificationMap[M]): void {
           if (gated && !gated.filterNotification(method, params)) return;
           sink.notify(method, params);
-          const p = params as { processId?: string };
-          const o = p.processId !== undefined ? observed.get(p.processId) : undefined;
-          if (!o) return;
-          if (method === 'process/output') {
-            const n = params as NotificationMap['process/output'];
-            o.pushOutput({ seq: n.seq, stream: n.stream, data: Buffer.from(n.chunk, 'base64') });
-          } else if (method === 'process/exited') {
-            o.pushExit((params as NotificationMap['process/exited']).exitCode);
-          } else if (method === 'process/closed') {
-            observed.delete(o.processId);
-            o.finish();
-          }
+          const e = processEventOf(method, params);
+          const o = e && observed.get(e.processId);
+          if (!e || !o) return;
+          o.deliver(e.event);
+          if (e.event.kind === 'closed') observed.delete(e.processId);
         },
         isCongested: sink.isCongested?.bind(sink),
         onDrain: sink.onDrain?.bind(sink),
@@ -261,7 +253,7 @@ export function gatedServer(opts: {
             if (!opts.onProcessStarted || typeof params.processId !== 'string' || observed.has(params.processId)) return;
             const cwd = typeof params.cwd === 'string' ? params.cwd : '';
             const argv = Array.isArray(params.argv) ? params.argv.map(String) : [];
-            observed.set(params.processId, new ObservedProcess(params.processId, argv, cwd, !!params.tty, inner));
+            observed.set(params.processId, new WatchedProcess(params.processId, argv, cwd, !!params.tty, inner));
           },
           afterProcessStart: (params: ProcessStartParams, ok: boolean) => {
             const o = observed.get(params.processId);
@@ -269,7 +261,7 @@ export function gatedServer(opts: {
             o.starting = false;
             if (!ok) {
               observed.delete(params.processId);
-              o.finish('not started');
+              o.end('not started');
               return;
             }
             opts.onProcessStarted?.(o);
@@ -285,7 +277,7 @@ export function gatedServer(opts: {
         close: () => {
           g.close();
           // The session is detached: this connection sees no more output of its processes.
-          for (const o of observed.values()) o.finish();
+          for (const o of observed.values()) o.end();
           observed.clear();
         },
       };
