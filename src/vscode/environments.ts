@@ -40,7 +40,7 @@ export class LocalServerHolder implements vscode.Disposable {
 /** `telemetry`: the request hook of a new connection to an environment (statistics, spans). */
 export function createConnector(local: LocalServerHolder, telemetry?: (environment: string) => ClientTelemetry): Connector {
   return {
-    connect(config: EnvironmentConfig, token: string | undefined): Promise<ExecClient> {
+    connect(config: EnvironmentConfig, token: string | undefined, opts?: { resumeSessionId?: string }): Promise<ExecClient> {
       const t = telemetry?.(config.name);
       switch (config.kind) {
         case 'local':
@@ -50,6 +50,7 @@ export function createConnector(local: LocalServerHolder, telemetry?: (environme
           return connectWebSocket(config.url!, {
             clientName: CLIENT_NAME,
             token: token ?? '',
+            resumeSessionId: opts?.resumeSessionId,
             connectTimeoutMs: 10_000,
             initializeTimeoutMs: 10_000,
             telemetry: t,

@@ -12,6 +12,7 @@ import { ProcessRegistry } from './core/process-registry';
 import { connectWithProgress, createConnector, LocalServerHolder, StatusBar } from './environments';
 import { ExecFileSystemProvider } from './file-system-provider';
 import { SCHEME, TerminalService } from './terminals';
+import { TerminalRecords } from './core/terminal-survival';
 import { createSettingsOwner } from './settings';
 import { ExecServerTree } from './tree';
 import { registerRequestTelemetry } from './telemetry';
@@ -49,7 +50,15 @@ export function activate(ctx: vscode.ExtensionContext): ExecServerApi {
   const registry = new ProcessRegistry();
   const gate = new ApprovalGate(vscodeApprovalHost(settings, log));
   const statusBar = new StatusBar(store, manager);
-  const terminals = new TerminalService({ getClient: (env) => connectWithProgress(manager, env, log), registry, log });
+  const terminals = new TerminalService({
+    getClient: (env) => connectWithProgress(manager, env, log),
+    registry,
+    log,
+    // Shells of websocket environments outlive a window reload (the server keeps a detached session).
+    records: new TerminalRecords(ctx.workspaceState),
+    restorable: (env) => store.get(env)?.kind === 'websocket',
+    resumeClient: (env, sessionId) => manager.getClient(env, { resumeSessionId: sessionId }),
+  });
   const agentGateHost = vscodeAgentGateHost(ctx, settings, log);
   ctx.subscriptions.push(agentGateHost);
   const agent = new AgentEndpointService({ gateHost: agentGateHost, terminals, statusBar, log, settings, serverTelemetry: () => telemetry.server() });
@@ -67,6 +76,11 @@ export function activate(ctx: vscode.ExtensionContext): ExecServerApi {
     manager.onDidLoseConnection(({ environment, reason }) => {
       registry.forgetEnvironment(environment);
       void vscode.window.showWarningMessage(`Exec Server: ${reason}; reconnecting…`);
+    }),
+    manager.onDidGiveUp(({ environment, reason }) => {
+      void vscode.window.showErrorMessage(`Exec Server: could not reconnect to ${environment} (${reason})`, 'Retry').then((c) => {
+        if (c === 'Retry') void vscode.commands.executeCommand('execServer.connect', { environment });
+      });
     }),
     manager.onDidReconnect(({ environment }) => log.info(`${environment}: reconnected with a new session`)),
     settings.onDidChange(({ changed, previous, current }) => {
@@ -132,7 +146,12 @@ export function activate(ctx: vscode.ExtensionContext): ExecServerApi {
     },
   };
 
+  // After a window reload: re-attach the shells of remote environments whose session lives on.
+  void terminals.restoreTerminals().catch((e: unknown) => log.warn(`re-attaching terminals: ${e instanceof Error ? e.message : String(e)}`));
+
   cleanup = async () => {
+    // First: closing the connections must not end (or forget) the shells a reloaded window re-attaches.
+    terminals.detachAll();
     await agent.stop().catch(() => undefined);
     await manager.dispose().catch(() => undefined);
     await local.shutdown().catch(() => undefined);

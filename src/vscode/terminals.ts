@@ -1,5 +1,8 @@
 // Terminals and processes in the UI: shell terminals over PTY processes, Run Command (a pipe
 // process shown in a terminal), API runs, and read-only terminals for agent processes.
+// Shells survive (issue 15 §4): each follows its connection ("connection lost — reconnecting…",
+// "reconnected"), a lost one is offered again, and the shells of remote (websocket) environments
+// are recorded so that a reloaded window re-attaches them (restoreTerminals; ./core/terminal-survival.ts).
 import * as os from 'node:os';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
@@ -8,7 +11,9 @@ import type { EnvironmentInfo, EnvPolicy } from '../protocol/types';
 import type { AgentProcess } from './core/agent-endpoint';
 import { commandLine } from './core/approval';
 import { LOCAL_ENVIRONMENT } from './core/environment-store';
-import { ExecTerminal } from './core/exec-terminal';
+import { ExecTerminal, type TerminalFlow } from './core/exec-terminal';
+import { followConnection, restorePlan, type TerminalRecord, type TerminalRecords } from './core/terminal-survival';
+import type { Disposable } from '../rpc/event';
 import type { ProcessOrigin, ProcessRegistry } from './core/process-registry';
 import type { RunResult } from './api';
 
@@ -27,7 +32,19 @@ export interface TerminalServiceDeps {
   getClient(environment: string): Promise<ExecClient>;
   registry: ProcessRegistry;
   log: vscode.LogOutputChannel;
+  /** Shells to re-attach after a window reload (absent: nothing is recorded). */
+  records?: TerminalRecords;
+  /** Whether a shell of this environment can outlive the window (a websocket server keeps a detached session). */
+  restorable?(environment: string): boolean;
+  /** The environment's client resuming `sessionId` if it is still alive (a new session otherwise). */
+  resumeClient?(environment: string, sessionId: string): Promise<ExecClient>;
 }
+
+/**
+ * A user's close waits this long before terminating: a window reload also closes every terminal,
+ * and the extension host's shutdown (detachAll) comes after that close.
+ */
+const TERMINATE_DELAY_MS = 1000;
 
 export interface TerminalOptions {
   cwd?: string;
@@ -61,7 +78,69 @@ function clip(s: string, n = 60): string {
 }
 
 export class TerminalService implements vscode.Disposable {
+  /** Shell terminals of this window (detached when the extension host goes away). */
+  private readonly shells = new Set<ExecTerminal>();
+  private shuttingDown = false;
   constructor(private readonly deps: TerminalServiceDeps) {}
+
+  /**
+   * The window is going away (deactivate, before the connections close): keep every shell's
+   * process running and its record, so the reloaded window can re-attach it.
+   */
+  detachAll(): void {
+    this.shuttingDown = true;
+    for (const t of this.shells) t.detach();
+  }
+
+  /**
+   * After a window reload: terminals for the recorded shells of remote environments, each
+   * re-attached to its process with the output the server retained; a shell whose session or
+   * process ended meanwhile says so and offers to start it again. Returns the terminals.
+   */
+  async restoreTerminals(): Promise<vscode.Terminal[]> {
+    const records = this.deps.records;
+    if (!records || !this.deps.resumeClient) return [];
+    const all = records.list();
+    const plan = restorePlan(all, (env) => this.deps.restorable?.(env) ?? false);
+    const planned = new Set(plan.flatMap((p) => [...p.records, ...p.gone]).map((r) => r.processId));
+    for (const r of all) if (!planned.has(r.processId)) void records.remove(r.processId);
+    const terminals: vscode.Terminal[] = [];
+    await Promise.all(
+      plan.map(async ({ environment, sessionId, records: live, gone }) => {
+        const client = this.deps.resumeClient!(environment, sessionId).then(
+          (c) => c,
+          (e: unknown) => {
+            this.deps.log.warn(`${environment}: cannot re-attach terminals: ${e instanceof Error ? e.message : String(e)}`);
+            return undefined;
+          },
+        );
+        for (const r of [...live, ...gone]) terminals.push(this.restoreOne(r, client));
+      }),
+    );
+    if (terminals.length) this.deps.log.info(`re-attaching ${terminals.length} terminal(s) after the window reload`);
+    return terminals;
+  }
+
+  private restoreOne(r: TerminalRecord, client: Promise<ExecClient | undefined>): vscode.Terminal {
+    const opts: StartProcessOptions = { argv: r.argv, cwd: r.cwd, env: TERMINAL_ENV, envPolicy: ENV_POLICY, tty: true };
+    const adopt = async (_dims: unknown, flow: TerminalFlow): Promise<{ handle: ProcessHandle; client: ExecClient }> => {
+      const c = await client;
+      try {
+        if (!c) throw new Error(`cannot reach ${r.environment}`);
+        if (c.sessionId !== r.sessionId) throw new Error('its session ended while the window reloaded');
+        if (!c.adoptProcess) throw new Error('this client cannot re-attach processes');
+        const handle = await c.adoptProcess(r.processId, flow);
+        this.deps.log.info(`${r.environment}: re-attached ${r.name} (process ${r.processId})`);
+        this.deps.registry.add(r.environment, r.name, 'terminal', handle);
+        return { handle, client: c };
+      } catch (e) {
+        void this.deps.records?.remove(r.processId);
+        throw new Error(`${r.name} could not be re-attached: ${e instanceof Error ? e.message : String(e)}`);
+      }
+    };
+    const pty = this.shellPty(r.environment, () => this.deps.getClient(r.environment), r.name, 'terminal', opts, adopt);
+    return vscode.window.createTerminal({ name: r.name, pty, iconPath: new vscode.ThemeIcon('server-process') });
+  }
 
   /** The working directory used when none is given. */
   async defaultCwd(environment: string, client: ExecClient, info: InfoSource = infoOnce(client)): Promise<string> {
@@ -84,7 +163,7 @@ export class TerminalService implements vscode.Disposable {
     const cwd = opts.cwd ?? (await this.defaultCwd(environment, client, info));
     await opts.approve?.(argv, cwd);
     const name = opts.name ?? `${path.basename(argv[0])} (${environment})`;
-    const pty = this.ptyFor(environment, client, name, opts.origin ?? 'terminal', {
+    const pty = this.shellPty(environment, async () => client, name, opts.origin ?? 'terminal', {
       argv,
       cwd,
       env: { ...TERMINAL_ENV, ...(opts.env ?? {}) },
@@ -103,7 +182,7 @@ export class TerminalService implements vscode.Disposable {
     const argv = [await this.shellPath(client, info)];
     const cwd = await this.defaultCwd(environment, client, info);
     const name = `${path.basename(argv[0])} (${environment})`;
-    return { name, pty: this.ptyFor(environment, client, name, 'terminal', { argv, cwd, env: TERMINAL_ENV, envPolicy: ENV_POLICY, tty: true }) };
+    return { name, pty: this.shellPty(environment, async () => client, name, 'terminal', { argv, cwd, env: TERMINAL_ENV, envPolicy: ENV_POLICY, tty: true }) };
   }
 
   /** Run Command: a pipe process with its output in a terminal; resolves with the exit code. */
@@ -189,20 +268,68 @@ export class TerminalService implements vscode.Disposable {
     // Terminals belong to VS Code; their processes end with the environments' connections.
   }
 
-  private ptyFor(environment: string, client: ExecClient, label: string, origin: ProcessOrigin, opts: StartProcessOptions): ExecTerminal {
-    return new ExecTerminal({
+  /**
+   * A shell's pseudoterminal: it follows its connection, offers the same command again when
+   * the process is lost, and (remote environments) is recorded for re-attaching after a reload.
+   * `adopt`: the first process is an existing one (restoreTerminals) instead of a new start.
+   */
+  private shellPty(
+    environment: string,
+    client: () => Promise<ExecClient>,
+    label: string,
+    origin: ProcessOrigin,
+    opts: StartProcessOptions,
+    adopt?: (dims: unknown, flow: TerminalFlow) => Promise<{ handle: ProcessHandle; client: ExecClient }>,
+  ): ExecTerminal {
+    let watching: Disposable | undefined;
+    let processId: string | undefined;
+    const recordable = !!this.deps.records && (this.deps.restorable?.(environment) ?? false);
+    const follow = (handle: ProcessHandle, c: ExecClient) => {
+      watching?.dispose();
+      watching = followConnection(c, pty);
+      processId = handle.processId;
+      if (!recordable) return handle;
+      void this.deps.records!.put({ environment, sessionId: c.sessionId, processId: handle.processId, name: label, argv: opts.argv, cwd: opts.cwd });
+      // Over (exit, or lost while this window lives): nothing to re-attach. A shutdown keeps it.
+      void handle.closed.then(() => {
+        if (!this.shuttingDown && handle.processId === processId) void this.deps.records!.remove(handle.processId);
+      });
+      return handle;
+    };
+    const startNew = async (dims: { rows: number; columns: number } | undefined, flow: TerminalFlow) => {
+      const { handle, client: c } = await this.startWith(environment, await client(), label, origin, { ...opts, rows: dims?.rows, cols: dims?.columns, ...flow });
+      return follow(handle, c);
+    };
+    const pty: ExecTerminal = new ExecTerminal({
       mode: 'pty',
-      start: (dims, flow) => this.start(environment, client, label, origin, { ...opts, rows: dims?.rows, cols: dims?.columns, ...flow }),
+      start: adopt ? async (dims, flow) => {
+        const { handle, client: c } = await adopt(dims, flow);
+        return follow(handle, c);
+      } : startNew,
+      restart: startNew,
+      terminateDelayMs: TERMINATE_DELAY_MS,
+      onUserClose: () => {
+        watching?.dispose();
+        this.shells.delete(pty);
+        if (processId && recordable) void this.deps.records!.remove(processId);
+      },
       log: (m) => this.deps.log.debug(`${label}: ${m}`),
     });
+    this.shells.add(pty);
+    pty.onDidClose(() => this.shells.delete(pty));
+    return pty;
   }
 
   private async start(environment: string, client: ExecClient, label: string, origin: ProcessOrigin, opts: StartProcessOptions): Promise<ProcessHandle> {
+    return (await this.startWith(environment, client, label, origin, opts)).handle;
+  }
+
+  private async startWith(environment: string, client: ExecClient, label: string, origin: ProcessOrigin, opts: StartProcessOptions): Promise<{ handle: ProcessHandle; client: ExecClient }> {
     // The client of a dropped-and-replaced connection is closed: use the current one.
     const c = client.state === 'closed' || client.state === 'failed' ? await this.deps.getClient(environment) : client;
     const h = await c.startProcess(opts);
     this.deps.log.info(`${environment}: started ${label} (process ${h.processId}) in ${opts.cwd}`);
     this.deps.registry.add(environment, label, origin, h);
-    return h;
+    return { handle: h, client: c };
   }
 }

@@ -6,14 +6,16 @@ import type { ClientState, ExecClient } from '../../client/api';
 import { Emitter, type Disposable } from '../../rpc/event';
 import type { EnvironmentConfig, EnvironmentStore } from './environment-store';
 import { sessionLogTag } from '../../protocol/log-tag';
+import { classifyConnectError, type ConnectFailure } from './connect-failure';
 
 export type EnvironmentState = 'disconnected' | 'connecting' | 'connected' | 'reconnecting' | 'failed';
 
 export interface Connector {
-  connect(config: EnvironmentConfig, token: string | undefined): Promise<ExecClient>;
+  /** `resumeSessionId`: resume that session (websocket environments after a window reload). */
+  connect(config: EnvironmentConfig, token: string | undefined, opts?: { resumeSessionId?: string }): Promise<ExecClient>;
 }
 
-export type ConnectFailure = 'unknown environment' | 'unauthorized' | 'unreachable' | 'failed';
+export { classifyConnectError, type ConnectFailure };
 
 /** A connect failure with a kind the UI turns into a clear message. */
 export class EnvironmentConnectError extends Error {
@@ -40,15 +42,6 @@ function describeFailure(env: string, kind: ConnectFailure, detail: string): str
   }
 }
 
-export function classifyConnectError(e: unknown): ConnectFailure {
-  const m = e instanceof Error ? e.message : String(e);
-  if (/\b401\b|unauthori[sz]ed|\b403\b|forbidden|token/i.test(m)) return 'unauthorized';
-  if (/ECONNREFUSED|ENOTFOUND|EHOSTUNREACH|ENETUNREACH|ETIMEDOUT|EAI_AGAIN|timed out|timeout|ECONNRESET|socket hang up|ENOENT|spawn/i.test(m)) {
-    return 'unreachable';
-  }
-  return 'failed';
-}
-
 interface Entry {
   client?: ExecClient;
   pending?: Promise<ExecClient>;
@@ -72,11 +65,14 @@ export class EnvironmentManager implements Disposable {
   private readonly changeEmitter = new Emitter<{ environment: string; state: EnvironmentState }>();
   private readonly reconnectEmitter = new Emitter<{ environment: string; client: ExecClient }>();
   private readonly lostEmitter = new Emitter<{ environment: string; reason: string }>();
+  private readonly gaveUpEmitter = new Emitter<{ environment: string; reason: string }>();
   readonly onDidChangeState = this.changeEmitter.event;
   /** A lost environment is connected again (a new session: old processes are gone). */
   readonly onDidReconnect = this.reconnectEmitter.event;
   /** A connection dropped and the client could not resume its session. */
   readonly onDidLoseConnection = this.lostEmitter.event;
+  /** Every automatic reconnect attempt after a lost connection failed: the environment stays "failed". */
+  readonly onDidGiveUp = this.gaveUpEmitter.event;
   private disposed = false;
 
   constructor(
@@ -99,13 +95,17 @@ export class EnvironmentManager implements Disposable {
     return e?.state === 'connected' || e?.state === 'reconnecting' ? e.client : undefined;
   }
 
-  /** Connects on first use; concurrent callers share the attempt. Rejects with EnvironmentConnectError. */
-  getClient(name: string): Promise<ExecClient> {
+  /**
+   * Connects on first use; concurrent callers share the attempt. Rejects with EnvironmentConnectError.
+   * `resumeSessionId` (a window reload re-attaching terminals): the first connection resumes that
+   * session, or starts a new one when the server no longer knows it; an existing connection is kept.
+   */
+  getClient(name: string, opts: { resumeSessionId?: string } = {}): Promise<ExecClient> {
     if (this.disposed) return Promise.reject(new Error('the extension is shutting down'));
     const e = this.entry(name);
     if (e.client && (e.state === 'connected' || e.state === 'reconnecting')) return Promise.resolve(e.client);
     if (e.pending) return e.pending;
-    return this.startConnect(name, e);
+    return this.startConnect(name, e, false, opts.resumeSessionId);
   }
 
   async disconnect(name: string): Promise<boolean> {
@@ -131,6 +131,7 @@ export class EnvironmentManager implements Disposable {
     this.changeEmitter.dispose();
     this.reconnectEmitter.dispose();
     this.lostEmitter.dispose();
+    this.gaveUpEmitter.dispose();
   }
 
   private entry(name: string): Entry {
@@ -148,7 +149,7 @@ export class EnvironmentManager implements Disposable {
     if (this.entries.get(name) === e) this.changeEmitter.fire({ environment: name, state });
   }
 
-  private startConnect(name: string, e: Entry, reconnecting = false): Promise<ExecClient> {
+  private startConnect(name: string, e: Entry, reconnecting = false, resumeSessionId?: string): Promise<ExecClient> {
     const config = this.store.get(name);
     if (!config) return Promise.reject(new EnvironmentConnectError(name, 'unknown environment', ''));
     e.closing = false;
@@ -157,7 +158,14 @@ export class EnvironmentManager implements Disposable {
       const token = config.kind === 'websocket' ? await this.store.token(name) : undefined;
       let client: ExecClient;
       try {
-        client = await this.connector.connect(config, token);
+        try {
+          client = await this.connector.connect(config, token, resumeSessionId ? { resumeSessionId } : undefined);
+        } catch (err) {
+          // The session ended (TTL, server restart): a new one, as a plain connect would.
+          if (!resumeSessionId || !/unknown session/i.test(err instanceof Error ? err.message : String(err))) throw err;
+          this.options.log?.('info', `${name}: the previous session is gone; starting a new one`);
+          client = await this.connector.connect(config, token);
+        }
       } catch (err) {
         const detail = err instanceof Error ? err.message : String(err);
         throw new EnvironmentConnectError(name, classifyConnectError(err), detail);
@@ -186,8 +194,10 @@ export class EnvironmentManager implements Disposable {
         e.lastError = err instanceof Error ? err.message : String(err);
         this.options.log?.('warn', e.lastError);
         if (this.entries.get(name) !== e) return;
+        // While attempts remain the environment is "reconnecting", never "failed" under a "reconnecting…" toast.
+        if (reconnecting && this.scheduleReconnect(name, e)) return;
         this.setState(name, e, 'failed');
-        if (reconnecting) this.scheduleReconnect(name, e);
+        if (reconnecting) this.gaveUpEmitter.fire({ environment: name, reason: e.lastError });
       },
     );
     return attempt;
@@ -204,21 +214,24 @@ export class EnvironmentManager implements Disposable {
       e.client = undefined;
       const reason = `${name}: connection lost (${s})`;
       this.options.log?.('warn', reason);
-      this.setState(name, e, 'failed');
+      e.lastError = reason;
+      if (this.scheduleReconnect(name, e)) this.setState(name, e, 'reconnecting');
+      else this.setState(name, e, 'failed');
       this.lostEmitter.fire({ environment: name, reason });
       void client.close().catch(() => undefined);
-      this.scheduleReconnect(name, e);
     }
   }
 
-  private scheduleReconnect(name: string, e: Entry): void {
+  /** Schedules the next automatic attempt; false when none is left (or we are closing). */
+  private scheduleReconnect(name: string, e: Entry): boolean {
     const delays = this.options.reconnectDelaysMs ?? [1000, 2000, 5000, 10_000, 30_000];
-    if (this.disposed || e.closing || e.reconnectAttempt >= delays.length) return;
+    if (this.disposed || e.closing || e.reconnectAttempt >= delays.length) return false;
     const delay = delays[e.reconnectAttempt++];
     e.reconnectTimer = setTimeout(() => {
       e.reconnectTimer = undefined;
       if (this.disposed || e.closing || e.client || e.pending) return;
       this.startConnect(name, e, true).catch(() => undefined);
     }, delay);
+    return true;
   }
 }

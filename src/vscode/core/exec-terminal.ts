@@ -6,6 +6,12 @@
 //  - 'pipe' mode: a non-PTY process (Run Command). LF is shown as CRLF, input is echoed,
 //    Ctrl+C sends process/signal interrupt, and the terminal stays open after exit showing
 //    the exit code until a key is pressed.
+// Surviving the connection (issue 15 §4): connectionLost()/connectionRestored() print what
+// happened in the terminal itself while the client resumes its session; a process that is gone
+// (session lost, reconnect given up, ended while the window reloaded) is offered again with
+// `restart` (Enter starts the same command, any other key closes). close() can wait before it
+// terminates (`terminateDelayMs`): a window reload closes every terminal, and detach() — called
+// when the extension host is going away — keeps the process running for the reloaded window.
 // Flow control as VS Code's own terminal does it (its FlowControlConstants: 100 000 characters
 // unacknowledged at most, acknowledged once below 5 000): the process gets a window of
 // TERMINAL_HIGH_WATERMARK bytes, and output counts as consumed only once the coalescer handed
@@ -49,10 +55,21 @@ export interface ExecTerminalOptions {
   highWatermark?: number;
   lowWatermark?: number;
   onStarted?(handle: ProcessHandle): void;
+  /**
+   * Starts the same command again; when set, a process that was lost (error), that could not
+   * be started or re-attached, or that had already ended when it was attached, is offered again.
+   */
+  restart?(dims: TerminalDimensions | undefined, flow: TerminalFlow): Promise<ProcessHandle>;
+  /** The user closed the terminal (not a detach): the process is about to be terminated. */
+  onUserClose?(): void;
+  /** close() terminates after this many ms unless detach() comes first (default 0: at once). */
+  terminateDelayMs?: number;
   log?(message: string): void;
 }
 
 const RED = '\x1b[31m';
+const YELLOW = '\x1b[33m';
+const GREEN = '\x1b[32m';
 const DIM = '\x1b[2m';
 const RESET = '\x1b[0m';
 
@@ -72,10 +89,18 @@ export class ExecTerminal implements Disposable {
   /** After the end: the terminal waits for a key to close. */
   private keptOpen = false;
   private closedByUser = false;
+  private endedBeforeAttach = false;
   private terminalClosed = false;
   /** Bytes written to the terminal and not yet acknowledged (held while the queue is above the low watermark). */
   private unacked = 0;
-  private readonly subs: Disposable[] = [];
+  private subs: Disposable[] = [];
+  /** "connection lost" was shown and "reconnected" not yet. */
+  private lostShown = false;
+  /** Waiting for Enter (restart) or another key (close) after the process was lost. */
+  private offeringRestart = false;
+  private restarting = false;
+  private detached = false;
+  private closeTimer: ReturnType<typeof setTimeout> | undefined;
   private resolveResult!: (r: ExecTerminalResult) => void;
   /** Settles when the process is over and all its output was written to the terminal. */
   readonly result: Promise<ExecTerminalResult>;
@@ -98,8 +123,12 @@ export class ExecTerminal implements Disposable {
 
   open(initialDimensions: TerminalDimensions | undefined): void {
     this.dims = initialDimensions;
+    this.launch(this.options.start);
+  }
+
+  private launch(start: ExecTerminalOptions['start']): void {
     const flow: TerminalFlow = { outputWindow: this.options.highWatermark ?? TERMINAL_HIGH_WATERMARK, manualAck: true };
-    this.options.start(initialDimensions, flow).then(
+    start(this.dims, flow).then(
       (h) => this.attach(h),
       (e) => {
         const msg = e instanceof Error ? e.message : String(e);
@@ -110,15 +139,71 @@ export class ExecTerminal implements Disposable {
     );
   }
 
-  /** The user closed the terminal: stop the process it shows. */
+  /** Enter after a lost process: the same command again, in this terminal. */
+  private restart(): void {
+    const again = this.options.restart;
+    if (!again || this.restarting || this.terminalClosed) return;
+    this.restarting = true;
+    this.offeringRestart = false;
+    for (const s of this.subs) s.dispose();
+    this.subs = [];
+    this.handle = undefined;
+    this.finished = false;
+    this.startFailed = false;
+    this.keptOpen = false;
+    this.lostShown = false;
+    this.unacked = 0;
+    this.pendingInput = '';
+    this.coalescer.pushText(`${DIM}[Exec Server: starting it again…]${RESET}\r\n`);
+    this.restarting = false;
+    this.launch(again);
+  }
+
+  /** The terminal was closed (by the user, or by a window reload): stop the process it shows, unless detach() comes first. */
   close(): void {
     this.terminalClosed = true;
     this.closedByUser = true;
-    if (this.handle && !this.finished && this.options.terminateOnClose !== false) void this.handle.terminate().catch(() => undefined);
     this.coalescer.dispose();
+    const delay = this.options.terminateDelayMs ?? 0;
+    if (delay > 0 && !this.detached) this.closeTimer = setTimeout(() => this.closeNow(), delay);
+    else this.closeNow();
+  }
+
+  private closeNow(): void {
+    this.closeTimer = undefined;
+    if (this.detached) return;
+    this.options.onUserClose?.();
+    if (this.handle && !this.finished && this.options.terminateOnClose !== false) void this.handle.terminate().catch(() => undefined);
+  }
+
+  /** The extension host is going away (window reload): leave the process running, whatever close() asked. */
+  detach(): void {
+    this.detached = true;
+    if (this.closeTimer) clearTimeout(this.closeTimer);
+    this.closeTimer = undefined;
+  }
+
+  /** The client lost its connection and is resuming the session: say so (once) while the process runs. */
+  connectionLost(): void {
+    if (this.lostShown || !this.handle || this.finished || this.terminalClosed) return;
+    this.lostShown = true;
+    this.coalescer.pushText(`\r\n${YELLOW}[Exec Server: connection lost — reconnecting…]${RESET}\r\n`);
+  }
+
+  /** The session was resumed: the process kept running and its missed output was caught up. */
+  connectionRestored(): void {
+    if (!this.lostShown) return;
+    this.lostShown = false;
+    if (!this.handle || this.finished || this.terminalClosed) return;
+    this.coalescer.pushText(`${GREEN}[Exec Server: reconnected]${RESET}\r\n`);
   }
 
   handleInput(data: string): void {
+    if (this.offeringRestart) {
+      if (data.includes('\r')) this.restart();
+      else if (!this.terminalClosed) this.fireClose(undefined);
+      return;
+    }
     if (this.finished) {
       // Kept open after exit: any key closes it.
       if (this.keptOpen && !this.terminalClosed) this.fireClose(undefined);
@@ -158,6 +243,8 @@ export class ExecTerminal implements Disposable {
 
   private attach(h: ProcessHandle): void {
     this.handle = h;
+    // Already over when attached (it ended while the window reloaded): offer it again.
+    this.endedBeforeAttach = h.exitCode !== undefined;
     this.options.onStarted?.(h);
     if (this.closedByUser && this.options.terminateOnClose !== false) void h.terminate().catch(() => undefined);
     this.subs.push(h.onOutput((e) => this.coalescer.push(e.data)));
@@ -207,7 +294,17 @@ export class ExecTerminal implements Disposable {
   private async finish(r: ExecTerminalResult, startFailed: boolean): Promise<void> {
     if (this.finished) return;
     this.finished = true;
+    this.lostShown = false;
     if (r.error && !startFailed) this.coalescer.pushText(`\r\n${RED}Exec Server: ${r.error}${RESET}\r\n`);
+    if (this.options.restart && !this.closedByUser && (r.error !== undefined || startFailed || this.endedBeforeAttach)) {
+      const what = r.error !== undefined || startFailed ? 'the process is gone' : r.exitCode === undefined ? 'the process ended' : `the process exited with code ${r.exitCode}`;
+      this.coalescer.pushText(`\r\n${DIM}[Exec Server: ${what} — press Enter to start it again, any other key to close]${RESET}\r\n`);
+      // drained(), not end(): the terminal goes on writing if the process is started again.
+      await this.coalescer.drained();
+      this.offeringRestart = true;
+      this.resolveResult(r);
+      return;
+    }
     if (this.keepOpen && !this.closedByUser) {
       const what = r.exitCode === undefined ? 'process ended' : `process exited with code ${r.exitCode}`;
       this.coalescer.pushText(`\r\n${DIM}[${what} — press any key to close]${RESET}\r\n`);
