@@ -9,7 +9,9 @@ import * as os from 'node:os';
 import { pathToFileURL } from 'node:url';
 import { startCli, stopAll, type Cli } from '../security/cli-helpers';
 import { ensureFreshBuild } from './fresh-build';
-import { StallClient, bytesWritten, descendantsNamed, isAlive, rssBytes, sleep, waitFor } from './stall-client';
+import { StallClient, rssBytes } from './stall-client';
+import { bytesWritten, descendants, isAlive } from '../support/process';
+import { sleep, waitFor } from '../support/wait';
 
 const GiB = 1024 * 1024 * 1024;
 const RSS_LIMIT = 300 * 1024 * 1024;
@@ -45,16 +47,14 @@ async function stalledReader(s: Scenario): Promise<void> {
     });
     assert.ok(started.result, JSON.stringify(started));
     client.stall();
-    let childPid: number | undefined;
-    assert.ok(await waitFor(() => (childPid = descendantsNamed(serverPid, 'head')[0]) !== undefined, 10_000), 'child not found');
-    const pid = childPid!;
+    const pid = await waitFor(() => descendants(serverPid).find((p) => p.comm === 'head')?.pid, { what: 'the head child', timeout: 10_000 });
 
     // Stalled: sample the child's write counter; once the server stops reading it must stop moving.
     const written: number[] = [];
     const stallEnd = Date.now() + STALL_MS;
     while (Date.now() < stallEnd) {
       written.push(bytesWritten(pid) ?? -1);
-      await sleep(250);
+      await sleep(250); // sampling over the stall: the test is that the count stops moving for seconds
     }
     const rssWhileStalled = maxRss;
     const last = written[written.length - 1];
@@ -68,8 +68,7 @@ async function stalledReader(s: Scenario): Promise<void> {
 
     // Read again: every byte arrives, seqs contiguous, then exit 0 and close.
     client.unstall();
-    const done = await waitFor(() => stats.closed, s.drainTimeoutMs);
-    assert.ok(done, `stream incomplete after ${s.drainTimeoutMs} ms: ${stats.bytes} of ${s.bytes} bytes`);
+    await waitFor(() => stats.closed, { what: 'the whole stream after the stall', timeout: s.drainTimeoutMs, detail: () => `${stats.bytes} of ${s.bytes} bytes` });
     assert.deepEqual(stats.seqErrors, []);
     assert.equal(stats.bytes, s.bytes);
     assert.equal(stats.exitCode, 0);
