@@ -19,6 +19,8 @@ export const COMMAND_CATEGORY = 'Exec Server';
 /** The Exec Server view (contributes.views.execServer) and the terminal profile (contributes.terminal.profiles). */
 export const ENVIRONMENTS_VIEW = 'execServer.environments';
 export const TERMINAL_PROFILE = 'execServer.terminalProfile';
+/** The Remote Search view (contributes.views.execServer): Find in Files rows for exec-server folders (./search.ts). */
+export const SEARCH_RESULTS_VIEW = 'execServer.searchResults';
 
 export const COMMANDS = {
   'execServer.connect': { title: 'Connect to Environment', icon: '$(plug)' },
@@ -38,6 +40,9 @@ export const COMMANDS = {
   'execServer.process.interrupt': { title: 'Interrupt Process', icon: '$(debug-pause)' },
   'execServer.process.terminate': { title: 'Terminate Process', icon: '$(stop-circle)' },
   'execServer.process.reveal': { title: 'Show Process Terminal', icon: '$(terminal)' },
+  'execServer.findInFiles': { title: 'Find in Files (Remote Folder)', icon: '$(search)' },
+  'execServer.goToFile': { title: 'Go to File (Remote Folder)', icon: '$(go-to-file)' },
+  'execServer.clearSearchResults': { title: 'Clear Remote Search Results', icon: '$(clear-all)' },
 } as const satisfies Record<`execServer.${string}`, CommandContribution>;
 
 export type CommandId = keyof typeof COMMANDS;
@@ -75,6 +80,26 @@ export interface CommandSignatures {
   'execServer.process.interrupt': { args: ProcessNodeArgs; result: boolean };
   'execServer.process.terminate': { args: ProcessNodeArgs; result: boolean };
   'execServer.process.reveal': { args: ProcessNodeArgs; result: boolean };
+  /** Without `query`: an input box; without `folder` (an exec-server: URI string, or the Explorer's folder URI): every exec-server workspace folder. */
+  'execServer.findInFiles': {
+    args: { query?: string; folder?: string; isRegex?: boolean; caseSensitive?: boolean; wholeWord?: boolean; include?: string[]; maxResults?: number } | vscode.Uri;
+    result:
+      | {
+          summary: string;
+          tool?: 'rg' | 'grep';
+          matches: number;
+          files: number;
+          notShown: number;
+          cancelled: boolean;
+          failure?: string;
+          /** The shown rows; column is 1-based. */
+          rows: { uri: string; line: number; column: number; text: string }[];
+        }
+      | undefined;
+  };
+  /** A quick pick of the folder's files (prefilled with `query`); resolves with the opened file's URI. */
+  'execServer.goToFile': { args: { folder?: string; query?: string } | vscode.Uri; result: string | undefined };
+  'execServer.clearSearchResults': { args: undefined; result: boolean };
 }
 
 export type CommandArgs<K extends CommandId> = CommandSignatures[K]['args'];

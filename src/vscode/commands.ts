@@ -10,6 +10,7 @@ import { registerEnvironmentCommands } from './commands-environments';
 import { registerFolderCommands } from './commands-folders';
 import { registerProcessCommands } from './commands-processes';
 import { registerRunCommands } from './commands-run';
+import { registerSearchCommands } from './search';
 
 export type { CommandServices } from './command-deps';
 
@@ -20,4 +21,5 @@ export function registerCommands(ctx: vscode.ExtensionContext, s: CommandService
   registerFolderCommands(d);
   registerProcessCommands(d);
   registerAgentCommands(d);
+  registerSearchCommands(d);
 }

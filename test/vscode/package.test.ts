@@ -7,7 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import { DECLARED_ONLY_SETTINGS, SETTING_KEYS } from '../../src/vscode/core/settings';
-import { COMMAND_CATEGORY, COMMANDS, ENVIRONMENTS_VIEW, TERMINAL_PROFILE, type CommandContribution } from '../../src/vscode/command-ids';
+import { COMMAND_CATEGORY, COMMANDS, ENVIRONMENTS_VIEW, SEARCH_RESULTS_VIEW, TERMINAL_PROFILE, type CommandContribution } from '../../src/vscode/command-ids';
 
 const repo = process.env.EXEC_SERVER_REPO ?? path.resolve(__dirname, '../../..');
 const pkg = JSON.parse(readFileSync(path.join(repo, 'package.json'), 'utf8'));
@@ -49,7 +49,7 @@ describe('extension manifest', () => {
     assert.ok(pkg.activationEvents.includes('onFileSystem:exec-server'));
     assert.deepEqual(pkg.contributes.terminal.profiles.map((p: { id: string }) => p.id), [TERMINAL_PROFILE]);
     assert.ok(pkg.activationEvents.includes(`onTerminalProfile:${TERMINAL_PROFILE}`));
-    assert.deepEqual(pkg.contributes.views.execServer.map((v: { id: string }) => v.id), [ENVIRONMENTS_VIEW]);
+    assert.deepEqual(pkg.contributes.views.execServer.map((v: { id: string }) => v.id), [ENVIRONMENTS_VIEW, SEARCH_RESULTS_VIEW]);
     const props = pkg.contributes.configuration.properties;
     assert.equal(props['execServer.approval.policy'].default, 'askOutsideWorkspace');
     assert.deepEqual(props['execServer.approval.policy'].enum, ['alwaysAsk', 'askOutsideWorkspace', 'neverAsk']);

@@ -99,7 +99,7 @@ for (const tool of ['grep', 'rg'] as const) {
         [NEWLINE_NAME, 1, 'x needle', [[2, 8]]],
         ['sub/deep/u.txt', 1, 'héllo needle ünï', [[6, 12]]],
       ];
-      assert.deepEqual(got, sorted(want.map(([p, l, t, r]) => ({ path: p, line: l, text: t, ranges: r }))).map((m) => [m.path, m.line, m.text, m.ranges]));
+      assert.deepEqual(got, sorted(want.map(([p, l, t, r]) => ({ path: p, line: l, text: t, ranges: r, offset: 0 }))).map((m) => [m.path, m.line, m.text, m.ranges]));
       assert.equal(o.files, 6);
       assert.equal(o.notShown, 0);
       assert.equal(summarize(o), '7 matching lines in 6 files');
@@ -252,6 +252,18 @@ describe('find in files: output parsers', () => {
     p.end();
     assert.deepEqual(out.map((m) => [m.path, m.line, m.text]), [['ok.txt', 3, 'has x']]);
     assert.equal(bad.length, 1);
+  });
+
+  it('a very long line is cut around its first match; offset + range gives the column in the full line', async () => {
+    const dir = tempDir('search-long-');
+    const line = `${'x'.repeat(5000)} findme ${'y'.repeat(5000)}`;
+    writeFileSync(path.join(dir, 'min.js'), `${line}\n`);
+    for (const tool of ['grep', 'rg'] as const) {
+      const [m] = (await searchInFolder(client, dir, { pattern: 'findme' }, { tool, rgProgram: rg })).matches;
+      assert.ok(m.text.length <= 2000, `${tool}: cut to ${m.text.length}`);
+      assert.equal(m.text.slice(m.ranges[0][0], m.ranges[0][1]), 'findme', tool);
+      assert.equal(m.offset + m.ranges[0][0], 5001, `${tool}: column in the full line`);
+    }
   });
 
   it('names and lines are shown with visible escapes, markup stays literal text', () => {

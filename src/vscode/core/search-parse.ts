@@ -13,6 +13,8 @@ export interface SearchMatch {
   text: string;
   /** [start, end) in UTF-16 code units of `text`; at least one (possibly empty) range. */
   ranges: [number, number][];
+  /** Where `text` starts in the full line (0 unless a long line was cut): column = offset + range start. */
+  offset: number;
 }
 
 /** Longer lines are cut (a minified file would otherwise put megabytes into one tree row). */
@@ -32,15 +34,15 @@ function stripEol(s: string): string {
 }
 
 /** Cuts a long line, keeping the first match visible; ranges are clipped into the kept part. */
-export function clipLine(text: string, ranges: [number, number][], max = MAX_LINE_CHARS): { text: string; ranges: [number, number][] } {
-  if (text.length <= max) return { text, ranges };
+export function clipLine(text: string, ranges: [number, number][], max = MAX_LINE_CHARS): { text: string; ranges: [number, number][]; offset: number } {
+  if (text.length <= max) return { text, ranges, offset: 0 };
   const first = ranges[0]?.[0] ?? 0;
   const from = Math.max(0, Math.min(first - 40, text.length - max));
   const kept = text.slice(from, from + max);
   const shifted = ranges
     .map(([s, e]): [number, number] => [Math.max(0, s - from), Math.min(kept.length, e - from)])
     .filter(([s, e]) => e >= s && s <= kept.length);
-  return { text: kept, ranges: shifted.length ? shifted : [[0, 0]] };
+  return { text: kept, ranges: shifted.length ? shifted : [[0, 0]], offset: from };
 }
 
 /** Byte offsets of a UTF-8 line → UTF-16 offsets of its decoded text. */

@@ -11,6 +11,7 @@ import { LOCAL, registerExtensionTests, registerRemoteLifecycleTests, registerRe
 import * as vscode from 'vscode';
 import { afterAll, registerWithMocha, ResultsFile, runTests } from './framework';
 import { registerFsTests } from './fs-tests';
+import { registerSearchTests } from './search-tests';
 import { disposeTerminals, registerTerminalTests } from './terminal-tests';
 import { registerUxTests } from './ux-tests';
 
@@ -27,6 +28,7 @@ registerAgentTests();
 registerAgentSecurityTests();
 registerAgentCodexTests();
 registerUxTests();
+registerSearchTests();
 registerRemoteLifecycleTests();
 afterAll(disposeTerminals);
 
