@@ -11,7 +11,8 @@ import { after, before, test } from 'node:test';
 import { telemetryConfig } from '../../src/telemetry/config';
 import { startServerTelemetry } from '../../src/telemetry/load';
 import { AgentEndpoint } from '../../src/vscode/core/agent-endpoint';
-import { handshake, rawClient, startReceiver, until, type OtlpReceiver } from './helpers';
+import { handshake, rawClient, startReceiver, type OtlpReceiver } from './helpers';
+import { waitFor } from '../support/wait';
 
 let dir: string;
 let rx: OtlpReceiver;
@@ -56,7 +57,7 @@ test('agent endpoint: a request with a traceparent yields a server span parented
       trace,
     });
     assert.ok(start.result, JSON.stringify(start));
-    await until(() => c.notifications.some((n) => n.method === 'process/closed' && n.params.processId === 'p1'), 10_000, 'p1 closed');
+    await waitFor(() => c.notifications.some((n) => n.method === 'process/closed' && n.params.processId === 'p1'), { what: 'p1 closed', timeout: 10_000 });
     assert.deepEqual(questions, [], 'neverAsk: nothing asked');
     c.close();
   } finally {

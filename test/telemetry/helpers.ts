@@ -7,6 +7,7 @@ import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import * as path from 'node:path';
 import WebSocket from 'ws';
+import { waitFor } from '../support/wait';
 
 export const repoRoot = process.env.EXEC_SERVER_REPO ?? path.resolve(__dirname, '../../..');
 export const cliPath = path.join(repoRoot, 'dist/cli.js');
@@ -195,13 +196,12 @@ export async function startReceiver(): Promise<OtlpReceiver> {
     requests,
     spans,
     async waitFor(pred, ms = 15_000) {
-      const t0 = Date.now();
-      for (;;) {
-        const s = spans();
-        if (pred(s)) return s;
-        if (Date.now() - t0 > ms) throw new Error(`spans not received in ${ms} ms; got ${JSON.stringify(s.map((x) => x.name))}`);
-        await new Promise((r) => setTimeout(r, 50));
-      }
+      return waitFor(() => (pred(spans()) ? spans() : undefined), {
+        timeout: ms,
+        what: 'spans',
+        interval: 50,
+        detail: () => `got ${JSON.stringify(spans().map((x) => x.name))}`,
+      });
     },
     close: () =>
       new Promise<void>((r) => {
@@ -263,13 +263,4 @@ export function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv 
   const env: NodeJS.ProcessEnv = {};
   for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('OTEL_')) env[k] = v;
   return { ...env, ...extra };
-}
-
-/** Polls `pred` until it holds. */
-export async function until(pred: () => boolean, ms = 10_000, what = 'condition'): Promise<void> {
-  const t0 = Date.now();
-  while (!pred()) {
-    if (Date.now() - t0 > ms) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
 }

@@ -3,20 +3,19 @@
 // per-request observer exists, and no `trace` member is sent. Each check has a control that
 // turns telemetry on and sees the opposite, so the check can fail.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import * as os from 'node:os';
+import { writeFileSync } from 'node:fs';
 import * as path from 'node:path';
-import { after, test } from 'node:test';
+import { test } from 'node:test';
 import { connectInProcess } from '../../src/client/connect';
 import { ExecServer } from '../../src/server/exec-server';
 import { NOOP_SERVER_TELEMETRY } from '../../src/telemetry/api';
 import { telemetryConfig } from '../../src/telemetry/config';
 import { sdkLoaded, startServerTelemetry } from '../../src/telemetry/load';
-import { cleanEnv, cliPath, ensureBuilt, handshake, rawClient, telemetryBundle } from './helpers';
+import { cleanEnv, ensureBuilt, handshake, rawClient, telemetryBundle } from './helpers';
+import { startCli } from '../support/cli';
+import { tempDir } from '../support/tmp';
 
-const dir = mkdtempSync(path.join(os.tmpdir(), 'telemetry-off-'));
-after(() => rmSync(dir, { recursive: true, force: true }));
+const dir = tempDir('telemetry-off-');
 
 const otelModules = () => Object.keys(require.cache).filter((k) => k.includes('@opentelemetry') || /telemetry[\\/]otel\.js$/.test(k));
 
@@ -44,7 +43,7 @@ test('in process: a default server and client load no OpenTelemetry module; turn
   assert.ok(otelModules().length > 0);
 });
 
-test('the built CLI never requires dist/telemetry.js unless telemetry is configured', async () => {
+test('the built CLI never requires dist/telemetry.js unless telemetry is configured', async (t) => {
   ensureBuilt();
   // A preload that reports every module the CLI loads from dist/.
   const hook = path.join(dir, 'hook.js');
@@ -54,26 +53,13 @@ test('the built CLI never requires dist/telemetry.js unless telemetry is configu
      M._load = function (req, ...rest) { if (String(req).endsWith('telemetry.js')) process.stderr.write('LOADED ' + req + '\\n'); return orig.call(this, req, ...rest); };`,
   );
   const run = async (extraArgs: string[]): Promise<string> => {
-    const child = spawn(process.execPath, ['--require', hook, cliPath, '--listen', 'ws://127.0.0.1:0', ...extraArgs], { env: cleanEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
-    let err = '';
-    let out = '';
-    child.stderr.on('data', (d) => (err += d));
-    const url = await new Promise<string>((resolve, reject) => {
-      child.stdout.on('data', (d) => {
-        out += d;
-        const m = /ws:\/\/\S+/.exec(out);
-        if (m) resolve(m[0]);
-      });
-      child.once('exit', () => reject(new Error(err)));
-    });
-    const c = await rawClient(url);
+    const cli = await startCli(extraArgs, { nodeArgs: ['--require', hook], env: cleanEnv(), t });
+    const c = await rawClient(cli.url);
     await handshake(c);
     await c.call({ id: 1, method: 'fs/getMetadata', params: { path: dir }, trace: { traceparent: `00-${'a'.repeat(32)}-${'b'.repeat(16)}-01` } });
     c.close();
-    const exited = new Promise((r) => child.once('exit', r));
-    child.kill('SIGTERM');
-    await exited;
-    return err;
+    await cli.stop();
+    return cli.stderr();
   };
   const off = await run([]);
   assert.ok(!off.includes('LOADED'), off);

@@ -8,7 +8,8 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, test } from 'node:test';
 import { startCli, stopAll } from '../security/cli-helpers';
-import { cleanEnv, ensureBuilt, handshake, rawClient, until } from './helpers';
+import { cleanEnv, ensureBuilt, handshake, rawClient } from './helpers';
+import { waitFor } from '../support/wait';
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'telemetry-prom-'));
 before(() => ensureBuilt());
@@ -66,7 +67,7 @@ test('a scrape after a known workload shows the exact counts', async () => {
   await a.call({ id: 22, method: 'process/start', params: { processId: 'p-run', argv: ['sleep', '30'], cwd: dir, env, tty: false } });
   // A start that fails (missing binary) is not a started process.
   assert.ok((await a.call({ id: 23, method: 'process/start', params: { processId: 'p-missing', argv: [path.join(dir, 'no-such-binary')], cwd: dir, env, tty: false } })).error);
-  await until(() => a.notifications.filter((n) => n.method === 'process/closed').length === 2, 10_000, 'two processes closed');
+  await waitFor(() => a.notifications.filter((n) => n.method === 'process/closed').length === 2, { what: 'two processes closed', timeout: 10_000 });
 
   const text = await scrape(metricsUrl);
   const expect: [string, number][] = [
@@ -99,12 +100,10 @@ test('a scrape after a known workload shows the exact counts', async () => {
   // Closing connections is counted down; the session is detached (kept for resume), not ended.
   a.close();
   b.close();
-  let after = '';
-  for (let i = 0; i < 100; i++) {
-    after = await scrape(metricsUrl);
-    if (sample(after, 'exec_server_connections') === 0) break;
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  const after = await waitFor(async () => {
+    const text = await scrape(metricsUrl);
+    return sample(text, 'exec_server_connections') === 0 && text;
+  }, { what: 'exec_server_connections back to 0', interval: 50 });
   assert.equal(sample(after, 'exec_server_connections'), 0, after);
   assert.equal(sample(after, 'exec_server_sessions'), 1);
   assert.equal((await fetch(metricsUrl.replace('/metrics', '/other'))).status, 404);

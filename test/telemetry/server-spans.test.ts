@@ -11,7 +11,8 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, test } from 'node:test';
 import { startCli, stopAll } from '../security/cli-helpers';
-import { cleanEnv, ensureBuilt, handshake, rawClient, startReceiver, until, type ReceivedSpan } from './helpers';
+import { cleanEnv, ensureBuilt, handshake, rawClient, startReceiver, type ReceivedSpan } from './helpers';
+import { waitFor } from '../support/wait';
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'telemetry-spans-'));
 before(() => ensureBuilt());
@@ -77,7 +78,7 @@ for (const protocol of ['http/json', 'http/protobuf'] as const) {
         trace: { traceparent },
       });
       assert.equal((start.result as { processId: string }).processId, 'proc-secret-id');
-      await until(() => c.notifications.some((n) => n.method === 'process/exited'), 10_000, 'process/exited');
+      await waitFor(() => c.notifications.some((n) => n.method === 'process/exited'), { what: 'process/exited', timeout: 10_000 });
       c.close();
       await cli.stop(); // SIGTERM: clean shutdown flushes the spans
       assert.equal(cli.child.exitCode, 0, cli.stderr());
