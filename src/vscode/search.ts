@@ -13,7 +13,7 @@ import type { CommandDeps } from './command-deps';
 import { str, strArray, type Args } from './command-registry';
 import { SEARCH_RESULTS_VIEW, type CommandResult } from './command-ids';
 import { wasReported } from './environments';
-import type { SearchQuery } from './core/search-argv';
+import { excludedNamesFromSettings, type SearchQuery } from './core/search-argv';
 import { listFiles } from './core/search-files';
 import { visiblePath } from './core/search-parse';
 import { DEFAULT_MAX_RESULTS, searchInFolder, summarize, type SearchOutcome } from './core/search-run';
@@ -48,6 +48,12 @@ export function registerSearchCommands(d: CommandDeps): void {
   const environmentOf = (authority: string) =>
     d.store.get(authority)?.name ?? d.store.list().find((e) => e.name.toLowerCase() === authority.toLowerCase())?.name ?? authority;
   const asFolder = (uri: vscode.Uri, label?: string): RemoteFolder => ({ uri, environment: environmentOf(uri.authority), label: label ?? (path.posix.basename(uri.path) || uri.path) });
+  /** VS Code's files.exclude and search.exclude (their "**" + "/name" entries) for this folder. */
+  const excludedNames = (f: RemoteFolder) =>
+    excludedNamesFromSettings([
+      vscode.workspace.getConfiguration('files', f.uri).get<Record<string, unknown>>('exclude'),
+      vscode.workspace.getConfiguration('search', f.uri).get<Record<string, unknown>>('exclude'),
+    ]);
   const openFolders = (): RemoteFolder[] => (vscode.workspace.workspaceFolders ?? []).filter((f) => f.uri.scheme === SCHEME).map((f) => asFolder(f.uri, f.name));
 
   /** The folder given (args.folder URI string, or a URI from the Explorer's context menu), else every exec-server workspace folder. */
@@ -199,7 +205,7 @@ export function registerSearchCommands(d: CommandDeps): void {
           try {
             const client = await d.clientFor(f.environment);
             const label = folders.length > 1 ? f.label : undefined;
-            const o = await searchInFolder(client, f.uri.path, query, { maxResults: left, signal: ac.signal, onMatch: (m) => tree.add(f.uri, label, m) });
+            const o = await searchInFolder(client, f.uri.path, { ...query, excludeNames: excludedNames(f) }, { maxResults: left, signal: ac.signal, onMatch: (m) => tree.add(f.uri, label, m) });
             d.log.info(`find in files: ${o.argv.map((a) => JSON.stringify(a)).join(' ')} in ${f.environment}:${f.uri.path} → ${summarize(o)}${o.errors.length ? ` (${o.errors.slice(0, 3).join('; ')})` : ''}`);
             outcomes.push(o);
             left = Math.max(0, left - o.matches.length);
@@ -269,6 +275,7 @@ export function registerSearchCommands(d: CommandDeps): void {
           try {
             const client = await d.clientFor(f.environment);
             const o = await listFiles(client, f.uri.path, {
+              excludeNames: excludedNames(f),
               signal: ac.signal,
               onBatch: (files) => {
                 for (const rel of files) {

@@ -10,7 +10,7 @@ import { after, before, describe, it } from 'node:test';
 import type { ExecServerClient } from '../../src/client/client';
 import { connectInProcess } from '../../src/client/connect';
 import { ExecServer } from '../../src/server/exec-server';
-import { grepArgv, rgArgv, type SearchQuery, type SearchTool } from '../../src/vscode/core/search-argv';
+import { DEFAULT_EXCLUDED_NAMES, excludedNamesFromSettings, grepArgv, rgArgv, type SearchQuery, type SearchTool } from '../../src/vscode/core/search-argv';
 import { listFiles } from '../../src/vscode/core/search-files';
 import { grepNulParser, rgJsonParser, visibleLine, visiblePath, type SearchMatch } from '../../src/vscode/core/search-parse';
 import { detectTool, searchInFolder, summarize } from '../../src/vscode/core/search-run';
@@ -202,13 +202,37 @@ describe('find in files: choosing the tool and bad input', () => {
   });
 
   it('rejects an empty query, a multi-line query and NUL characters before starting anything', async () => {
-    for (const q of [{ pattern: '' }, { pattern: 'a\nb' }, { pattern: 'a\0b' }, { pattern: 'x', include: ['a\0'] }, { pattern: 'x', excludeDirs: ['a/b'] }] as SearchQuery[]) {
-      await assert.rejects(searchInFolder(client, fixture, q, { tool: 'grep' }), /empty|single line|NUL|plain folder name/);
+    for (const q of [{ pattern: '' }, { pattern: 'a\nb' }, { pattern: 'a\0b' }, { pattern: 'x', include: ['a\0'] }, { pattern: 'x', excludeNames: ['a/b'] }, { pattern: 'x', excludeNames: ['*.js'] }] as SearchQuery[]) {
+      await assert.rejects(searchInFolder(client, fixture, q, { tool: 'grep' }), /empty|single line|NUL|plain file or folder name/);
     }
   });
 
   it('a folder that does not exist is an error naming it', async () => {
     await assert.rejects(searchInFolder(client, path.join(fixture, 'missing'), { pattern: 'x' }, { tool: 'grep' }), /cannot run grep on the host in .*missing/);
+  });
+
+  it('files.exclude / search.exclude entries naming one file or folder are honoured; other globs are left out', async () => {
+    const names = excludedNamesFromSettings([{ '**/.git': true, '**/dist': true, '**/*.map': true, 'build/**': true }, { '**/node_modules': false, '**/sub': true }]);
+    assert.ok(names.includes('dist') && names.includes('.git') && names.includes('sub'));
+    assert.ok(!names.includes('node_modules'), 'a default turned back on');
+    assert.ok(!names.some((n) => n.includes('*') || n.includes('/')));
+    assert.ok(DEFAULT_EXCLUDED_NAMES.includes('node_modules'));
+    for (const tool of ['grep', 'rg'] as const) {
+      const o = await searchInFolder(client, fixture, { pattern: 'needle', excludeNames: ['sub', '.hidden.txt', '.git', 'node_modules'] }, { tool, rgProgram: rg });
+      assert.deepEqual(o.matches.filter((m) => m.path.startsWith('sub/') || m.path === '.hidden.txt'), [], tool);
+      assert.equal(o.matches.length, 5, `${tool}: ${o.matches.map((m) => m.path)}`);
+    }
+  });
+
+  it('a FIFO in the folder does not hang the search (both tools skip it)', async () => {
+    const dir = tempDir('search-fifo-');
+    spawnSync('mkfifo', [path.join(dir, 'pipe')]);
+    writeFileSync(path.join(dir, 'a.txt'), 'needle\n');
+    for (const tool of ['grep', 'rg'] as const) {
+      const o = await searchInFolder(client, dir, { pattern: 'needle' }, { tool, rgProgram: rg });
+      assert.deepEqual(o.matches.map((m) => m.path), ['a.txt'], tool);
+    }
+    assert.deepEqual((await listFiles(client, dir)).files, ['a.txt'], 'go to file lists no FIFO');
   });
 
   it('argv: the query is the value of --regexp= (rg) or follows -e (grep), and "--" ends the options', () => {
@@ -293,7 +317,8 @@ describe('go to file: listing with fs/walk', () => {
       for (let i = 0; i < 10; i++) writeFileSync(path.join(dir, `d${d}`, `f${i}`), '');
       writeFileSync(path.join(dir, `d${d}`, 'skipme', 'x'), '');
     }
-    const all = await listFiles(client, dir, { excludeDirs: ['skipme'] });
+    writeFileSync(path.join(dir, 'd0', 'secret.txt'), '');
+    const all = await listFiles(client, dir, { excludeNames: ['skipme', 'secret.txt'] });
     assert.equal(all.files.length, 50);
     assert.ok(!all.files.some((f) => f.includes('skipme')));
     const capped = await listFiles(client, dir, { maxFiles: 23 });

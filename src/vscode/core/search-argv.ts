@@ -13,12 +13,30 @@ export interface SearchQuery {
   wholeWord?: boolean;
   /** Globs of files to search (rg --glob / grep --include), e.g. `*.ts`. */
   include?: string[];
-  /** Directory names never entered (default: DEFAULT_EXCLUDED_DIRS). */
-  excludeDirs?: string[];
+  /** Names of folders never entered and files never searched (default: DEFAULT_EXCLUDED_NAMES). */
+  excludeNames?: readonly string[];
 }
 
 /** Like VS Code's default files.exclude/search.exclude: VCS metadata and dependency trees. */
-export const DEFAULT_EXCLUDED_DIRS: readonly string[] = ['.git', '.hg', '.svn', 'node_modules', 'bower_components'];
+export const DEFAULT_EXCLUDED_NAMES: readonly string[] = ['.git', '.hg', '.svn', 'CVS', '.DS_Store', 'Thumbs.db', 'node_modules', 'bower_components'];
+
+/**
+ * The names a files.exclude / search.exclude setting turns off, from its entries that name one
+ * file or folder at any depth ("**" + "/name"; true: excluded, false: a default turned back on).
+ * Other glob shapes are not understood by grep, rg and the fs/walk lister alike: left out.
+ */
+export function excludedNamesFromSettings(settings: readonly (Record<string, unknown> | undefined)[], defaults = DEFAULT_EXCLUDED_NAMES): string[] {
+  const names = new Set(defaults);
+  for (const s of settings) {
+    for (const [pattern, on] of Object.entries(s ?? {})) {
+      const m = /^\*\*\/([^*?/[\]{}!\\]+)$/.exec(pattern);
+      if (!m) continue;
+      if (on === true) names.add(m[1]);
+      else if (on === false) names.delete(m[1]);
+    }
+  }
+  return [...names];
+}
 
 /** The folder searched, relative to the process's cwd; stripped from the paths the tools print. */
 export const SEARCH_ROOT = '.';
@@ -27,10 +45,10 @@ export const SEARCH_ROOT = '.';
 export function validateQuery(q: SearchQuery): void {
   if (typeof q.pattern !== 'string' || q.pattern === '') throw new Error('the search text is empty');
   if (/[\r\n]/.test(q.pattern)) throw new Error('the search text must be a single line');
-  const all = [q.pattern, ...(q.include ?? []), ...(q.excludeDirs ?? [])];
+  const all = [q.pattern, ...(q.include ?? []), ...(q.excludeNames ?? [])];
   // A NUL cannot be passed in an argv element; spawn would fail with a less helpful message.
   if (all.some((s) => s.includes('\0'))) throw new Error('the search text or a glob contains a NUL character');
-  for (const d of q.excludeDirs ?? []) if (d === '' || d.includes('/')) throw new Error(`excluded folder "${d}" must be a plain folder name`);
+  for (const d of q.excludeNames ?? []) if (d === '' || d.includes('/') || /[*?[\]{}!\\]/.test(d)) throw new Error(`excluded name "${d}" must be a plain file or folder name`);
   for (const g of q.include ?? []) if (g === '') throw new Error('an empty include glob');
 }
 
@@ -44,7 +62,8 @@ export function rgArgv(q: SearchQuery, rg = 'rg'): string[] {
   const argv = [rg, '--json', '--no-config', '--hidden', '--no-follow', q.caseSensitive ? '--case-sensitive' : '--ignore-case'];
   if (!q.isRegex) argv.push('--fixed-strings');
   if (q.wholeWord) argv.push('--word-regexp');
-  for (const d of q.excludeDirs ?? DEFAULT_EXCLUDED_DIRS) argv.push(`--glob=!${d}`);
+  // A glob without '/' matches that name at any depth, folder or file.
+  for (const d of q.excludeNames ?? DEFAULT_EXCLUDED_NAMES) argv.push(`--glob=!${d}`);
   for (const g of q.include ?? []) argv.push(`--glob=${g}`);
   // `--regexp=<q>`: the query is this option's value whatever its first character.
   argv.push(`--regexp=${q.pattern}`, '--', `${SEARCH_ROOT}/`);
@@ -61,7 +80,7 @@ export function grepArgv(q: SearchQuery, grep = 'grep'): string[] {
   const argv = [grep, '-r', '-n', '-H', '-I', '--null', '--color=never', q.isRegex ? '-E' : '-F'];
   if (!q.caseSensitive) argv.push('-i');
   if (q.wholeWord) argv.push('-w');
-  for (const d of q.excludeDirs ?? DEFAULT_EXCLUDED_DIRS) argv.push(`--exclude-dir=${d}`);
+  for (const d of q.excludeNames ?? DEFAULT_EXCLUDED_NAMES) argv.push(`--exclude-dir=${d}`, `--exclude=${d}`);
   for (const g of q.include ?? []) argv.push(`--include=${g}`);
   argv.push('-e', q.pattern, '--', SEARCH_ROOT);
   return argv;

@@ -5,15 +5,15 @@
 // quick pick fills while the walk goes on) and the walk stops at `maxFiles` or on abort.
 import * as path from 'node:path';
 import type { ExecClient } from '../../client/api';
-import { DEFAULT_EXCLUDED_DIRS } from './search-argv';
+import { DEFAULT_EXCLUDED_NAMES } from './search-argv';
 
 export const DEFAULT_MAX_FILES = 20_000;
 /** The server's per-walk entry maximum (src/server/fs/walk.ts, same as the reference). */
 const WALK_MAX_ENTRIES = 50_000;
 
 export interface ListFilesOptions {
-  /** Folder names never entered (default DEFAULT_EXCLUDED_DIRS). */
-  excludeDirs?: readonly string[];
+  /** Names of folders never entered and files not listed (default DEFAULT_EXCLUDED_NAMES). */
+  excludeNames?: readonly string[];
   maxFiles?: number;
   /** Directories read at once (requests in flight). */
   concurrency?: number;
@@ -34,7 +34,7 @@ export interface ListFilesOutcome {
 }
 
 export async function listFiles(client: ExecClient, root: string, opts: ListFilesOptions = {}): Promise<ListFilesOutcome> {
-  const exclude = new Set(opts.excludeDirs ?? DEFAULT_EXCLUDED_DIRS);
+  const exclude = new Set(opts.excludeNames ?? DEFAULT_EXCLUDED_NAMES);
   const maxFiles = Math.max(1, opts.maxFiles ?? DEFAULT_MAX_FILES);
   const concurrency = Math.max(1, opts.concurrency ?? 8);
   const out: ListFilesOutcome = { files: [], truncated: false, cancelled: false, unreadable: 0, directories: 0 };
@@ -61,7 +61,7 @@ export async function listFiles(client: ExecClient, root: string, opts: ListFile
       const rel = path.posix.relative(root, e.path);
       if (e.kind === 'directory') {
         if (!exclude.has(path.posix.basename(e.path))) queue.push(e.path);
-      } else if (e.kind === 'file') {
+      } else if (e.kind === 'file' && !exclude.has(path.posix.basename(e.path))) {
         if (done()) break;
         if (out.files.length >= maxFiles) {
           out.truncated = true;
