@@ -11,14 +11,8 @@ import { RpcConnection } from '../../src/rpc/connection';
 import { ErrorCodes, RpcError } from '../../src/protocol/errors';
 import { connectWebSocketTransport } from '../../src/transports/websocket-client';
 import { startDropProxy } from './drop-proxy';
-
-async function waitUntil(cond: () => boolean, what: string, ms = 30_000) {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
+import { cmdline, descendants } from '../support/process';
+import { sleep, waitFor } from '../support/wait';
 
 const ENV = { PATH: process.env.PATH ?? '/usr/bin:/bin' };
 const cwd = new URL(`file://${os.tmpdir()}`).href;
@@ -62,7 +56,7 @@ export function defineRecoveryScenarios(
         env: ENV,
         tty: false,
       });
-      await waitUntil(() => live.size >= 5, 'first lines');
+      await waitFor(() => live.size >= 5, { what: 'first lines', timeout: 30_000 });
       a.t.socket.terminate(); // abrupt: no close handshake
       // Unknown session ids are refused with the reference's message.
       const bogus = await open();
@@ -75,18 +69,20 @@ export function defineRecoveryScenarios(
       bogus.t.close();
       // Resume (retry -32010 while the server has not noticed the old socket is gone).
       let b = await open();
-      let resumed: { sessionId: string } | undefined;
-      for (let i = 0; i < 200 && !resumed; i++) {
-        try {
-          resumed = (await b.rpc.request('initialize', { clientName: 'resume-test', resumeSessionId: init.sessionId })) as { sessionId: string };
-        } catch (e) {
-          assert.ok(e instanceof RpcError && e.code === ErrorCodes.SessionAttached, String(e));
-          b.t.close();
-          await new Promise((r) => setTimeout(r, 50));
-          b = await open();
-        }
-      }
-      assert.equal(resumed?.sessionId, init.sessionId);
+      const resumed = await waitFor(
+        async () => {
+          try {
+            return (await b.rpc.request('initialize', { clientName: 'resume-test', resumeSessionId: init.sessionId })) as { sessionId: string };
+          } catch (e) {
+            assert.ok(e instanceof RpcError && e.code === ErrorCodes.SessionAttached, String(e));
+            b.t.close();
+            b = await open();
+            return undefined;
+          }
+        },
+        { what: 'the session to be resumable', interval: 50, timeout: 30_000 },
+      );
+      assert.equal(resumed.sessionId, init.sessionId);
       const after = new Map<number, string>();
       let closedSeq = 0;
       b.rpc.onNotification((n) => {
@@ -100,7 +96,7 @@ export function defineRecoveryScenarios(
         chunks: { seq: number; chunk: string }[];
       };
       for (const c of read.chunks) after.set(c.seq, Buffer.from(c.chunk, 'base64').toString());
-      await waitUntil(() => closedSeq > 0, 'process/closed on the resumed connection');
+      await waitFor(() => closedSeq > 0, { what: 'process/closed on the resumed connection', timeout: 30_000 });
       const all = new Map([...live, ...after]);
       const text = [...all.entries()].sort((x, y) => x[0] - y[0]).map((e) => e[1]).join('');
       assert.equal(text, Array.from({ length: 60 }, (_, i) => `n${i + 1}\n`).join(''));
@@ -152,21 +148,21 @@ export function defineRecoveryScenarios(
       });
       let drops = 0;
       for (let r = 0; r < ROUNDS; r++) {
-        await waitUntil(() => client.state === 'connected' && proxy.live > 0, 'connected before the next drop');
+        await waitFor(() => client.state === 'connected' && proxy.live > 0, { what: 'connected before the next drop', timeout: 30_000 });
         const write = h.write('go\n');
         if (r % 3 === 0) {
           // Drop while the write is in flight: it must be retried with the same writeId, once.
           drops += proxy.dropAll();
         } else {
-          await waitUntil(() => lines > r * LINES, `round ${r} output`);
+          await waitFor(() => lines > r * LINES, { what: `round ${r} output`, timeout: 30_000 });
           drops += proxy.dropAll(); // mid-stream
         }
         assert.equal(await write, 'accepted');
-        await waitUntil(() => lines >= (r + 1) * LINES, `round ${r} complete (have ${lines})`, 60_000);
+        await waitFor(() => lines >= (r + 1) * LINES, { what: `round ${r} complete`, detail: () => `have ${lines} lines`, timeout: 60_000 });
       }
       // The last drop may not have been noticed yet: a retryable round trip settles that.
       await client.environmentInfo();
-      await waitUntil(() => client.state === 'connected', 'connected at the end');
+      await waitFor(() => client.state === 'connected', { what: 'connected at the end', timeout: 30_000 });
       assert.equal(drops, ROUNDS, 'every round cut one live connection');
       assert.ok(client.reconnects >= 5, `reconnects ${client.reconnects}`);
       const expected = Array.from({ length: LINES * ROUNDS }, (_, i) => `line${i + 1}\n`).join('');
@@ -197,7 +193,7 @@ export function defineRecoveryScenarios(
       void h.closed.then(() => (closed = true));
       let drops = 0;
       for (let i = 0; i < 400 && !closed; i++) {
-        await new Promise((r) => setTimeout(r, 15 + (i % 4) * 10));
+        await sleep(15 + (i % 4) * 10); // chaos on a clock: a drop every 15–45 ms while the stream runs
         if (client.state === 'connected') drops += proxy.dropAll();
       }
       await h.closed;
@@ -220,7 +216,7 @@ export function defineRecoveryScenarios(
     const dir = mkdtempSync(path.join(os.tmpdir(), 'start-drop-'));
     try {
       for (let i = 0; i < 12; i++) {
-        await waitUntil(() => client.state === 'connected' && proxy.live > 0, 'connected');
+        await waitFor(() => client.state === 'connected' && proxy.live > 0, { what: 'connected', timeout: 30_000 });
         const log = path.join(dir, `runs-${i}`);
         const started = client.startProcess({ argv: ['sh', '-c', `echo run >> '${log}'; echo out-${i}`], cwd: dir, env: ENV });
         // Cut at different moments: before the request is written, while it travels, after.
@@ -262,16 +258,17 @@ export function defineRecoveryScenarios(
       // Cut the link and keep the server unreachable until the process has finished.
       proxy.refuse = true;
       proxy.dropAll();
-      await waitUntil(() => client.state === 'recovering', 'recovering');
+      await waitFor(() => client.state === 'recovering', { what: 'recovering', timeout: 30_000 });
       const write = h.write('go\n'); // queued until the session is resumed
-      await new Promise((r) => setTimeout(r, 200));
+      await sleep(200); // a delivery that must NOT happen can only be awaited for a while
       assert.equal(existsSync(marker), false, 'the write cannot have been delivered yet');
       proxy.refuse = false;
       assert.equal(await write, 'accepted');
-      await waitUntil(() => existsSync(marker), 'process finished');
+      await waitFor(() => existsSync(marker), { what: 'process finished', timeout: 30_000 });
       proxy.refuse = true;
       proxy.dropAll();
-      await new Promise((r) => setTimeout(r, 300)); // exit + close happen while detached
+      // Exit + close happen while detached: the shell is gone before the link comes back.
+      await waitFor(() => !descendants(process.pid).some((p) => cmdline(p.pid).includes(marker)), { what: 'the shell to exit while detached', timeout: 30_000 });
       proxy.refuse = false;
       assert.equal(await h.exited, 5);
       await h.closed;
@@ -279,7 +276,7 @@ export function defineRecoveryScenarios(
       assert.match(out, /err-go\n/);
       assert.equal(out.length, 'after-go\nerr-go\n'.length);
       assert.ok(states.filter((s) => s === 'recovering').length >= 2, states.join(','));
-      await waitUntil(() => client.state === 'connected', 'connected again');
+      await waitFor(() => client.state === 'connected', { what: 'connected again', timeout: 30_000 });
     } finally {
       await client.close();
       await proxy.close();

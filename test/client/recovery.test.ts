@@ -7,6 +7,7 @@ import { ExecServer } from '../../src/server/exec-server';
 import { serveConnection } from '../../src/transports/serve';
 import { listenWebSocket } from '../../src/transports/websocket-server';
 import { defineRecoveryScenarios } from './recovery-scenarios';
+import { waitFor } from '../support/wait';
 
 defineRecoveryScenarios(
   'recovery (our server)',
@@ -65,8 +66,7 @@ test('recovery: a server that forgot the session (restart) fails the client at o
     const fresh = new ExecServer();
     const again = await listenWebSocket({ host: '127.0.0.1', port, onConnection: (t) => serveConnection(fresh, t) });
     try {
-      for (let i = 0; i < 2000 && client.state !== 'failed'; i++) await new Promise((r) => setTimeout(r, 10));
-      assert.equal(client.state, 'failed');
+      await waitFor(() => client.state === 'failed', { what: 'the client to fail', timeout: 20_000, wake: client.onDidChangeState });
       assert.ok(Date.now() - started < 15_000, 'did not wait for the recovery timeout');
       assert.ok(logs.some((l) => /cannot resume session .*unknown session id/.test(l)), logs.join('\n'));
     } finally {

@@ -9,6 +9,7 @@ import * as path from 'node:path';
 import { ErrorCodes, RpcError } from '../../src/protocol/errors';
 import type { ExecServerClient } from '../../src/client/client';
 import type { ProcessHandle } from '../../src/client/api';
+import { waitFor } from '../support/wait';
 
 export interface Target {
   client: ExecServerClient;
@@ -39,14 +40,6 @@ export async function collect(h: ProcessHandle, timeoutMs = 60_000): Promise<Col
   ]).finally(() => clearTimeout(timer));
   c.exitCode = h.exitCode ?? NaN;
   return c;
-}
-
-async function waitUntil(cond: () => boolean, what: string, ms = 30_000) {
-  const end = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
 }
 
 async function rpcError(p: Promise<unknown>): Promise<RpcError> {
@@ -111,7 +104,7 @@ export function defineClientScenarios(label: string, connect: () => Promise<Targ
     cat.onOutput((e) => (out += Buffer.from(e.data).toString()));
     for (let i = 0; i < 20; i++) assert.equal(await cat.write(`w${i}\n`), 'accepted');
     const expected = Array.from({ length: 20 }, (_, i) => `w${i}\n`).join('');
-    await waitUntil(() => out === expected, `cat echo (have ${JSON.stringify(out)})`);
+    await waitFor(() => out === expected, { what: 'cat echo', detail: () => `have ${JSON.stringify(out)}`, timeout: 30_000 });
     if (client.supports('process/closeStdin')) {
       assert.equal(await cat.closeStdin(), true);
       assert.equal(await cat.exited, 0); // EOF → cat exits normally
@@ -123,12 +116,11 @@ export function defineClientScenarios(label: string, connect: () => Promise<Targ
     await cat.closed;
 
     const noStdin = await client.startProcess({ argv: ['sleep', '30'], cwd: dir, env: ENV });
-    await waitUntil(() => true, 'start');
-    let status = await noStdin.write('x');
-    for (let i = 0; i < 100 && status === 'starting'; i++) {
-      await new Promise((r) => setTimeout(r, 20));
-      status = await noStdin.write('x');
-    }
+    // 'starting' until the server has the child; then a write to a process without stdin is refused.
+    const status = await waitFor(async () => {
+      const s = await noStdin.write('x');
+      return s !== 'starting' && s;
+    }, { what: 'write to leave the starting state', interval: 20 });
     assert.equal(status, 'stdinClosed');
     await noStdin.terminate();
     await noStdin.closed;
@@ -152,7 +144,7 @@ export function defineClientScenarios(label: string, connect: () => Promise<Targ
     });
     let out = '';
     h.onOutput((e) => (out += Buffer.from(e.data).toString()));
-    await waitUntil(() => out.includes('ready'), 'ready');
+    await waitFor(() => out.includes('ready'), { what: 'ready', timeout: 30_000 });
     await h.interrupt();
     assert.equal(await h.exited, 9);
     await h.closed;
@@ -173,7 +165,7 @@ export function defineClientScenarios(label: string, connect: () => Promise<Targ
       assert.equal(e.stream, 'pty');
       out += Buffer.from(e.data).toString();
     });
-    await waitUntil(() => out.includes('is-a-tty'), 'tty line');
+    await waitFor(() => out.includes('is-a-tty'), { what: 'tty line', timeout: 30_000 });
     assert.equal(await h.resize(30, 100), client.supports('process/resize'));
     assert.equal(await h.write('hello\r'), 'accepted');
     assert.equal(await h.exited, 0);
@@ -271,7 +263,7 @@ export function defineClientScenarios(label: string, connect: () => Promise<Targ
     const w = await client.fs.watch(dir, false, (changes) => seen.push(...changes.map((c) => c.path)));
     const f = path.join(dir, 'watched.txt');
     await client.fs.writeFile(f, Buffer.from('x'));
-    await waitUntil(() => seen.includes(f), `change event for ${f} (seen ${JSON.stringify(seen)})`);
+    await waitFor(() => seen.includes(f), { what: `change event for ${f}`, detail: () => `seen ${JSON.stringify(seen)}`, timeout: 30_000 });
     w.dispose();
   });
 }
