@@ -15,8 +15,8 @@ const outArg = process.argv.indexOf('--out');
 const out = outArg > 0 ? path.resolve(process.argv[outArg + 1]) : path.join(root, 'dist', 'exec-server.vsix');
 const tmpOut = `${out}.${process.pid}.tmp`;
 process.on('exit', () => rmSync(stage, { recursive: true, force: true }));
-// node-pty's tests and source maps are not needed at run time.
-const wanted = (src) => !/\.test\.js(\.map)?$|\.js\.map$/.test(src);
+// node-pty's tests and source maps are not needed at run time (nor node-addon-api's docs).
+const wanted = (src) => !/\.test\.js(\.map)?$|\.js\.map$|node-addon-api\/.*\.md$/.test(src);
 const copy = (rel) => {
   const from = path.join(root, rel);
   if (!existsSync(from)) throw new Error(`package-vsix: ${rel} is missing (run npm run build first?)`);
@@ -47,6 +47,11 @@ writeFileSync(path.join(stage, 'README.md'), readme);
 if (existsSync(path.join(root, 'LICENSE'))) copy('LICENSE');
 const pty = 'node_modules/node-pty';
 for (const rel of ['lib', 'build/Release/pty.node', 'LICENSE']) copy(`${pty}/${rel}`);
+// Connect to Host installs the CLI on hosts without an executor (src/vscode/core/ssh-install.ts):
+// the CLI bundle, and what a node-gyp build of node-pty needs where no prebuilt matches.
+copy('dist/cli.js');
+for (const rel of ['binding.gyp', 'src/unix']) copy(`${pty}/${rel}`);
+copy('node_modules/node-addon-api');
 if (existsSync(path.join(root, pty, 'build/Release/spawn-helper'))) copy(`${pty}/build/Release/spawn-helper`);
 // node-pty's own dependency (node-addon-api) is only needed to compile it.
 const ptyPkg = JSON.parse(readFileSync(path.join(root, pty, 'package.json'), 'utf8'));

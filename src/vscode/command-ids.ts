@@ -43,6 +43,7 @@ export const COMMANDS = {
   'execServer.findInFiles': { title: 'Find in Files (Remote Folder)', icon: '$(search)' },
   'execServer.goToFile': { title: 'Go to File (Remote Folder)', icon: '$(go-to-file)' },
   'execServer.clearSearchResults': { title: 'Clear Remote Search Results', icon: '$(clear-all)' },
+  'execServer.connectToHost': { title: 'Connect to Host…', icon: '$(remote)' },
 } as const satisfies Record<`execServer.${string}`, CommandContribution>;
 
 export type CommandId = keyof typeof COMMANDS;
@@ -100,6 +101,11 @@ export interface CommandSignatures {
   /** A quick pick of the folder's files (prefilled with `query`); resolves with the opened file's URI. */
   'execServer.goToFile': { args: { folder?: string; query?: string } | vscode.Uri; result: string | undefined };
   'execServer.clearSearchResults': { args: undefined; result: boolean };
+  /** Without `host`: a quick pick of the ssh config's hosts (or a typed user@host[:port]). `install`: install the CLI without asking when the host has no executor. */
+  'execServer.connectToHost': {
+    args: { host?: string; name?: string; install?: boolean; trustNewHostKey?: boolean };
+    result: { environment: string; executor: 'exec-server' | 'installed' | 'codex'; installed: boolean } | undefined;
+  };
 }
 
 export type CommandArgs<K extends CommandId> = CommandSignatures[K]['args'];

@@ -5,6 +5,8 @@ import { AgentEndpointService, vscodeAgentGateHost, vscodeApprovalHost } from '.
 import type { ExecServerApi } from './api';
 import { ENVIRONMENTS_VIEW, TERMINAL_PROFILE } from './command-ids';
 import { registerCommands } from './commands';
+import { registerCommand } from './command-registry';
+import { registerSshCommands } from './ssh-connect';
 import { ApprovalGate } from './core/approval';
 import { EnvironmentManager } from './core/environment-manager';
 import { EnvironmentStore, LOCAL_ENVIRONMENT, parseEnvironments, type EnvironmentSetting } from './core/environment-store';
@@ -129,6 +131,9 @@ export function activate(ctx: vscode.ExtensionContext): ExecServerApi {
   };
   registerCommands(ctx, { store, manager, registry, terminals, agent, log, refresh, approve, showRequestStatistics: showStatistics,
     testConnect: (c, token) => connector.connect(c, token),
+  });
+  registerSshCommands({ ctx, log, store, manager, refresh, approve, register: (id, handler) => registerCommand(ctx, log, id, handler),
+    sshOptions: () => ({ sshPath: settings.current.ssh.path || undefined, configFile: settings.current.ssh.configFile || undefined }),
   });
   const api: ExecServerApi = {
     version: String((ctx.extension.packageJSON as { version?: string }).version ?? '0.0.0'),

@@ -15,6 +15,8 @@ function userSettings(initial: Partial<Record<SettingKey, unknown>> = {}) {
     'agentEndpoint.port': 0,
     'telemetry.otlpEndpoint': '',
     'telemetry.otlpProtocol': 'http/protobuf',
+    'ssh.path': '',
+    'ssh.configFile': '',
   };
   const values = new Map<SettingKey, unknown>(Object.entries(initial) as [SettingKey, unknown][]);
   const writes: SettingKey[] = [];
@@ -33,7 +35,7 @@ function userSettings(initial: Partial<Record<SettingKey, unknown>> = {}) {
 
 describe('settings owner', () => {
   it('reads every setting typed, with the defaults for values of the wrong type or range', () => {
-    const good = readSettings((k) => ({ 'approval.policy': 'alwaysAsk', 'approval.timeoutSeconds': 3, 'approval.sandboxAgentCommands': true, 'agentEndpoint.port': 4567, 'telemetry.otlpEndpoint': ' http://127.0.0.1:4318 ', 'telemetry.otlpProtocol': 'http/json' })[k as string]);
+    const good = readSettings((k) => ({ 'approval.policy': 'alwaysAsk', 'approval.timeoutSeconds': 3, 'approval.sandboxAgentCommands': true, 'agentEndpoint.port': 4567, 'telemetry.otlpEndpoint': ' http://127.0.0.1:4318 ', 'telemetry.otlpProtocol': 'http/json', 'ssh.path': ' /opt/ssh ', 'ssh.configFile': '~/cfg' })[k as string]);
     assert.deepEqual(good, {
       environments: undefined,
       approvalPolicy: 'alwaysAsk',
@@ -41,8 +43,9 @@ describe('settings owner', () => {
       sandboxAgentCommands: true,
       agentEndpointPort: 4567,
       telemetry: { otlpEndpoint: 'http://127.0.0.1:4318', otlpProtocol: 'http/json' },
+      ssh: { path: '/opt/ssh', configFile: '~/cfg' },
     });
-    const bad = readSettings((k) => ({ 'approval.policy': 'yolo', 'approval.timeoutSeconds': -1, 'approval.sandboxAgentCommands': 'yes', 'agentEndpoint.port': 70000, 'telemetry.otlpEndpoint': 42, 'telemetry.otlpProtocol': 'grpc' })[k as string]);
+    const bad = readSettings((k) => ({ 'approval.policy': 'yolo', 'approval.timeoutSeconds': -1, 'approval.sandboxAgentCommands': 'yes', 'agentEndpoint.port': 70000, 'telemetry.otlpEndpoint': 42, 'telemetry.otlpProtocol': 'grpc', 'ssh.path': 7 })[k as string]);
     assert.deepEqual(bad, {
       environments: undefined,
       approvalPolicy: 'askOutsideWorkspace',
@@ -50,6 +53,7 @@ describe('settings owner', () => {
       sandboxAgentCommands: false,
       agentEndpointPort: 0,
       telemetry: { otlpEndpoint: '', otlpProtocol: 'http/protobuf' },
+      ssh: { path: '', configFile: '' },
     });
   });
 

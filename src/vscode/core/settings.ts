@@ -19,6 +19,8 @@ export interface ExtensionSettings {
   /** 0 = a free port. */
   agentEndpointPort: number;
   telemetry: TelemetrySettings;
+  /** Connect to Host: the ssh binary ('' = ssh on PATH) and `ssh -F` file ('' = ~/.ssh/config). */
+  ssh: { path: string; configFile: string };
 }
 
 /** Setting keys (under "execServer.") and the field of ExtensionSettings each one feeds. */
@@ -30,6 +32,8 @@ export const SETTING_KEYS = {
   'agentEndpoint.port': 'agentEndpointPort',
   'telemetry.otlpEndpoint': 'telemetry',
   'telemetry.otlpProtocol': 'telemetry',
+  'ssh.path': 'ssh',
+  'ssh.configFile': 'ssh',
 } as const satisfies Record<string, keyof ExtensionSettings>;
 export type SettingKey = keyof typeof SETTING_KEYS;
 
@@ -38,6 +42,8 @@ export const DECLARED_ONLY_SETTINGS = ['agentEndpoint.host'] as const;
 
 /** A setting's user value, else its default (undefined when neither). */
 export type UserSettingSource = (key: SettingKey) => unknown;
+
+const text = (v: unknown) => (typeof v === 'string' ? v.trim() : '');
 
 /** The snapshot a source describes; a value of the wrong type or range reads as the default. */
 export function readSettings(source: UserSettingSource): ExtensionSettings {
@@ -55,6 +61,7 @@ export function readSettings(source: UserSettingSource): ExtensionSettings {
       otlpEndpoint: typeof endpoint === 'string' ? endpoint.trim() : '',
       otlpProtocol: source('telemetry.otlpProtocol') === 'http/json' ? 'http/json' : 'http/protobuf',
     },
+    ssh: { path: text(source('ssh.path')), configFile: text(source('ssh.configFile')) },
   };
 }
 

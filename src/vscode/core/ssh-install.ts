@@ -69,7 +69,7 @@ export function findBundle(root: string, version: string): CliBundle {
       if (platform && arch && platform !== 'linux' && existsSync(path.join(pre, d, 'pty.node'))) prebuilt.set(platformKey(platform, arch), path.join(pre, d));
     }
   }
-  const canBuild = existsSync(path.join(pty, 'binding.gyp')) && existsSync(path.join(pty, 'src', 'unix')) && existsSync(path.join(root, 'node_modules', 'node-addon-api', 'package.json'));
+  const canBuild = existsSync(path.join(pty, 'binding.gyp')) && existsSync(path.join(pty, 'src', 'unix', 'pty.cc')) && existsSync(path.join(root, 'node_modules', 'node-addon-api', 'package.json'));
   return { root, version, prebuilt, canBuild };
 }
 
@@ -145,8 +145,9 @@ export function buildPayload(bundle: CliBundle, plan: InstallPlan): PayloadFile[
   files.push({ path: 'package.json', data: Buffer.from(JSON.stringify({ name: 'exec-server-host', version: bundle.version, private: true }, null, 2) + '\n'), mode: 0o644 });
   const ptyPkg = JSON.parse(readFileSync(path.join(pty, 'package.json'), 'utf8')) as Record<string, unknown>;
   delete ptyPkg.devDependencies;
-  // A build runs node-pty's own install script (prebuild check, then node-gyp rebuild).
-  ptyPkg.scripts = plan.mode === 'build' ? { install: (ptyPkg.scripts as Record<string, string>)?.install ?? 'node-gyp rebuild' } : {};
+  // A build runs node-gyp through npm (which carries its own node-gyp); node-pty's prebuild
+  // check is skipped: we never ship its prebuilds folder.
+  ptyPkg.scripts = plan.mode === 'build' ? { install: 'node-gyp rebuild' } : {};
   files.push({ path: 'node_modules/node-pty/package.json', data: Buffer.from(JSON.stringify(ptyPkg, null, 2) + '\n'), mode: 0o644 });
   for (const r of walk(path.join(pty, 'lib'), (f) => f.endsWith('.js') && !f.endsWith('.test.js'))) add(`node_modules/node-pty/lib/${r}`, path.join(pty, 'lib', r));
   if (existsSync(path.join(pty, 'LICENSE'))) add('node_modules/node-pty/LICENSE', path.join(pty, 'LICENSE'));
@@ -154,8 +155,8 @@ export function buildPayload(bundle: CliBundle, plan: InstallPlan): PayloadFile[
     for (const n of ['pty.node', 'spawn-helper']) if (existsSync(path.join(plan.from, n))) add(`node_modules/node-pty/build/Release/${n}`, path.join(plan.from, n));
   } else {
     add('node_modules/node-pty/binding.gyp', path.join(pty, 'binding.gyp'));
-    for (const r of walk(path.join(pty, 'src'), (f) => !f.startsWith('win/') && !f.endsWith('.ts'))) add(`node_modules/node-pty/src/${r}`, path.join(pty, 'src', r));
-    for (const r of walk(path.join(pty, 'scripts'), (f) => f.endsWith('.js'))) add(`node_modules/node-pty/scripts/${r}`, path.join(pty, 'scripts', r));
+    // binding.gyp compiles only src/unix/* outside Windows.
+    for (const r of walk(path.join(pty, 'src', 'unix'), () => true)) add(`node_modules/node-pty/src/unix/${r}`, path.join(pty, 'src', 'unix', r));
     const napi = path.join(bundle.root, 'node_modules', 'node-addon-api');
     for (const r of walk(napi, (f) => !f.endsWith('.md'))) add(`node_modules/node-addon-api/${r}`, path.join(napi, r));
   }

@@ -1,0 +1,211 @@
+// Connect to Host…: a quick pick of the hosts in ~/.ssh/config (or execServer.ssh.configFile)
+// plus whatever `user@host[:port]` the user types; then, with progress, over the system ssh:
+// probe the host (core/ssh-probe.ts), trust an unknown host key only after asking, find an
+// executor — or offer to install this extension's CLI there (core/ssh-install.ts) —, save
+// the host as a command environment (it shows in the view and reconnects like any other)
+// and connect. Errors name the cause once (auth, unknown host, no route, no Node, …).
+import * as os from 'node:os';
+import * as vscode from 'vscode';
+import type { CommandId } from './command-ids';
+import { str, type CommandHandler } from './command-registry';
+import type { EnvironmentManager } from './core/environment-manager';
+import type { EnvironmentStore } from './core/environment-store';
+import { readSshConfigHosts, type SshConfigHost } from './core/ssh-config';
+import { chooseEnvironmentName, sshEnvironmentInput } from './core/ssh-environment';
+import { findBundle, installOnHost, InstallError, planInstall } from './core/ssh-install';
+import { chooseExecutor, probeHost, type Executor, type HostFacts } from './core/ssh-probe';
+import { formatSshTarget, parseSshTarget, SshError, type SshOptions, type SshTarget } from './core/ssh-target';
+import { LOCAL_ENVIRONMENT } from './core/environment-store';
+import { CurrentEnvironmentIndicator } from './ssh-status';
+
+const TITLE = 'Exec Server: Connect to Host';
+
+export interface SshCommandDeps {
+  ctx: vscode.ExtensionContext;
+  log: vscode.LogOutputChannel;
+  store: EnvironmentStore;
+  manager: EnvironmentManager;
+  /** registerCommand of ./command-registry.ts (ctx, log bound). */
+  register<K extends CommandId>(id: K, handler: CommandHandler<K>): void;
+  refresh(): void;
+  /** The approval gate for command lines given programmatically (like the API's run). */
+  approve(environment: string, argv: string[], cwd: string): Promise<void>;
+  /** execServer.ssh.path / execServer.ssh.configFile (user settings). */
+  sshOptions(): SshOptions;
+}
+
+type HostItem = vscode.QuickPickItem & { target?: SshTarget; openConfig?: true };
+
+function hostItem(h: SshConfigHost): HostItem {
+  const where = `${h.user ? `${h.user}@` : ''}${h.hostName ?? ''}${h.port ? `:${h.port}` : ''}`;
+  return { label: h.alias, description: where || undefined, target: { host: h.alias } };
+}
+
+/** The host quick pick; resolves with the target, or undefined (Escape). */
+async function pickHost(d: SshCommandDeps, ssh: SshOptions): Promise<SshTarget | undefined> {
+  const { hosts, problems } = readSshConfigHosts(ssh.configFile || undefined);
+  for (const p of problems) d.log.warn(`ssh config: ${p}`);
+  const configured = hosts.map(hostItem);
+  const openConfig: HostItem = { label: '$(gear) Open SSH Configuration File…', openConfig: true, alwaysShow: true };
+  const qp = vscode.window.createQuickPick<HostItem>();
+  qp.title = TITLE;
+  qp.placeholder = hosts.length ? 'Select a host from your ssh config, or type user@host[:port]' : 'Type user@host[:port] (no hosts in your ssh config)';
+  qp.matchOnDescription = true;
+  qp.ignoreFocusOut = true;
+  const sep: HostItem = { label: 'ssh config', kind: vscode.QuickPickItemKind.Separator };
+  const update = () => {
+    const v = qp.value.trim();
+    const typed: HostItem[] = [];
+    if (v && !hosts.some((h) => h.alias === v)) {
+      try {
+        const t = parseSshTarget(v);
+        typed.push({ label: `$(arrow-right) ${formatSshTarget(t)}`, description: 'connect to this host', target: t, alwaysShow: true });
+      } catch (e) {
+        typed.push({ label: `$(error) ${v}`, description: (e as Error).message, alwaysShow: true });
+      }
+    }
+    qp.items = [...typed, ...(configured.length ? [sep, ...configured] : []), openConfig];
+  };
+  update();
+  return new Promise((resolve) => {
+    let done = false;
+    const finish = (t: SshTarget | undefined) => {
+      if (done) return;
+      done = true;
+      resolve(t);
+      qp.dispose();
+    };
+    qp.onDidChangeValue(update);
+    qp.onDidAccept(() => {
+      const item = qp.selectedItems[0] ?? qp.activeItems[0];
+      if (item?.openConfig) {
+        const file = ssh.configFile || `${os.homedir()}/.ssh/config`;
+        void vscode.window.showTextDocument(vscode.Uri.file(file)).then(undefined, (e: Error) => void vscode.window.showErrorMessage(`Exec Server: cannot open ${file}: ${e.message}`));
+        finish(undefined);
+      } else if (item?.target) finish(item.target);
+    });
+    qp.onDidHide(() => finish(undefined));
+    qp.show();
+  });
+}
+
+/** What happened, for programmatic callers (and the e2e tests). */
+export interface ConnectToHostResult {
+  environment: string;
+  executor: Executor['kind'];
+  installed: boolean;
+}
+
+function hostSummary(f: HostFacts): string {
+  return [`${f.os} ${f.arch}`, f.node ? `Node ${f.nodeVersion ?? '?'}` : 'no Node'].join(', ');
+}
+
+/** Connect to Host… and the current-environment indicator (./ssh-status.ts). */
+export function registerSshCommands(d: SshCommandDeps): void {
+  const indicator = new CurrentEnvironmentIndicator(d.store, d.manager);
+  d.ctx.subscriptions.push(indicator);
+  // Args (programmatic): {host: alias | user@host[:port], name?, install?: true (install without
+  // asking when no executor is found), trustNewHostKey?: true}. Without args: the quick pick.
+  d.register('execServer.connectToHost', async (args) => {
+    const ssh = d.sshOptions();
+    const given = str(args, 'host');
+    const programmatic = !!args && !!given;
+    let target: SshTarget | undefined;
+    if (given) target = parseSshTarget(given);
+    else target = await pickHost(d, ssh);
+    if (!target) return undefined;
+    const shown = formatSshTarget(target);
+    // ssh runs on this machine with the caller's target: a call from another extension asks first.
+    if (programmatic) await d.approve(LOCAL_ENVIRONMENT, [ssh.sshPath || 'ssh', shown], os.homedir());
+    d.log.info(`Connect to Host: ${shown} (ssh ${ssh.sshPath || 'ssh'}${ssh.configFile ? `, config ${ssh.configFile}` : ''})`);
+
+    let trustNew = args?.trustNewHostKey === true;
+    const probe = async (progress: vscode.Progress<{ message?: string }>, signal: AbortSignal): Promise<HostFacts> => {
+      progress.report({ message: 'logging in over ssh…' });
+      try {
+        return await probeHost(target!, ssh, { acceptNewHostKey: trustNew, signal });
+      } catch (e) {
+        if (e instanceof SshError) d.log.error(`Connect to Host: ${shown}: ${e.kind}: ${e.stderr.trim()}`);
+        if (!(e instanceof SshError) || e.kind !== 'host-key-unknown' || trustNew || programmatic) throw e;
+        const ok = await vscode.window.showWarningMessage(
+          `Exec Server: ${shown} is a host ssh has not seen before.`,
+          { modal: true, detail: `Its host key is not in your known_hosts. Trust it on first use? ssh records it and checks it on every later connection.` },
+          'Trust and Connect',
+        );
+        if (ok !== 'Trust and Connect') throw new vscode.CancellationError();
+        trustNew = true;
+        progress.report({ message: 'logging in (recording the host key)…' });
+        return probeHost(target!, ssh, { acceptNewHostKey: true, signal });
+      }
+    };
+
+    const run = (title: string, f: (p: vscode.Progress<{ message?: string }>, signal: AbortSignal) => Promise<unknown>) =>
+      vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title, cancellable: true }, (p, token) => {
+        const ac = new AbortController();
+        token.onCancellationRequested(() => ac.abort());
+        return f(p, ac.signal);
+      });
+
+    try {
+      let facts!: HostFacts;
+      await run(`Exec Server: connecting to ${shown}`, async (p, signal) => {
+        facts = await probe(p, signal);
+      });
+      d.log.info(`Connect to Host: ${shown}: ${hostSummary(facts)}; exec-server ${facts.execServer ?? '-'}, installed ${facts.installed ?? '-'}, codex ${facts.codexExecServer ? facts.codex : '-'}`);
+      let executor = chooseExecutor(facts);
+      let installed = false;
+      if (!executor) {
+        const bundle = findBundle(d.ctx.extensionPath, String((d.ctx.extension.packageJSON as { version?: string }).version ?? '0.0.0'));
+        const plan = planInstall(facts, bundle); // throws the reason it cannot work
+        if (args?.install !== true) {
+          if (programmatic) throw new Error(`no exec-server on ${shown} (pass install: true to install the CLI there)`);
+          const ok = await vscode.window.showInformationMessage(
+            `Exec Server: no exec-server found on ${shown} (${hostSummary(facts)}).`,
+            { modal: true, detail: `Install this extension's CLI there? It goes into ~/.exec-server on the host (${plan.summary}); nothing else is changed.` },
+            'Install',
+          );
+          if (ok !== 'Install') return undefined;
+        }
+        await run(`Exec Server: installing on ${shown}`, async (p, signal) => {
+          p.report({ message: plan.summary });
+          await installOnHost(target!, ssh, bundle, plan, {
+            signal,
+            onProgress: (line) => {
+              d.log.info(`[install ${shown}] ${line}`);
+              if (!/^\s*(gyp|npm) (info|timing|verb)/.test(line)) p.report({ message: line.slice(0, 120) });
+            },
+          });
+          facts = await probeHost(target!, ssh, { signal });
+        });
+        executor = chooseExecutor(facts);
+        if (!executor) throw new Error(`the CLI was installed on ${shown} but the host does not find it (~/.exec-server/bin/exec-server)`);
+        installed = true;
+      }
+      const input = sshEnvironmentInput('', target, ssh, executor);
+      const { name, existing } = chooseEnvironmentName(target, input, d.store.list(), str(args, 'name'));
+      if (!existing) {
+        await d.store.add({ ...input, name });
+        await d.manager.disconnect(name); // a replaced definition: the next connect takes the new one
+        d.refresh();
+        d.log.info(`environment ${name} saved: ${input.command} ${input.args!.join(' ')}`);
+      }
+      await run(`Exec Server: starting ${executor.description} on ${shown}`, () => d.manager.getClient(name));
+      indicator.connected(name);
+      d.refresh();
+      if (!programmatic) {
+        void vscode.window.showInformationMessage(`Exec Server: connected to ${name} (${executor.description}).`, 'New Terminal', 'Open Remote Folder').then((c) => {
+          if (c === 'New Terminal') void vscode.commands.executeCommand('execServer.newTerminal', { environment: name });
+          if (c === 'Open Remote Folder') void vscode.commands.executeCommand('execServer.openRemoteFolder', { environment: name });
+        });
+      }
+      return { environment: name, executor: executor.kind, installed } satisfies ConnectToHostResult;
+    } catch (e) {
+      if (e instanceof vscode.CancellationError || (e instanceof Error && e.message === 'cancelled')) {
+        d.log.info(`Connect to Host: ${shown}: cancelled`);
+        return undefined;
+      }
+      const why = e instanceof SshError || e instanceof InstallError ? e.message : `cannot connect to ${shown}: ${e instanceof Error ? e.message : String(e)}`;
+      throw new Error(`Exec Server: ${why}`);
+    }
+  });
+}
