@@ -5,6 +5,7 @@ import { ExecServerClient } from '../../src/client/client';
 import { connectInProcess } from '../../src/client/connect';
 import { ExecServer } from '../../src/server/exec-server';
 import { ExecTerminal, type ExecTerminalOptions, type TerminalDimensions } from '../../src/vscode/core/exec-terminal';
+import { waitFor } from '../support/wait';
 
 let server: ExecServer;
 let client: ExecServerClient;
@@ -38,16 +39,6 @@ function open(argv: string[], mode: 'pty' | 'pipe', dims?: TerminalDimensions, e
   return { term, output: () => out, writes: () => writes, closes };
 }
 
-async function until<T>(what: string, f: () => T | undefined | false, ms = 20_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = f();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
 describe('exec terminal (pty mode)', () => {
   it('starts with the initial dimensions and closes with the exit code', async () => {
     const t = open(['/bin/sh', '-c', 'stty size; exit 3'], 'pty', { rows: 33, columns: 101 });
@@ -60,13 +51,13 @@ describe('exec terminal (pty mode)', () => {
   it('forwards input to the PTY and resizes on setDimensions', async () => {
     const t = open(['/bin/sh'], 'pty', { rows: 24, columns: 80 });
     t.term.handleInput('echo "sum-$((6*7))"\r');
-    await until('echo output', () => t.output().includes('sum-42'));
+    await waitFor(() => t.output().includes('sum-42'), { what: 'echo output' });
     t.term.setDimensions({ rows: 40, columns: 120 });
     // The resize request may still be in flight: ask until the shell sees the new size.
-    await until('new size', () => {
+    await waitFor(() => {
       t.term.handleInput('stty size\r');
       return /40 120/.test(t.output());
-    });
+    }, { what: 'new size', interval: 20 });
     t.term.handleInput('exit 7\r');
     assert.equal((await t.term.result).exitCode, 7);
     assert.deepEqual(t.closes, [7]);
@@ -74,7 +65,7 @@ describe('exec terminal (pty mode)', () => {
 
   it('closing the terminal terminates the process', async () => {
     const t = open(['/bin/sh', '-c', 'echo up; sleep 60'], 'pty');
-    await until('started', () => t.output().includes('up'));
+    await waitFor(() => t.output().includes('up'), { what: 'started' });
     const h = t.term.processHandle!;
     t.term.close();
     const code = await h.exited;
@@ -139,11 +130,11 @@ describe('exec terminal (pipe mode)', () => {
   it('Ctrl+C interrupts the process; LF becomes CRLF; input reaches stdin', async () => {
     const t = open(['/bin/sh', '-c', 'read line; echo "got:$line"; trap "echo interrupted; exit 9" INT; while :; do sleep 0.1; done'], 'pipe');
     t.term.handleInput('hello\r');
-    await until('echo of stdin', () => t.output().includes('got:hello\r\n'));
-    await until('interrupt', () => {
+    await waitFor(() => t.output().includes('got:hello\r\n'), { what: 'echo of stdin' });
+    await waitFor(() => {
       t.term.handleInput('\x03');
       return t.output().includes('interrupted');
-    });
+    }, { what: 'interrupt', interval: 20 });
     assert.equal((await t.term.result).exitCode, 9);
   });
 });

@@ -8,17 +8,10 @@ import { serveConnection } from '../../src/transports/serve';
 import { listenWebSocket } from '../../src/transports/websocket-server';
 import { ExecTerminal } from '../../src/vscode/core/exec-terminal';
 import { startDropProxy } from '../client/drop-proxy';
+import { waitFor } from '../support/wait';
 
 const server = new ExecServer();
 after(() => server.shutdown());
-
-async function until(what: string, f: () => boolean, ms = 20_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!f()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
 
 describe('terminal across a connection drop', () => {
   it('keeps the same shell after the client resumes its session', async () => {
@@ -35,20 +28,20 @@ describe('terminal across a connection drop', () => {
     try {
       term.handleInput('X=before-$((1+1))\r');
       term.handleInput('echo "$X"\r');
-      await until('first echo', () => out.includes('before-2'));
+      await waitFor(() => out.includes('before-2'), { what: 'first echo' });
       const sessionId = client.sessionId;
       assert.ok(proxy.dropAll() > 0, 'a live connection was cut');
       // Output produced while the connection is down is caught up after the resume.
       term.handleInput('echo "after-$X-$MARK"\r');
-      await until('output after the drop', () => out.includes('after-before-2-same-shell'));
+      await waitFor(() => out.includes('after-before-2-same-shell'), { what: 'output after the drop' });
       assert.equal(client.sessionId, sessionId, 'the session was resumed, not replaced');
       assert.equal(term.isRunning, true);
       // A numbered stream with the connection cut while it runs: every line shows exactly once.
       const before = out.length;
       term.handleInput('i=1; while [ $i -le 3000 ]; do echo "n:$i:"; [ $((i % 300)) = 0 ] && sleep 0.05; i=$((i+1)); done; echo stream-done\r');
-      await until('stream started', () => /n:200:/.test(out.slice(before)));
+      await waitFor(() => /n:200:/.test(out.slice(before)), { what: 'stream started' });
       assert.ok(proxy.dropAll() > 0, 'cut during the stream');
-      await until('stream done', () => /\r\nstream-done/.test(out.slice(before)));
+      await waitFor(() => /\r\nstream-done/.test(out.slice(before)), { what: 'stream done' });
       const seen = out.slice(before).match(/^n:\d+:/gm) ?? [];
       assert.equal(seen.length, 3000, 'no line missing or shown twice');
       seen.forEach((l, i) => assert.equal(l, `n:${i + 1}:`));
