@@ -46,12 +46,23 @@ export const Messages = {
   emptyArgv: 'argv must not be empty',
   processExists: (id: string) => `process ${id} already exists`,
   unknownProcess: (id: string) => `unknown process id ${id}`,
+  /** The reference's answer to a request on a process whose start is still running (-32600). */
+  processStarting: (id: string) => `process id ${id} is starting`,
   missingField: (f: string) => `missing field \`${f}\``,
   connectionClosed: 'connection closed',
   handleExists: (id: string) => `file handle \`${id}\` already exists`,
   /** [extension fs/watch] */
   watchExists: (id: string) => `watch \`${id}\` already exists`,
 } as const;
+
+/**
+ * Is `e` the error answer `code` + `message`? For the answers the wire tells apart only by their
+ * text (the reference sends -32600 for all of "already exists", "is starting", "unknown process"):
+ * the code and the exact Messages text, never a pattern.
+ */
+export function isRpcError(e: unknown, code: ErrorCode, message: string): e is RpcError {
+  return e instanceof RpcError && e.code === code && e.message === message;
+}
 
 export const invalidRequest = (m: string) => new RpcError(ErrorCodes.InvalidRequest, m);
 export const invalidParams = (m: string) => new RpcError(ErrorCodes.InvalidParams, m);

@@ -2,6 +2,7 @@
 // JSON lines over the child's stdin/stdout, its stderr forwarded line by line to a log.
 // The child never outlives the client: killed when the transport closes and when this process exits.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { ConnectError } from '../rpc/connect-error';
 import { StdioTransport } from './stdio';
 
 export interface CommandTransportOptions {
@@ -33,7 +34,7 @@ export function spawnCommandTransport(command: string, args: string[], opts: Com
     };
     child.once('error', (e) => {
       process.off('exit', killOnParentExit);
-      reject(new Error(`cannot start ${command}: ${e.message}`));
+      reject(new ConnectError(`cannot start ${command}: ${e.message}`, (e as NodeJS.ErrnoException).code));
     });
     child.once('spawn', () => {
       process.on('exit', killOnParentExit);

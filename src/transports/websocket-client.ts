@@ -2,6 +2,7 @@
 // and errors that say what went wrong (refused, HTTP 401, timeout).
 import WebSocket from 'ws';
 import { MAX_MESSAGE_BYTES } from '../protocol/limits';
+import { ConnectError } from '../rpc/connect-error';
 import { WebSocketTransport } from './websocket-transport';
 
 export interface WebSocketConnectOptions {
@@ -18,13 +19,10 @@ export interface WebSocketConnectOptions {
   keepaliveMs?: number;
 }
 
-export class WebSocketConnectError extends Error {
-  constructor(
-    message: string,
-    readonly status?: number,
-    readonly code?: string,
-  ) {
-    super(message);
+/** A failed websocket connect: `status` for a refused upgrade, `code` for a network error (see ConnectError). */
+export class WebSocketConnectError extends ConnectError {
+  constructor(message: string, status?: number, code?: string) {
+    super(message, code, status);
     this.name = 'WebSocketConnectError';
   }
 }
@@ -40,7 +38,7 @@ export function connectWebSocketTransport(url: string, opts: WebSocketConnectOpt
         headers,
         maxPayload: opts.maxPayload ?? MAX_MESSAGE_BYTES,
         perMessageDeflate: false,
-        handshakeTimeout: timeoutMs,
+        // No ws handshakeTimeout: its error carries no code; our own timer below (ETIMEDOUT) bounds connect + handshake.
         ca: opts.ca,
         rejectUnauthorized: opts.rejectUnauthorized,
       });

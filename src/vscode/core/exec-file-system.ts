@@ -5,6 +5,7 @@
 import * as path from 'node:path';
 import type { ExecClient } from '../../client/api';
 import { ErrorCodes, RpcError } from '../../protocol/errors';
+import { osErrorCode } from '../../protocol/os-error';
 import type { FsMetadata } from '../../protocol/types';
 import type { Disposable } from '../../rpc/event';
 
@@ -41,22 +42,34 @@ export interface ChangeEvent {
   type: number;
 }
 
-/** Maps a client/server error to the FileSystemError kind VS Code expects. */
+/**
+ * Maps a client/server error to the FileSystemError kind VS Code expects, by its codes: the
+ * JSON-RPC code (-32004 not found; connection closed / timed out → Unavailable), then the errno
+ * the answer reports (src/protocol/os-error.ts). Never by the message's words: a path in it
+ * may say anything ("path `/tmp/no such file` is not a file" is not a missing file).
+ */
 export function mapFsError(e: unknown, target: string, errors: FsErrorFactory): Error {
   const message = e instanceof Error ? e.message : String(e);
   const text = `${target}: ${message}`;
   const code = e instanceof RpcError ? e.code : undefined;
   if (code === ErrorCodes.NotFound) return errors.FileNotFound(text);
   if (code === ErrorCodes.ConnectionClosed || code === ErrorCodes.RequestTimeout) return errors.Unavailable(text);
-  if (/permission denied|EACCES|EPERM|operation not permitted|read-only file system|EROFS/i.test(message)) return errors.NoPermissions(text);
-  if (/already exists|file exists|EEXIST/i.test(message)) return errors.FileExists(text);
-  if (/not a directory|ENOTDIR/i.test(message)) return errors.FileNotADirectory(text);
-  if (/is a directory|EISDIR/i.test(message)) return errors.FileIsADirectory(text);
-  if (/no such file|ENOENT|not found/i.test(message)) return errors.FileNotFound(text);
-  if (/connection closed|not connected|disconnected|ECONNREFUSED|ECONNRESET|socket hang up|unreachable/i.test(message)) {
-    return errors.Unavailable(text);
+  switch (osErrorCode(e)) {
+    case 'EACCES':
+    case 'EPERM':
+    case 'EROFS':
+      return errors.NoPermissions(text);
+    case 'EEXIST':
+      return errors.FileExists(text);
+    case 'ENOTDIR':
+      return errors.FileNotADirectory(text);
+    case 'EISDIR':
+      return errors.FileIsADirectory(text);
+    case 'ENOENT':
+      return errors.FileNotFound(text);
+    default:
+      return errors.Unknown(text);
   }
-  return errors.Unknown(text);
 }
 
 function typeOf(m: { isDirectory: boolean; isFile: boolean; isSymlink?: boolean }): number {
