@@ -42,9 +42,20 @@ export interface OutputFrameMessage {
 
 /** Header + payload in one buffer (one copy of `data`: a websocket message is one buffer). */
 export function encodeOutputFrame(processId: string, seq: number, stream: OutputStream, data: Uint8Array): Buffer {
+  const buf = encodeOutputFrameHeader(processId, seq, stream, data.length);
+  buf.set(data, buf.length - data.length);
+  return buf;
+}
+
+/**
+ * The frame up to the output bytes (header and process id), with room for `extra` more bytes
+ * behind it: encodeOutputFrame copies the payload there; a sender that writes the payload
+ * buffer separately (./ws-direct-frame.ts) passes 0.
+ */
+export function encodeOutputFrameHeader(processId: string, seq: number, stream: OutputStream, extra = 0): Buffer {
   const idLen = Buffer.byteLength(processId, 'utf8');
   if (idLen > 0xffff) throw new Error(`process id too long for a binary frame (${idLen} bytes)`);
-  const buf = Buffer.allocUnsafe(FRAME_HEADER_BYTES + idLen + data.length);
+  const buf = Buffer.allocUnsafe(FRAME_HEADER_BYTES + idLen + extra);
   buf[0] = FRAME_MAGIC;
   buf[1] = FRAME_VERSION;
   buf[2] = FRAME_KIND_OUTPUT;
@@ -53,16 +64,24 @@ export function encodeOutputFrame(processId: string, seq: number, stream: Output
   buf.writeUInt32BE(seq >>> 0, 8);
   buf.writeUInt16BE(idLen, 12);
   buf.write(processId, FRAME_HEADER_BYTES, 'utf8');
-  buf.set(data, FRAME_HEADER_BYTES + idLen);
   return buf;
 }
 
 export function encodeResponseBytesFrame(message: object): Buffer {
+  return encodeResponseBytesHeader(message, true).head;
+}
+
+/**
+ * A kind 2 frame up to the bytes (header, member name, JSON) and the member's bytes; with
+ * `withBytes` the bytes are copied in behind (then `head` is the whole frame), else a sender
+ * writes them separately (./ws-direct-frame.ts).
+ */
+export function encodeResponseBytesHeader(message: object, withBytes = false): { head: Buffer; bytes: Uint8Array } {
   const m = bytesMemberOf(message)!;
   const json = Buffer.from(JSON.stringify({ ...message, result: { ...m.result, [m.key]: null } }), 'utf8');
   const name = Buffer.from(m.key, 'latin1');
   if (name.length > 0xff) throw new Error('bytes member name too long for a binary frame');
-  const buf = Buffer.allocUnsafe(8 + name.length + json.length + m.bytes.length);
+  const buf = Buffer.allocUnsafe(8 + name.length + json.length + (withBytes ? m.bytes.length : 0));
   buf[0] = FRAME_MAGIC;
   buf[1] = FRAME_VERSION;
   buf[2] = FRAME_KIND_RESPONSE_BYTES;
@@ -70,8 +89,8 @@ export function encodeResponseBytesFrame(message: object): Buffer {
   buf.writeUInt32BE(json.length, 4);
   name.copy(buf, 8);
   json.copy(buf, 8 + name.length);
-  buf.set(m.bytes, 8 + name.length + json.length);
-  return buf;
+  if (withBytes) buf.set(m.bytes, 8 + name.length + json.length);
+  return { head: buf, bytes: m.bytes };
 }
 
 /** Decodes any of our binary frames into the message it stands for (payloads are views, not copies). */

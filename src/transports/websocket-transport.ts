@@ -7,7 +7,8 @@ import type { MessageTransport } from '../rpc/transport';
 import { encodeMessage } from './encode';
 import { MessageTransportBase } from './message-transport-base';
 import { bytesMemberOf } from '../rpc/bytes-members';
-import { decodeFrame, encodeOutputFrame, encodeResponseBytesFrame, isOutputFrame } from './output-frame';
+import { decodeFrame, encodeOutputFrame, encodeOutputFrameHeader, encodeResponseBytesFrame, encodeResponseBytesHeader, isOutputFrame } from './output-frame';
+import { sendDirect } from './ws-direct-frame';
 
 export interface WebSocketTransportOptions {
   /** bufferedAmount above which the transport reports congestion (default 4 MiB). */
@@ -84,18 +85,28 @@ export class WebSocketTransport extends MessageTransportBase implements MessageT
   send(message: object): void {
     if (this.isClosed || this.socket.readyState !== 1 /* OPEN */) return;
     this.corkUntilNextTick();
-    // A result carrying raw bytes (only for a client that negotiated binaryOutput): a kind 2 frame.
-    if (bytesMemberOf(message)) return void this.socket.send(encodeResponseBytesFrame(message), { binary: true });
+    // A result carrying raw bytes (only for a client that negotiated binaryOutput): a kind 2 frame,
+    // its bytes written as they are behind the header (./ws-direct-frame.ts) where possible.
+    if (bytesMemberOf(message)) {
+      const { head, bytes } = encodeResponseBytesHeader(message);
+      if (sendDirect(this.socket, head, bytes)) return;
+      return void this.socket.send(encodeResponseBytesFrame(message), { binary: true });
+    }
     const data = encodeMessage(message);
     // A spliced frame is a Buffer of JSON text: still a text frame on the wire.
     if (typeof data === 'string') this.socket.send(data);
     else this.socket.send(data, { binary: false });
   }
 
-  /** One process/output event as a binary frame (only for a peer that opted in to binaryOutput). */
+  /**
+   * One process/output event as a binary frame (only for a peer that opted in to binaryOutput).
+   * The payload goes to the socket as it is, behind a small header buffer (./ws-direct-frame.ts);
+   * `ws.send` of a copy when that is not possible (client side, ws busy compressing).
+   */
   sendOutputFrame(processId: string, seq: number, stream: OutputStream, data: Uint8Array): void {
     if (this.isClosed || this.socket.readyState !== 1 /* OPEN */) return;
     this.corkUntilNextTick();
+    if (sendDirect(this.socket, encodeOutputFrameHeader(processId, seq, stream), data)) return;
     this.socket.send(encodeOutputFrame(processId, seq, stream, data), { binary: true });
   }
 
