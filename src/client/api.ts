@@ -84,8 +84,18 @@ export interface FileChange {
   kind: FsChangeKind;
 }
 
+/** How ExecFs.readFile may read a file. */
+export interface ReadFileOptions {
+  /**
+   * Files larger than this are streamed (fs/open + fs/readBlock, bounded blocks) instead of
+   * arriving in one fs/readFile answer; costs one fs/getMetadata first. Files that would not
+   * fit in one message on the link are streamed whatever this says.
+   */
+  streamAboveBytes?: number;
+}
+
 export interface ExecFs {
-  readFile(path: string): Promise<Uint8Array>;
+  readFile(path: string, opts?: ReadFileOptions): Promise<Uint8Array>;
   writeFile(path: string, data: Uint8Array): Promise<void>;
   stat(path: string): Promise<FsMetadata>;
   readDirectory(path: string): Promise<FsDirectoryEntry[]>;

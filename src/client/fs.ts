@@ -5,7 +5,7 @@ import { MAX_READ_BLOCK } from '../protocol/limits';
 import type { FsDirectoryEntry, FsMetadata, FsWalkOptions, FsWalkResult, ParamsOf, RequestMethod, ResultOf } from '../protocol/types';
 import type { Disposable } from '../rpc/event';
 import { markVerbatim } from '../rpc/verbatim';
-import type { ExecFs, FileChange } from './api';
+import type { ExecFs, FileChange, ReadFileOptions } from './api';
 import { fromWireUri, toWireUri } from './uri';
 
 /** What the fs helper needs from the client. */
@@ -32,15 +32,22 @@ export class ClientFs implements ExecFs {
   constructor(private readonly host: FsHost) {}
 
   /**
+   * The one owner of whole-file reads (the extension's file system provider reads through it):
    * fs/readFile, unless the answer could not fit in one message on this link (a websocket frame
-   * over maxPayload ends the connection): then the size is asked first (one more round trip,
-   * only on links with a limit) and a file too big is streamed with fs/readBlock instead.
+   * over maxPayload ends the connection) or the file is larger than `streamAboveBytes`: then the
+   * size is asked first (one more round trip, only on links with a limit or with that option)
+   * and a larger file is streamed with fs/readBlock instead. A small file costs at most
+   * fs/getMetadata + fs/readFile.
    */
-  async readFile(path: string): Promise<Uint8Array> {
+  async readFile(path: string, opts: ReadFileOptions = {}): Promise<Uint8Array> {
     const limit = this.host.maxMessageBytes?.();
-    if (limit !== undefined) {
+    const { streamAboveBytes } = opts;
+    if (limit !== undefined || streamAboveBytes !== undefined) {
       const meta = await this.stat(path);
-      if (meta.isFile && base64Length(meta.size) + READ_FILE_ENVELOPE_BYTES > limit) return this.readStreamed(path, meta.size);
+      const tooBigForOneAnswer = limit !== undefined && base64Length(meta.size) + READ_FILE_ENVELOPE_BYTES > limit;
+      // Answered here as the reference's io::Error for EISDIR (errno 21, src/protocol/os-error.ts), saving the round trip.
+      if (meta.isDirectory) throw new RpcError(ErrorCodes.InvalidRequest, `cannot read \`${path}\`: Is a directory (os error 21)`);
+      if (meta.isFile && (tooBigForOneAnswer || (streamAboveBytes !== undefined && meta.size > streamAboveBytes))) return this.readStreamed(path, meta.size);
     }
     const r = await this.host.request('fs/readFile', { path: toWireUri(path) });
     return Buffer.from(r.dataBase64, 'base64');

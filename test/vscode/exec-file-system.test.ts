@@ -5,9 +5,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { ExecServerClient } from '../../src/client/client';
-import { connectInProcess } from '../../src/client/connect';
+import { connectInProcess, connectWebSocket } from '../../src/client/connect';
 import { ErrorCodes, RpcError } from '../../src/protocol/errors';
 import { ExecServer } from '../../src/server/exec-server';
+import { serveConnection } from '../../src/transports/serve';
+import { listenWebSocket } from '../../src/transports/websocket-server';
+import type { ClientTelemetry } from '../../src/telemetry/api';
 import { ExecFileSystem, FileChangeType, FileType, mapFsError, type ChangeEvent, type FsErrorFactory } from '../../src/vscode/core/exec-file-system';
 
 /** Stands in for vscode.FileSystemError: the code is what VS Code looks at. */
@@ -89,6 +92,36 @@ describe('exec file system', () => {
     assert.ok(Buffer.from(got).equals(big));
     await assert.rejects(fsx.readFile(ENV, p('nope.txt')), code('FileNotFound'));
     await assert.rejects(fsx.readFile(ENV, dir), code('FileIsADirectory'));
+  });
+
+  it('one owner of whole-file reads: a 6-byte read is fs/getMetadata + fs/readFile, a large file is streamed in blocks, over a websocket and in process', async () => {
+    const requests: string[] = [];
+    const counting: ClientTelemetry = { call: (method) => (requests.push(method), { end() {} }) };
+    const listener = await listenWebSocket({ host: '127.0.0.1', port: 0, onConnection: (t) => serveConnection(server, t) });
+    const ws = await connectWebSocket(listener.url, { reconnect: false, telemetry: counting });
+    const local = await connectInProcess(server, { clientName: 'vscode-fs-count', telemetry: counting });
+    try {
+      writeFileSync(p('six.txt'), 'abcdef');
+      const big = Buffer.alloc(3 * 1024 * 1024 + 5, 7);
+      writeFileSync(p('big-counted.bin'), big);
+      for (const [link, client] of [['websocket', ws], ['in process', local]] as const) {
+        const provider = new ExecFileSystem({ getClient: async () => client }, errors, { streamThresholdBytes: 64 * 1024 });
+        requests.length = 0;
+        assert.equal(Buffer.from(await provider.readFile(ENV, p('six.txt'))).toString(), 'abcdef');
+        assert.deepEqual(requests, ['fs/getMetadata', 'fs/readFile'], `6-byte read over ${link}`);
+        requests.length = 0;
+        assert.ok(Buffer.from(await provider.readFile(ENV, p('big-counted.bin'))).equals(big), `large file over ${link}`);
+        assert.equal(requests.filter((m) => m === 'fs/getMetadata').length, 1, `one stat for a large file over ${link}: ${requests.join(' ')}`);
+        assert.ok(!requests.includes('fs/readFile'), `a large file is not read in one answer over ${link}`);
+        assert.equal(requests[1], 'fs/open');
+        assert.ok(requests.filter((m) => m === 'fs/readBlock').length >= 3, `read in blocks over ${link}`);
+        assert.equal(requests[requests.length - 1], 'fs/close');
+      }
+    } finally {
+      await ws.close();
+      await local.close();
+      await listener.close();
+    }
   });
 
   it('writeFile honours create/overwrite like VS Code expects', async () => {

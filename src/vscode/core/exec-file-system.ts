@@ -123,26 +123,9 @@ export class ExecFileSystem {
     });
   }
 
+  /** Through the client's readFile, the one owner of large-file reads: a small file costs fs/getMetadata + fs/readFile. */
   readFile(env: string, p: string): Promise<Uint8Array> {
-    return this.run(env, p, async (c) => {
-      const m = await c.fs.stat(p);
-      if (m.isDirectory) throw this.errors.FileIsADirectory(p);
-      if (m.size <= this.streamThreshold) return c.fs.readFile(p);
-      // Large file: bounded blocks instead of one huge base64 answer.
-      const parts: Uint8Array[] = [];
-      let total = 0;
-      for await (const block of c.fs.createReadStream(p)) {
-        parts.push(block);
-        total += block.length;
-      }
-      const out = new Uint8Array(total);
-      let at = 0;
-      for (const b of parts) {
-        out.set(b, at);
-        at += b.length;
-      }
-      return out;
-    });
+    return this.run(env, p, (c) => c.fs.readFile(p, { streamAboveBytes: this.streamThreshold }));
   }
 
   writeFile(env: string, p: string, content: Uint8Array, opts: { create: boolean; overwrite: boolean }): Promise<void> {
