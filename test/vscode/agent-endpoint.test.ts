@@ -12,6 +12,7 @@ import { sha256 } from '../../src/transports/ws-auth';
 import { AgentEndpoint, checkBearer, withoutSessionIds, type AgentProcess } from '../../src/vscode/core/agent-endpoint';
 import type { ApprovalPolicy } from '../../src/vscode/core/approval';
 import { RawAgent } from './agent-attack-helpers';
+import { waitFor } from '../support/wait';
 
 let dir: string;
 before(() => {
@@ -136,8 +137,7 @@ describe('agent endpoint', () => {
       const h = await c.startProcess({ argv: ['/bin/sh', '-c', 'for i in 1 2 3 4 5; do echo line$i; done; sleep 60'], cwd: dir });
       let agentText = '';
       h.onOutput((e) => (agentText += Buffer.from(e.data).toString()));
-      const deadline = Date.now() + 10_000;
-      while (!agentText.includes('line5') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      await waitFor(() => agentText.includes('line5'), { what: 'line5 at the agent', timeout: 10_000 }).catch(() => undefined);
       assert.equal(agentText, 'line1\nline2\nline3\nline4\nline5\n');
       assert.equal(started.length, 1);
       const seen = started[0];
@@ -203,17 +203,17 @@ describe('agent endpoint', () => {
       assert.deepEqual((await a.send('fs/watchMissing', { watchId: 7, missing: [pathToFileURL(missing).href], present: null })).result, { watching: true });
       assert.match((await a.send('fs/watch', { watchId: 'over2', path: pathToFileURL(dir).href })).error?.message ?? '', /at most 64 watches/);
       writeFileSync(missing, 'here');
-      for (let i = 0; i < 100 && !a.notifications.some((n) => n.method === 'fs/missingChanged'); i++) await new Promise((r) => setTimeout(r, 50));
+      await waitFor(() => a.notifications.some((n) => n.method === 'fs/missingChanged'), { what: 'fs/missingChanged', timeout: 5_000 });
       assert.ok((await a.send('fs/watch', { watchId: 'after-missing', path: pathToFileURL(dir).href })).result, 'the fired missing-watch gave its slot back');
       a.close();
       const b = await RawAgent.connect(ep.url, ep.token);
       await b.handshake();
-      let ok = false;
-      for (let i = 0; i < 40 && !ok; i++) {
-        ok = (await b.send('fs/watch', { watchId: `b${i}`, path: pathToFileURL(dir).href })).result !== undefined;
-        if (!ok) await new Promise((r) => setTimeout(r, 50));
-      }
-      assert.ok(ok, 'a closed connection gave its watches back');
+      let i = 0;
+      await waitFor(async () => (await b.send('fs/watch', { watchId: `b${i++}`, path: pathToFileURL(dir).href })).result !== undefined, {
+        what: 'a closed connection to give its watches back',
+        interval: 50,
+        timeout: 5_000,
+      });
       b.close();
     } finally {
       await ep.stop();

@@ -9,12 +9,15 @@ import { listenWebSocket, type WebSocketListener } from '../../src/transports/we
 import { createAuthenticator } from '../../src/transports/ws-auth';
 import { EnvironmentConnectError, EnvironmentManager, type Connector, type EnvironmentState } from '../../src/vscode/core/environment-manager';
 import { EnvironmentStore, type EnvironmentSetting } from '../../src/vscode/core/environment-store';
+import { sessionLogTag } from '../../src/protocol/log-tag';
+import { waitFor } from '../support/wait';
 import { writeFileSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
 const local = new ExecServer();
-const remote = new ExecServer({ detachedSessionTtlMs: 500 });
+const remoteLog: string[] = [];
+const remote = new ExecServer({ detachedSessionTtlMs: 500, log: (_level, m) => remoteLog.push(m) });
 const tmp = mkdtempSync(path.join(os.tmpdir(), 'vscode-envmgr-'));
 const TOKEN = 'manager-test-token-0123456789';
 writeFileSync(path.join(tmp, 'token'), TOKEN);
@@ -108,7 +111,7 @@ describe('environment manager', () => {
       const reconnected = new Promise<ExecClient>((resolve) => manager.onDidReconnect((e) => resolve(e.client)));
       await l.close();
       // The old session expires while the server is down, so resuming it must fail.
-      await new Promise((r) => setTimeout(r, 800));
+      await waitFor(() => remoteLog.some((m) => m.includes(`${sessionLogTag(firstSession)} expired`)), { what: 'the old session to expire (500 ms TTL)' });
       l = await listen(port);
       let timer: ReturnType<typeof setTimeout> | undefined;
       const second = await Promise.race([

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { lfToCrlf, OutputCoalescer } from '../../src/vscode/core/output-coalescer';
+import { sleep } from '../support/wait';
 
 const enc = new TextEncoder();
 
@@ -77,7 +78,7 @@ describe('output coalescer', () => {
     c.dispose();
     await drained;
     c.push(enc.encode('late'));
-    await new Promise((r) => setTimeout(r, 80));
+    await sleep(80); // past the 50 ms interval: a write that must NOT come can only be awaited for a while
     assert.deepEqual(writes, []);
   });
 

@@ -10,6 +10,7 @@ import { connectCommand } from '../../src/client/connect';
 import { ExecFileSystem, FileType, type FsErrorFactory } from '../../src/vscode/core/exec-file-system';
 import { ExecTerminal } from '../../src/vscode/core/exec-terminal';
 import { referenceBinary, referenceEnv } from '../interop/helpers';
+import { waitFor } from '../support/wait';
 
 class FsErr extends Error {
   constructor(readonly code: string, m: string) {
@@ -45,9 +46,7 @@ describe('extension layers against the reference server', () => {
     term.open({ rows: 30, columns: 90 });
     term.setDimensions({ rows: 40, columns: 100 });
     term.handleInput('echo "ref-$((40+2))"\r');
-    const end = Date.now() + 20_000;
-    while (!out.includes('ref-42') && Date.now() < end) await new Promise((r) => setTimeout(r, 25));
-    assert.match(out, /ref-42/);
+    await waitFor(() => out.includes('ref-42'), { what: 'the echo through the reference', detail: () => JSON.stringify(out) });
     term.handleInput('exit 6\r');
     assert.equal((await term.result).exitCode, 6);
     assert.deepEqual(closes, [6]);
