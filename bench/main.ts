@@ -27,6 +27,8 @@ interface Target {
   cpuMs?(): number;
   /** Resident memory of the server process now (MiB). */
   rssMiB?(): number;
+  /** CPU time of the children the server (or this process) has reaped so far (ms): the producers it ran. */
+  childCpuMs?(): number;
 }
 
 function arg(name: string): string | undefined {
@@ -47,6 +49,7 @@ async function serverTarget(name: 'ours' | 'reference' | 'bareWs', cmd: ServerCo
     stop: () => server.stop(),
     cpuMs: () => processCpuMs(server.pid),
     rssMiB: () => processRssMiB(server.pid),
+    childCpuMs: () => processCpuMs(server.pid, true),
   };
 }
 
@@ -58,11 +61,15 @@ function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
   return Promise.race([p, t]).finally(() => clearTimeout(timer));
 }
 
-/** utime + stime of a process (not of its children) from /proc, in ms. */
-function processCpuMs(pid: number): number {
+/**
+ * utime + stime of a process (not of its children) from /proc, in ms; with `children`, cutime +
+ * cstime instead: the children it has reaped (a shell's own count includes the pipeline it waited for).
+ */
+function processCpuMs(pid: number, children = false): number {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  const ticks = Number(fields[11]) + Number(fields[12]); // fields 14 and 15 of stat(5)
+  // fields 14 and 15 of stat(5), or 16 and 17 for the reaped children
+  const ticks = children ? Number(fields[13]) + Number(fields[14]) : Number(fields[11]) + Number(fields[12]);
   return (ticks * 1000) / CLK_TCK;
 }
 /** VmRSS from /proc/<pid>/status. Spawn cost grows with it (fork copies the page tables). */
@@ -104,13 +111,17 @@ async function runScenario(s: Scenario, targets: Target[], cfg: BenchConfig, fx:
       try {
         client = await withTimeout(t.connect(), 15_000, 'connect');
         const cpu0 = t.cpuMs?.();
+        const child0 = t.childCpuMs?.();
         const got = await withTimeout(s.run(client, cfg, fx), s.timeoutMs(cfg), s.title);
         const cpu1 = t.cpuMs?.();
+        const child1 = t.childCpuMs?.();
         for (const [k, v] of Object.entries(got)) (st.samples[k] ??= []).push(...v);
         if (cpu0 !== undefined && cpu1 !== undefined) {
           st.cpuMs += cpu1 - cpu0;
           st.cpuRounds++;
+          (st.samples.serverCpuMs ??= []).push(cpu1 - cpu0);
         }
+        if (child0 !== undefined && child1 !== undefined) (st.samples.producerCpuMs ??= []).push(child1 - child0);
         st.rssMiB = t.rssMiB?.();
       } catch (e) {
         const detail = e instanceof Error ? e.message : String(e);
@@ -165,11 +176,12 @@ export async function main(repo: string): Promise<number> {
       }
     }
     const inProcess = arg('no-in-process') === undefined ? factory.inProcess : undefined;
-    if (inProcess) targets.push({ name: 'inProcess', connect: inProcess, recover: async () => undefined, stop: async () => undefined });
+    const ownChildrenCpuMs = () => processCpuMs(process.pid, true);
+    if (inProcess) targets.push({ name: 'inProcess', connect: inProcess, recover: async () => undefined, stop: async () => undefined, childCpuMs: ownChildrenCpuMs });
     // The ceilings of the stream scenario (bench/bare-clients.ts), alternated with the servers.
     if (list.some((s) => s.ceilings) && arg('no-ceilings') === undefined) {
       targets.push(await serverTarget('bareWs', bareWsCommand(repo), factory));
-      targets.push({ name: 'barePipe', connect: async () => new BarePipeBench(), recover: async () => undefined, stop: async () => undefined });
+      targets.push({ name: 'barePipe', connect: async () => new BarePipeBench(), recover: async () => undefined, stop: async () => undefined, childCpuMs: ownChildrenCpuMs });
     }
     console.log(`clients: websocket = ${factory.websocketKind}; in-process = ${factory.inProcessKind}`);
 

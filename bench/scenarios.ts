@@ -193,8 +193,12 @@ const streaming: Scenario = {
     { id: 'stream', label: `stdout ${cfg.streamBytes / MiB} MiB (binary frames)`, unit: 'MiB/s', better: 'higher', source: 'mibps', reduce: 'median', minSpeedup: 3, inProcessMin: 1024 },
     // Diagnostic: how the bytes were cut into process/output notifications (fewer = less per-message cost).
     { id: 'stream_chunk', label: 'stdout bytes/notification', unit: 'KiB', better: 'higher', source: 'chunkKiB', reduce: 'median' },
-    // Diagnostic: CPU of the benchmark process per round — the client (in-process: client + server).
+    // Diagnostics, the CPU budget of one round on this machine's cores: the client (the benchmark
+    // process; in process: client + server), the server process (/proc), and the producer
+    // (`sh -c 'yes | head'`, from the reaping process's cutime/cstime).
     { id: 'stream_client_cpu', label: 'stdout: client CPU per round', unit: 'ms', better: 'lower', source: 'clientCpuMs', reduce: 'median' },
+    { id: 'stream_server_cpu', label: 'stdout: server CPU per round', unit: 'ms', better: 'lower', source: 'serverCpuMs', reduce: 'median' },
+    { id: 'stream_producer_cpu', label: 'stdout: producer CPU per round', unit: 'ms', better: 'lower', source: 'producerCpuMs', reduce: 'median' },
   ],
   run: (client, cfg, fx) => streamRound(client, cfg, fx),
 };
