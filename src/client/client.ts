@@ -73,7 +73,7 @@ export interface ClientOptions {
 export const DEFAULT_OUTPUT_WINDOW = 4 * 1024 * 1024;
 
 /** Calls that are safe to send again after a reconnect (reads, and writes thanks to writeId). */
-const RETRYABLE = new Set<string>([
+const RETRYABLE: ReadonlySet<string> = new Set<RequestMethod>([
   'process/write',
   'process/read',
   'process/ack',
