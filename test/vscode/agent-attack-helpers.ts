@@ -144,4 +144,4 @@ export function startParams(id: string, argv: string[], cwd: string, extra: Reco
   return { processId: id, argv, cwd: uri(cwd), env: { PATH: process.env.PATH ?? '/usr/bin:/bin' }, tty: false, pipeStdin: false, arg0: null, ...extra };
 }
 
-export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+export { sleep } from '../support/wait';

@@ -8,6 +8,8 @@ import { after, before, describe, it } from 'node:test';
 import { ExecServer } from '../../src/server/exec-server';
 import { pinsOpen } from '../../src/vscode/core/agent-pin';
 import { RawAgent, removeDir, sleep, startEndpoint, startParams, tmpDir, uri, type EndpointFixture } from './agent-attack-helpers';
+import { descendants, isAlive } from '../support/process';
+import { waitFor } from '../support/wait';
 
 let ws: string; // the workspace folder
 let outside: string; // a directory outside it (stands for $HOME)
@@ -48,7 +50,7 @@ describe('agent gate attacks', () => {
         const remove = a.send('fs/remove', { path: uri(victim) });
         assert.ok((await init).result, 'initialize answered');
         for (const r of [await start, await write, await remove]) assert.match(r.error?.message ?? '', /not approved/);
-        await sleep(100);
+        await sleep(100); // effects that must NOT happen can only be awaited for a while
         assert.equal(existsSync(ran), false, 'the process did not run');
         assert.equal(existsSync(written), false, 'the file was not written');
         assert.equal(existsSync(victim), true, 'the file was not removed');
@@ -66,7 +68,7 @@ describe('agent gate attacks', () => {
       const r = await a.send('process/start', startParams('evil', ['/bin/sh', '-c', `cat ${outside}/id_rsa; echo pwned >> ${bashrc}`], ws));
       assert.match(r.error?.message ?? '', /not approved/);
       assert.equal(f.questions.length, 1);
-      await sleep(200);
+      await sleep(200); // a write that must NOT happen can only be awaited for a while
       assert.equal(readFileSync(bashrc, 'utf8'), 'original\n');
       a.close();
     });
@@ -219,7 +221,7 @@ describe('agent gate attacks', () => {
         const b = await RawAgent.connect(f.url, f.token);
         const own = (await b.handshake()).result as { sessionId: string };
         await b.send('process/start', startParams('p', ['/bin/true'], ws));
-        await sleep(100);
+        await waitFor(() => b.notifications.some((n) => n.method === 'process/closed'), { what: 'the process to be closed (everything about it logged)' });
         const log = f.logs.join('\n');
         assert.equal(log.includes(own.sessionId), false, 'the agent’s session id is not logged');
         assert.equal(log.includes(userSession), false);
@@ -257,7 +259,7 @@ describe('agent gate attacks', () => {
       await a.handshake();
       const second = path.join(ws, 'second-ran');
       const p2 = a.send('process/start', startParams('s2', ['/bin/sh', '-c', `touch ${second}`], ws));
-      await sleep(50);
+      await waitFor(() => f.questions.length === 1, { what: 'the question for s2 to be open' });
       const p1 = a.send('process/start', startParams('s1', ['/bin/sh', '-c', 'echo first'], ws));
       assert.ok((await p1).result, 'the first was allowed');
       const r2 = await p2;
@@ -275,9 +277,11 @@ describe('agent gate attacks', () => {
       const r = await a.send('process/start', startParams('late', ['/bin/sh', '-c', `touch ${marker}`], ws));
       assert.match(r.error?.message ?? '', /not approved/);
       f.questions[0].answer('Allow for Session'); // the user clicks after the timeout
-      await sleep(100);
-      const again = a.send('process/start', startParams('late2', ['/bin/sh', '-c', `touch ${marker}`], ws));
-      await sleep(100);
+      await sleep(100); // let a (wrong) late grant take effect, if it would
+      let settled = false;
+      const again = a.send('process/start', startParams('late2', ['/bin/sh', '-c', `touch ${marker}`], ws)).finally(() => (settled = true));
+      // Asked again, or (wrongly) answered without asking: whichever comes first.
+      await waitFor(() => f.questions.length === 2 || settled, { what: 'late2 to be asked or answered' });
       assert.equal(f.questions.length, 2, 'the next request is asked again: the late click granted nothing');
       f.questions[1].answer('Deny');
       await again;
@@ -333,7 +337,7 @@ describe('agent gate attacks', () => {
       for (let i = 0; i < 40; i++) void a.send('fs/readFile', { path: uri(file) });
       let peak = base;
       for (let i = 0; i < 40; i++) {
-        await sleep(50);
+        await sleep(50); // sampling: memory must stay bounded over the whole 2 s
         peak = Math.max(peak, process.memoryUsage().rss);
       }
       const grown = (peak - base) / 1024 / 1024;
@@ -374,18 +378,17 @@ describe('agent gate attacks', () => {
       await a.handshake();
       // 1 MiB of retained output, then the process waits.
       assert.ok((await a.send('process/start', startParams('noisy', ['/bin/sh', '-c', 'head -c 1000000 /dev/zero | tr "\\0" x; sleep 30'], ws))).result);
-      for (let i = 0; i < 100; i++) {
+      await waitFor(async () => {
         const r = (await a.send('process/read', { processId: 'noisy', afterSeq: 0, waitMs: 0 })).result as { chunks: { chunk: string }[] };
-        if (r.chunks.reduce((n, c) => n + Buffer.byteLength(c.chunk, 'base64'), 0) >= 1_000_000) break;
-        await sleep(50);
-      }
+        return r.chunks.reduce((n, c) => n + Buffer.byteLength(c.chunk, 'base64'), 0) >= 1_000_000;
+      }, { what: '1 MB of retained output', interval: 50, timeout: 5_000 }).catch(() => undefined);
       global.gc?.();
       const base = process.memoryUsage().rss;
       a.stopReading();
       for (let i = 0; i < 600; i++) void a.send('process/read', { processId: 'noisy', afterSeq: 0, waitMs: 0 });
       let peak = base;
       for (let i = 0; i < 80; i++) {
-        await sleep(50);
+        await sleep(50); // sampling: memory must stay bounded over the whole 4 s
         peak = Math.max(peak, process.memoryUsage().rss);
       }
       const grown = (peak - base) / 1024 / 1024;
@@ -400,8 +403,13 @@ describe('agent gate attacks', () => {
       const agents = await Promise.all(Array.from({ length: 6 }, () => RawAgent.connect(f.url, f.token)));
       for (const a of agents) await a.handshake();
       const replies: Promise<{ error?: { message: string } }>[] = [];
-      for (const [n, a] of agents.entries()) for (let i = 0; i < 12; i++) replies.push(a.send('process/start', startParams(`q${n}-${i}`, ['/bin/true'], ws)));
-      await sleep(300);
+      let answered = 0;
+      for (const [n, a] of agents.entries()) for (let i = 0; i < 12; i++) replies.push(a.send('process/start', startParams(`q${n}-${i}`, ['/bin/true'], ws)).finally(() => answered++));
+      // Every request is either asked (and waits) or refused at once: wait until all are one or the other.
+      await waitFor(() => f.questions.length + answered >= replies.length, {
+        what: 'each request asked or refused',
+        detail: () => `${f.questions.length} asked, ${answered} answered`,
+      });
       assert.equal(f.questions.length, 32, 'at most 32 questions on screen for one endpoint');
       for (const q of f.questions) q.answer('Deny');
       for (const r of await Promise.all(replies)) assert.match(r.error?.message ?? '', /not approved|too many questions/);
@@ -450,10 +458,12 @@ describe('agent gate attacks', () => {
       }
       a.close();
     } finally {
+      const inside = descendants(swapper.pid!).map((p) => p.pid);
       const gone = new Promise((r) => swapper.once('exit', r));
       swapper.kill('SIGKILL');
       await gone;
-      await sleep(200); // bwrap's child dies with it (--die-with-parent), a moment later
+      // bwrap's children die with it (--die-with-parent), a moment later.
+      await waitFor(() => inside.every((p) => !isAlive(p)), { what: "the swapper's children to die with it" });
       await f.stop();
     }
     const landed = readdirSync(target).filter((n) => !/^[xr]\d+$/.test(n));

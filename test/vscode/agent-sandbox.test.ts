@@ -8,7 +8,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { managedSandbox, workspaceWriteEntries } from '../../src/protocol/codex-sandbox';
 import { after, before, describe, it } from 'node:test';
-import { RawAgent, removeDir, sleep, startEndpoint, startParams, tmpDir, uri, type EndpointFixture } from './agent-attack-helpers';
+import { RawAgent, removeDir, startEndpoint, startParams, tmpDir, uri, type EndpointFixture } from './agent-attack-helpers';
+import { waitFor } from '../support/wait';
 
 let ws: string;
 let outside: string;
@@ -81,7 +82,7 @@ describe('agent gate: sandbox first', () => {
         assert.match(done.out, /token=\[\]/, 'VS Code’s *TOKEN* variables are not handed to an unasked command');
         assert.notEqual(done.exitCode, 0);
         assert.equal(done.sandboxDenied, true);
-        await sleep(100);
+        await waitFor(() => f.sandboxDenials.length > 0, { what: 'the sandbox denial to be reported' });
         assert.deepEqual(f.sandboxDenials, [argv], 'the denial is reported with the command');
         assert.equal(readFileSync(path.join(outside, '.bashrc'), 'utf8'), 'original\n');
       });
