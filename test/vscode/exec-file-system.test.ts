@@ -12,6 +12,7 @@ import { serveConnection } from '../../src/transports/serve';
 import { listenWebSocket } from '../../src/transports/websocket-server';
 import type { ClientTelemetry } from '../../src/telemetry/api';
 import { ExecFileSystem, FileChangeType, FileType, mapFsError, type ChangeEvent, type FsErrorFactory } from '../../src/vscode/core/exec-file-system';
+import { waitFor } from '../support/wait';
 
 /** Stands in for vscode.FileSystemError: the code is what VS Code looks at. */
 class FakeFsError extends Error {
@@ -204,19 +205,11 @@ describe('exec file system', () => {
     const w = fsx.watch(ENV, p('watched'), true, (evs) => seen.push(...evs));
     try {
       const target = p('watched', 'new.txt');
-      const deadline = Date.now() + 20_000;
       // The watch is set up asynchronously: poke until an event for the file arrives.
-      while (!seen.some((e) => e.path === target) && Date.now() < deadline) {
-        writeFileSync(target, String(Date.now()));
-        await new Promise((r) => setTimeout(r, 100));
-      }
+      await waitFor(() => (writeFileSync(target, String(Date.now())), seen.some((e) => e.path === target)), { what: 'an event for the new file', interval: 100 });
       assert.ok(seen.some((e) => e.path === target && (e.type === FileChangeType.Created || e.type === FileChangeType.Changed)));
       rmSync(target);
-      const end = Date.now() + 20_000;
-      while (!seen.some((e) => e.path === target && e.type === FileChangeType.Deleted) && Date.now() < end) {
-        await new Promise((r) => setTimeout(r, 50));
-      }
-      assert.ok(seen.some((e) => e.path === target && e.type === FileChangeType.Deleted));
+      await waitFor(() => seen.some((e) => e.path === target && e.type === FileChangeType.Deleted), { what: 'the delete event' });
       assert.ok(seen.every((e) => e.environment === ENV));
     } finally {
       w.dispose();
