@@ -33,6 +33,25 @@ interface RemoteFolder {
   label: string;
 }
 
+/** `p`, or undefined as soon as `signal` aborts (Cancel must not wait for a slow connect). */
+function unlessAborted<T>(p: Promise<T>, signal: AbortSignal): Promise<T | undefined> {
+  if (signal.aborted) return Promise.resolve(undefined);
+  return new Promise<T | undefined>((resolve, reject) => {
+    const onAbort = () => resolve(undefined);
+    signal.addEventListener('abort', onAbort, { once: true });
+    p.then(
+      (v) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(v);
+      },
+      (e) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(e);
+      },
+    );
+  });
+}
+
 /** Quick pick labels render `$(icon)`; a file may be named like that. */
 function noIcons(s: string): string {
   return s.replace(/\$\([a-z0-9-]+?(?:~[a-z0-9-]*?)?\)/gi, (m) => `\\${m}`);
@@ -203,7 +222,8 @@ export function registerSearchCommands(d: CommandDeps): void {
           if (ac.signal.aborted) break;
           progress.report({ message: visiblePath(`${f.environment}:${f.uri.path}`) });
           try {
-            const client = await d.clientFor(f.environment);
+            const client = await unlessAborted(d.clientFor(f.environment), ac.signal);
+            if (!client) break;
             const label = folders.length > 1 ? f.label : undefined;
             const o = await searchInFolder(client, f.uri.path, { ...query, excludeNames: excludedNames(f) }, { maxResults: left, signal: ac.signal, onMatch: (m) => tree.add(f.uri, label, m) });
             d.log.info(`find in files: ${o.argv.map((a) => JSON.stringify(a)).join(' ')} in ${f.environment}:${f.uri.path} → ${summarize(o)}${o.errors.length ? ` (${o.errors.slice(0, 3).join('; ')})` : ''}`);
@@ -273,7 +293,8 @@ export function registerSearchCommands(d: CommandDeps): void {
       void Promise.all(
         folders.map(async (f) => {
           try {
-            const client = await d.clientFor(f.environment);
+            const client = await unlessAborted(d.clientFor(f.environment), ac.signal);
+            if (!client) return;
             const o = await listFiles(client, f.uri.path, {
               excludeNames: excludedNames(f),
               signal: ac.signal,

@@ -4,13 +4,14 @@
 // text), a click on a row opens the file at the line and column; Go to File fills a quick pick
 // from fs/walk (no node_modules/.git), typing filters, Enter opens; the view says that VS
 // Code's own search does not cover exec-server folders.
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import * as vscode from 'vscode';
+import { answerApprovalIfShown } from './approval';
 import { test } from './framework';
 import { RemoteServer } from './remote-server';
 import { quickInput, uiClick, uiScreenshot, uiTexts } from './ux-driver';
-import { assert, assertEqual, expectReject, freshDir, uniqueName, waitFor } from './util';
+import { assert, assertEqual, expectReject, freshDir, uniqueName, waitFor, waitForFile } from './util';
 
 const VIEW = '[id="workbench.view.extension.execServer"]';
 const ROWS = `${VIEW} .monaco-list-row`;
@@ -26,6 +27,16 @@ interface FindResult {
   cancelled: boolean;
   failure?: string;
   rows: { uri: string; line: number; column: number; text: string }[];
+}
+
+/** Running (not a zombie) according to /proc. */
+function alive(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return !/^[ZX]/.test(stat.slice(stat.lastIndexOf(')') + 2));
+  } catch {
+    return false;
+  }
 }
 
 /** A remote environment (the CLI on 127.0.0.1) with a folder added to this window; removed afterwards. */
@@ -110,6 +121,36 @@ export function registerSearchTests(): void {
       assertEqual(vscode.window.activeTextEditor!.document.getText(), 'src/util/strings.ts\n', 'its text (read through the executor)');
     });
   }, 120_000);
+
+  // The search tool is a stand-in here (a script named rg/grep that records its pid and sleeps):
+  // a real search ends too fast for a click to land while it runs. Local's server is in this
+  // extension host, so its children see this PATH. What is tested is the UI's Cancel → abort →
+  // process/terminate path and that no process is left on the host.
+  test('remote search: Cancel on the progress notification stops the search and its process on the host', async () => {
+    const bin = freshDir('search-standin');
+    const pidFile = path.join(bin, 'pid');
+    const script = `#!/bin/sh\nif [ "$1" = "--version" ]; then echo "ripgrep 0.0.0 (stand-in)"; exit 0; fi\necho $$ > '${pidFile}.tmp' && mv '${pidFile}.tmp' '${pidFile}'\nexec sleep 300\n`;
+    for (const name of ['rg', 'grep']) writeFileSync(path.join(bin, name), script, { mode: 0o755 });
+    const dir = freshDir('search-cancel');
+    writeFileSync(path.join(dir, 'a.txt'), 'x\n');
+    const token = uniqueName('cancelme');
+    const oldPath = process.env.PATH;
+    process.env.PATH = `${bin}:${oldPath}`;
+    try {
+      const folder = vscode.Uri.from({ scheme: SCHEME, authority: 'Local', path: dir }).toString();
+      const done = Promise.resolve(vscode.commands.executeCommand('execServer.findInFiles', { query: token, folder }));
+      const pid = Number((await waitForFile(pidFile, (t) => /^\d+\s*$/.test(t))).trim());
+      assert(alive(pid), `the search process ${pid} runs`);
+      const click = await answerApprovalIfShown('Cancel', { contains: token });
+      assert(click.clicked, `Cancel clicked on the progress notification (${click.error ?? click.text})`);
+      const r = (await done) as FindResult;
+      assert(r.cancelled, `the result says cancelled (${r.summary})`);
+      assert(/cancelled/.test(r.summary), `the summary says so (${r.summary})`);
+      await waitFor(`the search process ${pid} gone from the host`, () => !alive(pid), 10_000);
+    } finally {
+      process.env.PATH = oldPath;
+    }
+  }, 90_000);
 
   test('remote search: the view says VS Code search does not cover exec-server folders; a non-remote folder is refused with a message', async () => {
     await vscode.commands.executeCommand('execServer.clearSearchResults');
