@@ -10,6 +10,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { repoRoot } from '../interop/helpers';
+import { waitFor } from '../support/wait';
 
 const installer = path.join(repoRoot, 'scripts/tools/install.mjs');
 const VERSION = '0.169.0';
@@ -71,11 +72,11 @@ async function killHalfWay(cache: string, victim: 'group' | 'installer') {
   const final = path.join(cache, `reference-${VERSION}`);
   const first = startInstaller(cache, ['reference']);
   const tmp = `${final}.tmp-${first.child.pid}`;
-  const deadline = Date.now() + 120_000;
-  while (!existsSync(path.join(tmp, 'node_modules', '@openai'))) {
-    assert.ok(Date.now() < deadline, `the installer never started writing ${tmp}: ${first.child.exitCode}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
+  await waitFor(() => existsSync(path.join(tmp, 'node_modules', '@openai')), {
+    what: `the installer to start writing ${tmp}`,
+    detail: () => `installer exit code ${first.child.exitCode}`,
+    timeout: 120_000,
+  });
   // 'group': the installer and its npm (Ctrl-C, a cancelled CI job); 'installer': only the
   // installer, its npm lives on as an orphan still writing into the temporary folder.
   process.kill(victim === 'group' ? -first.child.pid! : first.child.pid!, 'SIGKILL');
