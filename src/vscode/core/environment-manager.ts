@@ -212,7 +212,8 @@ export class EnvironmentManager implements Disposable {
       for (const sub of e.subs) sub.dispose();
       e.subs = [];
       e.client = undefined;
-      const reason = `${name}: connection lost (${s})`;
+      // Not "(failed)": the view says "reconnecting" now, and the toast must not contradict it.
+      const reason = `${name}: connection lost and the session could not be resumed`;
       this.options.log?.('warn', reason);
       e.lastError = reason;
       if (this.scheduleReconnect(name, e)) this.setState(name, e, 'reconnecting');

@@ -6,6 +6,10 @@
 // quick input shows (title with "n/m", prompt or validation message, items, buttons) in
 // ui-<id>.result.json. `op: 'text'` reports the visible text of a selector instead (tree rows,
 // the status bar). A request not satisfied within giveUpMs reports {ok: false, error}.
+// Other windows (a test's "Open in New Window" opens a browser page): `op: 'pages'` lists the
+// URLs of every page (with `contains`: until one has it), `op: 'closeOthers'` closes all but the
+// harness page, and `page: 'other'` runs any request on the newest other page; `op: 'keys'`
+// presses keys there without a quick input (F1 opens the command palette).
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -44,7 +48,31 @@ function describe(req) {
     req.press && `press ${[].concat(req.press).join(',')}`, req.clickBack && 'Back', req.selector].filter(Boolean).join(' ');
 }
 
-async function handle(page, req) {
+async function handle(main, req) {
+  if (req.op === 'pages') {
+    const urls = main.context().pages().map((p) => p.url());
+    if (req.contains && !urls.some((u) => u.includes(req.contains))) return { ok: false, error: `no page URL containing "${req.contains}" (${JSON.stringify(urls)})` };
+    return { ok: true, texts: urls };
+  }
+  if (req.op === 'closeOthers') {
+    for (const p of main.context().pages()) if (p !== main) await p.close().catch(() => undefined);
+    return { ok: true };
+  }
+  let page = main;
+  if (req.page === 'other') {
+    const others = main.context().pages().filter((p) => p !== main);
+    page = others[others.length - 1];
+    if (!page) return { ok: false, error: 'no other window (page) is open' };
+    await page.bringToFront().catch(() => undefined);
+  }
+  if (req.op === 'keys') {
+    for (const key of [].concat(req.press ?? [])) {
+      await page.keyboard.press(key);
+      await page.waitForTimeout(150);
+    }
+    await page.waitForTimeout(req.settleMs ?? 400);
+    return { ok: true };
+  }
   if (req.op === 'text') {
     const loc = page.locator(req.selector);
     const texts = (await loc.allInnerTexts()).map((t) => t.trim()).filter(Boolean);

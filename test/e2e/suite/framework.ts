@@ -2,6 +2,9 @@
 // `runTests()` runs them one after another with a per-test timeout and writes the results
 // file after every test, so the harness can stream progress and still know what ran when the
 // workbench dies. When Mocha's TDD globals exist (@vscode/test-cli), tests register there instead.
+// A test across a window reload (testAcrossReload) runs its first half, leaves its state in the
+// results file (`pendingReload`) and reloads the window; the runner extension of the reloaded
+// window calls resumeTests(), which runs the second half and then the tests not yet run.
 import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
@@ -19,6 +22,8 @@ export interface ResultsFile {
   done: boolean;
   /** Set when the suite could not run at all (bad config, missing extension, ...). */
   fatal?: string;
+  /** A testAcrossReload test reloaded the window: its name, the state its second half gets, when. */
+  pendingReload?: { name: string; state: unknown; at: number };
 }
 
 type TestFn = () => Promise<void> | void;
@@ -28,6 +33,8 @@ interface Registered {
   timeoutMs: number;
   /** Other tests depend on it: it runs even when a name filter does not select it. */
   setup: boolean;
+  /** testAcrossReload: the half that runs in the reloaded window, with what `fn` returned. */
+  afterReload?: (state: unknown) => Promise<void> | void;
 }
 
 const registered: Registered[] = [];
@@ -38,6 +45,16 @@ export const DEFAULT_TIMEOUT_MS = 60_000;
 export function test(name: string, fn: TestFn, timeoutMs = DEFAULT_TIMEOUT_MS, opts: { setup?: boolean } = {}): void {
   if (registered.some((t) => t.name === name)) throw new Error(`duplicate test name: ${name}`);
   registered.push({ name, fn, timeoutMs, setup: opts.setup ?? false });
+}
+
+/**
+ * A test whose second half runs after a window reload (which ends this extension host): `before`
+ * returns a JSON-serializable state, the window reloads, `after(state)` runs in the new host.
+ * Each half has `timeoutMs`. Only the harness (run.mjs + runner extension) can run these.
+ */
+export function testAcrossReload<S>(name: string, before: () => Promise<S>, after: (state: S) => Promise<void>, timeoutMs = DEFAULT_TIMEOUT_MS): void {
+  if (registered.some((t) => t.name === name)) throw new Error(`duplicate test name: ${name}`);
+  registered.push({ name, fn: before as TestFn, timeoutMs, setup: false, afterReload: after as (state: unknown) => Promise<void> });
 }
 
 /** Runs after all tests (in reverse order of registration), even when tests failed. */
@@ -80,19 +97,62 @@ export async function runTests(opts: {
   resultsFile: string;
   grep?: string;
   log?: (line: string) => void;
+  /** Reloads the window (testAcrossReload); resolves never — the extension host ends. */
+  reload?: () => Promise<void>;
 }): Promise<ResultsFile> {
   // `a|b` selects the tests whose name contains a or b.
   const greps = opts.grep ? opts.grep.split('|').filter(Boolean) : [];
   const selected = registered.filter((t) => greps.length === 0 || t.setup || greps.some((g) => t.name.includes(g)));
   const data: ResultsFile = { planned: selected.map((t) => t.name), results: [], done: false };
   writeResults(opts.resultsFile, data);
+  return runSelected(selected, data, opts);
+}
+
+/**
+ * In the reloaded window: the second half of the test that reloaded it, then the planned
+ * tests that have not run. `prev` is the results file as the previous window left it.
+ */
+export async function resumeTests(prev: ResultsFile, opts: { resultsFile: string; log?: (line: string) => void; reload?: () => Promise<void> }): Promise<ResultsFile> {
+  const pending = prev.pendingReload!;
+  const data: ResultsFile = { ...prev, pendingReload: undefined };
+  const t = registered.find((r) => r.name === pending.name);
+  const start = Date.now();
+  let result: TestResult;
+  try {
+    if (!t?.afterReload) throw new Error(`no test across a reload named "${pending.name}" in this bundle`);
+    const after = t.afterReload;
+    await withTimeout(() => after(pending.state), t.timeoutMs, `${t.name} (after the reload)`);
+    result = { name: pending.name, ok: true, ms: Date.now() - pending.at };
+  } catch (err) {
+    result = { name: pending.name, ok: false, error: describe(err), ms: Date.now() - start };
+  }
+  opts.log?.(`${result.ok ? 'ok  ' : 'FAIL'} ${pending.name} (${result.ms} ms)${result.error ? `\n${result.error}` : ''}`);
+  data.results.push(result);
+  writeResults(opts.resultsFile, data);
+  const ran = new Set(data.results.map((r) => r.name));
+  const rest = data.planned.filter((n) => !ran.has(n)).map((n) => registered.find((r) => r.name === n)).filter((r): r is Registered => !!r);
+  return runSelected(rest, data, opts);
+}
+
+async function runSelected(selected: Registered[], data: ResultsFile, opts: { resultsFile: string; log?: (line: string) => void; reload?: () => Promise<void> }): Promise<ResultsFile> {
   for (const t of selected) {
     const start = Date.now();
     let result: TestResult;
     try {
+      if (t.afterReload) {
+        if (!opts.reload) throw new Error('this test reloads the window: run it through test/e2e/run.mjs');
+        let state: unknown;
+        await withTimeout(async () => (state = await t.fn()), t.timeoutMs, t.name);
+        data.pendingReload = { name: t.name, state: state ?? null, at: start };
+        writeResults(opts.resultsFile, data);
+        opts.log?.(`${t.name}: reloading the window`);
+        await opts.reload();
+        await new Promise(() => undefined); // this extension host ends with the reload
+      }
       await withTimeout(t.fn, t.timeoutMs, t.name);
       result = { name: t.name, ok: true, ms: Date.now() - start };
     } catch (err) {
+      data.pendingReload = undefined;
       result = { name: t.name, ok: false, error: describe(err), ms: Date.now() - start };
     }
     opts.log?.(`${result.ok ? 'ok  ' : 'FAIL'} ${t.name} (${result.ms} ms)${result.error ? `\n${result.error}` : ''}`);
@@ -123,7 +183,8 @@ export function registerWithMocha(
   g.suite('exec-server e2e', function (this: { timeout(ms: number): void }) {
     this.timeout(DEFAULT_TIMEOUT_MS * 2);
     if (setup && g.suiteSetup) g.suiteSetup(setup);
-    for (const t of registered) g.test(t.name, () => withTimeout(t.fn, t.timeoutMs, t.name));
+    // Mocha cannot follow a window reload: those tests are left out there.
+    for (const t of registered) if (!t.afterReload) g.test(t.name, () => withTimeout(t.fn, t.timeoutMs, t.name));
     g.suiteTeardown(() => runCleanups());
   });
 }

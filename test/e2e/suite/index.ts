@@ -9,10 +9,11 @@ import { registerApiApprovalTests } from './api-approval-tests';
 import { E2EConfig, loadConfig, setConfig } from './config';
 import { LOCAL, registerExtensionTests, registerRemoteLifecycleTests, registerRemoteSetupTest, remote, remoteName } from './environment-tests';
 import * as vscode from 'vscode';
-import { afterAll, registerWithMocha, ResultsFile, runTests } from './framework';
+import { afterAll, registerWithMocha, resumeTests, ResultsFile, runTests } from './framework';
 import { registerFsTests } from './fs-tests';
 import { registerSearchTests } from './search-tests';
 import { disposeTerminals, registerTerminalTests } from './terminal-tests';
+import { registerTerminalSurvivalTests } from './terminal-survival-tests';
 import { registerUxTests } from './ux-tests';
 
 // Order matters: the remote tests share one environment set up by the first remote test,
@@ -30,11 +31,23 @@ registerAgentCodexTests();
 registerUxTests();
 registerSearchTests();
 registerRemoteLifecycleTests();
+// Last: the window reloads in the middle of these (module state of the tests above is gone after it).
+registerTerminalSurvivalTests();
 afterAll(disposeTerminals);
+
+const reload = async () => {
+  await vscode.commands.executeCommand('workbench.action.reloadWindow');
+};
 
 export async function runFromConfig(cfg: E2EConfig, log?: (line: string) => void): Promise<ResultsFile> {
   setConfig(cfg);
-  return runTests({ resultsFile: cfg.resultsFile, grep: cfg.grep, log });
+  return runTests({ resultsFile: cfg.resultsFile, grep: cfg.grep, log, reload });
+}
+
+/** The runner extension of a window a test reloaded: the rest of that test, then the tests after it. */
+export async function resumeFromConfig(cfg: E2EConfig, prev: ResultsFile, log?: (line: string) => void): Promise<ResultsFile> {
+  setConfig(cfg);
+  return resumeTests(prev, { resultsFile: cfg.resultsFile, log, reload });
 }
 
 /** Without the harness (its settings.json sets it), start from the same approval policy. */

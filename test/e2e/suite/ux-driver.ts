@@ -25,7 +25,9 @@ export interface QuickInputState {
 }
 
 export interface UiRequest {
-  op?: 'quickInput' | 'text' | 'click' | 'screenshot';
+  op?: 'quickInput' | 'text' | 'click' | 'screenshot' | 'pages' | 'closeOthers' | 'keys';
+  /** 'other': the newest browser page other than the harness's own (a window the test opened). */
+  page?: 'other';
   /** op screenshot: saved as test-results/ux-<name>.png. */
   name?: string;
   /** Wait until the open quick input's title contains this. */
@@ -82,6 +84,24 @@ export async function uiTexts(selector: string, contains?: string, giveUpMs?: nu
 export async function uiClick(selector: string): Promise<void> {
   const r = await send({ op: 'click', selector });
   if (!r.ok) throw new Error(`ui click: ${r.error}`);
+}
+
+/** URLs of every open workbench page (window); with `contains`, waits until one holds it. */
+export async function uiPages(contains?: string, giveUpMs?: number): Promise<string[]> {
+  const r = await send({ op: 'pages', contains, giveUpMs });
+  if (!r.ok) throw new Error(`ui pages: ${r.error}`);
+  return r.texts ?? [];
+}
+
+/** Closes every page (window) but the harness's own. */
+export async function uiCloseOtherWindows(): Promise<void> {
+  const r = await send({ op: 'closeOthers' });
+  if (!r.ok) throw new Error(`ui closeOthers: ${r.error}`);
+}
+
+/** A request carried out on the newest other window (page) instead of the harness's. */
+export async function uiOnOtherWindow(req: UiRequest): Promise<{ ok: boolean; error?: string; state?: QuickInputState; texts?: string[] }> {
+  return send({ ...req, page: 'other' });
 }
 
 /** Saves the workbench as it looks now to test-results/ux-<name>.png (pictures for the README). */

@@ -5,7 +5,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import * as vscode from 'vscode';
 import { loadConfig, setConfig } from '../../suite/config';
 import { writeResults, type ResultsFile } from '../../suite/framework';
-import { runFromConfig } from '../../suite/index';
+import { resumeFromConfig, runFromConfig } from '../../suite/index';
 import { runScene } from './scene';
 
 export function activate(context: vscode.ExtensionContext): void {
@@ -26,10 +26,24 @@ export function activate(context: vscode.ExtensionContext): void {
     void runScene(cfg, (line) => out.appendLine(line));
     return;
   }
+  // The harness opens a workspace file; another window (a test's "Open in New Window") has none
+  // and must leave the suite alone.
+  if (!vscode.workspace.workspaceFile) {
+    out.appendLine('not the harness window (no workspace file): not running the suite');
+    return;
+  }
   // A second activation (the extension host restarted mid-run) must not start the suite again:
-  // report it as a failure the harness can show.
+  // report it as a failure the harness can show — unless a test reloaded the window on purpose.
   if (existsSync(cfg.resultsFile)) {
     const prev = JSON.parse(readFileSync(cfg.resultsFile, 'utf8')) as ResultsFile;
+    if (!prev.done && prev.pendingReload) {
+      out.appendLine(`the window reloaded for "${prev.pendingReload.name}": resuming the suite`);
+      resumeFromConfig(cfg, prev, (line) => out.appendLine(line)).then(
+        (data) => out.appendLine(`done: ${data.results.filter((r) => r.ok).length} passed`),
+        (err) => writeResults(cfg.resultsFile, { ...prev, pendingReload: undefined, done: true, fatal: `suite crashed after the reload: ${err?.stack ?? err}` }),
+      );
+      return;
+    }
     if (!prev.done) {
       const last = prev.results[prev.results.length - 1]?.name ?? '(before the first test finished)';
       writeResults(cfg.resultsFile, { ...prev, done: true, fatal: `the extension host restarted during the suite, after: ${last}` });
