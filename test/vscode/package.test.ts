@@ -44,8 +44,11 @@ describe('extension manifest', () => {
     for (const [key, p] of Object.entries(props)) assert.equal(p.scope, 'application', `${key} is user-scope only`);
   });
 
-  it('activates lazily and declares the terminal profile, view, file system and settings the code uses', () => {
-    assert.ok(!pkg.activationEvents.includes('*') && !pkg.activationEvents.includes('onStartupFinished'));
+  it('activates after startup (never during it) and declares the terminal profile, view, file system and settings the code uses', () => {
+    // onStartupFinished, not '*': a reloaded window re-attaches the shells of remote environments
+    // (issue 15 §4) without delaying the window; activate() itself connects nothing.
+    assert.ok(!pkg.activationEvents.includes('*'));
+    assert.ok(pkg.activationEvents.includes('onStartupFinished'));
     assert.ok(pkg.activationEvents.includes('onFileSystem:exec-server'));
     assert.deepEqual(pkg.contributes.terminal.profiles.map((p: { id: string }) => p.id), [TERMINAL_PROFILE]);
     assert.ok(pkg.activationEvents.includes(`onTerminalProfile:${TERMINAL_PROFILE}`));
