@@ -36,13 +36,32 @@ writeFileSync(path.join(stage, 'package.json'), JSON.stringify(pkg, null, 2) + '
 for (const rel of ['.vscodeignore', 'dist/extension.js', 'dist/telemetry.js', 'media/icon.png', 'media/exec-server.svg']) copy(rel);
 // The Get Started walkthrough's step pages (package.json contributes.walkthroughs).
 for (const name of readdirSync(path.join(root, 'media/walkthrough'))) if (name.endsWith('.md')) copy(`media/walkthrough/${name}`);
-// vsce refuses relative images (no repository URL to resolve them) and SVG images in the
-// README: the VSIX's copy names them in text instead.
-const readme = readFileSync(path.join(root, 'README.md'), 'utf8')
-  .replace(/!\[([^\]]*)\]\((?!https:)[^)]*\)/g, (_m, alt) => `*[image: ${alt || 'figure'} — see the repository]*`)
-  .replace(/<img\b[^>]*>/gi, '*[image — see the repository]*')
-  // Relative links (docs/…, src/…) have no target inside a VSIX either: keep their text.
-  .replace(/(?<!!)\[([^\]]+)\]\((?!https?:|#)[^)]*\)/g, (_m, text) => text);
+// The README is the VSIX's Details page. VS Code's extension editor (and the Marketplace) shows
+// an image only from an https URL: its sanitizer keeps http(s) image sources only and its page
+// allows `img-src https: data:` (read in code-server 4.139's workbench.js: a relative or data:
+// image is dropped; with an https base every screenshot showed there). So the README's relative images and links need a public base URL, which vsce
+// prepends itself: its own guess for a GitHub/GitLab `repository` in package.json, else
+// --baseImagesUrl/--baseContentUrl, given here as `--base-url URL` or EXEC_SERVER_VSIX_BASE_URL
+// (e.g. https://raw.githubusercontent.com/<owner>/<repo>/<tag>/). With neither, the images are
+// named in text (vsce would refuse them) and the script says so.
+const baseArg = process.argv.indexOf('--base-url');
+const baseUrl = baseArg > 0 ? process.argv[baseArg + 1] : process.env.EXEC_SERVER_VSIX_BASE_URL || undefined;
+if (baseUrl !== undefined && !/^https:\/\/[^/]+\/.*\/$/.test(baseUrl)) {
+  console.error(`package-vsix: the base URL must be an https URL ending in "/" (got ${JSON.stringify(baseUrl)})`);
+  process.exit(2);
+}
+const repository = typeof pkg.repository === 'string' ? pkg.repository : pkg.repository?.url ?? '';
+const vsceGuessesBase = /github(\.com\/|:)[^/]+\/[^/]+|gitlab(\.com\/|:)[^/]+\/[^/]+/.test(repository);
+const vsceLinkArgs = baseUrl ? ['--baseContentUrl', baseUrl, '--baseImagesUrl', baseUrl] : [];
+let readme = readFileSync(path.join(root, 'README.md'), 'utf8');
+if (!baseUrl && !vsceGuessesBase) {
+  console.error('package-vsix: no public base URL (EXEC_SERVER_VSIX_BASE_URL, --base-url, or a GitHub/GitLab repository in package.json): the Details page names the README\'s images in text');
+  readme = readme
+    .replace(/!\[([^\]]*)\]\((?!https:)[^)]*\)/g, (_m, alt) => `*[image: ${alt || 'figure'} — see the repository]*`)
+    .replace(/<img\b[^>]*>/gi, '*[image — see the repository]*')
+    // Relative links (docs/…, src/…) have no target inside a VSIX either: keep their text.
+    .replace(/(?<!!)\[([^\]]+)\]\((?!https?:|#)[^)]*\)/g, (_m, text) => text);
+}
 writeFileSync(path.join(stage, 'README.md'), readme);
 if (existsSync(path.join(root, 'LICENSE'))) copy('LICENSE');
 const pty = 'node_modules/node-pty';
@@ -59,7 +78,7 @@ delete ptyPkg.dependencies;
 writeFileSync(path.join(stage, pty, 'package.json'), JSON.stringify(ptyPkg, null, 2) + '\n');
 
 const vsce = path.join(root, 'node_modules', '@vscode', 'vsce', 'vsce');
-const r = spawnSync(process.execPath, [vsce, 'package', '--allow-missing-repository', '--skip-license', '-o', tmpOut], { cwd: stage, stdio: 'inherit' });
+const r = spawnSync(process.execPath, [vsce, 'package', '--allow-missing-repository', '--skip-license', ...vsceLinkArgs, '-o', tmpOut], { cwd: stage, stdio: 'inherit' });
 if (r.status !== 0) {
   rmSync(tmpOut, { force: true });
   process.exit(r.status ?? 1);

@@ -65,6 +65,23 @@ describe('extension manifest', () => {
   });
 });
 
+/** Packs the VSIX into a temp dir (extra args to scripts/package-vsix.mjs) and returns its README and the packer's stderr. */
+function packedReadme(args: string[]): { readme: string; stderr: string } {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'vsix-readme-'));
+  try {
+    const out = path.join(dir, 'x.vsix');
+    const r = spawnSync(process.execPath, [path.join(repo, 'scripts/package-vsix.mjs'), '--out', out, ...args], { cwd: repo, encoding: 'utf8', timeout: 170_000, env: { ...process.env, EXEC_SERVER_VSIX_BASE_URL: '' } });
+    assert.equal(r.status, 0, `${r.stdout}\n${r.stderr}`);
+    const readme = spawnSync('unzip', ['-p', out, 'extension/readme.md'], { encoding: 'utf8' });
+    assert.equal(readme.status, 0, readme.stderr);
+    return { readme: readme.stdout, stderr: r.stderr };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+const imagesOf = (markdown: string) => [...markdown.matchAll(/!\[[^\]]*\]\(([^)]+)\)/g)].map((m) => m[1]);
+
 describe('VSIX', () => {
   it('npm run package produces a small VSIX with the bundle and node-pty native module', { timeout: 180_000 }, () => {
     if (!existsSync(path.join(repo, 'dist/extension.js'))) {
@@ -87,5 +104,25 @@ describe('VSIX', () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+
+  it('the Details page gets the README screenshots as https URLs under the base URL (what VS Code shows), each naming a file of the repository', { timeout: 180_000 }, () => {
+    const local = imagesOf(readFileSync(path.join(repo, 'README.md'), 'utf8'));
+    assert.ok(local.length >= 5 && local.every((src) => !src.includes('://')), `README.md has relative screenshots: ${local.join(', ')}`);
+    const base = 'https://images.example.test/exec-server/v1/';
+    const { readme } = packedReadme(['--base-url', base]);
+    assert.deepEqual(imagesOf(readme), local.map((src) => base + src));
+    for (const src of local) assert.ok(existsSync(path.join(repo, src)), `${src} exists`);
+    assert.ok(!/\]\((docs|src|test)\//.test(readme), 'relative links are absolute too');
+  });
+
+  it('without a base URL the README names its images in text and says why; a base URL that is not https is refused', { timeout: 180_000 }, () => {
+    const { readme, stderr } = packedReadme([]);
+    assert.deepEqual(imagesOf(readme), []);
+    assert.match(readme, /\[image: A Local terminal/);
+    assert.match(stderr, /no public base URL/);
+    const r = spawnSync(process.execPath, [path.join(repo, 'scripts/package-vsix.mjs'), '--out', path.join(os.tmpdir(), 'never.vsix'), '--base-url', 'http://insecure.example.test/'], { cwd: repo, encoding: 'utf8' });
+    assert.equal(r.status, 2);
+    assert.match(r.stderr, /must be an https URL/);
   });
 });
