@@ -8,6 +8,7 @@ import { ExecServer } from '../../src/server/exec-server';
 import type { ServerOptions } from '../../src/server/api';
 import { serveConnection } from '../../src/transports/serve';
 import { listenWebSocket, type WebSocketListener } from '../../src/transports/websocket-server';
+import { sleep, waitFor as waitForCondition } from '../support/wait';
 
 export const LINE_BYTES = 10; // "%09d\n"
 
@@ -68,15 +69,12 @@ export async function ourWsServer(opts: ServerOptions = {}): Promise<{ server: E
   return { server, listener, url: listener.url, stop: async () => (await listener.close(), await server.shutdown()) };
 }
 
+/** test/support/wait.ts's waitFor with this folder's (cond, what, timeoutMs) call shape. */
 export async function waitFor(cond: () => boolean, what: string, timeoutMs = 20_000): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
+  await waitForCondition(cond, { what, timeout: timeoutMs });
 }
 
-export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+export { sleep };
 
 /** Waits until `value()` is above 0 and has not changed for `quietMs` (bounded), returns it. */
 export async function settled(value: () => number, quietMs = 400, timeoutMs = 15_000): Promise<number> {
