@@ -1,7 +1,8 @@
 // The bare-websocket ceiling for the stream scenario (`npm run bench`, column "bare ws"): a Node
 // `ws` server with no protocol at all. A text message {argv, cwd} spawns the command the same way
 // our server does (child_process pipes); every stdout read goes out as one binary message (a
-// 14-byte header like our output frame's, then the bytes — one copy, as ours makes), and a text
+// 14-byte header like our output frame's, then the bytes, written to the socket behind the
+// websocket header without a copy, as ours does: src/transports/ws-direct-frame.ts), and a text
 // message {exitCode} follows once the child closed. What this moves on the machine is the
 // ceiling of "Node reads a pipe and writes it to a websocket", measured in the same alternating run.
 import { spawn } from 'node:child_process';
@@ -21,11 +22,21 @@ wss.on('connection', (ws) => {
     const { argv, cwd } = JSON.parse(msg.toString());
     const child = spawn(argv[0], argv.slice(1), { cwd, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
     child.on('error', (e) => ws.send(JSON.stringify({ error: e.message })));
+    const raw = ws._socket;
     const forward = (d) => {
-      const frame = Buffer.allocUnsafe(HEADER + d.length);
-      frame.fill(0, 0, HEADER);
-      d.copy(frame, HEADER);
-      ws.send(frame, { binary: true });
+      // FIN + binary, then the payload length (RFC 6455 §5.2), then our 14 header bytes; one writev per tick.
+      const len = HEADER + d.length;
+      const head = Buffer.alloc((len < 126 ? 2 : len < 65536 ? 4 : 10) + HEADER);
+      head[0] = 0x82;
+      if (len < 126) head[1] = len;
+      else if (len < 65536) (head[1] = 126), head.writeUInt16BE(len, 2);
+      else (head[1] = 127), head.writeUInt32BE(len, 6);
+      if (!raw.writableCorked) {
+        raw.cork();
+        process.nextTick(() => raw.uncork());
+      }
+      raw.write(head);
+      raw.write(d);
     };
     child.stdout.on('data', forward);
     child.stderr.resume();
