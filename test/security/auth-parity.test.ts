@@ -2,47 +2,23 @@
 // same HTTP status and reason from our CLI and from the reference `codex exec-server`.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { ensureBuilt, attempt, cliPath, type Attempt } from './cli-helpers';
+import { ensureBuilt, attempt, stopAll, type Attempt } from './cli-helpers';
 import { nowSeconds, signJwt, tempDir } from './helpers';
-import { referenceBinary, referenceEnv } from '../interop/helpers';
+import { ourServer, referenceServer, startWsServer } from '../interop/helpers';
 
 const TOKEN = 'parity-token-0123456789abcdef';
 const SECRET = 'parity-shared-secret-0123456789abcdefgh';
 const tmp = tempDir();
-const stops: Array<() => void> = [];
 before(() => ensureBuilt());
-after(() => {
-  for (const s of stops) s();
+after(async () => {
+  await stopAll();
   tmp.dispose();
 });
 
-/** Starts a server (ours or the reference) and returns its ws URL. */
-function start(which: 'ours' | 'reference', args: string[]): Promise<string> {
-  const [cmd, argv, env] =
-    which === 'ours'
-      ? [process.execPath, [cliPath, '--listen', 'ws://127.0.0.1:0', ...args], process.env]
-      : [referenceBinary(), ['exec-server', '--listen', 'ws://127.0.0.1:0', ...args], referenceEnv()];
-  return new Promise((resolve, reject) => {
-    const child = spawn(cmd, argv, { env, stdio: ['ignore', 'pipe', 'pipe'] });
-    stops.push(() => child.kill('SIGKILL'));
-    let out = '';
-    let err = '';
-    const timer = setTimeout(() => reject(new Error(`${which} did not start: ${err}`)), 60_000);
-    child.stderr!.on('data', (d) => (err += d));
-    child.stdout!.on('data', (d) => {
-      out += d;
-      const m = /^(ws:\/\/\S+)\s*$/m.exec(out);
-      if (m) {
-        clearTimeout(timer);
-        resolve(m[1]);
-      }
-    });
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`${which} exited ${code}: ${err}`));
-    });
-  });
+/** Starts a server (ours or the reference) and returns its ws URL (stopped by stopAll after the file). */
+async function start(which: 'ours' | 'reference', args: string[]): Promise<string> {
+  const s = await startWsServer(which === 'ours' ? ourServer : referenceServer, args, 60_000);
+  return s.url;
 }
 
 const show = (a: Attempt) => (a.kind === 'http' ? `${a.status} ${a.body}` : a.kind === 'open' ? (a.ws.close(), 'open') : `error`);
