@@ -17,7 +17,7 @@ import { connectInProcess, connectStdio, connectWebSocket } from '../../src/clie
 import { ExecServer } from '../../src/server/exec-server';
 import { telemetryConfig } from '../../src/telemetry/config';
 import { otel, startServerTelemetry } from '../../src/telemetry/load';
-import { referenceBinary, referenceEnv } from '../interop/helpers';
+import { referenceServer, startWsServer } from '../interop/helpers';
 import { cleanEnv, cliPath, ensureBuilt, startReceiver, type OtlpReceiver } from './helpers';
 
 /** An AsyncLocalStorage context manager: what an app using OpenTelemetry registers. */
@@ -186,44 +186,27 @@ test('over stdio to the CLI: its server span continues our client span (flushed 
   assert.equal(s.parentSpanId, c.spanId);
 });
 
-test('the reference codex exec-server accepts requests carrying trace context', async () => {
-  const bin = referenceBinary();
-  const child = spawn(bin, ['exec-server', '--listen', 'ws://127.0.0.1:0'], { env: referenceEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
-  try {
-    const url = await new Promise<string>((resolve, reject) => {
-      let out = '';
-      const t = setTimeout(() => reject(new Error(`no URL from the reference: ${out}`)), 30_000);
-      child.stdout.on('data', (d) => {
-        out += d;
-        const m = /ws:\/\/\S+/.exec(out);
-        if (m) {
-          clearTimeout(t);
-          resolve(m[0]);
-        }
-      });
-      child.once('exit', (code) => reject(new Error(`reference exited ${code}`)));
-    });
-    const tel = clientTelemetry();
-    const client = await connectWebSocket(url, { reconnect: false, telemetry: tel });
-    const app = appContext();
-    await context.with(app.ctx, async () => {
-      assert.deepEqual(await client.request('environment/status', null), { status: 'ready' });
-      const meta = await client.fs.stat(dir);
-      assert.equal(meta.isDirectory, true);
-      const p = await client.startProcess({ argv: ['sh', '-c', 'echo traced'], cwd: dir, env: { PATH: process.env.PATH ?? '/usr/bin:/bin' } });
-      let out = '';
-      p.onOutput((o) => (out += Buffer.from(o.data).toString()));
-      assert.equal(await p.exited, 0);
-      await p.closed;
-      assert.equal(out, 'traced\n');
-    });
-    await client.close();
-    await tel.shutdown();
-    const spans = await rx.waitFor((s) => s.some((x) => x.name === 'process/start' && x.traceId === app.traceId));
-    const mine = spans.filter((s) => s.traceId === app.traceId);
-    assert.ok(mine.length >= 3);
-    assert.ok(mine.every((s) => s.statusCode !== 2), 'no request failed');
-  } finally {
-    child.kill('SIGKILL');
-  }
+test('the reference codex exec-server accepts requests carrying trace context', async (t) => {
+  const reference = await startWsServer(referenceServer, [], 30_000, t);
+  const url = reference.url;
+  const tel = clientTelemetry();
+  const client = await connectWebSocket(url, { reconnect: false, telemetry: tel });
+  const app = appContext();
+  await context.with(app.ctx, async () => {
+    assert.deepEqual(await client.request('environment/status', null), { status: 'ready' });
+    const meta = await client.fs.stat(dir);
+    assert.equal(meta.isDirectory, true);
+    const p = await client.startProcess({ argv: ['sh', '-c', 'echo traced'], cwd: dir, env: { PATH: process.env.PATH ?? '/usr/bin:/bin' } });
+    let out = '';
+    p.onOutput((o) => (out += Buffer.from(o.data).toString()));
+    assert.equal(await p.exited, 0);
+    await p.closed;
+    assert.equal(out, 'traced\n');
+  });
+  await client.close();
+  await tel.shutdown();
+  const spans = await rx.waitFor((s) => s.some((x) => x.name === 'process/start' && x.traceId === app.traceId));
+  const mine = spans.filter((s) => s.traceId === app.traceId);
+  assert.ok(mine.length >= 3);
+  assert.ok(mine.every((s) => s.statusCode !== 2), 'no request failed');
 });
