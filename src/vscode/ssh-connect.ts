@@ -65,6 +65,10 @@ async function pickHost(d: SshCommandDeps, ssh: SshOptions): Promise<SshTarget |
       }
     }
     qp.items = [...typed, ...(configured.length ? [sep, ...configured] : []), openConfig];
+    // Enter right after typing takes what was typed (VS Code may keep an older active row).
+    const exact = configured.find((i) => i.label === v);
+    if (exact) qp.activeItems = [exact];
+    else if (typed[0]?.target) qp.activeItems = [typed[0]];
   };
   update();
   return new Promise((resolve) => {
@@ -77,7 +81,9 @@ async function pickHost(d: SshCommandDeps, ssh: SshOptions): Promise<SshTarget |
     };
     qp.onDidChangeValue(update);
     qp.onDidAccept(() => {
-      const item = qp.selectedItems[0] ?? qp.activeItems[0];
+      const v = qp.value.trim();
+      // An alias typed in full wins over whatever row is active.
+      const item = configured.find((i) => i.label === v) ?? qp.activeItems[0];
       if (item?.openConfig) {
         const file = ssh.configFile || `${os.homedir()}/.ssh/config`;
         void vscode.window.showTextDocument(vscode.Uri.file(file)).then(undefined, (e: Error) => void vscode.window.showErrorMessage(`Exec Server: cannot open ${file}: ${e.message}`));

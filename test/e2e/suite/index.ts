@@ -12,6 +12,7 @@ import * as vscode from 'vscode';
 import { afterAll, registerWithMocha, resumeTests, ResultsFile, runTests } from './framework';
 import { registerFsTests } from './fs-tests';
 import { registerSearchTests } from './search-tests';
+import { registerSshTests } from './ssh-tests';
 import { disposeTerminals, registerTerminalTests } from './terminal-tests';
 import { registerTerminalSurvivalTests } from './terminal-survival-tests';
 import { registerUxTests } from './ux-tests';
@@ -30,6 +31,7 @@ registerAgentSecurityTests();
 registerAgentCodexTests();
 registerUxTests();
 registerSearchTests();
+registerSshTests();
 registerRemoteLifecycleTests();
 // Last: the window reloads in the middle of these (module state of the tests above is gone after it).
 registerTerminalSurvivalTests();
