@@ -93,6 +93,8 @@ export interface CommandSignatures {
           notShown: number;
           cancelled: boolean;
           failure?: string;
+          /** The rows may be incomplete (connection lost; Cancel not confirmed by the host). */
+          incomplete?: string;
           /** The shown rows; column is 1-based. */
           rows: { uri: string; line: number; column: number; text: string }[];
         }

@@ -252,6 +252,7 @@ export function registerSearchCommands(d: CommandDeps): void {
       notShown: total.notShown,
       cancelled: total.cancelled,
       failure: total.failure ?? failures[0],
+      incomplete: total.incomplete,
       rows: tree.allMatches().map((n) => ({ uri: n.file.uri.toString(), line: n.match.line, column: matchSelection(n.match).start.character + 1, text: n.match.text })),
     };
   }
@@ -363,5 +364,6 @@ function merge(os: SearchOutcome[], cancelled: boolean): SearchOutcome & { tool:
     exitCode: os[0]?.exitCode,
     errors: os.flatMap((o) => o.errors).slice(0, 20),
     failure,
+    incomplete: os.find((o) => o.incomplete)?.incomplete,
   };
 }

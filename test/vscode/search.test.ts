@@ -8,12 +8,13 @@ import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileS
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { ExecServerClient } from '../../src/client/client';
-import { connectInProcess } from '../../src/client/connect';
+import { connectInProcess, connectWebSocket } from '../../src/client/connect';
 import { ExecServer } from '../../src/server/exec-server';
 import { DEFAULT_EXCLUDED_NAMES, excludedNamesFromSettings, grepArgv, rgArgv, type SearchQuery, type SearchTool } from '../../src/vscode/core/search-argv';
 import { listFiles } from '../../src/vscode/core/search-files';
 import { grepNulParser, rgJsonParser, visibleLine, visiblePath, type SearchMatch } from '../../src/vscode/core/search-parse';
 import { detectTool, searchInFolder, summarize } from '../../src/vscode/core/search-run';
+import { startCli } from '../support/cli';
 import { tempDir } from '../support/tmp';
 import { referenceCodexBinary } from '../codex/codex-app-server';
 
@@ -243,6 +244,58 @@ describe('find in files: choosing the tool and bad input', () => {
     const g = grepArgv(q);
     assert.equal(g[g.indexOf('--pre=sh') - 1], '-e');
     assert.deepEqual(g.slice(-2), ['--', '.']);
+  });
+});
+
+describe('find in files over a connection that drops', () => {
+  /** ~10 MB of matching lines: the search is still running when the first rows arrive. */
+  function bigFolder(token: string): string {
+    const dir = tempDir('search-drop-');
+    const body = Array.from({ length: 2000 }, (_, i) => `${token} line ${i} padding padding padding`).join('\n') + '\n';
+    for (let i = 0; i < 100; i++) writeFileSync(path.join(dir, `f${i}.txt`), body);
+    return dir;
+  }
+
+  it('Cancel after the server died returns within the grace period, not after the client\'s recovery timeout', async (t) => {
+    const srv = await startCli([], { t });
+    const ws = await connectWebSocket(srv.url, { clientName: 'search-drop', recoveryTimeoutMs: 60_000 });
+    t.after(() => ws.close());
+    const ac = new AbortController();
+    let killedAt = 0;
+    const o = await searchInFolder(ws, bigFolder('dropcancel'), { pattern: 'dropcancel' }, {
+      tool: 'grep',
+      signal: ac.signal,
+      onMatch: () => {
+        if (killedAt) return;
+        killedAt = Date.now();
+        srv.child.kill('SIGKILL');
+        setTimeout(() => ac.abort(), 300);
+      },
+    });
+    const took = Date.now() - killedAt;
+    assert.equal(o.cancelled, true);
+    assert.match(o.incomplete ?? '', /did not confirm/);
+    // The client would keep trying to resume for 60 s; Cancel gives up after CANCEL_GRACE_MS (3 s).
+    assert.ok(took < 30_000, `Cancel returned after ${took} ms`);
+    assert.match(summarize(o), /cancelled — incomplete: the host did not confirm/);
+  });
+
+  it('a connection lost for good mid-search says the rows are incomplete (not a clean result)', async (t) => {
+    const srv = await startCli([], { t });
+    const ws = await connectWebSocket(srv.url, { clientName: 'search-lost', recoveryTimeoutMs: 1_000 });
+    t.after(() => ws.close());
+    let killed = false;
+    const o = await searchInFolder(ws, bigFolder('droplost'), { pattern: 'droplost' }, {
+      tool: 'grep',
+      onMatch: () => {
+        if (!killed) srv.child.kill('SIGKILL');
+        killed = true;
+      },
+    });
+    assert.ok(o.matches.length > 0);
+    assert.equal(o.cancelled, false);
+    assert.match(o.incomplete ?? '', /search process was lost/);
+    assert.match(summarize(o), /incomplete: the search process was lost/);
   });
 });
 

@@ -10,6 +10,11 @@ import { grepNulParser, rgJsonParser, type OutputParser, type SearchMatch } from
 export const DEFAULT_MAX_RESULTS = 2000;
 /** Rows beyond the shown ones are only counted — up to this many; then the search is stopped. */
 export const DEFAULT_COUNT_LIMIT = 100_000;
+/**
+ * After Cancel, how long to wait for the host to confirm the process ended. Over a dropped
+ * connection the client keeps trying to resume for ~25 s: Cancel must not wait that long.
+ */
+export const CANCEL_GRACE_MS = 3000;
 
 /**
  * The child's environment: only the host's core variables (PATH, HOME, USER, ...), so a
@@ -50,6 +55,8 @@ export interface SearchOutcome {
   errors: string[];
   /** Set when the search could not run or failed without results (e.g. an invalid regex). */
   failure?: string;
+  /** Set when the rows may be incomplete: the connection was lost, or Cancel got no confirmation from the host. */
+  incomplete?: string;
 }
 
 const toolCache = new WeakMap<ExecClient, Map<string, Promise<SearchTool>>>();
@@ -136,24 +143,43 @@ export async function searchInFolder(client: ExecClient, folder: string, query: 
     }
     if (!outcome.cancelled) parser.push(e.data);
   });
-  const onAbort = () => {
-    outcome.cancelled = true;
-    stop();
-  };
-  opts.signal?.addEventListener('abort', onAbort, { once: true });
+  let closeError: string | undefined;
+  const closeSub = handle.onClose((e) => (closeError = e.error));
+  let graceTimer: ReturnType<typeof setTimeout> | undefined;
+  let unconfirmed = false;
+  let onAbort = () => {};
+  const graceOver = new Promise<void>((resolve) => {
+    onAbort = () => {
+      outcome.cancelled = true;
+      stop();
+      graceTimer = setTimeout(() => {
+        unconfirmed = true;
+        resolve();
+      }, CANCEL_GRACE_MS);
+    };
+  });
+  if (opts.signal?.aborted) onAbort();
+  else opts.signal?.addEventListener('abort', onAbort, { once: true });
   try {
-    outcome.exitCode = await handle.exited.catch(() => undefined);
-    await handle.closed;
+    const ended = (async () => {
+      outcome.exitCode = await handle.exited.catch(() => undefined);
+      await handle.closed;
+    })();
+    await Promise.race([ended, graceOver]);
   } finally {
-    sub.dispose();
+    clearTimeout(graceTimer);
     opts.signal?.removeEventListener('abort', onAbort);
+    sub.dispose();
+    closeSub.dispose();
   }
+  if (unconfirmed) outcome.incomplete = `the host did not confirm within ${CANCEL_GRACE_MS / 1000} s that the search process ended (connection lost?)`;
+  else if (outcome.exitCode === undefined && !outcome.cancelled) outcome.incomplete = `the search process was lost${closeError ? `: ${closeError}` : ''}`;
   if (!outcome.cancelled) parser.end();
   for (const l of stderr.split('\n')) noteError(l);
   outcome.files = files.size;
   // Exit 1: nothing found (both tools). 2 (or more) with no rows: the search itself failed.
   if (!outcome.cancelled && !outcome.stoppedAtCountLimit && (outcome.exitCode ?? 2) >= 2 && outcome.matches.length === 0 && outcome.notShown === 0) {
-    outcome.failure = outcome.errors[0] ?? `${argv[0]} exited with code ${outcome.exitCode}`;
+    outcome.failure = outcome.incomplete ?? outcome.errors[0] ?? `${argv[0]} exited with code ${outcome.exitCode}`;
   }
   return outcome;
 }
@@ -166,6 +192,7 @@ export function summarize(o: SearchOutcome): string {
   const parts = [n === 0 && !o.cancelled ? 'No results' : lines];
   if (o.notShown > 0) parts.push(`${o.stoppedAtCountLimit ? 'at least ' : ''}${o.notShown} more not shown`);
   if (o.cancelled) parts.push('cancelled');
+  if (o.incomplete && !o.failure) parts.push(`incomplete: ${o.incomplete}`);
   if (o.errors.length > 0) parts.push(`${o.errors.length}${o.errors.length >= 20 ? '+' : ''} unreadable/skipped`);
   return parts.join(' — ');
 }
