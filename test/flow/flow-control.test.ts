@@ -114,7 +114,7 @@ test(`flow control (window ${window / KiB} KiB): while the client is disconnecte
     // Detached: nobody acknowledges, the child blocks instead of its output being evicted.
     const blockedAt = await settled(() => progress(file), 500);
     assert.ok(blockedAt < total, `the child blocked while detached (at ${blockedAt} lines)`);
-    await sleep(300);
+    await sleep(300); // still blocked a while later: progress that must NOT happen can only be awaited for a while
     assert.equal(progress(file), blockedAt);
     proxy.refuse = false;
     await h.closed;
