@@ -13,7 +13,7 @@ import type { CommandDeps } from './command-deps';
 import { str, strArray, type Args } from './command-registry';
 import { SEARCH_RESULTS_VIEW, type CommandResult } from './command-ids';
 import { wasReported } from './environments';
-import { excludedNamesFromSettings, type SearchQuery } from './core/search-argv';
+import { excludedNamesFromSettings, validateQuery, type SearchQuery } from './core/search-argv';
 import { listFiles } from './core/search-files';
 import { visiblePath } from './core/search-parse';
 import { DEFAULT_MAX_RESULTS, searchInFolder, summarize, type SearchOutcome } from './core/search-run';
@@ -121,6 +121,11 @@ export function registerSearchCommands(d: CommandDeps): void {
         ? { pattern: given, isRegex: args?.isRegex === true, caseSensitive: args?.caseSensitive === true, wholeWord: args?.wholeWord === true, include: strArray(args, 'include') }
         : await askQuery(folders, { ...last, pattern: selectedText() ?? last?.pattern ?? '' });
       if (!query) return undefined;
+      try {
+        validateQuery(query); // bad input: a clear error before anything starts
+      } catch (e) {
+        throw new Error(`Exec Server: ${e instanceof Error ? e.message : String(e)}`);
+      }
       if (!given) await d.ctx.workspaceState.update(LAST_QUERY, { ...query, include: undefined });
       const max = typeof args?.maxResults === 'number' && args.maxResults > 0 ? Math.floor(args.maxResults) : DEFAULT_MAX_RESULTS;
       return runSearch(folders, query, max, !given);

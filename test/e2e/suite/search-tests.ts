@@ -160,5 +160,8 @@ export function registerSearchTests(): void {
     const err = await expectReject('searching a file: folder', () =>
       Promise.resolve(vscode.commands.executeCommand('execServer.findInFiles', { query: 'x', folder: vscode.Uri.file(freshDir('search-local')).toString() })));
     assert(/not an exec-server folder/.test(err.message), `the error says why (${err.message})`);
+    const multi = await expectReject('a query of two lines', () =>
+      Promise.resolve(vscode.commands.executeCommand('execServer.findInFiles', { query: 'a\nb', folder: 'exec-server://Local/tmp' })));
+    assert(/single line/.test(multi.message), `bad input is refused before anything runs (${multi.message})`);
   });
 }
