@@ -12,6 +12,7 @@ import type { AgentProcess } from './core/agent-endpoint';
 import { commandLine } from './core/approval';
 import { LOCAL_ENVIRONMENT } from './core/environment-store';
 import { ExecTerminal, type TerminalFlow } from './core/exec-terminal';
+import { TERMINAL_PACING } from './core/output-coalescer';
 import { followConnection, restorePlan, type TerminalRecord, type TerminalRecords } from './core/terminal-survival';
 import type { Disposable } from '../rpc/event';
 import type { ProcessOrigin, ProcessRegistry } from './core/process-registry';
@@ -201,6 +202,7 @@ export class TerminalService implements vscode.Disposable {
     const shown = spec.command ?? commandLine(argv);
     const name = `Run: ${clip(shown, 40)} (${environment})`;
     const pty = new ExecTerminal({
+      coalescer: TERMINAL_PACING,
       mode: 'pipe',
       start: (_dims, flow) => this.start(environment, client, `${shown}`, 'command', { argv, cwd, env: {}, envPolicy: ENV_POLICY, tty: false, pipeStdin: true, ...flow }),
       log: (m) => this.deps.log.debug(`${name}: ${m}`),
@@ -255,6 +257,7 @@ export class TerminalService implements vscode.Disposable {
     const name = `Agent: ${clip(commandLine(p.argv), 40)}`;
     this.deps.registry.add(LOCAL_ENVIRONMENT, commandLine(p.argv), 'agent', p);
     const pty = new ExecTerminal({
+      coalescer: TERMINAL_PACING,
       mode: p.tty ? 'pty' : 'pipe',
       keepOpen: false,
       terminateOnClose: false,
@@ -301,6 +304,7 @@ export class TerminalService implements vscode.Disposable {
       return follow(handle, c);
     };
     const pty: ExecTerminal = new ExecTerminal({
+      coalescer: TERMINAL_PACING,
       mode: 'pty',
       start: adopt ? async (dims, flow) => {
         const { handle, client: c } = await adopt(dims, flow);

@@ -199,6 +199,9 @@ export class ExecTerminal implements Disposable {
   }
 
   handleInput(data: string): void {
+    // The renderer's answers to the coalescer's pacing probes are not input (output-coalescer.ts).
+    data = this.coalescer.takeRendererReplies(data);
+    if (!data) return;
     if (this.offeringRestart) {
       if (data.includes('\r')) this.restart();
       else if (!this.terminalClosed) this.fireClose(undefined);
