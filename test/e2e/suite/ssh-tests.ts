@@ -5,7 +5,7 @@
 // a typed user@host:port with no executor offers the install (a modal answered "Install"),
 // copies the VSIX's CLI + node-pty into the host's temp HOME and runs through it; a refused key
 // shows one error naming the cause; the remote indicator's menu holds Connect to Host….
-import { appendFileSync, existsSync, mkdirSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import * as vscode from 'vscode';
 import { binDir, startSshd, type TestSshd } from '../../ssh/sshd';
@@ -35,12 +35,13 @@ async function ensureSshd(): Promise<TestSshd> {
   const pathBin = binDir(path.join(work, 'path-bin'), { 'exec-server': `#!/bin/sh\nexec ${node} ${cli} "$@"\n` });
   // The "fresh" host: Node (the one node-pty was built for) but no executor.
   const fresh = `${path.dirname(node)}:/usr/bin:/bin`;
-  for (const h of ['devbox', 'fresh', 'bad']) mkdirSync(home(h), { recursive: true });
+  for (const h of ['devbox', 'fresh', 'bad', 'newkey']) mkdirSync(home(h), { recursive: true });
   sshd = await startSshd(
     [
       { alias: 'e2e-devbox', env: { HOME: home('devbox'), PATH: `${pathBin}:/usr/bin:/bin` } },
       { alias: 'e2e-fresh', env: { HOME: home('fresh'), PATH: fresh } },
       { alias: 'e2e-badkey', badKey: true },
+      { alias: 'e2e-newkey', unknownHostKey: true, env: { HOME: home('newkey'), PATH: `${pathBin}:/usr/bin:/bin` } },
     ],
     { parent: work },
   );
@@ -140,6 +141,21 @@ export function registerSshTests(): void {
     assertEqual(savedEntry('e2e-badkey'), undefined, 'nothing saved');
   }, 60_000);
 
+  test('ssh connect to host: a host key seen for the first time is trusted only after "Trust and Connect", then recorded', async () => {
+    const s = await ensureSshd();
+    const knownHosts = path.join(s.dir, 'known_hosts-e2e-newkey');
+    assertEqual(readFileSync(knownHosts, 'utf8'), '', 'nothing recorded before');
+    const done = Promise.resolve(vscode.commands.executeCommand<Result>('execServer.connectToHost'));
+    await quickInput({ waitTitle: 'Connect to Host', waitItem: 'e2e-newkey', fill: 'e2e-newkey' });
+    await quickInput({ waitTitle: 'Connect to Host', press: 'Enter' });
+    const asked = await answerApprovalIfShown('Trust and Connect', { contains: ['e2e-newkey', 'not seen before'], giveUpMs: 20_000 });
+    assert(asked.clicked, `the trust question was shown and answered: ${asked.error}`);
+    const r = await done;
+    assertEqual(r?.environment, 'e2e-newkey', 'connected');
+    assertEqual(readFileSync(knownHosts, 'utf8').includes('ssh-ed25519'), true, 'the key is recorded after the answer');
+    assertEqual((await runIn('e2e-newkey', 'echo "$HOME"')).trim(), home('newkey'), 'a process runs on the host');
+  }, 60_000);
+
   test('ssh connect to host: the remote indicator menu offers Connect to Host…', async () => {
     await vscode.commands.executeCommand('workbench.action.remote.showMenu');
     const q = await quickInput({ waitItem: 'Connect to Host' });
@@ -150,7 +166,7 @@ export function registerSshTests(): void {
   });
 
   afterAll(async () => {
-    for (const name of ['e2e-devbox', ...(sshd ? [`${sshd.user}-127.0.0.1-${sshd.port}`] : [])]) {
+    for (const name of ['e2e-devbox', 'e2e-newkey', ...(sshd ? [`${sshd.user}-127.0.0.1-${sshd.port}`] : [])]) {
       await vscode.commands.executeCommand('execServer.removeEnvironment', { name }).then(undefined, () => undefined);
     }
     await setExecServerSetting('ssh.configFile', '');
