@@ -317,6 +317,7 @@ export function registerSearchCommands(d: CommandDeps): void {
               },
             });
             if (o.truncated) truncated.push(`${f.label}: first ${o.files.length} files`);
+            if (o.unreadable) truncated.push(`${f.label}: ${o.unreadable} not readable`);
             d.log.info(`go to file: ${o.files.length} files in ${f.environment}:${f.uri.path}${o.truncated ? ' (truncated)' : ''}${o.unreadable ? `, ${o.unreadable} unreadable` : ''}`);
           } catch (e) {
             const msg = e instanceof Error ? e.message : String(e);

@@ -22,7 +22,8 @@ export const CANCEL_GRACE_MS = 3000;
  * the C locale: only NUL bytes make a file binary (in a UTF-8 locale any Latin-1 file would be
  * skipped as binary); ripgrep is Unicode-aware whatever the locale.
  */
-const SEARCH_ENV: EnvPolicy = { inherit: 'core', ignoreDefaultExcludes: false };
+// Every field given: the reference rejects a policy without them ("missing field `exclude`").
+const SEARCH_ENV: EnvPolicy = { inherit: 'core', ignoreDefaultExcludes: false, exclude: [], set: {}, includeOnly: [] };
 const GREP_ENV = { LC_ALL: 'C' };
 
 export interface SearchRunOptions {
