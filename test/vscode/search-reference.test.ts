@@ -2,7 +2,8 @@
 // process (process/start with envPolicy "core" + a cwd) and the per-directory fs/walk listing
 // must work on the server Codex users already run, not only on ours.
 import assert from 'node:assert/strict';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { ExecServerClient } from '../../src/client/client';
@@ -42,6 +43,19 @@ describe('remote search against the reference server', () => {
     ]);
     const dash = await searchInFolder(client, dir, { pattern: '-v' }, { tool: 'grep' });
     assert.deepEqual(dash.matches.map((m) => m.path), ['dash.txt']);
+  });
+
+  it('ripgrep (from PATH, else the one shipped with the reference) through the reference server too', async () => {
+    const onPath = spawnSync('sh', ['-c', 'command -v rg'], { encoding: 'utf8' }).stdout.trim();
+    const rg = onPath || path.join(path.dirname(referenceBinary()), '..', 'codex-path', 'rg');
+    assert.ok(existsSync(rg), `ripgrep at ${rg}`);
+    const o = await searchInFolder(client, dir, { pattern: 'refneedle' }, { tool: 'rg', rgProgram: rg });
+    assert.equal(o.failure, undefined, summarize(o));
+    assert.deepEqual(o.matches.map((m) => [m.path, m.line, m.ranges]).sort(), [
+      ['dash.txt', 1, [[3, 12]]],
+      ['new\nline.txt', 1, [[2, 11]]],
+      ['src/a b:c.ts', 1, [[4, 13]]],
+    ]);
   });
 
   it('Go to File lists the folder with fs/walk, node_modules not entered', async () => {
