@@ -145,8 +145,8 @@ export function registerSshCommands(d: SshCommandDeps): void {
       }
     };
 
-    const run = (title: string, f: (p: vscode.Progress<{ message?: string }>, signal: AbortSignal) => Promise<unknown>) =>
-      vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title, cancellable: true }, (p, token) => {
+    const run = (title: string, f: (p: vscode.Progress<{ message?: string }>, signal: AbortSignal) => Promise<unknown>, cancellable = true) =>
+      vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title, cancellable }, (p, token) => {
         const ac = new AbortController();
         token.onCancellationRequested(() => ac.abort());
         return f(p, ac.signal);
@@ -195,7 +195,8 @@ export function registerSshCommands(d: SshCommandDeps): void {
         d.refresh();
         d.log.info(`environment ${name} saved: ${input.command} ${input.args!.join(' ')}`);
       }
-      await run(`Exec Server: starting ${executor.description} on ${shown}`, () => d.manager.getClient(name));
+      // The manager's connect attempt is shared with other callers: not cancellable from here.
+      await run(`Exec Server: starting ${executor.description} on ${shown}`, () => d.manager.getClient(name), false);
       indicator.connected(name);
       d.refresh();
       if (!programmatic) {
