@@ -8,7 +8,7 @@
 import { appendFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import * as vscode from 'vscode';
-import { binDir, startSshd, type TestSshd } from '../../ssh/sshd';
+import { binDir, startSshd, whichOrThrow, type TestSshd } from '../../ssh/sshd';
 import { answerApprovalIfShown, findNotice, setExecServerSetting } from './approval';
 import { config } from './config';
 import { afterAll, test } from './framework';
@@ -35,13 +35,16 @@ async function ensureSshd(): Promise<TestSshd> {
   const pathBin = binDir(path.join(work, 'path-bin'), { 'exec-server': `#!/bin/sh\nexec ${node} ${cli} "$@"\n` });
   // The "fresh" host: Node (the one node-pty was built for) but no executor.
   const fresh = `${path.dirname(node)}:/usr/bin:/bin`;
-  for (const h of ['devbox', 'fresh', 'bad', 'newkey']) mkdirSync(home(h), { recursive: true });
+  // A host without Node: a PATH of only what the probe script itself uses.
+  const noNode = binDir(path.join(work, 'bin-no-node'), Object.fromEntries(['sh', 'uname', 'grep', 'ls', 'head', 'dirname', 'ldd'].map((p) => [p, whichOrThrow(p)])));
+  for (const h of ['devbox', 'fresh', 'bad', 'newkey', 'nonode']) mkdirSync(home(h), { recursive: true });
   sshd = await startSshd(
     [
       { alias: 'e2e-devbox', env: { HOME: home('devbox'), PATH: `${pathBin}:/usr/bin:/bin` } },
       { alias: 'e2e-fresh', env: { HOME: home('fresh'), PATH: fresh } },
       { alias: 'e2e-badkey', badKey: true },
       { alias: 'e2e-newkey', unknownHostKey: true, env: { HOME: home('newkey'), PATH: `${pathBin}:/usr/bin:/bin` } },
+      { alias: 'e2e-nonode', env: { HOME: home('nonode'), PATH: noNode } },
     ],
     { parent: work },
   );
@@ -139,6 +142,19 @@ export function registerSshTests(): void {
     const twice = await findNotice({ contains: ['Error running command'], giveUpMs: 3_000 });
     assert(!twice.found, `no second "Error running command" toast: ${twice.text}`);
     assertEqual(savedEntry('e2e-badkey'), undefined, 'nothing saved');
+  }, 60_000);
+
+  test('ssh connect to host: a host without Node is refused with the reason, nothing installed or saved', async () => {
+    await ensureSshd();
+    const done = Promise.resolve(vscode.commands.executeCommand<Result>('execServer.connectToHost'));
+    await quickInput({ waitTitle: 'Connect to Host', waitItem: 'e2e-nonode', fill: 'e2e-nonode' });
+    await quickInput({ waitTitle: 'Connect to Host', press: 'Enter' });
+    assertEqual(await done, undefined, 'the command reports and returns');
+    const shown = await findNotice({ contains: ['no Node.js on the host', 'bin-no-node'], giveUpMs: 20_000 });
+    assert(shown.found, `an error names the missing Node and the host's PATH: ${shown.error}`);
+    assert(/Node 20 or newer/.test(shown.text ?? ''), `and the version needed: ${shown.text}`);
+    assert(!existsSync(path.join(home('nonode'), '.exec-server')), 'nothing was copied to the host');
+    assertEqual(savedEntry('e2e-nonode'), undefined, 'nothing saved');
   }, 60_000);
 
   test('ssh connect to host: a host key seen for the first time is trusted only after "Trust and Connect", then recorded', async () => {
