@@ -160,6 +160,17 @@ export function registerSearchTests(): void {
     const err = await expectReject('searching a file: folder', () =>
       Promise.resolve(vscode.commands.executeCommand('execServer.findInFiles', { query: 'x', folder: vscode.Uri.file(freshDir('search-local')).toString() })));
     assert(/not an exec-server folder/.test(err.message), `the error says why (${err.message})`);
+    const emptyDir = freshDir('search-nothing');
+    writeFileSync(path.join(emptyDir, 'a.txt'), 'hay\n');
+    const none = (await vscode.commands.executeCommand('execServer.findInFiles', {
+      query: 'needle-not-there',
+      folder: vscode.Uri.from({ scheme: SCHEME, authority: 'Local', path: emptyDir }).toString(),
+    })) as FindResult;
+    assert(/^No results/.test(none.summary) && none.matches === 0 && !none.failure, `nothing found is said plainly (${none.summary})`);
+    const message = await uiTexts(`${VIEW} .message`, 'No results');
+    assert(message.some((t) => t.includes('needle-not-there')), `the view's message names the query (${JSON.stringify(message)})`);
+    const rows = await uiTexts(`${VIEW} .monaco-list-row`);
+    assert(!rows.some((t) => t.includes('a.txt')), `no rows for it (${JSON.stringify(rows)})`);
     const multi = await expectReject('a query of two lines', () =>
       Promise.resolve(vscode.commands.executeCommand('execServer.findInFiles', { query: 'a\nb', folder: 'exec-server://Local/tmp' })));
     assert(/single line/.test(multi.message), `bad input is refused before anything runs (${multi.message})`);
