@@ -5,7 +5,7 @@
 // folder) values must never loosen the policy.
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import { AgentEndpoint } from './core/agent-endpoint';
+import { AgentEndpoint, MIN_AGENT_TOKEN_LENGTH, newAgentToken } from './core/agent-endpoint';
 import type { AgentGateHost, AgentQuestion } from './core/agent-gate';
 import type { ApprovalHost } from './core/approval';
 import { commandLine } from './core/display-text';
@@ -97,7 +97,17 @@ export interface AgentServiceDeps {
   settings: SettingsOwner;
   /** Server spans/metrics of the endpoint's own engine (execServer.telemetry.*), read at each start. */
   serverTelemetry?: () => ServerTelemetry;
+  /**
+   * Stable across reloads (issue 15 §4): the token in SecretStorage, the last port (used again
+   * when the port setting is 0 and it is free) in globalState, and whether the endpoint was
+   * running when this window went away in workspaceState. Absent: a fresh token and port per start.
+   */
+  persistence?: { secrets: vscode.SecretStorage; globalState: vscode.Memento; workspaceState: vscode.Memento };
 }
+
+const TOKEN_SECRET = 'execServer.agentEndpoint.token';
+const LAST_PORT_KEY = 'execServer.agentEndpoint.lastPort';
+const RUNNING_KEY = 'execServer.agentEndpoint.running';
 
 /** The Codex `environments.toml` entry for a running endpoint (Codex reads the token only from here). */
 export function codexEnvironmentEntry(url: string, token: string, id = 'vscode'): string {
@@ -124,7 +134,12 @@ export class AgentEndpointService implements vscode.Disposable {
     return { url: ep.url, token: ep.token };
   }
 
-  async stop(): Promise<boolean> {
+  /**
+   * `shutdown`: the window is going away — the endpoint comes back with the reloaded window
+   * (restoreAfterReload). Otherwise the user stopped it: it stays stopped.
+   */
+  async stop(opts: { shutdown?: boolean } = {}): Promise<boolean> {
+    if (!opts.shutdown) await this.deps.persistence?.workspaceState.update(RUNNING_KEY, undefined);
     const ep = this.endpoint ?? (await this.starting?.catch(() => undefined));
     this.endpoint = undefined;
     this.deps.statusBar.setEndpoint(undefined);
@@ -136,13 +151,52 @@ export class AgentEndpointService implements vscode.Disposable {
   }
 
   dispose(): void {
-    void this.stop();
+    void this.stop({ shutdown: true });
+  }
+
+  /** After a window reload: start the endpoint again if it was running (same port and token when possible). */
+  async restoreAfterReload(): Promise<void> {
+    if (!this.deps.persistence?.workspaceState.get(RUNNING_KEY) || !vscode.workspace.isTrusted) return;
+    const { url } = await this.start();
+    this.deps.log.info(`agent endpoint restarted after the window reload on ${url}`);
+  }
+
+  /** The token kept in SecretStorage (created on first use); a malformed one is replaced. */
+  private async token(): Promise<string | undefined> {
+    const secrets = this.deps.persistence?.secrets;
+    if (!secrets) return undefined;
+    const kept = await secrets.get(TOKEN_SECRET);
+    if (kept && kept.length >= MIN_AGENT_TOKEN_LENGTH && /^[A-Za-z0-9_-]+$/.test(kept)) return kept;
+    const fresh = newAgentToken();
+    await secrets.store(TOKEN_SECRET, fresh);
+    return fresh;
   }
 
   private async listen(): Promise<AgentEndpoint> {
+    const p = this.deps.persistence;
+    const token = await this.token();
+    const configured = this.deps.settings.current.agentEndpointPort;
+    const last = p?.globalState.get<number>(LAST_PORT_KEY);
+    const reuse = configured === 0 && Number.isInteger(last) && last! > 0 && last! < 65536 ? last! : undefined;
+    let ep: AgentEndpoint;
+    try {
+      ep = await this.listenOn(reuse ?? configured, token);
+    } catch (e) {
+      // The last port is taken by something else now: any free one (the agent's entry then changes).
+      if (reuse === undefined || !/EADDRINUSE/.test(String((e as Error)?.message ?? e))) throw e;
+      this.deps.log.warn(`agent endpoint: port ${reuse} is taken; using a free one`);
+      ep = await this.listenOn(0, token);
+    }
+    await p?.globalState.update(LAST_PORT_KEY, ep.port);
+    await p?.workspaceState.update(RUNNING_KEY, true);
+    return ep;
+  }
+
+  private async listenOn(port: number, token: string | undefined): Promise<AgentEndpoint> {
     const log = this.deps.log;
     const ep = await AgentEndpoint.start({
-      port: this.deps.settings.current.agentEndpointPort,
+      port,
+      token,
       gate: this.deps.gateHost,
       serverOptions: { telemetry: this.deps.serverTelemetry?.() },
       onProcessStarted: (p) => this.deps.terminals.showAgentProcess(p),

@@ -63,7 +63,10 @@ export function activate(ctx: vscode.ExtensionContext): ExecServerApi {
   });
   const agentGateHost = vscodeAgentGateHost(ctx, settings, log);
   ctx.subscriptions.push(agentGateHost);
-  const agent = new AgentEndpointService({ gateHost: agentGateHost, terminals, statusBar, log, settings, serverTelemetry: () => telemetry.server() });
+  const agent = new AgentEndpointService({
+    gateHost: agentGateHost, terminals, statusBar, log, settings, serverTelemetry: () => telemetry.server(),
+    persistence: { secrets: ctx.secrets, globalState: ctx.globalState, workspaceState: ctx.workspaceState },
+  });
   const tree = new ExecServerTree(store, manager, registry, () => agent.running?.url);
   ctx.subscriptions.push(statusBar, terminals, agent, tree);
 
@@ -153,11 +156,13 @@ export function activate(ctx: vscode.ExtensionContext): ExecServerApi {
 
   // After a window reload: re-attach the shells of remote environments whose session lives on.
   void terminals.restoreTerminals().catch((e: unknown) => log.warn(`re-attaching terminals: ${e instanceof Error ? e.message : String(e)}`));
+  // …and the agent endpoint, with the same port and token, if it was running.
+  void agent.restoreAfterReload().catch((e: unknown) => log.warn(`restarting the agent endpoint: ${e instanceof Error ? e.message : String(e)}`));
 
   cleanup = async () => {
     // First: closing the connections must not end (or forget) the shells a reloaded window re-attaches.
     terminals.detachAll();
-    await agent.stop().catch(() => undefined);
+    await agent.stop({ shutdown: true }).catch(() => undefined);
     await manager.dispose().catch(() => undefined);
     await local.shutdown().catch(() => undefined);
     await telemetry.shutdown().catch(() => undefined);

@@ -1,7 +1,8 @@
 // The agent endpoint: a loopback websocket serving its OWN in-process ExecServer (never the
 // user's Local one: no agent can resume a session it did not open) so an agent (e.g. the Codex
 // CLI) can use this machine as an environment. Every upgrade must present
-// `Authorization: Bearer <token>` matching a fresh random token (compared by SHA-256 digest in
+// `Authorization: Bearer <token>` matching its token — given (the extension's, kept in
+// SecretStorage so it survives reloads) or fresh and random — (compared by SHA-256 digest in
 // constant time; 401 otherwise). Every request of every connection passes the agent gate
 // (agent-gate.ts); processes the agent starts are reported (with their live output) so the UI
 // shows them, and a sandbox denial is reported with the command it stopped.
@@ -38,6 +39,12 @@ export interface AgentProcess extends ProcessHandle {
 export interface AgentEndpointOptions {
   /** 0 = a free port. */
   port: number;
+  /**
+   * The bearer token (default: a fresh random one). The extension passes the one it keeps in
+   * SecretStorage, so an agent's configuration survives a window reload; it must be at least
+   * MIN_AGENT_TOKEN_LENGTH characters of base64url.
+   */
+  token?: string;
   /** Settings, workspace and the question UI of the gate. */
   gate: AgentGateHost;
   /** Options of the endpoint's own ExecServer (tests shorten its timers). */
@@ -142,6 +149,15 @@ class WatchedProcess implements AgentProcess {
   }
 }
 
+/** A fresh endpoint token: 32 random bytes, base64url (43 characters). */
+export function newAgentToken(): string {
+  return crypto.randomBytes(32).toString('base64url');
+}
+
+/** A given token must be as strong as a generated one: 32 bytes of base64url. */
+export const MIN_AGENT_TOKEN_LENGTH = 43;
+const TOKEN_SHAPE = /^[A-Za-z0-9_-]+$/;
+
 export class AgentEndpoint implements Disposable {
   private readonly connections = new Set<{ close(): void }>();
 
@@ -165,7 +181,10 @@ export class AgentEndpoint implements Disposable {
   }
 
   static async start(opts: AgentEndpointOptions): Promise<AgentEndpoint> {
-    const token = crypto.randomBytes(32).toString('base64url');
+    if (opts.token !== undefined && (opts.token.length < MIN_AGENT_TOKEN_LENGTH || !TOKEN_SHAPE.test(opts.token))) {
+      throw new Error(`the agent endpoint token must be at least ${MIN_AGENT_TOKEN_LENGTH} base64url characters`);
+    }
+    const token = opts.token ?? newAgentToken();
     const digest = sha256(token);
     const rawLog = opts.log ?? (() => {});
     const log = (level: 'debug' | 'info' | 'warn' | 'error', message: string) => rawLog(level, withoutSessionIds(message));

@@ -146,8 +146,10 @@ async function runSelected(selected: Registered[], data: ResultsFile, opts: { re
         data.pendingReload = { name: t.name, state: state ?? null, at: start };
         writeResults(opts.resultsFile, data);
         opts.log?.(`${t.name}: reloading the window`);
-        await opts.reload();
-        await new Promise(() => undefined); // this extension host ends with the reload
+        // The command may fail as this extension host goes down ("Channel has been closed"):
+        // nothing after this may write the results file — the reloaded window continues it.
+        await opts.reload().catch(() => undefined);
+        await new Promise(() => undefined);
       }
       await withTimeout(t.fn, t.timeoutMs, t.name);
       result = { name: t.name, ok: true, ms: Date.now() - start };

@@ -10,6 +10,7 @@ import { randomBytes } from 'node:crypto';
 import { closeSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import * as vscode from 'vscode';
+import { AgentClient } from './agent-client';
 import { config } from './config';
 import { afterAll, test, testAcrossReload } from './framework';
 import { RemoteServer } from './remote-server';
@@ -324,5 +325,32 @@ export function registerTerminalSurvivalTests(): void {
       }
     },
     150_000,
+  );
+
+  testAcrossReload<{ url: string; token: string }>(
+    'survive: the agent endpoint comes back after a window reload on the same URL with the same token (the agent\'s entry stays valid)',
+    async () => {
+      const r = await vscode.commands.executeCommand<{ url: string; token: string }>('execServer.startAgentEndpoint');
+      assert(r && /^ws:\/\/127\.0\.0\.1:\d+$/.test(r.url), `the endpoint started (${JSON.stringify(r?.url)})`);
+      const c = await AgentClient.connect(r.url, r.token);
+      c.close();
+      return { url: r.url, token: r.token };
+    },
+    async ({ url, token }) => {
+      try {
+        // Not started by this test: the reloaded window restarts it by itself.
+        const c = await waitFor('the endpoint back on its URL', async () => AgentClient.connect(url, token).catch(() => undefined), 30_000, 500);
+        const info = await c.request('environment/info', {});
+        assert(typeof info?.shell?.path === 'string', `environment/info answered (${JSON.stringify(info).slice(0, 200)})`);
+        c.close();
+        const wrong = await AgentClient.open(url, 'x'.repeat(43)).then(() => 'accepted', (e: Error) => e.message);
+        assert(/401/.test(wrong), `another token is refused (${wrong})`);
+        const again = await vscode.commands.executeCommand<{ url: string; token: string }>('execServer.startAgentEndpoint');
+        assertEqual(again, { url, token }, 'the running endpoint');
+      } finally {
+        await vscode.commands.executeCommand('execServer.stopAgentEndpoint');
+      }
+    },
+    90_000,
   );
 }

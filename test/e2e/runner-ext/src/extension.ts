@@ -38,7 +38,15 @@ export function activate(context: vscode.ExtensionContext): void {
     const prev = JSON.parse(readFileSync(cfg.resultsFile, 'utf8')) as ResultsFile;
     if (!prev.done && prev.pendingReload) {
       out.appendLine(`the window reloaded for "${prev.pendingReload.name}": resuming the suite`);
-      resumeFromConfig(cfg, prev, (line) => out.appendLine(line)).then(
+      // The output channel throws once this host shuts down (a further reload): never fail the suite for that.
+      const log = (line: string) => {
+        try {
+          out.appendLine(line);
+        } catch {
+          // closed
+        }
+      };
+      resumeFromConfig(cfg, prev, log).then(
         (data) => out.appendLine(`done: ${data.results.filter((r) => r.ok).length} passed`),
         (err) => writeResults(cfg.resultsFile, { ...prev, pendingReload: undefined, done: true, fatal: `suite crashed after the reload: ${err?.stack ?? err}` }),
       );
@@ -52,7 +60,13 @@ export function activate(context: vscode.ExtensionContext): void {
   }
   const started = Date.now();
   out.appendLine(`running the exec-server e2e suite (config ${configFile})`);
-  runFromConfig(cfg, (line) => out.appendLine(line)).then(
+  runFromConfig(cfg, (line) => {
+    try {
+      out.appendLine(line);
+    } catch {
+      // closed (the window reloads)
+    }
+  }).then(
     (data) => out.appendLine(`done in ${Date.now() - started} ms: ${data.results.filter((r) => r.ok).length} passed`),
     (err) => {
       out.appendLine(`suite crashed: ${err?.stack ?? err}`);
