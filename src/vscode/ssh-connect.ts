@@ -12,6 +12,7 @@ import type { EnvironmentManager } from './core/environment-manager';
 import type { EnvironmentStore } from './core/environment-store';
 import { readSshConfigHosts, type SshConfigHost } from './core/ssh-config';
 import { chooseEnvironmentName, sshEnvironmentInput } from './core/ssh-environment';
+import { recordHostKeys, scanHostKeys } from './core/ssh-hostkey';
 import { findBundle, installOnHost, InstallError, planInstall } from './core/ssh-install';
 import { chooseExecutor, probeHost, type Executor, type HostFacts } from './core/ssh-probe';
 import { formatSshTarget, parseSshTarget, SshError, type SshOptions, type SshTarget } from './core/ssh-target';
@@ -125,23 +126,31 @@ export function registerSshCommands(d: SshCommandDeps): void {
     if (programmatic) await d.approve(LOCAL_ENVIRONMENT, [ssh.sshPath || 'ssh', shown], os.homedir());
     d.log.info(`Connect to Host: ${shown} (ssh ${ssh.sshPath || 'ssh'}${ssh.configFile ? `, config ${ssh.configFile}` : ''})`);
 
-    let trustNew = args?.trustNewHostKey === true;
     const probe = async (progress: vscode.Progress<{ message?: string }>, signal: AbortSignal): Promise<HostFacts> => {
       progress.report({ message: 'logging in over ssh…' });
       try {
-        return await probeHost(target!, ssh, { acceptNewHostKey: trustNew, signal });
+        return await probeHost(target!, ssh, { signal });
       } catch (e) {
         if (e instanceof SshError) d.log.error(`Connect to Host: ${shown}: ${e.kind}: ${e.stderr.trim()}`);
-        if (!(e instanceof SshError) || e.kind !== 'host-key-unknown' || trustNew || programmatic) throw e;
-        const ok = await vscode.window.showWarningMessage(
-          `Exec Server: ${shown} is a host ssh has not seen before.`,
-          { modal: true, detail: `Its host key is not in your known_hosts. Trust it on first use? ssh records it and checks it on every later connection.` },
-          'Trust and Connect',
-        );
-        if (ok !== 'Trust and Connect') throw new vscode.CancellationError();
-        trustNew = true;
-        progress.report({ message: 'logging in (recording the host key)…' });
-        return probeHost(target!, ssh, { acceptNewHostKey: true, signal });
+        if (!(e instanceof SshError) || e.kind !== 'host-key-unknown' || (programmatic && args?.trustNewHostKey !== true)) throw e;
+        // Trust on first use, of the keys the user saw (core/ssh-hostkey.ts).
+        progress.report({ message: 'fetching the host key…' });
+        const scan = await scanHostKeys(target!, ssh);
+        const prints = scan.keys.map((k) => `${k.type} ${k.fingerprint}`).join('\n');
+        d.log.info(`Connect to Host: ${shown} presents ${scan.keys.map((k) => `${k.type} ${k.fingerprint}`).join(', ')}`);
+        if (!programmatic) {
+          const ok = await vscode.window.showWarningMessage(
+            `Exec Server: ${shown} is a host ssh has not seen before.`,
+            { modal: true, detail: `Its host key is not in ${scan.knownHostsFile}. Fingerprints:\n${prints}\n\nTrust it? The key is recorded and checked on every later connection.` },
+            'Trust and Connect',
+          );
+          if (ok !== 'Trust and Connect') throw new vscode.CancellationError();
+        }
+        recordHostKeys(scan);
+        d.log.info(`Connect to Host: recorded the host key of ${scan.knownHostsName} in ${scan.knownHostsFile}`);
+        progress.report({ message: 'logging in over ssh…' });
+        // Strict checking: a host that now shows another key than the recorded one is refused.
+        return probeHost(target!, ssh, { signal });
       }
     };
 

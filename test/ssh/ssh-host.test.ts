@@ -11,6 +11,7 @@ import { after, before, describe, it } from 'node:test';
 import type { ExecClient } from '../../src/client/api';
 import { connectCommand } from '../../src/client/connect';
 import { sshEnvironmentInput } from '../../src/vscode/core/ssh-environment';
+import { fingerprintOf, recordHostKeys, scanHostKeys } from '../../src/vscode/core/ssh-hostkey';
 import { chooseExecutor, probeHost } from '../../src/vscode/core/ssh-probe';
 import { SshError, type SshOptions } from '../../src/vscode/core/ssh-target';
 import { cliPath, repoRoot } from '../support/cli';
@@ -41,6 +42,7 @@ before(async () => {
     { alias: 'bad-key', badKey: true },
     { alias: 'unknown-key', unknownHostKey: true, env: { HOME: path.join(work, 'home-u'), PATH: `${pathBin}:${BASE}` } },
     { alias: 'closed-port', closedPort: 1 },
+    { alias: 'scan-key', unknownHostKey: true, env: { HOME: path.join(work, 'home-u'), PATH: `${pathBin}:${BASE}` } },
   ]);
   ssh = { configFile: sshd.configFile, sshPath: whichOrThrow('ssh') };
   for (const h of ['home-a', 'home-b', 'home-c', 'home-u', 'codex-home']) spawnSync('mkdir', ['-p', path.join(work, h)]);
@@ -126,6 +128,21 @@ describe('ssh host (real sshd)', () => {
     assert.match(readFileSync(kh, 'utf8'), /ssh-ed25519/);
     // Recorded: the next plain (strict) connection works without accept-new.
     assert.equal((await probeHost({ host: 'unknown-key' }, ssh)).home, path.join(work, 'home-u'));
+  });
+
+  it('trust on first use records exactly the scanned keys: their fingerprint is the server key\'s, and the strict login then passes', async () => {
+    const kh = path.join(sshd.dir, 'known_hosts-scan-key');
+    const scan = await scanHostKeys({ host: 'scan-key' }, ssh);
+    assert.equal(scan.knownHostsFile, kh, 'the alias\'s UserKnownHostsFile (ssh -G)');
+    assert.equal(scan.knownHostsName, `[127.0.0.1]:${sshd.port}`);
+    const serverKey = readFileSync(path.join(sshd.dir, 'host_key.pub'), 'utf8').split(' ');
+    assert.deepEqual(scan.keys.map((k) => [k.type, k.fingerprint]), [[serverKey[0], fingerprintOf(serverKey[1])]]);
+    const keygen = spawnSync('ssh-keygen', ['-lf', path.join(sshd.dir, 'host_key.pub')], { encoding: 'utf8' });
+    assert.ok(keygen.stdout.includes(scan.keys[0].fingerprint), `ssh-keygen prints the same fingerprint: ${keygen.stdout}`);
+    assert.equal(readFileSync(kh, 'utf8'), '', 'scanning records nothing');
+    await assert.rejects(probeHost({ host: 'scan-key' }, ssh), (e: unknown) => e instanceof SshError && e.kind === 'host-key-unknown');
+    recordHostKeys(scan);
+    assert.equal((await probeHost({ host: 'scan-key' }, ssh)).home, path.join(work, 'home-u'), 'strict checking passes with the recorded key');
   });
 
   it('a changed host key is refused even with accept-new (never trusted silently)', async () => {

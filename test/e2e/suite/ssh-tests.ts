@@ -5,6 +5,7 @@
 // a typed user@host:port with no executor offers the install (a modal answered "Install"),
 // copies the VSIX's CLI + node-pty into the host's temp HOME and runs through it; a refused key
 // shows one error naming the cause; the remote indicator's menu holds Connect to Host….
+import { spawnSync } from 'node:child_process';
 import { appendFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import * as vscode from 'vscode';
@@ -157,7 +158,7 @@ export function registerSshTests(): void {
     assertEqual(savedEntry('e2e-nonode'), undefined, 'nothing saved');
   }, 60_000);
 
-  test('ssh connect to host: a host key seen for the first time is trusted only after "Trust and Connect", then recorded', async () => {
+  test('ssh connect to host: a host key seen for the first time shows its fingerprint and is recorded only after "Trust and Connect"', async () => {
     const s = await ensureSshd();
     const knownHosts = path.join(s.dir, 'known_hosts-e2e-newkey');
     assertEqual(readFileSync(knownHosts, 'utf8'), '', 'nothing recorded before');
@@ -166,6 +167,8 @@ export function registerSshTests(): void {
     await quickInput({ waitTitle: 'Connect to Host', press: 'Enter' });
     const asked = await answerApprovalIfShown('Trust and Connect', { contains: ['e2e-newkey', 'not seen before'], giveUpMs: 20_000 });
     assert(asked.clicked, `the trust question was shown and answered: ${asked.error}`);
+    const print = /SHA256:\S+/.exec(spawnSync('ssh-keygen', ['-lf', path.join(s.dir, 'host_key.pub')], { encoding: 'utf8' }).stdout)?.[0];
+    assert(!!print && (asked.detail ?? '').includes(print), `the question shows the server key's fingerprint ${print}: ${asked.detail}`);
     const r = await done;
     assertEqual(r?.environment, 'e2e-newkey', 'connected');
     assertEqual(readFileSync(knownHosts, 'utf8').includes('ssh-ed25519'), true, 'the key is recorded after the answer');

@@ -1,0 +1,106 @@
+// Trust on first use, with the fingerprint the user approved: for a host whose key ssh does not
+// know yet, the key is fetched once with ssh-keyscan (at the address and port ssh itself would
+// use: `ssh -G` resolves the config), its SHA256 fingerprints are shown, and only the keys the
+// user approved are written to the user's known_hosts — so the connection that follows runs
+// with strict checking and fails if the host then presents another key (ssh's own accept-new
+// would record whatever the second connection sees). Free of `vscode`.
+import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { appendFileSync, mkdirSync } from 'node:fs';
+import path from 'node:path';
+import { SshError, formatSshTarget, type SshOptions, type SshTarget } from './ssh-target';
+
+export interface ScannedHostKey {
+  /** The known_hosts line (host field as ssh will look it up). */
+  line: string;
+  type: string;
+  /** SHA256:… as ssh prints it. */
+  fingerprint: string;
+}
+
+export interface HostKeyScan {
+  /** Where the keys go: the first UserKnownHostsFile of the resolved config. */
+  knownHostsFile: string;
+  /** The name ssh looks the key up by: HostKeyAlias, else host / [host]:port. */
+  knownHostsName: string;
+  keys: ScannedHostKey[];
+}
+
+function run(bin: string, args: string[], timeoutMs: number): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'], windowsHide: true });
+    let stdout = '';
+    let stderr = '';
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.on('error', (e) => {
+      clearTimeout(timer);
+      reject(e);
+    });
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+/** `ssh -G`: the options ssh would use for `t` (lower-case keys, first value of each). */
+export async function resolveSshConfig(t: SshTarget, ssh: SshOptions): Promise<Map<string, string>> {
+  const args = ['-G'];
+  if (ssh.configFile) args.push('-F', ssh.configFile);
+  if (t.port) args.push('-p', String(t.port));
+  if (t.user) args.push('-l', t.user);
+  args.push('--', t.host);
+  const r = await run(ssh.sshPath || 'ssh', args, 15_000);
+  if (r.code !== 0) throw new SshError('failed', formatSshTarget(t), `ssh -G: ${r.stderr}`);
+  const out = new Map<string, string>();
+  for (const line of r.stdout.split('\n')) {
+    const sp = line.indexOf(' ');
+    if (sp > 0 && !out.has(line.slice(0, sp))) out.set(line.slice(0, sp), line.slice(sp + 1).trim());
+  }
+  return out;
+}
+
+/** ssh's fingerprint of a base64 key blob: SHA256:<unpadded base64 of its SHA-256>. */
+export function fingerprintOf(keyBase64: string): string {
+  return `SHA256:${createHash('sha256').update(Buffer.from(keyBase64, 'base64')).digest('base64').replace(/=+$/, '')}`;
+}
+
+/** The ssh-keyscan binary next to the ssh client in use (else from PATH). */
+function keyscanFor(ssh: SshOptions): string {
+  return ssh.sshPath && ssh.sshPath.includes('/') ? path.join(path.dirname(ssh.sshPath), 'ssh-keyscan') : 'ssh-keyscan';
+}
+
+/** Fetches the host keys `t` presents, without trusting anything. Throws if none came back. */
+export async function scanHostKeys(t: SshTarget, ssh: SshOptions): Promise<HostKeyScan> {
+  const cfg = await resolveSshConfig(t, ssh);
+  const hostname = cfg.get('hostname') ?? t.host;
+  const port = Number(cfg.get('port') ?? '22');
+  const knownHostsFile = (cfg.get('userknownhostsfile') ?? '').split(/\s+/)[0];
+  if (!knownHostsFile || knownHostsFile === '/dev/null') throw new SshError('host-key-unknown', formatSshTarget(t), 'no UserKnownHostsFile to record the key in');
+  const alias = cfg.get('hostkeyalias');
+  const knownHostsName = alias && alias !== 'none' ? alias : port === 22 ? hostname : `[${hostname}]:${port}`;
+  let r;
+  try {
+    r = await run(keyscanFor(ssh), ['-T', '10', '-p', String(port), '--', hostname], 20_000);
+  } catch (e) {
+    throw new SshError('ssh-missing', formatSshTarget(t), `ssh-keyscan: ${(e as Error).message}`);
+  }
+  const keys: ScannedHostKey[] = [];
+  for (const line of r.stdout.split('\n')) {
+    const parts = line.trim().split(/\s+/);
+    if (parts.length < 3 || parts[0].startsWith('#')) continue;
+    const [, type, blob] = parts;
+    if (!/^[A-Za-z0-9+/]+={0,2}$/.test(blob)) continue;
+    keys.push({ line: `${knownHostsName} ${type} ${blob}`, type, fingerprint: fingerprintOf(blob) });
+  }
+  if (!keys.length) throw new SshError('closed', formatSshTarget(t), `ssh-keyscan got no host key from ${hostname}:${port}: ${r.stderr.trim()}`);
+  return { knownHostsFile, knownHostsName, keys };
+}
+
+/** Appends the approved keys to the known_hosts file (created 0600 with its folder if missing). */
+export function recordHostKeys(scan: HostKeyScan): void {
+  mkdirSync(path.dirname(scan.knownHostsFile), { recursive: true, mode: 0o700 });
+  appendFileSync(scan.knownHostsFile, scan.keys.map((k) => k.line).join('\n') + '\n', { mode: 0o600 });
+}
