@@ -12,7 +12,7 @@ import type { EnvironmentManager } from './core/environment-manager';
 import type { EnvironmentStore } from './core/environment-store';
 import { readSshConfigHosts, type SshConfigHost } from './core/ssh-config';
 import { chooseEnvironmentName, sshEnvironmentInput } from './core/ssh-environment';
-import { recordHostKeys, scanHostKeys } from './core/ssh-hostkey';
+import { ProxiedHostError, recordHostKeys, scanHostKeys, type HostKeyScan } from './core/ssh-hostkey';
 import { findBundle, installOnHost, InstallError, planInstall } from './core/ssh-install';
 import { chooseExecutor, probeHost, type Executor, type HostFacts } from './core/ssh-probe';
 import { formatSshTarget, parseSshTarget, SshError, type SshOptions, type SshTarget } from './core/ssh-target';
@@ -135,7 +135,22 @@ export function registerSshCommands(d: SshCommandDeps): void {
         if (!(e instanceof SshError) || e.kind !== 'host-key-unknown' || (programmatic && args?.trustNewHostKey !== true)) throw e;
         // Trust on first use, of the keys the user saw (core/ssh-hostkey.ts).
         progress.report({ message: 'fetching the host key…' });
-        const scan = await scanHostKeys(target!, ssh);
+        let scan: HostKeyScan;
+        try {
+          scan = await scanHostKeys(target!, ssh);
+        } catch (x) {
+          if (!(x instanceof ProxiedHostError)) throw x;
+          // No way to show the key first: ssh records what the proxied connection presents.
+          if (!programmatic) {
+            const ok = await vscode.window.showWarningMessage(
+              `Exec Server: ${shown} is a host ssh has not seen before.`,
+              { modal: true, detail: `${x.message}, so its key cannot be shown beforehand. Trust the key it presents now? ssh records it (StrictHostKeyChecking=accept-new) and checks it on every later connection.` },
+              'Trust and Connect',
+            );
+            if (ok !== 'Trust and Connect') throw new vscode.CancellationError();
+          }
+          return probeHost(target!, ssh, { signal, acceptNewHostKey: true });
+        }
         const prints = scan.keys.map((k) => `${k.type} ${k.fingerprint}`).join('\n');
         d.log.info(`Connect to Host: ${shown} presents ${scan.keys.map((k) => `${k.type} ${k.fingerprint}`).join(', ')}`);
         if (!programmatic) {

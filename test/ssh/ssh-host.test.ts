@@ -11,7 +11,7 @@ import { after, before, describe, it } from 'node:test';
 import type { ExecClient } from '../../src/client/api';
 import { connectCommand } from '../../src/client/connect';
 import { sshEnvironmentInput } from '../../src/vscode/core/ssh-environment';
-import { fingerprintOf, recordHostKeys, scanHostKeys } from '../../src/vscode/core/ssh-hostkey';
+import { fingerprintOf, ProxiedHostError, recordHostKeys, scanHostKeys } from '../../src/vscode/core/ssh-hostkey';
 import { chooseExecutor, probeHost } from '../../src/vscode/core/ssh-probe';
 import { SshError, type SshOptions } from '../../src/vscode/core/ssh-target';
 import { cliPath, repoRoot } from '../support/cli';
@@ -143,6 +143,14 @@ describe('ssh host (real sshd)', () => {
     await assert.rejects(probeHost({ host: 'scan-key' }, ssh), (e: unknown) => e instanceof SshError && e.kind === 'host-key-unknown');
     recordHostKeys(scan);
     assert.equal((await probeHost({ host: 'scan-key' }, ssh)).home, path.join(work, 'home-u'), 'strict checking passes with the recorded key');
+  });
+
+  it('a host behind ProxyJump/ProxyCommand: no keyscan (it would ask the wrong machine), a ProxiedHostError instead', async () => {
+    const cfg = path.join(sshd.dir, 'proxied_config');
+    writeFileSync(cfg, `Host behind-jump\n  HostName 10.0.0.9\n  ProxyJump with-exec-server\nHost behind-cmd\n  ProxyCommand nc %h %p\n`);
+    for (const host of ['behind-jump', 'behind-cmd']) {
+      await assert.rejects(scanHostKeys({ host }, { ...ssh, configFile: cfg }), (e: unknown) => e instanceof ProxiedHostError && /reached through Proxy/.test(e.message));
+    }
   });
 
   it('a changed host key is refused even with accept-new (never trusted silently)', async () => {

@@ -62,6 +62,14 @@ export async function resolveSshConfig(t: SshTarget, ssh: SshOptions): Promise<M
   return out;
 }
 
+/** The host is reached through a proxy: its key cannot be fetched beforehand. */
+export class ProxiedHostError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ProxiedHostError';
+  }
+}
+
 /** ssh's fingerprint of a base64 key blob: SHA256:<unpadded base64 of its SHA-256>. */
 export function fingerprintOf(keyBase64: string): string {
   return `SHA256:${createHash('sha256').update(Buffer.from(keyBase64, 'base64')).digest('base64').replace(/=+$/, '')}`;
@@ -75,6 +83,11 @@ function keyscanFor(ssh: SshOptions): string {
 /** Fetches the host keys `t` presents, without trusting anything. Throws if none came back. */
 export async function scanHostKeys(t: SshTarget, ssh: SshOptions): Promise<HostKeyScan> {
   const cfg = await resolveSshConfig(t, ssh);
+  // ssh-keyscan connects directly: through a jump host or a proxy command it would ask the wrong machine.
+  for (const k of ['proxyjump', 'proxycommand']) {
+    const v = cfg.get(k);
+    if (v && v !== 'none') throw new ProxiedHostError(`${formatSshTarget(t)} is reached through ${k === 'proxyjump' ? 'ProxyJump' : 'ProxyCommand'} ${v}`);
+  }
   const hostname = cfg.get('hostname') ?? t.host;
   const port = Number(cfg.get('port') ?? '22');
   const knownHostsFile = (cfg.get('userknownhostsfile') ?? '').split(/\s+/)[0];
