@@ -148,7 +148,11 @@ export class Connection implements ServerConnection, ConnectionContext {
     }
   }
 
-  private initialize(params: unknown): InitializeResult {
+  /**
+   * The session is opened synchronously (a pipelined `initialized` and the requests after it
+   * find it); only the answer waits for environmentInfo (the sandbox probe, if still running).
+   */
+  private initialize(params: unknown): Promise<InitializeResult> {
     const o = P.object(params, 'InitializeParams');
     P.str(o, 'clientName');
     const resumeSessionId = P.optStr(o, 'resumeSessionId');
@@ -160,13 +164,14 @@ export class Connection implements ServerConnection, ConnectionContext {
     this.binaryOutput = binary;
     this.sessionRef = this.server.openSession(this, sink, resumeSessionId, flowControl);
     const enabled = [...(flowControl ? [FLOW_CONTROL_EXTENSION] : []), ...(binary ? [BINARY_OUTPUT_EXTENSION] : [])];
-    return {
-      sessionId: this.sessionRef.id,
-      environmentInfo: environmentInfo(),
+    const sessionId = this.sessionRef.id;
+    return environmentInfo().then((info) => ({
+      sessionId,
+      environmentInfo: info,
       extensions: [...EXTENSION_METHODS, ...enabled],
       serverName: 'exec-server',
       serverVersion: VERSION,
-    };
+    }));
   }
 
   notification(method: string, _params: unknown): boolean {

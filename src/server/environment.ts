@@ -7,8 +7,9 @@ import { VERSION } from '../version';
 import { pathToUri } from './paths';
 import { sandboxSupport } from './sandbox/support';
 
-export function environmentInfo(): EnvironmentInfo {
-  const sandbox = sandboxSupport();
+/** Awaits the sandbox probe (./sandbox/support.ts): the capabilities are always the settled answer. */
+export async function environmentInfo(): Promise<EnvironmentInfo> {
+  const sandbox = await sandboxSupport();
   const shellPath = userShell();
   return {
     shell: { name: path.basename(shellPath), path: shellPath },

@@ -42,10 +42,13 @@ export class ExecServer {
       maxProcessesPerSession: options.maxProcessesPerSession ?? DEFAULTS.maxProcessesPerSession,
       maxInFlightPerConnection: options.maxInFlightPerConnection ?? DEFAULTS.maxInFlightPerConnection,
     };
-    // Checked once (cached per bwrap path) and logged, so a host that cannot sandbox says so
-    // at startup rather than at the first managed process/start (which then gets -32600).
-    const s = sandboxSupport();
-    this.log(s.ok ? 'info' : 'warn', s.ok ? `managed sandboxes: enforced with ${s.tools.bwrap}` : `managed sandboxes: unavailable: ${s.reason}`);
+    // Probed once (cached per bwrap path), started now without waiting (the probe spawns a
+    // tiny sandbox; the VS Code extension host's activation and the CLI's startup must not
+    // block on it) and logged when settled, so a host that cannot sandbox says so at startup
+    // rather than at the first managed process/start (which then gets -32600).
+    void sandboxSupport().then((s) =>
+      this.log(s.ok ? 'info' : 'warn', s.ok ? `managed sandboxes: enforced with ${s.tools.bwrap}` : `managed sandboxes: unavailable: ${s.reason}`),
+    );
   }
 
   log(level: 'debug' | 'info' | 'warn' | 'error', message: string): void {

@@ -281,7 +281,7 @@ test('sandboxed: seccomp filter — AF_INET sockets refused when network is rest
 test('sandboxed attack: a sandbox that may write /tmp cannot rewrite the seccomp program or deny file the next sandbox loads', async () => {
   const uid = process.getuid!();
   const priv = path.join(os.tmpdir(), `exec-server-sandbox-${uid}`);
-  const support = sandboxSupport();
+  const support = await sandboxSupport();
   assert.ok(support.ok && support.tools.seccomp);
   const program = support.tools.seccomp.restricted;
   assert.equal(path.dirname(program), priv);

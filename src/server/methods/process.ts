@@ -79,7 +79,7 @@ export const processMethods: MethodTable<ProcessMethod> = {
       const session = ctx.session();
       let req: SpawnRequest = { argv: p.argv, cwd: p.cwd, env: p.childEnv, arg0: p.arg0, pipeStdin: p.pipeStdin, rows: p.rows, cols: p.cols };
       // Refused before the id is taken: no usable sandbox → -32600, never an unconfined run.
-      const backend = p.sandbox.kind === 'managed' ? sandboxBackend() : undefined;
+      const backend = p.sandbox.kind === 'managed' ? await sandboxBackend() : undefined;
       const proc = session.reserve(p.processId); // synchronous: a concurrent duplicate fails here
       if (p.outputWindow > 0) proc.setWindow(p.outputWindow);
       try {

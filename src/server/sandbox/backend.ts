@@ -38,9 +38,12 @@ export class BwrapBackend implements SandboxBackend {
   }
 }
 
-/** The backend for this host, or -32600 naming why managed sandboxes cannot be enforced here. */
-export function sandboxBackend(): SandboxBackend {
-  const support = sandboxSupport();
+/**
+ * The backend for this host, or -32600 naming why managed sandboxes cannot be enforced here.
+ * Waits for the startup probe while it runs (never an unconfined run while the answer is unknown).
+ */
+export async function sandboxBackend(): Promise<SandboxBackend> {
+  const support = await sandboxSupport();
   if (!support.ok) throw invalidRequest(`managed sandbox requested but it cannot be enforced: ${support.reason}`);
   return new BwrapBackend(support.tools);
 }

@@ -1,9 +1,12 @@
 // Can this host enforce a managed sandbox? Decided once per bubblewrap path (the answer is
-// cached) by running a tiny sandbox with the same namespaces a real one uses (~10 ms, run
-// synchronously so environment/info and initialize always give the settled answer). The
-// server probes at startup and logs the outcome; a managed sandbox requested while the
-// answer is "no" is refused with -32600 naming the cause, never run unconfined.
-import { spawnSync } from 'node:child_process';
+// a cached promise) by running a tiny sandbox with the same namespaces a real one uses
+// (~10 ms, up to 10 s on a slow or hung bwrap). The probe runs asynchronously: the server
+// starts it at construction and logs the outcome once settled, so neither the VS Code
+// extension host's activation nor the CLI's startup waits for it. environment/info,
+// initialize's environmentInfo and a managed process/start await the settled answer (a
+// managed sandbox is never run unconfined while the answer is unknown); one requested while
+// the answer is "no" is refused with -32600 naming the cause.
+import { spawn } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -23,25 +26,54 @@ export function bwrapPath(): string {
   return DEFAULT_BWRAP_PATHS.find((p) => fs.existsSync(p)) ?? DEFAULT_BWRAP_PATHS[0];
 }
 
-const cache = new Map<string, SandboxSupport>();
+const cache = new Map<string, Promise<SandboxSupport>>();
+const settled = new Map<string, SandboxSupport>();
 
-/** Cached probe result for `bwrap` (default: bwrapPath()). Never throws. */
-export function sandboxSupport(bwrap: string = bwrapPath()): SandboxSupport {
+/** The probe's answer for `bwrap` (default: bwrapPath()), started on first use and cached. Never rejects. */
+export function sandboxSupport(bwrap: string = bwrapPath()): Promise<SandboxSupport> {
   let s = cache.get(bwrap);
   if (!s) {
-    try {
-      s = probe(bwrap);
-    } catch (e) {
-      s = { ok: false, reason: `sandbox probe failed: ${String(e)}` };
-    }
+    s = probe(bwrap)
+      .catch((e): SandboxSupport => ({ ok: false, reason: `sandbox probe failed: ${String(e)}` }))
+      .then((answer) => {
+        settled.set(bwrap, answer);
+        return answer;
+      });
     cache.set(bwrap, s);
   }
   return s;
 }
 
-function run(argv: string[]): { code: number | null; output: string; error?: Error } {
-  const r = spawnSync(argv[0], argv.slice(1), { stdio: ['ignore', 'pipe', 'pipe'], env: { PATH: '/usr/bin:/bin' }, timeout: 10_000 });
-  return { code: r.status, output: `${r.stdout ?? ''}${r.stderr ?? ''}`, error: r.error };
+/** The answer if the probe for `bwrap` has settled, else undefined (lets hot paths skip an await). */
+export function settledSandboxSupport(bwrap: string = bwrapPath()): SandboxSupport | undefined {
+  return settled.get(bwrap);
+}
+
+/** How long one probe run may take before it counts as a failure (a hung bwrap). */
+const PROBE_TIMEOUT_MS = 10_000;
+
+function run(argv: string[]): Promise<{ code: number | null; output: string; error?: Error }> {
+  return new Promise((resolve) => {
+    let output = '';
+    let error: Error | undefined;
+    const child = spawn(argv[0], argv.slice(1), { stdio: ['ignore', 'pipe', 'pipe'], env: { PATH: '/usr/bin:/bin' } });
+    const timer = setTimeout(() => {
+      error = new Error(`no answer within ${PROBE_TIMEOUT_MS} ms`);
+      child.kill('SIGKILL');
+    }, PROBE_TIMEOUT_MS);
+    const collect = (d: Buffer) => {
+      if (output.length < 64 * 1024) output += d.toString();
+    };
+    child.stdout.on('data', collect);
+    child.stderr.on('data', collect);
+    child.once('error', (e) => {
+      error ??= e;
+    });
+    child.once('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code: error ? null : code, output, error });
+    });
+  });
 }
 
 /**
@@ -54,7 +86,7 @@ function programFile(privateDir: string, kind: string, program: Buffer): string 
   return path.join(privateDir, `seccomp-${kind}-${digest}.bpf`);
 }
 
-function probe(bwrap: string): SandboxSupport {
+async function probe(bwrap: string): Promise<SandboxSupport> {
   if (process.platform !== 'linux') {
     return { ok: false, reason: `managed sandboxes are enforced with bubblewrap on Linux only; this server runs on ${process.platform}` };
   }
@@ -72,7 +104,7 @@ function probe(bwrap: string): SandboxSupport {
   if (restricted && enabled) tools.seccomp = { restricted: programFile(privateDir, 'restricted', restricted), enabled: programFile(privateDir, 'enabled', enabled) };
   ensureToolFiles(tools);
   // The same namespaces, capability drop, signal wrappers and seccomp program a real sandbox uses.
-  const attempt = (withSeccomp: boolean) => {
+  const attempt = (withSeccomp: boolean): ReturnType<typeof run> => {
     const inner = [env, `--ignore-signal=${TTY_SIGNALS}`, bwrap,
       '--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc',
       '--unshare-user', '--unshare-pid', '--unshare-ipc', '--unshare-net',
@@ -80,9 +112,9 @@ function probe(bwrap: string): SandboxSupport {
       env, `--default-signal=${TTY_SIGNALS}`, 'true'];
     return run(withSeccomp ? [sh, '-c', `exec ${SECCOMP_FD}<"$0" && exec "$@"`, tools.seccomp!.restricted, ...inner] : inner);
   };
-  if (tools.seccomp && attempt(true).code !== 0) delete tools.seccomp; // kernel refused the filter: namespaces only (reported)
+  if (tools.seccomp && (await attempt(true)).code !== 0) delete tools.seccomp; // kernel refused the filter: namespaces only (reported)
   if (!tools.seccomp) {
-    const r = attempt(false);
+    const r = await attempt(false);
     if (r.code !== 0) {
       const why = (r.error?.message ?? r.output.trim()) || `exit code ${r.code}`;
       return { ok: false, reason: `bubblewrap at ${bwrap} cannot create a sandbox here (user namespaces disabled?): ${why}` };
