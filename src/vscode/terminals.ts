@@ -295,7 +295,7 @@ export class TerminalService implements vscode.Disposable {
       void this.deps.records!.put({ environment, sessionId: c.sessionId, processId: handle.processId, name: label, argv: opts.argv, cwd: opts.cwd });
       // Over (exit, or lost while this window lives): nothing to re-attach. A shutdown keeps it.
       void handle.closed.then(() => {
-        if (!this.shuttingDown && handle.processId === processId) void this.deps.records!.remove(handle.processId);
+        if (!this.shuttingDown) void this.deps.records!.remove(handle.processId);
       });
       return handle;
     };
