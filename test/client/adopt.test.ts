@@ -10,6 +10,7 @@ import type { ProcessHandle } from '../../src/client/api';
 import { ExecServer } from '../../src/server/exec-server';
 import { serveConnection } from '../../src/transports/serve';
 import { listenWebSocket } from '../../src/transports/websocket-server';
+import { waitFor } from '../support/wait';
 
 const server = new ExecServer();
 const listening = listenWebSocket({ host: '127.0.0.1', port: 0, onConnection: (t) => serveConnection(server, t) });
@@ -18,13 +19,6 @@ after(async () => {
   await server.shutdown();
 });
 
-async function until(what: string, f: () => boolean, ms = 20_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!f()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 function collect(h: ProcessHandle): { text: () => string; bytes: () => number } {
   const parts: Buffer[] = [];
@@ -40,9 +34,9 @@ describe('client.adoptProcess after resuming a session', () => {
     const a = await connectWebSocket(url, { reconnect: false });
     const h = await a.startProcess({ ...sh('echo first-line; while read l; do echo "got:$l"; done'), pipeStdin: true });
     const seenByA = collect(h);
-    await until('first output', () => seenByA.text().includes('first-line'));
+    await waitFor(() => seenByA.text().includes('first-line'), { what: 'first output' });
     await h.write('one\n');
-    await until('echo of one', () => seenByA.text().includes('got:one'));
+    await waitFor(() => seenByA.text().includes('got:one'), { what: 'echo of one' });
     const session = a.sessionId;
     await a.close(); // the window reloads: the session is detached, the process keeps running
 
@@ -51,9 +45,9 @@ describe('client.adoptProcess after resuming a session', () => {
       assert.equal(b.sessionId, session, 'the session was resumed');
       const adopted = await b.adoptProcess(h.processId);
       const seen = collect(adopted);
-      await until('retained output', () => seen.text().includes('got:one'));
+      await waitFor(() => seen.text().includes('got:one'), { what: 'retained output' });
       assert.equal(await adopted.write('two\n'), 'accepted');
-      await until('live output', () => seen.text().includes('got:two'));
+      await waitFor(() => seen.text().includes('got:two'), { what: 'live output' });
       assert.equal(seen.text(), 'first-line\ngot:one\ngot:two\n');
       await adopted.closeStdin();
       assert.equal(await adopted.exited, 0);
@@ -70,7 +64,7 @@ describe('client.adoptProcess after resuming a session', () => {
     // 3 MB with a 64 KiB window: the server stops reading the child whenever 64 KiB are unacknowledged.
     const h = await a.startProcess({ ...sh(`head -c ${total} /dev/zero | tr '\\0' x; echo; echo end-mark`), outputWindow: 65_536, manualAck: true });
     const firstBytes = collect(h);
-    await until('some output', () => firstBytes.bytes() > 10_000);
+    await waitFor(() => firstBytes.bytes() > 10_000, { what: 'some output' });
     const session = a.sessionId;
     await a.close(); // nothing acknowledged after this: the process is held at its window
 
@@ -110,7 +104,7 @@ describe('client.adoptProcess after resuming a session', () => {
         if ((r.evictedThroughSeq ?? 0) > 0) {
           adopted = await b.adoptProcess(h.processId);
           const seen = collect(adopted);
-          await until('the end of the stream', () => seen.text().includes('done-mark'));
+          await waitFor(() => seen.text().includes('done-mark'), { what: 'the end of the stream' });
           text = seen.text();
         }
       }

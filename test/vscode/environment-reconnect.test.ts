@@ -12,6 +12,7 @@ import { serveConnection } from '../../src/transports/serve';
 import { listenWebSocket, type WebSocketListener } from '../../src/transports/websocket-server';
 import { EnvironmentManager, type Connector, type EnvironmentState } from '../../src/vscode/core/environment-manager';
 import { EnvironmentStore, type EnvironmentSetting } from '../../src/vscode/core/environment-store';
+import { waitFor } from '../support/wait';
 
 const remote = new ExecServer({ detachedSessionTtlMs: 300 });
 after(() => remote.shutdown());
@@ -33,13 +34,6 @@ function setup(settings: EnvironmentSetting[], delays: number[]) {
   return { manager, states };
 }
 
-async function until(what: string, f: () => boolean, ms = 20_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!f()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 describe('environment manager: reconnecting', () => {
   it('reads "reconnecting" while attempts remain and comes back connected — never "failed" in between', async () => {
@@ -52,11 +46,11 @@ describe('environment manager: reconnecting', () => {
       manager.onDidLoseConnection((e) => lost.push(e.reason));
       states.length = 0;
       await l.close(); // down for longer than the client's own recovery (600 ms) and the session TTL
-      await until('the session lost', () => lost.length === 1, 10_000);
+      await waitFor(() => lost.length === 1, { what: 'the session lost', timeout: 10_000 });
       assert.equal(manager.state('remote'), 'reconnecting');
       await new Promise((r) => setTimeout(r, 700)); // a failed attempt or two
       l = await listen(port);
-      await until('connected again', () => manager.state('remote') === 'connected', 20_000);
+      await waitFor(() => manager.state('remote') === 'connected', { what: 'connected again', timeout: 20_000 });
       assert.ok(!states.includes('failed'), `states: ${states.join(' → ')}`);
       assert.ok(states.includes('reconnecting'));
     } finally {

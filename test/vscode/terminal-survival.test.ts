@@ -15,6 +15,7 @@ import { listenWebSocket } from '../../src/transports/websocket-server';
 import { ExecTerminal, type ExecTerminalOptions } from '../../src/vscode/core/exec-terminal';
 import { followConnection, MAX_TERMINAL_RECORDS, readTerminalRecords, restorePlan, TerminalRecords, type TerminalRecord } from '../../src/vscode/core/terminal-survival';
 import { startDropProxy } from '../client/drop-proxy';
+import { waitFor } from '../support/wait';
 
 const PATH = process.env.PATH ?? '/usr/bin:/bin';
 const cleanups: (() => Promise<unknown> | void)[] = [];
@@ -22,13 +23,6 @@ after(async () => {
   for (const c of cleanups.reverse()) await c();
 });
 
-async function until(what: string, f: () => boolean, ms = 20_000, detail = () => ''): Promise<void> {
-  const end = Date.now() + ms;
-  while (!f()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}${detail() ? `: ${detail()}` : ''}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 async function wsServer(port = 0) {
   const server = new ExecServer();
@@ -73,25 +67,25 @@ describe('terminal: connection notices', () => {
     cleanups.push(() => client.close());
     const { term, output } = shell(async () => client);
     term.handleInput('echo ready-$((40+2))\r');
-    await until('the shell', () => output().includes('ready-42'), 20_000, output);
+    await waitFor(() => output().includes('ready-42'), { what: 'the shell', timeout: 20_000, detail: output });
     const session = client.sessionId;
 
     // A stream numbered line by line, cut in the middle while the server stays unreachable for a while.
     const from = output().length;
     term.handleInput('i=1; while [ $i -le 2000 ]; do echo "n:$i:"; [ $((i % 200)) = 0 ] && sleep 0.1; i=$((i+1)); done; echo stream-done\r');
-    await until('the stream', () => /n:300:/.test(output().slice(from)), 20_000, () => output().slice(-300));
+    await waitFor(() => /n:300:/.test(output().slice(from)), { what: 'the stream', timeout: 20_000, detail: () => output().slice(-300) });
     proxy.refuse = true;
     const cut = Date.now();
     assert.ok(proxy.dropAll() > 0, 'a live connection was cut');
-    await until('the lost notice', () => output().includes('connection lost — reconnecting…'), 5_000, () => output().slice(-300));
+    await waitFor(() => output().includes('connection lost — reconnecting…'), { what: 'the lost notice', timeout: 5_000, detail: () => output().slice(-300) });
     const shownAfterMs = Date.now() - cut;
     assert.ok(shownAfterMs < 3_000, `shown ${shownAfterMs} ms after the drop`);
     assert.equal(client.state, 'recovering', 'still reconnecting when the notice shows');
     assert.ok(!output().includes('[Exec Server: reconnected]'));
     await new Promise((r) => setTimeout(r, 1500)); // unreachable for a while
     proxy.refuse = false;
-    await until('the reconnected notice', () => output().includes('[Exec Server: reconnected]'), 20_000, () => output().slice(-300));
-    await until('the end of the stream', () => /\r\nstream-done/.test(output().slice(from)), 30_000, () => output().slice(-300));
+    await waitFor(() => output().includes('[Exec Server: reconnected]'), { what: 'the reconnected notice', timeout: 20_000, detail: () => output().slice(-300) });
+    await waitFor(() => /\r\nstream-done/.test(output().slice(from)), { what: 'the end of the stream', timeout: 30_000, detail: () => output().slice(-300) });
     assert.equal(client.sessionId, session, 'the same session');
     const lines = output().slice(from).match(/^n:\d+:/gm) ?? [];
     assert.equal(lines.length, 2000, 'every line once');
@@ -99,7 +93,7 @@ describe('terminal: connection notices', () => {
     assert.equal(output().split('connection lost — reconnecting…').length, 2, 'said once');
     // Still the same interactive shell.
     term.handleInput('echo after-$((6*7))\r');
-    await until('input after the resume', () => output().includes('after-42'), 20_000, output);
+    await waitFor(() => output().includes('after-42'), { what: 'input after the resume', timeout: 20_000, detail: output });
   });
 
   it('a server killed under the terminal: the message, then Enter starts the shell again on the restarted server', async () => {
@@ -113,21 +107,21 @@ describe('terminal: connection notices', () => {
     };
     const { term, output, closes } = shell(getClient);
     term.handleInput('echo one-$((1+1))\r');
-    await until('the shell', () => output().includes('one-2'), 20_000, output);
+    await waitFor(() => output().includes('one-2'), { what: 'the shell', timeout: 20_000, detail: output });
     await first.stop(); // the server and its processes are gone
-    await until('the lost notice', () => output().includes('connection lost — reconnecting…'), 5_000, () => output().slice(-300));
+    await waitFor(() => output().includes('connection lost — reconnecting…'), { what: 'the lost notice', timeout: 5_000, detail: () => output().slice(-300) });
     const again = await wsServer(port); // back on the same port, without the old session
-    await until('the end of the process and the offer', () => output().includes('press Enter to start it again'), 20_000, () => output().slice(-400));
+    await waitFor(() => output().includes('press Enter to start it again'), { what: 'the end of the process and the offer', timeout: 20_000, detail: () => output().slice(-400) });
     assert.match(output(), /session lost|unknown session/);
     assert.deepEqual(closes, [], 'the terminal stays open');
     assert.equal(term.isRunning, false);
     term.handleInput('\r');
-    await until('the restart', () => output().includes('starting it again'), 5_000, () => output().slice(-300));
+    await waitFor(() => output().includes('starting it again'), { what: 'the restart', timeout: 5_000, detail: () => output().slice(-300) });
     term.handleInput('echo two-$((2+2))\r');
-    await until('the new shell', () => output().includes('two-4'), 20_000, () => output().slice(-300));
+    await waitFor(() => output().includes('two-4'), { what: 'the new shell', timeout: 20_000, detail: () => output().slice(-300) });
     assert.equal(term.isRunning, true);
     term.handleInput('exit 5\r');
-    await until('closed with the exit code', () => closes.length === 1, 20_000);
+    await waitFor(() => closes.length === 1, { what: 'closed with the exit code', timeout: 20_000 });
     assert.deepEqual(closes, [5]);
     await again.stop();
   });
@@ -139,7 +133,7 @@ describe('terminal: across a window reload', () => {
     const a = await connectWebSocket(s.url, { reconnect: false });
     const { term, output } = shell(async () => a, { terminateDelayMs: 500 });
     term.handleInput('X=kept; echo before-reload-$((3+4))\r');
-    await until('the shell', () => output().includes('before-reload-7'), 20_000, output);
+    await waitFor(() => output().includes('before-reload-7'), { what: 'the shell', timeout: 20_000, detail: output });
     const processId = term.processHandle!.processId;
     const session = a.sessionId;
     term.close(); // VS Code closes every terminal on a reload…
@@ -150,14 +144,14 @@ describe('terminal: across a window reload', () => {
     const b = await connectWebSocket(s.url, { reconnect: false, resumeSessionId: session });
     cleanups.push(() => b.close());
     const next = shell(async () => b, { start: async (_d, flow) => b.adoptProcess(processId, flow) });
-    await until('the earlier output', () => next.output().includes('before-reload-7'), 20_000, next.output);
+    await waitFor(() => next.output().includes('before-reload-7'), { what: 'the earlier output', timeout: 20_000, detail: next.output });
     next.term.handleInput('echo "still-$X"\r');
-    await until('input to the same shell', () => next.output().includes('still-kept'), 20_000, next.output);
+    await waitFor(() => next.output().includes('still-kept'), { what: 'input to the same shell', timeout: 20_000, detail: next.output });
     assert.equal(next.term.processHandle!.processId, processId);
 
     // Without the detach, a close terminates the process after the delay.
     next.term.close();
-    await until('the process terminated', () => next.term.isRunning === false, 10_000);
+    await waitFor(() => next.term.isRunning === false, { what: 'the process terminated', timeout: 10_000 });
   });
 
   it('a shell that ended while the window reloaded shows its end and offers to start again', async () => {
@@ -170,14 +164,14 @@ describe('terminal: across a window reload', () => {
     const b = await connectWebSocket(s.url, { reconnect: false, resumeSessionId: session });
     cleanups.push(() => b.close());
     const t = shell(async () => b, { start: async (_d, flow) => b.adoptProcess(h.processId, flow) });
-    await until('the offer', () => t.output().includes('exited with code 3 — press Enter to start it again'), 20_000, t.output);
+    await waitFor(() => t.output().includes('exited with code 3 — press Enter to start it again'), { what: 'the offer', timeout: 20_000, detail: t.output });
     assert.ok(t.output().includes('last-words'), 'its output is shown');
     assert.deepEqual(t.closes, []);
     t.term.handleInput('\r');
     t.term.handleInput('echo fresh-$((5+5))\r');
-    await until('a new shell', () => t.output().includes('fresh-10'), 20_000, t.output);
+    await waitFor(() => t.output().includes('fresh-10'), { what: 'a new shell', timeout: 20_000, detail: t.output });
     t.term.handleInput('exit\r');
-    await until('closed', () => t.closes.length === 1);
+    await waitFor(() => t.closes.length === 1, { what: 'closed' });
   });
 
   it('a process the server no longer knows: the error and the restart offer; another key closes the terminal', async () => {
@@ -185,7 +179,7 @@ describe('terminal: across a window reload', () => {
     const b = await connectWebSocket(s.url, { reconnect: false });
     cleanups.push(() => b.close());
     const t = shell(async () => b, { start: async (_d, flow) => b.adoptProcess('gone-process', flow) });
-    await until('the offer', () => t.output().includes('press Enter to start it again'), 20_000, t.output);
+    await waitFor(() => t.output().includes('press Enter to start it again'), { what: 'the offer', timeout: 20_000, detail: t.output });
     assert.match(t.output(), /unknown process/i);
     t.term.handleInput('q');
     assert.equal(t.closes.length, 1);
