@@ -1,13 +1,14 @@
 // Shared helpers for the security tests: temp dirs, secrets on disk, signed JWTs.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { SignJWT } from 'jose';
+import { removeTempDir, tempDir as supportTempDir } from '../support/tmp';
 
+/** A test/support temp dir (removed at exit at the latest) with a helper to write files into it. */
 export function tempDir(prefix = 'exec-sec-'): { dir: string; file(name: string, data: string | Buffer): string; dispose(): void } {
-  const dir = mkdtempSync(path.join(tmpdir(), prefix));
+  const dir = supportTempDir(prefix);
   return {
     dir,
     file(name, data) {
@@ -16,7 +17,7 @@ export function tempDir(prefix = 'exec-sec-'): { dir: string; file(name: string,
       return p;
     },
     dispose() {
-      rmSync(dir, { recursive: true, force: true });
+      removeTempDir(dir);
     },
   };
 }
