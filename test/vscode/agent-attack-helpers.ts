@@ -2,14 +2,13 @@
 // ExecServer, the agent gate) whose questions are answered by the test, and a raw websocket
 // agent that sends exactly the frames an attacker would (pipelined, never waiting, or never
 // reading its answers).
-import { mkdtempSync, realpathSync, rmSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
+import { rmSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import WebSocket from 'ws';
 import { AgentEndpoint } from '../../src/vscode/core/agent-endpoint';
 import type { AgentQuestion } from '../../src/vscode/core/agent-gate';
 import type { ApprovalPolicy } from '../../src/vscode/core/approval';
+import { tempDir } from '../support/tmp';
 
 export interface Asked {
   message: string;
@@ -131,7 +130,7 @@ export class RawAgent {
 }
 
 export function tmpDir(prefix: string): string {
-  return realpathSync(mkdtempSync(path.join(os.tmpdir(), prefix)));
+  return tempDir(prefix); // test/support: removed at exit even if a test fails before removeDir
 }
 
 export function removeDir(d: string): void {
