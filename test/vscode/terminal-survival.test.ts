@@ -127,6 +127,37 @@ describe('terminal: connection notices', () => {
   });
 });
 
+describe('terminal: reconnecting gives up', () => {
+  it('a server that stays away: the terminal says the reconnect failed and offers to start again; Enter does once it is back', async () => {
+    const first = await wsServer();
+    const port = first.port;
+    let current = await connectWebSocket(first.url, { recoveryTimeoutMs: 1_500, reconnectDelayMs: 50 });
+    cleanups.push(() => current.close());
+    const getClient = async () => {
+      if (current.state === 'failed' || current.state === 'closed') current = await connectWebSocket(first.url, { reconnectDelayMs: 50 });
+      return current;
+    };
+    const { term, output, closes } = shell(getClient);
+    term.handleInput('echo up-$((2+2))\r');
+    await waitFor(() => output().includes('up-4'), { what: 'the shell', timeout: 20_000, detail: output });
+    await first.stop(); // gone, and not back within the recovery time
+    await waitFor(() => output().includes('connection lost — reconnecting…'), { what: 'the lost notice', timeout: 5_000, detail: () => output().slice(-300) });
+    await waitFor(() => output().includes('press Enter to start it again'), { what: 'the give-up and the offer', timeout: 20_000, detail: () => output().slice(-400) });
+    assert.match(output(), /reconnect failed/);
+    assert.deepEqual(closes, []);
+    // Enter while the server is still away: the start fails, said in the terminal, offered again.
+    term.handleInput('\r');
+    await waitFor(() => output().split('press Enter to start it again').length === 3, { what: 'the failed start and a new offer', timeout: 20_000, detail: () => output().slice(-400) });
+    const back = await wsServer(port);
+    term.handleInput('\r');
+    term.handleInput('echo back-$((3+3))\r');
+    await waitFor(() => output().includes('back-6'), { what: 'the new shell', timeout: 20_000, detail: () => output().slice(-300) });
+    term.handleInput('exit\r');
+    await waitFor(() => closes.length === 1, { what: 'closed' });
+    await back.stop();
+  });
+});
+
 describe('terminal: across a window reload', () => {
   it('closed then detached (a reload): the process lives on; the next window adopts it with its earlier output and input works', async () => {
     const s = await wsServer();
