@@ -13,7 +13,7 @@ import type { EnvironmentStore } from './core/environment-store';
 import { readSshConfigHosts, type SshConfigHost } from './core/ssh-config';
 import { chooseEnvironmentName, sshEnvironmentInput } from './core/ssh-environment';
 import { ProxiedHostError, recordHostKeys, scanHostKeys, type HostKeyScan } from './core/ssh-hostkey';
-import { findBundle, installOnHost, InstallError, planInstall } from './core/ssh-install';
+import { findBundle, installOnHost, InstallError, isOutdated, planInstall, type CliBundle, type InstallPlan } from './core/ssh-install';
 import { chooseExecutor, probeHost, type Executor, type HostFacts } from './core/ssh-probe';
 import { formatSshTarget, parseSshTarget, SshError, type SshOptions, type SshTarget } from './core/ssh-target';
 import { LOCAL_ENVIRONMENT } from './core/environment-store';
@@ -184,21 +184,12 @@ export function registerSshCommands(d: SshCommandDeps): void {
       d.log.info(`Connect to Host: ${shown}: ${hostSummary(facts)}; exec-server ${facts.execServer ?? '-'}, installed ${facts.installed ?? '-'}, codex ${facts.codexExecServer ? facts.codex : '-'}`);
       let executor = chooseExecutor(facts);
       let installed = false;
-      if (!executor) {
-        const bundle = findBundle(d.ctx.extensionPath, String((d.ctx.extension.packageJSON as { version?: string }).version ?? '0.0.0'));
-        const plan = planInstall(facts, bundle); // throws the reason it cannot work
-        if (args?.install !== true) {
-          if (programmatic) throw new Error(`no exec-server on ${shown} (pass install: true to install the CLI there)`);
-          const ok = await vscode.window.showInformationMessage(
-            `Exec Server: no exec-server found on ${shown} (${hostSummary(facts)}).`,
-            { modal: true, detail: `Install this extension's CLI there? It goes into ~/.exec-server on the host (${plan.summary}); nothing else is changed.` },
-            'Install',
-          );
-          if (ok !== 'Install') return undefined;
-        }
+      const version = String((d.ctx.extension.packageJSON as { version?: string }).version ?? '0.0.0');
+      const bundle = () => findBundle(d.ctx.extensionPath, version);
+      const install = async (plan: InstallPlan, b: CliBundle) => {
         await run(`Exec Server: installing on ${shown}`, async (p, signal) => {
           p.report({ message: plan.summary });
-          await installOnHost(target!, ssh, bundle, plan, {
+          await installOnHost(target!, ssh, b, plan, {
             signal,
             onProgress: (line) => {
               d.log.info(`[install ${shown}] ${line}`);
@@ -208,10 +199,44 @@ export function registerSshCommands(d: SshCommandDeps): void {
           facts = await probeHost(target!, ssh, { signal });
         });
         executor = chooseExecutor(facts);
-        if (!executor) throw new Error(`the CLI was installed on ${shown} but the host does not find it (~/.exec-server/bin/exec-server)`);
         installed = true;
+      };
+      if (!executor) {
+        const b = bundle();
+        const plan = planInstall(facts, b); // throws the reason it cannot work
+        if (args?.install !== true) {
+          if (programmatic) throw new Error(`no exec-server on ${shown} (pass install: true to install the CLI there)`);
+          const ok = await vscode.window.showInformationMessage(
+            `Exec Server: no exec-server found on ${shown} (${hostSummary(facts)}).`,
+            { modal: true, detail: `Install this extension's CLI there? It goes into ~/.exec-server on the host (${plan.summary}); nothing else is changed.` },
+            'Install',
+          );
+          if (ok !== 'Install') return undefined;
+        }
+        await install(plan, b);
+      } else if (executor.kind === 'installed' && isOutdated(facts.installedVersion, version) && (!programmatic || args?.install === true)) {
+        // The CLI this extension installed earlier, from an older version: offer the update.
+        let plan: InstallPlan | undefined;
+        let b: CliBundle | undefined;
+        try {
+          b = bundle();
+          plan = planInstall(facts, b);
+        } catch (e) {
+          d.log.warn(`Connect to Host: ${shown}: the installed CLI (${facts.installedVersion}) cannot be updated: ${(e as Error).message}`);
+        }
+        const ok =
+          plan && b && (args?.install === true ||
+            (await vscode.window.showInformationMessage(
+              `Exec Server: ${shown} has ${facts.installedVersion || 'an unknown version'} of the CLI; this extension carries ${version}.`,
+              { modal: true, detail: `Update the CLI in ~/.exec-server on the host (${plan.summary})? "Use Installed" connects with the one there.` },
+              'Update',
+              'Use Installed',
+            )) === 'Update');
+        if (ok) await install(plan!, b!);
       }
-      const input = sshEnvironmentInput('', target, ssh, executor);
+      const chosen = executor;
+      if (!chosen) throw new Error(`the CLI was installed on ${shown} but the host does not find it (~/.exec-server/bin/exec-server)`);
+      const input = sshEnvironmentInput('', target, ssh, chosen);
       const { name, existing } = chooseEnvironmentName(target, input, d.store.list(), str(args, 'name'));
       if (!existing) {
         await d.store.add({ ...input, name });
@@ -220,16 +245,16 @@ export function registerSshCommands(d: SshCommandDeps): void {
         d.log.info(`environment ${name} saved: ${input.command} ${input.args!.join(' ')}`);
       }
       // The manager's connect attempt is shared with other callers: not cancellable from here.
-      await run(`Exec Server: starting ${executor.description} on ${shown}`, () => d.manager.getClient(name), false);
+      await run(`Exec Server: starting ${chosen.description} on ${shown}`, () => d.manager.getClient(name), false);
       indicator.connected(name);
       d.refresh();
       if (!programmatic) {
-        void vscode.window.showInformationMessage(`Exec Server: connected to ${name} (${executor.description}).`, 'New Terminal', 'Open Remote Folder').then((c) => {
+        void vscode.window.showInformationMessage(`Exec Server: connected to ${name} (${chosen.description}).`, 'New Terminal', 'Open Remote Folder').then((c) => {
           if (c === 'New Terminal') void vscode.commands.executeCommand('execServer.newTerminal', { environment: name });
           if (c === 'Open Remote Folder') void vscode.commands.executeCommand('execServer.openRemoteFolder', { environment: name });
         });
       }
-      return { environment: name, executor: executor.kind, installed } satisfies ConnectToHostResult;
+      return { environment: name, executor: chosen.kind, installed } satisfies ConnectToHostResult;
     } catch (e) {
       if (e instanceof vscode.CancellationError || (e instanceof Error && e.message === 'cancelled')) {
         d.log.info(`Connect to Host: ${shown}: cancelled`);

@@ -4,6 +4,7 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { describe, it } from 'node:test';
+import { isOutdated } from '../../src/vscode/core/ssh-install';
 import { chooseExecutor, parseProbeOutput, PROBE_SCRIPT } from '../../src/vscode/core/ssh-probe';
 
 describe('ssh probe', () => {
@@ -32,5 +33,14 @@ describe('ssh probe', () => {
     assert.equal(chooseExecutor(installed)?.kind, 'installed');
     assert.equal(chooseExecutor(installed)?.remoteCommand, `'/h/it'\\''s/.exec-server/bin/exec-server' --listen stdio://`, 'quoted for the login shell');
     assert.equal(chooseExecutor({ ...installed, execServer: '/usr/local/bin/exec-server' })?.kind, 'exec-server');
+  });
+
+  it('an installed CLI older than the extension is outdated (an update is offered); the same or newer is not', () => {
+    assert.equal(isOutdated('exec-server 0.0.9', '0.1.0'), true);
+    assert.equal(isOutdated('exec-server 0.1.0', '0.1.0'), false);
+    assert.equal(isOutdated('exec-server 0.10.0', '0.9.3'), false, 'numeric, not lexical');
+    assert.equal(isOutdated('exec-server 1.0.0', '0.1.0'), false, 'a newer one (another window) is kept');
+    assert.equal(isOutdated('', '0.1.0'), true, 'an unreadable --version counts as outdated');
+    assert.equal(isOutdated(undefined, '0.1.0'), true);
   });
 });

@@ -77,6 +77,20 @@ export type InstallPlan =
   | { mode: 'prebuilt'; key: string; from: string; node: string; summary: string }
   | { mode: 'build'; key: string; node: string; npm: string; summary: string };
 
+/**
+ * The installed CLI (`exec-server X.Y.Z` from --version) is older than `version`; an unreadable
+ * answer counts as outdated, a newer one (another window's newer extension) does not.
+ */
+export function isOutdated(installedVersion: string | undefined, version: string): boolean {
+  const parse = (v: string) => /(\d+)\.(\d+)\.(\d+)/.exec(v)?.slice(1).map(Number);
+  const have = parse(installedVersion ?? '');
+  const want = parse(version);
+  if (!want) return false;
+  if (!have) return true;
+  for (let i = 0; i < 3; i++) if (have[i] !== want[i]) return have[i] < want[i];
+  return false;
+}
+
 /** Node's version as [major, minor]; undefined if unreadable. */
 export function parseNodeVersion(v: string | undefined): [number, number] | undefined {
   const m = /^v?(\d+)\.(\d+)/.exec(v ?? '');

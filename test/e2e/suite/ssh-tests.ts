@@ -38,7 +38,11 @@ async function ensureSshd(): Promise<TestSshd> {
   const fresh = `${path.dirname(node)}:/usr/bin:/bin`;
   // A host without Node: a PATH of only what the probe script itself uses.
   const noNode = binDir(path.join(work, 'bin-no-node'), Object.fromEntries(['sh', 'uname', 'grep', 'ls', 'head', 'dirname', 'ldd'].map((p) => [p, whichOrThrow(p)])));
-  for (const h of ['devbox', 'fresh', 'bad', 'newkey', 'nonode']) mkdirSync(home(h), { recursive: true });
+  for (const h of ['devbox', 'fresh', 'bad', 'newkey', 'nonode', 'outdated']) mkdirSync(home(h), { recursive: true });
+  // A CLI "installed earlier by an older extension": the launcher answers --version with 0.0.1.
+  binDir(path.join(home('outdated'), '.exec-server', 'bin'), {
+    'exec-server': `#!/bin/sh\nif [ "$1" = --version ]; then echo "exec-server 0.0.1"; exit 0; fi\nexec ${node} ${cli} "$@"\n`,
+  });
   sshd = await startSshd(
     [
       { alias: 'e2e-devbox', env: { HOME: home('devbox'), PATH: `${pathBin}:/usr/bin:/bin` } },
@@ -46,6 +50,7 @@ async function ensureSshd(): Promise<TestSshd> {
       { alias: 'e2e-badkey', badKey: true },
       { alias: 'e2e-newkey', unknownHostKey: true, env: { HOME: home('newkey'), PATH: `${pathBin}:/usr/bin:/bin` } },
       { alias: 'e2e-nonode', env: { HOME: home('nonode'), PATH: noNode } },
+      { alias: 'e2e-outdated', env: { HOME: home('outdated'), PATH: fresh } },
     ],
     { parent: work },
   );
@@ -131,6 +136,23 @@ export function registerSshTests(): void {
     assert(/pty-yes/.test(await runIn(name, 'test -t 0 && echo pty-yes', true)), 'a PTY process runs on the host');
   }, 120_000);
 
+  test('ssh connect to host: a CLI installed by an older version is offered an update; Update replaces it', async () => {
+    await ensureSshd();
+    const done = Promise.resolve(vscode.commands.executeCommand<Result>('execServer.connectToHost'));
+    await quickInput({ waitTitle: 'Connect to Host', waitItem: 'e2e-outdated', fill: 'e2e-outdated' });
+    await quickInput({ waitTitle: 'Connect to Host', press: 'Enter' });
+    const version = String((vscode.extensions.getExtension('exec-server.exec-server')!.packageJSON as { version: string }).version);
+    const asked = await answerApprovalIfShown('Update', { contains: ['e2e-outdated', 'exec-server 0.0.1', `carries ${version}`], giveUpMs: 20_000 });
+    assert(asked.clicked, `the update question was shown and answered: ${asked.error}`);
+    assert(asked.buttons?.includes('Use Installed'), `it offers to keep the installed one: ${JSON.stringify(asked.buttons)}`);
+    const r = await done;
+    assertEqual(r?.executor, 'installed', 'executor');
+    assertEqual(r?.installed, true, 'updated');
+    const launcher = readFileSync(path.join(home('outdated'), '.exec-server', 'bin', 'exec-server'), 'utf8');
+    assert(launcher.includes(path.join(home('outdated'), '.exec-server', version, 'cli.js')), `the launcher now starts ${version}: ${launcher}`);
+    assertEqual((await runIn('e2e-outdated', 'echo "$HOME"')).trim(), home('outdated'), 'a process runs through the updated CLI');
+  }, 90_000);
+
   test('ssh connect to host: a refused key shows one error naming the cause; nothing is saved', async () => {
     await ensureSshd();
     const done = Promise.resolve(vscode.commands.executeCommand<Result>('execServer.connectToHost'));
@@ -185,7 +207,7 @@ export function registerSshTests(): void {
   });
 
   afterAll(async () => {
-    for (const name of ['e2e-devbox', 'e2e-newkey', ...(sshd ? [`${sshd.user}-127.0.0.1-${sshd.port}`] : [])]) {
+    for (const name of ['e2e-devbox', 'e2e-newkey', 'e2e-outdated', ...(sshd ? [`${sshd.user}-127.0.0.1-${sshd.port}`] : [])]) {
       await vscode.commands.executeCommand('execServer.removeEnvironment', { name }).then(undefined, () => undefined);
     }
     await setExecServerSetting('ssh.configFile', '');
