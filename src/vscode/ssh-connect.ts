@@ -4,7 +4,9 @@
 // executor — or offer to install this extension's CLI there (core/ssh-install.ts) —, save
 // the host as a command environment (it shows in the view and reconnects like any other)
 // and connect. Errors name the cause once (auth, unknown host, no route, no Node, …).
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import * as os from 'node:os';
+import * as path from 'node:path';
 import * as vscode from 'vscode';
 import type { CommandId } from './command-ids';
 import { str, type CommandHandler } from './command-registry';
@@ -86,7 +88,16 @@ async function pickHost(d: SshCommandDeps, ssh: SshOptions): Promise<SshTarget |
       // An alias typed in full wins over whatever row is active.
       const item = configured.find((i) => i.label === v) ?? qp.activeItems[0];
       if (item?.openConfig) {
-        const file = ssh.configFile || `${os.homedir()}/.ssh/config`;
+        const file = ssh.configFile || path.join(os.homedir(), '.ssh', 'config');
+        try {
+          // No config yet: start an empty one with ssh's permissions (ssh refuses a config others can write).
+          if (!existsSync(file)) {
+            mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
+            writeFileSync(file, '', { mode: 0o600, flag: 'wx' });
+          }
+        } catch (e) {
+          d.log.warn(`cannot create ${file}: ${(e as Error).message}`);
+        }
         void vscode.window.showTextDocument(vscode.Uri.file(file)).then(undefined, (e: Error) => void vscode.window.showErrorMessage(`Exec Server: cannot open ${file}: ${e.message}`));
         finish(undefined);
       } else if (item?.target) finish(item.target);
