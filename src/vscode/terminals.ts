@@ -81,8 +81,17 @@ function clip(s: string, n = 60): string {
 export class TerminalService implements vscode.Disposable {
   /** Shell terminals of this window (detached when the extension host goes away). */
   private readonly shells = new Set<ExecTerminal>();
+  /** The workbench terminal of each shell this service created (to tell a shutdown close from a user's). */
+  private readonly ptyOf = new WeakMap<vscode.Terminal, ExecTerminal>();
+  private readonly closeSub: vscode.Disposable;
   private shuttingDown = false;
-  constructor(private readonly deps: TerminalServiceDeps) {}
+  constructor(private readonly deps: TerminalServiceDeps) {
+    // A window reload closes every terminal with reason Shutdown: keep those processes (the
+    // delayed terminate of a user's close is cancelled), even if deactivate comes late.
+    this.closeSub = vscode.window.onDidCloseTerminal((t) => {
+      if (t.exitStatus?.reason === vscode.TerminalExitReason.Shutdown) this.ptyOf.get(t)?.detach();
+    });
+  }
 
   /**
    * The window is going away (deactivate, before the connections close): keep every shell's
@@ -140,7 +149,9 @@ export class TerminalService implements vscode.Disposable {
       }
     };
     const pty = this.shellPty(r.environment, () => this.deps.getClient(r.environment), r.name, 'terminal', opts, adopt);
-    return vscode.window.createTerminal({ name: r.name, pty, iconPath: new vscode.ThemeIcon('server-process') });
+    const terminal = vscode.window.createTerminal({ name: r.name, pty, iconPath: new vscode.ThemeIcon('server-process') });
+    this.ptyOf.set(terminal, pty);
+    return terminal;
   }
 
   /** The working directory used when none is given. */
@@ -172,6 +183,7 @@ export class TerminalService implements vscode.Disposable {
       tty: true,
     });
     const terminal = vscode.window.createTerminal({ name, pty, iconPath: new vscode.ThemeIcon('server-process') });
+    this.ptyOf.set(terminal, pty);
     terminal.show();
     return terminal;
   }
@@ -269,6 +281,7 @@ export class TerminalService implements vscode.Disposable {
 
   dispose(): void {
     // Terminals belong to VS Code; their processes end with the environments' connections.
+    this.closeSub.dispose();
   }
 
   /**

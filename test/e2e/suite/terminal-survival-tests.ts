@@ -156,6 +156,10 @@ export function registerTerminalSurvivalTests(): void {
       // 3. Back on the same port without the old session: the shell is gone; Enter starts it again.
       await server.start(port);
       await waitInTerminal('press Enter to start it again', 1, 40_000);
+      // The toast says what the view says: reconnecting, not failed.
+      const toasts = await uiTexts('.notification-toast-container .notification-list-item-message', 'could not be resumed; reconnecting', 20_000);
+      const ours = toasts.filter((t) => t.includes(name));
+      assert(ours.length > 0 && ours.every((t) => !/failed/i.test(t)), `the toasts about ${name} say reconnecting, never failed: ${JSON.stringify(ours)}`);
       await waitFor(`${name} connected again`, () => api.getEnvironments().find((e) => e.name === name)?.state === 'connected', 40_000, 200);
       terminal.sendText(''); // Enter
       terminal.sendText(`echo "restarted-$((1+2))-[$X]" > ${dir}/three`);
