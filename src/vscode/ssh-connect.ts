@@ -14,12 +14,12 @@ import type { EnvironmentManager } from './core/environment-manager';
 import type { EnvironmentStore } from './core/environment-store';
 import { readSshConfigHosts, type SshConfigHost } from './core/ssh-config';
 import { chooseEnvironmentName, sshEnvironmentInput } from './core/ssh-environment';
-import { ProxiedHostError, recordHostKeys, scanHostKeys, type HostKeyScan } from './core/ssh-hostkey';
 import { findBundle, installOnHost, InstallError, isOutdated, planInstall, type CliBundle, type InstallPlan } from './core/ssh-install';
 import { chooseExecutor, probeHost, type Executor, type HostFacts } from './core/ssh-probe';
 import { formatSshTarget, parseSshTarget, SshError, type SshOptions, type SshTarget } from './core/ssh-target';
 import { LOCAL_ENVIRONMENT } from './core/environment-store';
 import { CurrentEnvironmentIndicator } from './ssh-status';
+import { probeTrustingNewHostKey } from './ssh-trust';
 
 const TITLE = 'Exec Server: Connect to Host';
 
@@ -137,48 +137,8 @@ export function registerSshCommands(d: SshCommandDeps): void {
     if (programmatic) await d.approve(LOCAL_ENVIRONMENT, [ssh.sshPath || 'ssh', shown], os.homedir());
     d.log.info(`Connect to Host: ${shown} (ssh ${ssh.sshPath || 'ssh'}${ssh.configFile ? `, config ${ssh.configFile}` : ''})`);
 
-    const probe = async (progress: vscode.Progress<{ message?: string }>, signal: AbortSignal): Promise<HostFacts> => {
-      progress.report({ message: 'logging in over ssh…' });
-      try {
-        return await probeHost(target!, ssh, { signal });
-      } catch (e) {
-        if (e instanceof SshError) d.log.error(`Connect to Host: ${shown}: ${e.kind}: ${e.stderr.trim()}`);
-        if (!(e instanceof SshError) || e.kind !== 'host-key-unknown' || (programmatic && args?.trustNewHostKey !== true)) throw e;
-        // Trust on first use, of the keys the user saw (core/ssh-hostkey.ts).
-        progress.report({ message: 'fetching the host key…' });
-        let scan: HostKeyScan;
-        try {
-          scan = await scanHostKeys(target!, ssh);
-        } catch (x) {
-          if (!(x instanceof ProxiedHostError)) throw x;
-          // No way to show the key first: ssh records what the proxied connection presents.
-          if (!programmatic) {
-            const ok = await vscode.window.showWarningMessage(
-              `Exec Server: ${shown} is a host ssh has not seen before.`,
-              { modal: true, detail: `${x.message}, so its key cannot be shown beforehand. Trust the key it presents now? ssh records it (StrictHostKeyChecking=accept-new) and checks it on every later connection.` },
-              'Trust and Connect',
-            );
-            if (ok !== 'Trust and Connect') throw new vscode.CancellationError();
-          }
-          return probeHost(target!, ssh, { signal, acceptNewHostKey: true });
-        }
-        const prints = scan.keys.map((k) => `${k.type} ${k.fingerprint}`).join('\n');
-        d.log.info(`Connect to Host: ${shown} presents ${scan.keys.map((k) => `${k.type} ${k.fingerprint}`).join(', ')}`);
-        if (!programmatic) {
-          const ok = await vscode.window.showWarningMessage(
-            `Exec Server: ${shown} is a host ssh has not seen before.`,
-            { modal: true, detail: `Its host key is not in ${scan.knownHostsFile}. Fingerprints:\n${prints}\n\nTrust it? The key is recorded and checked on every later connection.` },
-            'Trust and Connect',
-          );
-          if (ok !== 'Trust and Connect') throw new vscode.CancellationError();
-        }
-        recordHostKeys(scan);
-        d.log.info(`Connect to Host: recorded the host key of ${scan.knownHostsName} in ${scan.knownHostsFile}`);
-        progress.report({ message: 'logging in over ssh…' });
-        // Strict checking: a host that now shows another key than the recorded one is refused.
-        return probeHost(target!, ssh, { signal });
-      }
-    };
+    const probe = (progress: vscode.Progress<{ message?: string }>, signal: AbortSignal) =>
+      probeTrustingNewHostKey(target!, ssh, { log: d.log, progress, signal, ask: !programmatic, trust: !programmatic || args?.trustNewHostKey === true });
 
     const run = (title: string, f: (p: vscode.Progress<{ message?: string }>, signal: AbortSignal) => Promise<unknown>, cancellable = true) =>
       vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title, cancellable }, (p, token) => {
