@@ -13,7 +13,7 @@ import { binDir, startSshd, whichOrThrow, type TestSshd } from '../../ssh/sshd';
 import { answerApprovalIfShown, findNotice, setExecServerSetting } from './approval';
 import { config } from './config';
 import { afterAll, test } from './framework';
-import { quickInput, uiScreenshot, uiTexts } from './ux-driver';
+import { quickInput, uiClick, uiScreenshot, uiTexts } from './ux-driver';
 import { assert, assertEqual, productApi } from './util';
 
 type Result = { environment: string; executor: string; installed: boolean } | undefined;
@@ -197,8 +197,8 @@ export function registerSshTests(): void {
     assertEqual((await runIn('e2e-newkey', 'echo "$HOME"')).trim(), home('newkey'), 'a process runs on the host');
   }, 60_000);
 
-  test('ssh connect to host: the remote indicator menu offers Connect to Host…', async () => {
-    await vscode.commands.executeCommand('workbench.action.remote.showMenu');
+  test('ssh connect to host: a click on the current-environment indicator opens the remote menu, which offers Connect to Host…', async () => {
+    await uiClick('[id$="execServer.currentEnvironment"]');
     const q = await quickInput({ waitItem: 'Connect to Host' });
     assert(q.items.some((i) => /Connect to Host/.test(i)), `menu items: ${JSON.stringify(q.items)}`);
     await uiScreenshot('remote-indicator-menu');
