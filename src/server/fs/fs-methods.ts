@@ -90,13 +90,26 @@ export function writeFileVerified(p: string, data: Buffer, noFollow: boolean, ve
   });
 }
 
+/**
+ * Unlinks `real` if it still names the file `fh` holds. Its directory is opened and checked
+ * first, and the name is looked up and unlinked in that open directory (/proc/self/fd/N/name),
+ * so no path resolution happens between the comparison and the unlink; the directory is
+ * outside every writable root (that is why the write was refused), so a sandboxed process
+ * cannot replace the name in it either.
+ */
 async function removeIfSame(fh: fs.promises.FileHandle, real: string): Promise<void> {
+  let dir: number | undefined;
   try {
+    dir = fs.openSync(path.dirname(real), fs.constants.O_RDONLY | fs.constants.O_DIRECTORY);
+    if (fs.readlinkSync(`/proc/self/fd/${dir}`) !== path.dirname(real)) return; // moved meanwhile: leave it
+    const entry = `/proc/self/fd/${dir}/${path.basename(real)}`;
     const opened = await fh.stat();
-    const named = fs.lstatSync(real);
-    if (named.isFile() && named.ino === opened.ino && named.dev === opened.dev) fs.unlinkSync(real);
+    const named = fs.lstatSync(entry);
+    if (named.isFile() && named.ino === opened.ino && named.dev === opened.dev) fs.unlinkSync(entry);
   } catch {
     // gone or unreadable: nothing to remove
+  } finally {
+    if (dir !== undefined) fs.closeSync(dir);
   }
 }
 
@@ -216,13 +229,13 @@ async function realpathOfNew(p: string): Promise<string> {
  * this is enforced atomically with link()+unlink() (link fails with EEXIST); directories
  * fall back to check-then-rename.
  */
-export function rename(src: string, dst: string, overwrite: boolean): Promise<Record<string, never>> {
+export function rename(src: string, dst: string, overwrite: boolean, display = dst): Promise<Record<string, never>> {
   return guard(async () => {
     if (overwrite) {
       await fs.promises.rename(src, dst);
       return {};
     }
-    const exists = () => invalidRequest(`destination \`${dst}\` already exists`);
+    const exists = () => invalidRequest(`destination \`${display}\` already exists`);
     const st = await fs.promises.lstat(src);
     if (!st.isDirectory()) {
       try {

@@ -17,7 +17,11 @@ export class FileHandles {
 
   constructor(private readonly maxHandles: number) {}
 
-  async open(handleId: string, p: string): Promise<{ handleId: string }> {
+  /**
+   * `verify` (a managed sandbox): given where the opened file really is (/proc/self/fd/N),
+   * throws to refuse it — the very descriptor later read, whatever happens to the path.
+   */
+  async open(handleId: string, p: string, verify?: (real: string) => void): Promise<{ handleId: string }> {
     if (Buffer.byteLength(handleId) > MAX_HANDLE_ID_BYTES) {
       throw invalidRequest(`file handle ID must not exceed ${MAX_HANDLE_ID_BYTES} bytes`);
     }
@@ -36,6 +40,7 @@ export class FileHandles {
         throw fsError(e);
       });
       try {
+        if (verify) verify(fs.readlinkSync(`/proc/self/fd/${fh.fd}`));
         const st = await fh.stat();
         if (!st.isFile()) throw invalidRequest(`path \`${p}\` is not a file`);
         // The connection went away while we were opening.

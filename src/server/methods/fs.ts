@@ -2,12 +2,13 @@
 // the implementations in ../fs.
 import os from 'node:os';
 import { invalidRequest } from '../../protocol/errors';
+import * as confined from '../fs/confined';
 import * as fsm from '../fs/fs-methods';
 import { walk } from '../fs/walk';
 import * as P from '../params';
 import { uriToPath } from '../paths';
 import { checkNoFollowRemove, checkNoSymlinks } from '../fs/no-follow';
-import { checkFsAccess, checkFsAccesses, isDirectory } from '../sandbox/fs-guard';
+import { checkFsAccess, checkFsAccesses, confinement, type Confinement } from '../sandbox/fs-guard';
 import { parseSandbox, type SandboxProfile } from '../sandbox/profile';
 import { realFs, resolveProfile } from '../sandbox/resolve';
 import { spec, type FsMethod, type MethodTable } from './spec';
@@ -28,6 +29,15 @@ function sandboxParam(o: P.Obj): SandboxProfile {
   return parseSandbox(o.sandbox, { cwd, workspaceRoots: roots, tmpDir: os.tmpdir() });
 }
 
+/**
+ * Under a managed sandbox (on Linux), the checks an operation makes again on what it really
+ * opened (../fs/confined.ts): the check on the path as asked leaves a window in which a racing
+ * process can swap a directory for a symlink. Undefined: no managed sandbox, or no /proc.
+ */
+function pinned(sandbox: SandboxProfile): Confinement | undefined {
+  return sandbox.kind === 'managed' && confined.CAN_PIN ? confinement(sandbox) : undefined;
+}
+
 export const fsMethods: MethodTable<FsMethod> = {
   'fs/readFile': spec(
     'filesystem',
@@ -38,7 +48,8 @@ export const fsMethods: MethodTable<FsMethod> = {
     (_c, p) => {
       if (p.noFollow) checkNoSymlinks(p.path, 'ELOOP');
       checkFsAccess(p.sandbox, { path: p.path, intent: 'read' });
-      return fsm.readFile(p.path);
+      const conf = pinned(p.sandbox);
+      return conf ? confined.readFile(p.path, p.noFollow, conf) : fsm.readFile(p.path);
     },
   ),
   'fs/writeFile': spec(
@@ -72,7 +83,8 @@ export const fsMethods: MethodTable<FsMethod> = {
     (_c, p) => {
       if (p.noFollow) checkNoSymlinks(p.path, 'ENOTDIR');
       checkFsAccess(p.sandbox, { path: p.path, intent: 'write' });
-      return fsm.createDirectory(p.path, p.recursive);
+      const conf = pinned(p.sandbox);
+      return conf ? confined.createDirectory(p.path, p.recursive, conf) : fsm.createDirectory(p.path, p.recursive);
     },
   ),
   'fs/getMetadata': spec(
@@ -84,7 +96,8 @@ export const fsMethods: MethodTable<FsMethod> = {
     (_c, p) => {
       if (p.noFollow) checkNoSymlinks(p.path, 'allowed');
       if (p.sandbox.kind === 'managed') checkFsAccess(p.sandbox, { path: p.path, intent: 'read', followFinal: false });
-      return fsm.getMetadata(p.path);
+      const conf = pinned(p.sandbox);
+      return conf ? confined.getMetadata(p.path, conf) : fsm.getMetadata(p.path);
     },
   ),
   'fs/canonicalize': spec(
@@ -95,7 +108,8 @@ export const fsMethods: MethodTable<FsMethod> = {
     },
     (_c, p) => {
       if (p.sandbox.kind === 'managed') checkFsAccess(p.sandbox, { path: p.path, intent: 'read' });
-      return fsm.canonicalize(p.path);
+      const conf = pinned(p.sandbox);
+      return conf ? confined.canonicalize(p.path, conf) : fsm.canonicalize(p.path);
     },
   ),
   'fs/readDirectory': spec(
@@ -106,7 +120,8 @@ export const fsMethods: MethodTable<FsMethod> = {
     },
     (_c, p) => {
       if (p.sandbox.kind === 'managed') checkFsAccess(p.sandbox, { path: p.path, intent: 'read' });
-      return fsm.readDirectory(p.path);
+      const conf = pinned(p.sandbox);
+      return conf ? confined.readDirectory(p.path, conf) : fsm.readDirectory(p.path);
     },
   ),
   'fs/remove': spec(
@@ -123,10 +138,11 @@ export const fsMethods: MethodTable<FsMethod> = {
     },
     (_c, p) => {
       if (p.noFollow) checkNoFollowRemove(p.path, p.recursive);
-      if (p.sandbox.kind === 'managed') {
-        checkFsAccess(p.sandbox, { path: p.path, intent: 'write', followFinal: false, tree: p.recursive && isDirectory(p.path) });
-      }
-      return fsm.remove(p.path, p.recursive, p.force);
+      // tree: only a directory can hold a rule below it (and rules name existing paths), so
+      // judging every recursive remove as a tree equals asking lstat first, minus its race.
+      if (p.sandbox.kind === 'managed') checkFsAccess(p.sandbox, { path: p.path, intent: 'write', followFinal: false, tree: p.recursive });
+      const conf = pinned(p.sandbox);
+      return conf ? confined.remove(p.path, p.recursive, p.force, conf) : fsm.remove(p.path, p.recursive, p.force);
     },
   ),
   'fs/copy': spec(
@@ -140,7 +156,8 @@ export const fsMethods: MethodTable<FsMethod> = {
         { path: p.src, intent: 'read', tree: p.recursive },
         { path: p.dst, intent: 'write', tree: p.recursive },
       ]);
-      return fsm.copy(p.src, p.dst, p.recursive);
+      const conf = pinned(p.sandbox);
+      return conf ? confined.copy(p.src, p.dst, p.recursive, conf) : fsm.copy(p.src, p.dst, p.recursive);
     },
   ),
   'fs/rename': spec(
@@ -157,11 +174,13 @@ export const fsMethods: MethodTable<FsMethod> = {
     (_c, p) => {
       if (p.sandbox.kind === 'managed') {
         checkFsAccesses(p.sandbox, [
-          { path: p.src, intent: 'write', followFinal: false, tree: isDirectory(p.src) },
-          { path: p.dst, intent: 'write', followFinal: false, tree: isDirectory(p.dst) },
+          { path: p.src, intent: 'write', followFinal: false, tree: true }, // tree: see fs/remove
+          { path: p.dst, intent: 'write', followFinal: false, tree: true },
         ]);
       }
-      return fsm.rename(p.src, p.dst, p.overwrite);
+      const conf = pinned(p.sandbox);
+      if (!conf) return fsm.rename(p.src, p.dst, p.overwrite);
+      return confined.rename(p.src, p.dst, conf, (from, to, display) => fsm.rename(from, to, p.overwrite, display));
     },
   ),
   'fs/walk': spec(
@@ -206,7 +225,8 @@ export const fsMethods: MethodTable<FsMethod> = {
     },
     (c, p) => {
       checkFsAccess(p.sandbox, { path: p.path, intent: 'read' });
-      return c.handles.open(p.handleId, p.path);
+      const conf = pinned(p.sandbox);
+      return c.handles.open(p.handleId, p.path, conf && ((real) => conf.check(real, 'read')));
     },
     (p) => ({ key: `handle:${p.handleId}`, access: 'write' }),
   ),

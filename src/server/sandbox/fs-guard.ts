@@ -7,11 +7,11 @@
 // EACCES → -32600 "Permission denied (os error 13)"; a write below a missing directory
 // outside the writable roots with ENOENT → -32004.
 //
-// Limit (documented in docs/security.md): check-then-act. A process that can write inside a writable
-// root can swap a checked directory for a symlink between our check and the operation.
-// fs/writeFile closes that window by checking the file it really opened before writing
-// (../fs/fs-methods.ts writeFileVerified); the other methods keep it (one event-loop turn).
-import fs from 'node:fs';
+// Check-then-act: a process that can write inside a writable root can swap a checked
+// directory for a symlink between this check and the operation. So the check here only gives
+// the reference's error for the path as asked; the operation itself (../fs/confined.ts,
+// ../fs/fs-methods.ts writeFileVerified) then opens first and judges again, with
+// `confinement()`, where the opened descriptor really is (/proc/self/fd/N) before using it.
 import path from 'node:path';
 import type { RpcError } from '../../protocol/errors';
 import { fsError } from '../os-errors';
@@ -57,17 +57,22 @@ export function checkFsAccess(profile: SandboxProfile, req: FsAccessRequest, pro
   } catch (e) {
     throw fsError(e); // ELOOP
   }
+  judge(prof, t.path, t.parentExists, req);
+}
+
+/** The decision on a resolved path `at` (no link left in it). */
+function judge(prof: ManagedSandboxProfile, at: string, parentExists: boolean, req: Omit<FsAccessRequest, 'followFinal'>): void {
   const deny = (access: 'read' | 'none') => {
     if (access === 'none') throw errno('EACCES', req.path);
-    if (!t.parentExists) throw errno('ENOENT', req.path);
+    if (!parentExists) throw errno('ENOENT', req.path);
     throw errno('EROFS', req.path);
   };
-  const access = accessFor(prof, t.path);
+  const access = accessFor(prof, at);
   if (access === 'none') deny('none');
   if (req.intent === 'write' && access !== 'write') deny(access);
   if (req.tree) {
     for (const r of prof.rules) {
-      if (r.path === t.path || !isInside(r.path, t.path)) continue;
+      if (r.path === at || !isInside(r.path, at)) continue;
       const inner = accessFor(prof, r.path);
       if (inner === 'none') deny('none');
       if (req.intent === 'write' && inner !== 'write') deny(inner);
@@ -75,18 +80,24 @@ export function checkFsAccess(profile: SandboxProfile, req: FsAccessRequest, pro
   }
 }
 
+/**
+ * Judges paths the kernel reported for an open descriptor (readlink /proc/self/fd/N, or a
+ * pinned directory's real path joined with a name): already free of links, so they are judged
+ * as written, without looking at the filesystem again (a racing process could change it).
+ */
+export interface Confinement {
+  check(real: string, intent: 'read' | 'write', tree?: boolean): void;
+}
+
+/** The profile resolved once, for the checks an operation makes on what it really opened. */
+export function confinement(profile: ManagedSandboxProfile, probe: FsProbe = realFs): Confinement {
+  const prof = resolveProfile(profile, probe);
+  return { check: (real, intent, tree = false) => judge(prof, real, true, { path: real, intent, tree }) };
+}
+
 /** Several accesses against one profile (resolved once). */
 export function checkFsAccesses(profile: SandboxProfile, reqs: FsAccessRequest[], probe: FsProbe = realFs): void {
   if (profile.kind !== 'managed') return;
   const resolved = resolveProfile(profile, probe);
   for (const r of reqs) checkFsAccess(profile, r, probe, resolved);
-}
-
-/** Is `p` an existing directory (a recursive remove/copy/rename then acts on a tree)? */
-export function isDirectory(p: string): boolean {
-  try {
-    return fs.lstatSync(p).isDirectory();
-  } catch {
-    return false;
-  }
 }
