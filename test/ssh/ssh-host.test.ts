@@ -173,6 +173,22 @@ describe('ssh host (real sshd)', () => {
     assert.equal(m.kind, 'ssh-missing');
   });
 
+  it('an unknown host name: SshError unknown-host (.invalid never resolves)', async () => {
+    const e = await probeHost({ host: 'nowhere.invalid' }, { ...ssh, configFile: '/dev/null' }).then(() => undefined, (x: unknown) => x);
+    assert.ok(e instanceof SshError, String(e));
+    assert.equal(e.kind, 'unknown-host', e.message);
+    assert.match(e.message, /unknown host nowhere\.invalid: the name does not resolve/);
+  });
+
+  it('no route: ssh in a network namespace without a network (unshare -n) fails with no-route', async () => {
+    // The real ssh's own message, from a machine with no route anywhere (loopback down).
+    const wrapper = binDir(path.join(work, 'no-net'), { ssh: `#!/bin/sh\nexec unshare ${process.getuid?.() === 0 ? '-n' : '-rn'} ${ssh.sshPath} "$@"\n` });
+    const e = await probeHost({ host: 'with-exec-server' }, { ...ssh, sshPath: path.join(wrapper, 'ssh') }).then(() => undefined, (x: unknown) => x);
+    assert.ok(e instanceof SshError, String(e));
+    assert.equal(e.kind, 'no-route', e.message);
+    assert.match(e.message, /no route to with-exec-server.*Network is unreachable/);
+  });
+
   it('typed user@host:port (no alias) reaches the same sshd', async () => {
     // The alias's key and known_hosts are still needed: pass them through a config of only defaults.
     const cfg = path.join(sshd.dir, 'defaults_config');
