@@ -59,6 +59,26 @@ describe('environment manager: reconnecting', () => {
     }
   });
 
+  it('a process of a session the restarted server no longer has ends with that reason, not "client closed"', async () => {
+    let l = await listen();
+    const port = l.port;
+    const { manager } = setup([{ name: 'remote', url: l.url }], [200, 300, 400]);
+    try {
+      const c = await manager.getClient('remote');
+      const h = await c.startProcess({ argv: ['sleep', '30'], cwd: '/tmp', env: {} });
+      let error: string | undefined;
+      h.onClose((e) => (error = e.error));
+      await l.close();
+      await new Promise((r) => setTimeout(r, 400)); // past the session TTL (300 ms)
+      l = await listen(port);
+      await h.closed;
+      assert.match(error ?? '', /session lost: .*unknown session/);
+    } finally {
+      await manager.dispose();
+      await l.close();
+    }
+  });
+
   it('"failed" and onDidGiveUp once every attempt failed', async () => {
     const l = await listen();
     const { manager, states } = setup([{ name: 'remote', url: l.url }], [100, 150]);

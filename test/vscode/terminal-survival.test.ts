@@ -13,7 +13,7 @@ import { ExecServer } from '../../src/server/exec-server';
 import { serveConnection } from '../../src/transports/serve';
 import { listenWebSocket } from '../../src/transports/websocket-server';
 import { ExecTerminal, type ExecTerminalOptions } from '../../src/vscode/core/exec-terminal';
-import { followConnection, MAX_TERMINAL_RECORDS, readTerminalRecords, restorePlan, TerminalRecords, type TerminalRecord } from '../../src/vscode/core/terminal-survival';
+import { followConnection, lossMessage, MAX_TERMINAL_RECORDS, readTerminalRecords, restorePlan, TerminalRecords, type TerminalRecord } from '../../src/vscode/core/terminal-survival';
 import { startDropProxy } from '../client/drop-proxy';
 import { waitFor } from '../support/wait';
 
@@ -112,7 +112,8 @@ describe('terminal: connection notices', () => {
     await waitFor(() => output().includes('connection lost — reconnecting…'), { what: 'the lost notice', timeout: 5_000, detail: () => output().slice(-300) });
     const again = await wsServer(port); // back on the same port, without the old session
     await waitFor(() => output().includes('press Enter to start it again'), { what: 'the end of the process and the offer', timeout: 20_000, detail: () => output().slice(-400) });
-    assert.match(output(), /session lost|unknown session/);
+    assert.match(output(), /the server no longer has this session/);
+    assert.doesNotMatch(output(), /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/i, 'no session id on screen');
     assert.deepEqual(closes, [], 'the terminal stays open');
     assert.equal(term.isRunning, false);
     term.handleInput('\r');
@@ -143,7 +144,7 @@ describe('terminal: reconnecting gives up', () => {
     await first.stop(); // gone, and not back within the recovery time
     await waitFor(() => output().includes('connection lost — reconnecting…'), { what: 'the lost notice', timeout: 5_000, detail: () => output().slice(-300) });
     await waitFor(() => output().includes('press Enter to start it again'), { what: 'the give-up and the offer', timeout: 20_000, detail: () => output().slice(-400) });
-    assert.match(output(), /reconnect failed/);
+    assert.match(output(), /could not reconnect: /);
     assert.deepEqual(closes, []);
     // Enter while the server is still away: the start fails, said in the terminal, offered again.
     term.handleInput('\r');
@@ -218,6 +219,14 @@ describe('terminal: across a window reload', () => {
 });
 
 describe('terminal records', () => {
+  it('a loss is said in words, never with a session id', () => {
+    const id = '8427c5fa-3751-413f-b673-655681cfe491';
+    assert.equal(lossMessage(`session lost: unknown session id ${id}`), 'the server no longer has this session (it restarted, or the session expired)');
+    assert.equal(lossMessage('reconnect failed: connect ECONNREFUSED 127.0.0.1:4000'), 'could not reconnect: connect ECONNREFUSED 127.0.0.1:4000');
+    assert.equal(lossMessage(`reconnect failed: session ${id} is already attached`), 'could not reconnect: session … is already attached');
+    assert.equal(lossMessage('output of process p1 was lost while reconnecting'), 'output of process p1 was lost while reconnecting');
+  });
+
   const rec = (processId: string, extra: Partial<TerminalRecord> = {}): TerminalRecord => ({
     environment: 'dev', sessionId: 's1', processId, name: 'bash (dev)', argv: ['/bin/bash'], cwd: '/home/u', ...extra,
   });

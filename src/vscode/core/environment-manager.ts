@@ -219,7 +219,9 @@ export class EnvironmentManager implements Disposable {
       if (this.scheduleReconnect(name, e)) this.setState(name, e, 'reconnecting');
       else this.setState(name, e, 'failed');
       this.lostEmitter.fire({ environment: name, reason });
-      void client.close().catch(() => undefined);
+      // Not at once: this runs inside the client's own state change, before it failed its
+      // processes with the real reason ("session lost: …"); closing now would say "client closed".
+      setTimeout(() => void client.close().catch(() => undefined), 0);
     }
   }
 

@@ -22,6 +22,7 @@
 import type { ProcessHandle, StartProcessOptions } from '../../client/api';
 import { Emitter, type Disposable } from '../../rpc/event';
 import { lfToCrlf, OutputCoalescer, type CoalescerOptions } from './output-coalescer';
+import { lossMessage } from './terminal-survival';
 
 export interface TerminalDimensions {
   rows: number;
@@ -298,7 +299,7 @@ export class ExecTerminal implements Disposable {
     if (this.finished) return;
     this.finished = true;
     this.lostShown = false;
-    if (r.error && !startFailed) this.coalescer.pushText(`\r\n${RED}Exec Server: ${r.error}${RESET}\r\n`);
+    if (r.error && !startFailed) this.coalescer.pushText(`\r\n${RED}Exec Server: ${lossMessage(r.error)}${RESET}\r\n`);
     if (this.options.restart && !this.closedByUser && (r.error !== undefined || startFailed || this.endedBeforeAttach)) {
       const what = r.error !== undefined || startFailed ? 'the process is gone' : r.exitCode === undefined ? 'the process ended' : `the process exited with code ${r.exitCode}`;
       this.coalescer.pushText(`\r\n${DIM}[Exec Server: ${what} — press Enter to start it again, any other key to close]${RESET}\r\n`);

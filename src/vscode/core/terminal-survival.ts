@@ -104,3 +104,16 @@ export function followConnection(client: { readonly onDidChangeState: Event<Clie
     else if (s === 'connected') terminal.connectionRestored();
   });
 }
+
+const UUID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/gi;
+
+/**
+ * What a terminal says when its process was lost: the reason in words, never a session id (a
+ * session id is the key to resume the session; it does not belong on screen or in a screenshot).
+ */
+export function lossMessage(error: string): string {
+  if (/unknown session/i.test(error)) return 'the server no longer has this session (it restarted, or the session expired)';
+  const failed = /reconnect failed: (.*)/i.exec(error);
+  if (failed) return `could not reconnect: ${failed[1].replace(UUID, '…')}`;
+  return error.replace(UUID, '…');
+}

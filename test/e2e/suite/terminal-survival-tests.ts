@@ -15,7 +15,7 @@ import { config } from './config';
 import { afterAll, test, testAcrossReload } from './framework';
 import { RemoteServer } from './remote-server';
 import { newTerminal } from './terminal-tests';
-import { quickInput, uiCloseOtherWindows, uiOnOtherWindow, uiPages, uiTexts } from './ux-driver';
+import { quickInput, uiCloseOtherWindows, uiOnOtherWindow, uiPages, uiScreenshot, uiTexts } from './ux-driver';
 import { assert, assertEqual, freshDir, productApi, sleep, uniqueName, waitFor, waitForFile } from './util';
 
 /** The rows of the terminal shown in the panel (Playwright's :visible: hidden terminals keep theirs). */
@@ -160,6 +160,7 @@ export function registerTerminalSurvivalTests(): void {
       const toasts = await uiTexts('.notification-toast-container .notification-list-item-message', 'could not be resumed; reconnecting', 20_000);
       const ours = toasts.filter((t) => t.includes(name));
       assert(ours.length > 0 && ours.every((t) => !/failed/i.test(t)), `the toasts about ${name} say reconnecting, never failed: ${JSON.stringify(ours)}`);
+      await uiScreenshot('terminal-reconnect');
       await waitFor(`${name} connected again`, () => api.getEnvironments().find((e) => e.name === name)?.state === 'connected', 40_000, 200);
       terminal.sendText(''); // Enter
       terminal.sendText(`echo "restarted-$((1+2))-[$X]" > ${dir}/three`);
@@ -305,6 +306,7 @@ export function registerTerminalSurvivalTests(): void {
         t1.show(false);
         // Its earlier output is back (from the server's retained output), and it is the same shell.
         await waitInTerminal('before-reload-7', 1, 30_000);
+        await uiScreenshot('terminal-reattached');
         t1.sendText(`echo "still-$X-$$" > ${dir}/after`);
         const after = await waitForFile(path.join(dir, 'after'), (s) => s.includes('still-'), 30_000);
         assertEqual(after.trim(), `still-kept-${shellPid}`, 'the same shell process, with its variables');
