@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { ExecClient } from '../../src/client/api';
@@ -171,6 +172,26 @@ describe('ssh host (real sshd)', () => {
     const m = await probeHost({ host: 'bare' }, { ...ssh, sshPath: path.join(work, 'no-such-ssh') }).then(() => undefined, (x: unknown) => x);
     assert.ok(m instanceof SshError, String(m));
     assert.equal(m.kind, 'ssh-missing');
+  });
+
+  it("a host whose config has a RemoteCommand and a failing LocalForward (ExitOnForwardFailure) still probes: they are not the transport's", async () => {
+    const cfg = path.join(sshd.dir, 'busy_config');
+    const busy = await new Promise<import('node:net').Server>((resolve) => {
+      const srv = createServer();
+      srv.listen(0, '127.0.0.1', () => resolve(srv));
+    });
+    try {
+      const port = (busy.address() as import('node:net').AddressInfo).port;
+      const block = readFileSync(sshd.configFile, 'utf8').split('\n\n').find((b) => b.startsWith('Host with-exec-server'))!;
+      writeFileSync(cfg, `${block.replace(/^Host .*$/m, 'Host busy')}\n  RemoteCommand echo not-our-command\n  LocalForward 127.0.0.1:${port} 127.0.0.1:1\n  ExitOnForwardFailure yes\n`);
+      // Plain ssh with this config fails both ways: the config really is hostile.
+      const plain = spawnSync(ssh.sshPath!, ['-F', cfg, '-T', '--', 'busy', 'true'], { encoding: 'utf8', timeout: 20_000 });
+      assert.notEqual(plain.status, 0, `plain ssh fails with this config: ${plain.stderr}`);
+      const facts = await probeHost({ host: 'busy' }, { ...ssh, configFile: cfg });
+      assert.equal(facts.home, path.join(work, 'home-a'));
+    } finally {
+      busy.close();
+    }
   });
 
   it('an unknown host name: SshError unknown-host (.invalid never resolves)', async () => {

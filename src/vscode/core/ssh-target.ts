@@ -99,6 +99,10 @@ export function sshArgv(t: SshTarget, ssh: SshOptions, remoteCommand: string, o:
   const argv: string[] = [];
   if (ssh.configFile) argv.push('-F', ssh.configFile);
   argv.push('-T', '-o', 'BatchMode=yes', '-o', `ConnectTimeout=${o.connectTimeoutSec ?? 15}`);
+  // A host's RemoteCommand would clash with ours ("Cannot execute command-line and remote
+  // command"); its port forwardings (ExitOnForwardFailure, a port taken by the terminal session
+  // the user has open) are not this transport's business.
+  argv.push('-o', 'RemoteCommand=none', '-o', 'ClearAllForwardings=yes');
   if (o.acceptNewHostKey) argv.push('-o', 'StrictHostKeyChecking=accept-new');
   if (o.keepAlive) argv.push('-o', 'ServerAliveInterval=15', '-o', 'ServerAliveCountMax=4');
   if (t.port) argv.push('-p', String(t.port));
