@@ -514,6 +514,8 @@ export class ExecServerClient implements ExecClient {
         break;
       } catch (e) {
         lastError = e instanceof Error ? e.message : String(e);
+        // The server's "unknown session id <id>" quotes the id: logs and process errors name it by its tag.
+        if (this.session) lastError = lastError.split(this.session).join(sessionLogTag(this.session));
         // Unknown session: it expired (or the server restarted) — nothing to resume.
         const httpStatus = (e as { status?: number }).status;
         if ((e instanceof RpcError && e.code === ErrorCodes.InvalidRequest) || httpStatus === 401 || httpStatus === 403) {

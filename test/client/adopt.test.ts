@@ -137,4 +137,32 @@ describe('client.adoptProcess after resuming a session', () => {
     }
     await assert.rejects(connectWebSocket(url, { reconnect: false, resumeSessionId: 'no-such-session' }), /unknown session/);
   });
+
+  it('a session the server no longer has: the client log and the process error name it by its tag, never by its id', async () => {
+    const server2 = new ExecServer({ detachedSessionTtlMs: 100 });
+    const l1 = await listenWebSocket({ host: '127.0.0.1', port: 0, onConnection: (t) => serveConnection(server2, t) });
+    const port = l1.port;
+    const logs: string[] = [];
+    const a = await connectWebSocket(l1.url, { recoveryTimeoutMs: 10_000, reconnectDelayMs: 50, log: (_l, m) => logs.push(m) });
+    const session = a.sessionId;
+    try {
+      const h = await a.startProcess(sh('sleep 30'));
+      let error = '';
+      h.onClose((e) => (error = e.error ?? ''));
+      await l1.close();
+      await new Promise((r) => setTimeout(r, 300)); // the detached session expires
+      const l2 = await listenWebSocket({ host: '127.0.0.1', port, onConnection: (t) => serveConnection(server2, t) });
+      try {
+        await h.closed;
+        assert.match(error, /session lost: .*unknown session id session #[0-9a-f]{8}/);
+        assert.ok(logs.some((m) => /cannot resume session #/.test(m)), logs.join('\n'));
+        for (const text of [error, ...logs]) assert.ok(!text.includes(session), `no session id in: ${text}`);
+      } finally {
+        await l2.close();
+      }
+    } finally {
+      await a.close();
+      await server2.shutdown();
+    }
+  });
 });
