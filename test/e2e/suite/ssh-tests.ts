@@ -23,9 +23,6 @@ let sshd: TestSshd | undefined;
 let work = '';
 const home = (n: string) => path.join(work, `home-${n}`);
 
-afterAll(async () => {
-  await sshd?.stop();
-});
 
 async function ensureSshd(): Promise<TestSshd> {
   if (sshd) return sshd;
@@ -204,12 +201,21 @@ export function registerSshTests(): void {
     await uiScreenshot('remote-indicator-menu');
     await quickInput({ press: 'Escape' });
     await quickInput({ waitHidden: true });
+    // The last ssh test: clean up now — the suite's afterAll never runs in a window that a later
+    // test reloads (the harness still ends sshd with code-server's process group).
+    await cleanup();
   });
 
-  afterAll(async () => {
-    for (const name of ['e2e-devbox', 'e2e-newkey', 'e2e-outdated', ...(sshd ? [`${sshd.user}-127.0.0.1-${sshd.port}`] : [])]) {
-      await vscode.commands.executeCommand('execServer.removeEnvironment', { name }).then(undefined, () => undefined);
-    }
-    await setExecServerSetting('ssh.configFile', '');
-  });
+  afterAll(cleanup);
+}
+
+/** Removes the environments the tests saved, resets the setting and stops sshd (idempotent). */
+async function cleanup(): Promise<void> {
+  const s = sshd;
+  sshd = undefined;
+  for (const name of ['e2e-devbox', 'e2e-newkey', 'e2e-outdated', ...(s ? [`${s.user}-127.0.0.1-${s.port}`] : [])]) {
+    await vscode.commands.executeCommand('execServer.removeEnvironment', { name }).then(undefined, () => undefined);
+  }
+  if (s) await setExecServerSetting('ssh.configFile', '');
+  await s?.stop();
 }
