@@ -43,6 +43,7 @@ before(async () => {
     { alias: 'bad-key', badKey: true },
     { alias: 'unknown-key', unknownHostKey: true, env: { HOME: path.join(work, 'home-u'), PATH: `${pathBin}:${BASE}` } },
     { alias: 'closed-port', closedPort: 1 },
+    { alias: 'slow-probe', env: { HOME: path.join(work, 'home-b'), PATH: `${binDir(path.join(work, 'slow-bin'), { uname: '#!/bin/sh\nsleep 5\necho Linux\n' })}:${BASE}` } },
     { alias: 'scan-key', unknownHostKey: true, env: { HOME: path.join(work, 'home-u'), PATH: `${pathBin}:${BASE}` } },
   ]);
   ssh = { configFile: sshd.configFile, sshPath: whichOrThrow('ssh') };
@@ -192,6 +193,19 @@ describe('ssh host (real sshd)', () => {
     } finally {
       busy.close();
     }
+  });
+
+  it('cancel (the progress notification\'s Cancel → AbortSignal) stops a probe at once and leaves no ssh process', async () => {
+    const ac = new AbortController();
+    const started = Date.now();
+    const p = probeHost({ host: 'slow-probe' }, ssh, { signal: ac.signal });
+    setTimeout(() => ac.abort(), 800);
+    await assert.rejects(p, /cancelled/);
+    assert.ok(Date.now() - started < 4000, `rejected after ${Date.now() - started} ms, not after the 5 s probe`);
+    await new Promise((r) => setTimeout(r, 300));
+    const ps = spawnSync('ps', ['-eo', 'pid,args'], { encoding: 'utf8' }).stdout;
+    const left = ps.split('\n').filter((l) => l.includes(ssh.sshPath!) && l.includes('slow-probe'));
+    assert.deepEqual(left, [], 'the ssh client was killed');
   });
 
   it('an unknown host name: SshError unknown-host (.invalid never resolves)', async () => {
