@@ -90,7 +90,9 @@ describe('install the CLI on a host (real sshd)', () => {
     assert.ok(existsSync(path.join(home('fresh'), INSTALL_DIR, version, 'node_modules', 'node-pty', 'build', 'Release', 'pty.node')));
     assert.ok(steps.some((s) => /checking that a terminal starts/.test(s)), steps.join('\n'));
     await runOver('fresh', launcher);
-    // Installing again replaces the version folder in place (no leftovers).
+    // Installing again replaces the version folder in place, and removes what a cut-off install left.
+    const leftover = path.join(home('fresh'), INSTALL_DIR, `${version}.tmp-999999999`);
+    mkdirSync(path.join(leftover, 'node_modules'), { recursive: true });
     await installOnHost({ host: 'fresh' }, ssh, bundle, plan);
     const left = (await import('node:fs')).readdirSync(path.join(home('fresh'), INSTALL_DIR));
     assert.deepEqual(left.sort(), ['bin', version].sort());

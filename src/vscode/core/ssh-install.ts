@@ -197,6 +197,13 @@ process.stdin.on('end', () => {
   const base = path.join(os.homedir(), '${INSTALL_DIR}');
   const target = path.join(base, version);
   const tmp = target + '.tmp-' + process.pid;
+  // Leftovers of an install that was cancelled or cut off (its installer is gone).
+  const alive = (pid) => { try { process.kill(pid, 0); return true; } catch (e) { return e.code === 'EPERM'; } };
+  fs.mkdirSync(base, { recursive: true });
+  for (const n of fs.readdirSync(base)) {
+    const m = /\.(tmp|old)-(\d+)$/.exec(n);
+    if (m && !alive(Number(m[2]))) fs.rmSync(path.join(base, n), { recursive: true, force: true });
+  }
   fs.rmSync(tmp, { recursive: true, force: true });
   let off = nl + 1;
   say('unpacking ' + header.files.length + ' files into ' + tmp);
