@@ -44,6 +44,7 @@ before(async () => {
     { alias: 'unknown-key', unknownHostKey: true, env: { HOME: path.join(work, 'home-u'), PATH: `${pathBin}:${BASE}` } },
     { alias: 'closed-port', closedPort: 1 },
     { alias: 'slow-probe', env: { HOME: path.join(work, 'home-b'), PATH: `${binDir(path.join(work, 'slow-bin'), { uname: '#!/bin/sh\nsleep 5\necho Linux\n' })}:${BASE}` } },
+    { alias: 'no-sh', env: { HOME: path.join(work, 'home-b'), PATH: path.join(work, 'empty-bin') } },
     { alias: 'scan-key', unknownHostKey: true, env: { HOME: path.join(work, 'home-u'), PATH: `${pathBin}:${BASE}` } },
   ]);
   ssh = { configFile: sshd.configFile, sshPath: whichOrThrow('ssh') };
@@ -206,6 +207,13 @@ describe('ssh host (real sshd)', () => {
     const ps = spawnSync('ps', ['-eo', 'pid,args'], { encoding: 'utf8' }).stdout;
     const left = ps.split('\n').filter((l) => l.includes(ssh.sshPath!) && l.includes('slow-probe'));
     assert.deepEqual(left, [], 'the ssh client was killed');
+  });
+
+  it('a host without sh on its PATH (as a Windows host): the error says so, not just an exit code', async () => {
+    spawnSync('mkdir', ['-p', path.join(work, 'empty-bin')]);
+    const e = await probeHost({ host: 'no-sh' }, ssh).then(() => undefined, (x: unknown) => x);
+    assert.ok(e instanceof SshError, String(e));
+    assert.match(e.message, /no POSIX shell `sh`.*Linux and macOS hosts/s);
   });
 
   it('an unknown host name: SshError unknown-host (.invalid never resolves)', async () => {

@@ -99,6 +99,10 @@ export async function probeHost(t: SshTarget, ssh: SshOptions, opts: { acceptNew
   });
   throwIfSshFailed(r, formatSshTarget(t));
   if (r.code !== 0 && !r.stdout.includes(END)) {
+    // bash/zsh: "sh: command not found"; cmd.exe (a Windows host): "'sh' is not recognized".
+    if (/\bsh: (command )?not found|'sh' is not recognized|sh: No such file/i.test(r.stderr)) {
+      throw new SshError('failed', formatSshTarget(t), `the host has no POSIX shell \`sh\` on its PATH (a Windows host?); Connect to Host works with Linux and macOS hosts. ${r.stderr}`);
+    }
     throw new SshError('failed', formatSshTarget(t), `the probe script exited ${r.code ?? r.signal}: ${r.stderr}`);
   }
   return parseProbeOutput(r.stdout);
