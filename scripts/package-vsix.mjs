@@ -38,8 +38,8 @@ for (const rel of ['.vscodeignore', 'dist/extension.js', 'dist/telemetry.js', 'm
 for (const name of readdirSync(path.join(root, 'media/walkthrough'))) if (name.endsWith('.md')) copy(`media/walkthrough/${name}`);
 // The README is the VSIX's Details page. VS Code's extension editor (and the Marketplace) shows
 // an image only from an https URL: its sanitizer keeps http(s) image sources only and its page
-// allows `img-src https: data:` (read in code-server 4.139's workbench.js: a relative or data:
-// image is dropped; with an https base every screenshot showed there). So the README's relative images and links need a public base URL, which vsce
+// allows `img-src https: data:` (code-server 4.139's workbench: images left relative, even shipped
+// in the VSIX, showed none; with an https base all did — test/e2e/details-page.mjs). So the README's relative images and links need a public base URL, which vsce
 // prepends itself: its own guess for a GitHub/GitLab `repository` in package.json, else
 // --baseImagesUrl/--baseContentUrl, given here as `--base-url URL` or EXEC_SERVER_VSIX_BASE_URL
 // (e.g. https://raw.githubusercontent.com/<owner>/<repo>/<tag>/). With neither, the images are
