@@ -29,12 +29,16 @@ import { methodSpec } from './router';
 import type { Session } from './session';
 import type { RequestRecord } from '../telemetry/api';
 
-/** Performs one http/request (httpRequest in ./http); `streamFinished` fires once a streamed body is done. */
+/**
+ * Performs one http/request (httpRequest in ./http); `streamFinished` fires once a streamed
+ * body is done; `writable` resolves when the client can take more (backpressure).
+ */
 export type HttpRunner = (
   i: HttpRequestInput,
   emit: (n: HttpBodyDeltaNotification) => void,
   cancel: AbortSignal,
   streamFinished: () => void,
+  writable: () => Promise<void>,
 ) => Promise<HttpRequestResult>;
 
 /** What method handlers may use. */
@@ -186,13 +190,40 @@ export class Connection implements ServerConnection, ConnectionContext {
     const forget = () => this.httpAborts.delete(ac);
     let streaming = false;
     try {
-      const result = await run(input, (n) => this.notify('http/request/bodyDelta', n), ac.signal, forget);
+      const result = await run(input, (n) => this.notify('http/request/bodyDelta', n), ac.signal, forget, () => this.untilWritable(ac.signal));
       streaming = input.streamResponse;
       return result;
     } finally {
       // A streamed body keeps flowing after the result: its controller is forgotten when it ends
       // (and closing the connection still aborts it).
       if (!streaming) forget();
+    }
+  }
+
+  /**
+   * Resolves once the client's side is not congested (at once when the sink cannot tell), or
+   * when `signal` aborts / the connection closes: a streamed http body waits here between chunks.
+   */
+  private async untilWritable(signal: AbortSignal): Promise<void> {
+    while (!this.closed && !signal.aborted && this.sink.isCongested?.()) {
+      await new Promise<void>((resolve) => {
+        let done = false;
+        let sub: { dispose(): void } | undefined;
+        let timer: NodeJS.Timeout | undefined;
+        const wake = () => {
+          if (done) return;
+          done = true;
+          sub?.dispose();
+          clearTimeout(timer);
+          signal.removeEventListener('abort', wake);
+          resolve();
+        };
+        sub = this.sink.onDrain?.(wake);
+        if (done) return sub?.dispose(); // drained synchronously
+        // Without a drain event (or one lost), look again shortly.
+        timer = setTimeout(wake, sub ? 1000 : 50);
+        signal.addEventListener('abort', wake);
+      });
     }
   }
 

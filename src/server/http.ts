@@ -1,6 +1,11 @@
 // http/request: an HTTP request made from the executor host with Node's fetch. With
-// streamResponse the body arrives as http/request/bodyDelta notifications after the result.
-import { internalError, invalidParams } from '../protocol/errors';
+// streamResponse the body arrives as http/request/bodyDelta notifications after the result,
+// read from the response only as fast as the client takes them (the next chunk is pulled once
+// the connection is not congested: fetch then stops reading the socket, and TCP slows the
+// sender). Without it the body is collected into the one answer, so it is bounded by what a
+// message can carry.
+import { MAX_MESSAGE_BYTES } from '../protocol/limits';
+import { RpcError, internalError, invalidParams, invalidRequest } from '../protocol/errors';
 import { markVerbatim } from '../rpc/verbatim';
 import type { HttpBodyDeltaNotification, HttpHeader, HttpRequestResult } from '../protocol/types';
 
@@ -15,12 +20,24 @@ export interface HttpRequestInput {
   streamResponse: boolean;
 }
 
+/**
+ * Largest body a non-streamed http/request collects: its answer (base64, ×4/3, plus the
+ * headers) must fit in one message (MAX_MESSAGE_BYTES, 1 MiB left for the rest). Larger is
+ * refused with -32600 naming streamResponse; nothing beyond this is ever held in memory.
+ */
+export const MAX_BUFFERED_HTTP_BODY_BYTES = Math.floor(((MAX_MESSAGE_BYTES - 1024 * 1024) / 4) * 3);
+
+const tooLarge = () =>
+  invalidRequest(`http/request response body is larger than ${MAX_BUFFERED_HTTP_BODY_BYTES} bytes; send streamResponse: true to receive it as http/request/bodyDelta notifications`);
+
 export async function httpRequest(
   req: HttpRequestInput,
   emit: (n: HttpBodyDeltaNotification) => void,
   cancel: AbortSignal,
   /** Called when a streamed body is fully delivered (or failed). */
   streamFinished: () => void = () => undefined,
+  /** Resolves when the client can take the next bodyDelta (the connection is not congested). */
+  writable: () => Promise<void> = () => Promise.resolve(),
 ): Promise<HttpRequestResult> {
   let url: URL;
   try {
@@ -50,24 +67,51 @@ export async function httpRequest(
   const headers: HttpHeader[] = [];
   res.headers.forEach((value, name) => headers.push({ name, value }));
   if (!req.streamResponse) {
-    try {
-      const body = Buffer.from(await res.arrayBuffer());
-      return markVerbatim({ status: res.status, headers, bodyBase64: body.toString('base64') }, 'bodyBase64');
-    } catch (e) {
-      throw internalError(`http/request failed while reading the body: ${(e as Error).message}`);
-    }
+    const body = await collect(res);
+    return markVerbatim({ status: res.status, headers, bodyBase64: body.toString('base64') }, 'bodyBase64');
   }
   // Stream the body after the result has been sent (the caller awaits the result first).
-  setImmediate(() => void pump(res, req.requestId, emit).finally(streamFinished));
+  setImmediate(() => void pump(res, req.requestId, emit, writable).finally(streamFinished));
   return { status: res.status, headers, bodyBase64: '' };
 }
 
-async function pump(res: Response, requestId: string, emit: (n: HttpBodyDeltaNotification) => void): Promise<void> {
+/** The whole body, refused (and the response cancelled) as soon as it is known to exceed the bound. */
+async function collect(res: Response): Promise<Buffer> {
+  const declared = Number(res.headers.get('content-length') ?? NaN);
+  if (declared > MAX_BUFFERED_HTTP_BODY_BYTES) {
+    await res.body?.cancel().catch(() => undefined);
+    throw tooLarge();
+  }
+  if (!res.body) return Buffer.alloc(0);
+  const reader = res.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      total += value.length;
+      if (total > MAX_BUFFERED_HTTP_BODY_BYTES) {
+        await reader.cancel().catch(() => undefined);
+        throw tooLarge();
+      }
+      chunks.push(value);
+    }
+  } catch (e) {
+    if (e instanceof RpcError) throw e;
+    throw internalError(`http/request failed while reading the body: ${(e as Error).message}`);
+  }
+  return Buffer.concat(chunks, total);
+}
+
+async function pump(res: Response, requestId: string, emit: (n: HttpBodyDeltaNotification) => void, writable: () => Promise<void>): Promise<void> {
   let seq = 1;
   try {
     if (res.body) {
       for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
         emit(markVerbatim({ requestId, seq: seq++, deltaBase64: Buffer.from(chunk).toString('base64'), done: false, error: null }, 'deltaBase64'));
+        // Backpressure: the next chunk is not pulled until the client caught up.
+        await writable();
       }
     }
     emit({ requestId, seq: seq++, deltaBase64: '', done: true, error: null });
