@@ -76,7 +76,7 @@ async function openParent(p: string): Promise<Parent> {
   const fh = await fsp.open(name === '' ? '/' : path.dirname(p), O_DIR);
   try {
     const real = realOf(fh.fd);
-    return { fh, real, name, path: name === '' ? at(fh.fd) : at(fh.fd, name), target: name === '' ? real : path.join(real, name) };
+    return { fh, real, name, path: name === '' ? '/' : at(fh.fd, name), target: name === '' ? real : path.join(real, name) };
   } catch (e) {
     await fh.close().catch(() => undefined);
     throw e;

@@ -68,10 +68,9 @@ export const fsMethods: MethodTable<FsMethod> = {
         throw invalidRequest((e as Error).message); // the reference reports this one as -32600
       }
       if (p.sandbox.kind !== 'managed') return fsm.writeFile(p.path, data, p.noFollow);
-      const profile = p.sandbox;
-      const resolved = resolveProfile(profile);
-      // followFinal false: `real` is already the opened file itself, never a link.
-      return fsm.writeFileVerified(p.path, data, p.noFollow, (real) => checkFsAccess(profile, { path: real, intent: 'write', followFinal: false }, realFs, resolved));
+      // `real` is where the opened file really is (no link in it): judged as written.
+      const conf = confinement(p.sandbox);
+      return fsm.writeFileVerified(p.path, data, p.noFollow, (real) => conf.check(real, 'write'));
     },
   ),
   'fs/createDirectory': spec(
