@@ -218,8 +218,9 @@ test('sandbox fs race: fs/copy into a swapped directory never writes into a read
   assert.equal(snapshot(O), 'f=original\nsub/g=original');
 });
 
-test('sandbox fs: confined operations still do the ordinary thing (control, no race)', async () => {
+test('sandbox fs: confined operations still do the ordinary thing (control, no race), and close every descriptor they open', async () => {
   resetOutside();
+  const fdsBefore = fs.readdirSync('/proc/self/fd').length;
   const W = path.join(R, 'ctl');
   fs.rmSync(W, { recursive: true, force: true });
   const sb = sandbox();
@@ -255,4 +256,17 @@ test('sandbox fs: confined operations still do the ordinary thing (control, no r
   await assert.rejects(c.call('fs/remove', { path: uri(path.join(W, 'gone')), force: false, sandbox: sb }), (e: any) => e.code === -32004);
   await assert.rejects(c.call('fs/createDirectory', { path: uri(path.join(W, 'a', 'b', 'x')), sandbox: sb }), /File exists/);
   await c.call('fs/remove', { path: uri(W), sandbox: sb });
+  // Refusals and errors close what they opened too.
+  await assert.rejects(c.call('fs/readFile', { path: uri(path.join(S, 'f')), sandbox: sb }));
+  await assert.rejects(c.call('fs/readDirectory', { path: uri(path.join(R, 'nope')), sandbox: sb }));
+  await assert.rejects(c.call('fs/copy', { sourcePath: uri(path.join(O, 'sub')), destinationPath: uri(path.join(O, 'sub2')), recursive: true, sandbox: sb }));
+  // (past the first check, inside the confined operation)
+  fs.mkdirSync(path.join(R, 'full', 'd'), { recursive: true });
+  await assert.rejects(c.call('fs/readFile', { path: uri(path.join(R, 'full')), sandbox: sb }), /is not a file/);
+  await assert.rejects(c.call('fs/open', { handleId: 'nf', path: uri(path.join(R, 'full')), sandbox: sb }), /is not a file/);
+  await assert.rejects(c.call('fs/remove', { path: uri(path.join(R, 'full')), recursive: false, sandbox: sb }), /Directory not empty/);
+  await assert.rejects(c.call('fs/createDirectory', { path: uri(path.join(R, 'full')), recursive: false, sandbox: sb }), /File exists/);
+  await assert.rejects(c.call('fs/rename', { sourcePath: uri(path.join(R, 'nope')), destinationPath: uri(path.join(R, 'nope2')), sandbox: sb }), /No such file/);
+  await assert.rejects(c.call('fs/copy', { sourcePath: uri(path.join(R, 'full')), destinationPath: uri(path.join(R, 'full', 'd', 'in')), recursive: true, sandbox: sb }), /descendants/);
+  assert.equal(fs.readdirSync('/proc/self/fd').length, fdsBefore);
 });
