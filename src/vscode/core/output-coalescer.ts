@@ -54,13 +54,17 @@ export interface RendererPacing {
 
 /**
  * What Exec Server terminals use: pace to the renderer (VS Code's watermarks), in writes of at
- * most 16 Ki characters every 5 ms (xterm.js parses a write as a whole before it looks at its
- * 12 ms time slice, so smaller writes keep its tasks short). Measured with bench:workbench (4
- * rounds × 6 palette opens, load 12–18): palette latency during a flood 0.50× [0.30–0.86] the
- * built-in's (Local) and 0.62× [0.41–1.24] (remote), p90 0.44× / 0.55×; Ctrl+C → prompt 279 /
- * 261 ms vs the built-in's 248 ms; `seq 1 500000` on screen 2.65 / 3.26 s vs 3.83 s.
+ * most 16 Ki characters every 2 ms (xterm.js parses a write as a whole before it looks at its
+ * 12 ms time slice, and VS Code joins the writes of 5 ms into one message, so small writes keep
+ * its tasks short). Measured with bench:workbench (5 rounds × 6 palette opens, load 9–13),
+ * palette latency during a flood as a multiple of the built-in's, Local / remote: 0.57×
+ * [0.42–0.92] / 0.82× [0.60–1.22], Ctrl+C → prompt 238 / 239 ms vs the built-in's 316 ms, `seq
+ * 1 500000` on screen 3.25 / 3.06 s vs 3.33 s. Writes every 5 ms: 0.50–0.73× / 0.62–1.04× in two
+ * runs, but `seq` slower than the built-in in one (the interval, not the renderer, limited it:
+ * ~2.5 M characters/s with an instant renderer vs ~4.5 M every 2 ms); 32 Ki every 5 ms 1.07× /
+ * 0.84× and `seq` slower; 16 Ki every 1 ms 1.22× / 0.96× (VS Code's 5 ms messages get larger).
  */
-export const TERMINAL_PACING: Readonly<CoalescerOptions> = { renderer: {}, maxCharsPerFlush: 16 * 1024, intervalMs: 5 };
+export const TERMINAL_PACING: Readonly<CoalescerOptions> = { renderer: {}, maxCharsPerFlush: 16 * 1024, intervalMs: 2 };
 
 /** Time source and timer of the pacing (tests pass a manual clock; default Date.now / setTimeout). */
 export interface CoalescerClock {
