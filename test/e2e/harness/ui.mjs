@@ -113,6 +113,13 @@ async function handle(main, req) {
   const input = widget.locator('.quick-input-box input').first();
   if (req.fill !== undefined) await input.fill(req.fill, { timeout: 3000 });
   if (req.clickBack) await widget.locator('.quick-input-titlebar [aria-label^="Back"], .quick-input-titlebar .codicon-quick-input-back').first().click({ timeout: 3000 });
+  if (req.pick) {
+    // Click the row whose label holds `pick` (Enter takes the first row, which may be another match).
+    const labels = await rows(widget).evaluateAll((els) => els.map((e) => (e.getAttribute('aria-label') || e.textContent || '').trim()));
+    const i = labels.findIndex((l) => l.includes(req.pick));
+    if (i < 0) return { ok: false, error: `no item containing "${req.pick}" to pick (items: ${JSON.stringify(labels).slice(0, 300)})` };
+    await rows(widget).nth(i).click({ timeout: 3000 });
+  }
   for (const key of [].concat(req.press ?? [])) {
     await input.focus().catch(() => undefined);
     await page.keyboard.press(key);
@@ -120,6 +127,10 @@ async function handle(main, req) {
   }
   await page.waitForTimeout(req.settleMs ?? 400);
   return { ok: true, before, state: await quickInputState(page) };
+}
+
+function rows(widget) {
+  return widget.locator('.quick-input-list .monaco-list-row');
 }
 
 /** What the quick input shows now (visible: false when it is closed). */

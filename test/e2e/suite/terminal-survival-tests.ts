@@ -237,7 +237,7 @@ export function registerTerminalSurvivalTests(): void {
       const command = async (title: string) => {
         await other({ op: 'keys', press: 'F1', settleMs: 600 }, 'open the command palette');
         await other({ op: 'quickInput', fill: `>Exec Server: ${title}`, settleMs: 800 }, `type ${title}`);
-        await other({ op: 'quickInput', waitItem: title, press: 'Enter', settleMs: 800 }, `run ${title}`);
+        await other({ op: 'quickInput', waitItem: `Exec Server: ${title}`, pick: `Exec Server: ${title}`, settleMs: 800 }, `run ${title}`);
       };
       // An Exec Server terminal in that window.
       await command('New Terminal');

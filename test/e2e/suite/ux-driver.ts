@@ -38,6 +38,8 @@ export interface UiRequest {
   waitHidden?: boolean;
   waitBusy?: false;
   fill?: string;
+  /** Click the item whose label contains this (after fill, before press). */
+  pick?: string;
   press?: string | string[];
   clickBack?: boolean;
   selector?: string;
