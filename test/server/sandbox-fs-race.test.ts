@@ -162,6 +162,18 @@ test('sandbox fs race: fs/canonicalize through a swapped directory never resolve
   assert.ok(got.every((r) => !r.path.startsWith(uri(S))), JSON.stringify(got.filter((r) => r.path.startsWith(uri(S)))[0]));
 });
 
+test('sandbox fs race: fs/walk never lists a `none` directory swapped in after it was queued (links not followed, and followed)', async () => {
+  const got = await race(S, (i) =>
+    c.call('fs/walk', { path: uri(R), options: { maxDepth: 3, maxDirectories: 50, maxEntries: 500, followDirectorySymlinks: i % 2 === 0 }, sandbox: sandbox() }),
+  );
+  const paths: string[] = got.flatMap((r) => r.entries.map((e: { path: string }) => e.path));
+  assert.ok(paths.includes(flip('f')), 'some walks listed the real directory (the race was live)');
+  assert.deepEqual(
+    paths.filter((p) => p.endsWith('/only-in-secret')),
+    [],
+  );
+});
+
 test('sandbox fs race: fs/copy from a swapped directory never copies a `none` file (file and tree)', async () => {
   const got = await race(S, async (i) => {
     const dst = path.join(R, `copy-${i}`);

@@ -10,7 +10,8 @@
 //   directory, and the last component is not followed (unlink, rmdir, rename, mkdir, lstat);
 // - trees (recursive remove and copy) are walked by descriptor, each directory opened with
 //   O_NOFOLLOW from its pinned parent, so a symlink raced into the tree is removed or copied
-//   as a link, never followed.
+//   as a link, never followed (fs/walk, in ./walk.ts, lists each directory from its
+//   descriptor the same way).
 // Linux only (/proc); elsewhere the callers keep the check-then-act implementations.
 import fs, { constants as C } from 'node:fs';
 import path from 'node:path';

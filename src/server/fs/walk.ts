@@ -28,9 +28,12 @@ export function checkWalkLimits(o: FsWalkOptions): void {
 /**
  * `canEnter`: a managed sandbox's read check (../sandbox/fs-guard.ts); a directory it refuses
  * is reported as a per-directory EACCES error instead of being listed, as a walk inside the
- * sandbox would see it.
+ * sandbox would see it. `pinned` (Linux): each directory is opened first (without following a
+ * link unless directory links are followed), `canEnter` is given where the open directory
+ * really is (/proc/self/fd/N), and the listing is read from that descriptor — a directory
+ * swapped for a symlink after it was queued is never listed in its place.
  */
-export async function walk(root: string, o: FsWalkOptions, canEnter?: (dir: string) => boolean): Promise<FsWalkResult> {
+export async function walk(root: string, o: FsWalkOptions, canEnter?: (dir: string) => boolean, pinned = false): Promise<FsWalkResult> {
   checkWalkLimits(o);
   let rootStat: fs.Stats;
   try {
@@ -54,19 +57,40 @@ export async function walk(root: string, o: FsWalkOptions, canEnter?: (dir: stri
     }
     dirsRead++;
     const { dir, depth } = queue[qi];
-    if (canEnter && dir !== root && !canEnter(dir)) {
-      result.errors.push({ path: pathToUri(dir), message: osMessage(Object.assign(new Error('EACCES'), { code: 'EACCES' })) });
+    const denied = () => Object.assign(new Error('EACCES'), { code: 'EACCES' });
+    if (canEnter && !pinned && dir !== root && !canEnter(dir)) {
+      result.errors.push({ path: pathToUri(dir), message: osMessage(denied()) });
       continue;
     }
+    let fh: fs.promises.FileHandle | undefined;
+    /** Where the listing is read: the directory's path, or its pinned descriptor. */
+    let listed = dir;
     let dirents: fs.Dirent[];
     try {
+      if (pinned) {
+        const noFollow = dir !== root && !o.followDirectorySymlinks ? fs.constants.O_NOFOLLOW : 0;
+        fh = await fs.promises.open(dir, fs.constants.O_RDONLY | fs.constants.O_DIRECTORY | noFollow);
+        if (canEnter && !canEnter(fs.readlinkSync(`/proc/self/fd/${fh.fd}`))) throw denied();
+        listed = `/proc/self/fd/${fh.fd}`;
+      }
       // Dirent types come with the listing: only symlinks need an extra stat.
-      dirents = (await fs.promises.readdir(dir, { withFileTypes: true })).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+      dirents = (await fs.promises.readdir(listed, { withFileTypes: true })).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     } catch (e) {
+      await fh?.close().catch(() => undefined);
       if (dir === root) throw fsError(e);
       result.errors.push({ path: pathToUri(dir), message: osMessage(e) });
       continue;
     }
+    try {
+      if (await listDirectory(dir, listed, depth, dirents)) return result;
+    } finally {
+      await fh?.close().catch(() => undefined);
+    }
+  }
+  return result;
+
+  /** Adds one directory's entries (and queues its subdirectories); true when a limit ended the walk. */
+  async function listDirectory(dir: string, listed: string, depth: number, dirents: fs.Dirent[]): Promise<boolean> {
     for (const dirent of dirents) {
       const name = dirent.name;
       const full = path.join(dir, name);
@@ -75,7 +99,7 @@ export async function walk(root: string, o: FsWalkOptions, canEnter?: (dir: stri
       if (dirent.isSymbolicLink()) {
         if (!o.followDirectorySymlinks) continue;
         try {
-          isDir = (await fs.promises.stat(full)).isDirectory();
+          isDir = (await fs.promises.stat(path.join(listed, name))).isDirectory();
         } catch (e) {
           if ((e as NodeJS.ErrnoException).code !== 'ENOENT') result.errors.push({ path: pathToUri(full), message: osMessage(e) });
           continue; // dangling link
@@ -87,13 +111,13 @@ export async function walk(root: string, o: FsWalkOptions, canEnter?: (dir: stri
       if (!kind) continue;
       if (result.entries.length >= o.maxEntries) {
         result.truncated = true;
-        return result;
+        return true;
       }
       const uri = pathToUri(full);
       bytes += uri.length + 32;
       if (bytes > WALK_MAX_RESPONSE_BYTES) {
         result.truncated = true;
-        return result;
+        return true;
       }
       result.entries.push({ path: uri, kind });
       if (kind !== 'directory' || depth >= o.maxDepth) continue;
@@ -106,6 +130,6 @@ export async function walk(root: string, o: FsWalkOptions, canEnter?: (dir: stri
       }
       queue.push({ dir: full, depth: depth + 1 });
     }
+    return false;
   }
-  return result;
 }

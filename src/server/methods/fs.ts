@@ -203,6 +203,19 @@ export const fsMethods: MethodTable<FsMethod> = {
     (_c, p) => {
       checkFsAccess(p.sandbox, { path: p.path, intent: 'read' });
       if (p.sandbox.kind !== 'managed') return walk(p.path, p.options);
+      const conf = pinned(p.sandbox);
+      if (conf) {
+        // Each directory judged where its opened descriptor really is, then listed from it.
+        const mayList = (real: string) => {
+          try {
+            conf.check(real, 'read');
+            return true;
+          } catch {
+            return false;
+          }
+        };
+        return walk(p.path, p.options, mayList, true);
+      }
       const profile = p.sandbox;
       const resolved = resolveProfile(profile);
       const canEnter = (dir: string) => {
