@@ -27,26 +27,15 @@ export function bwrapPath(): string {
 }
 
 const cache = new Map<string, Promise<SandboxSupport>>();
-const settled = new Map<string, SandboxSupport>();
 
 /** The probe's answer for `bwrap` (default: bwrapPath()), started on first use and cached. Never rejects. */
 export function sandboxSupport(bwrap: string = bwrapPath()): Promise<SandboxSupport> {
   let s = cache.get(bwrap);
   if (!s) {
-    s = probe(bwrap)
-      .catch((e): SandboxSupport => ({ ok: false, reason: `sandbox probe failed: ${String(e)}` }))
-      .then((answer) => {
-        settled.set(bwrap, answer);
-        return answer;
-      });
+    s = probe(bwrap).catch((e): SandboxSupport => ({ ok: false, reason: `sandbox probe failed: ${String(e)}` }));
     cache.set(bwrap, s);
   }
   return s;
-}
-
-/** The answer if the probe for `bwrap` has settled, else undefined (lets hot paths skip an await). */
-export function settledSandboxSupport(bwrap: string = bwrapPath()): SandboxSupport | undefined {
-  return settled.get(bwrap);
 }
 
 /** How long one probe run may take before it counts as a failure (a hung bwrap). */
