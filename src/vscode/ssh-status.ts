@@ -1,8 +1,9 @@
 // The current-environment indicator at the far left of the status bar (next to VS Code's
 // remote indicator, whose menu holds Connect to Host… through package.json's
-// statusBar/remoteIndicator contribution): `$(remote) <environment>` — the environment of the
-// first exec-server: workspace folder, else the host Connect to Host reached last while it is
-// connected, else Local. A click opens the remote menu (Connect to Host…, Open Remote Folder…).
+// statusBar/remoteIndicator contribution): `$(remote) <environment>` — the environment the user
+// turned to last (the host Connect to Host reached, or the environment of an exec-server: folder
+// added to the window) while it is connected, else the environment of the first exec-server:
+// workspace folder, else Local. A click opens the remote menu (Connect to Host…, Open Remote Folder…).
 import * as vscode from 'vscode';
 import type { EnvironmentManager } from './core/environment-manager';
 import { LOCAL_ENVIRONMENT, type EnvironmentStore } from './core/environment-store';
@@ -21,7 +22,11 @@ export class CurrentEnvironmentIndicator implements vscode.Disposable {
     this.item.name = 'Exec Server: Current Environment';
     this.item.command = { title: 'Exec Server remote menu', command: 'workbench.action.remote.showMenu' };
     this.subs.push(
-      vscode.workspace.onDidChangeWorkspaceFolders(() => this.update()),
+      vscode.workspace.onDidChangeWorkspaceFolders((e) => {
+        const added = e.added.find((f) => f.uri.scheme === SCHEME);
+        if (added) this.last = this.environmentOf(added.uri.authority);
+        this.update();
+      }),
       manager.onDidChangeState(() => this.update()),
     );
     this.update();
@@ -34,14 +39,16 @@ export class CurrentEnvironmentIndicator implements vscode.Disposable {
     this.update();
   }
 
+  /** exec-server:// authorities may come back lower-cased. */
+  private environmentOf(authority: string): string {
+    return this.store.get(authority)?.name ?? this.store.list().find((e) => e.name.toLowerCase() === authority.toLowerCase())?.name ?? authority;
+  }
+
   /** The environment the window works in now. */
   current(): string {
-    const folder = vscode.workspace.workspaceFolders?.find((f) => f.uri.scheme === SCHEME);
-    if (folder) {
-      const a = folder.uri.authority;
-      return this.store.get(a)?.name ?? this.store.list().find((e) => e.name.toLowerCase() === a.toLowerCase())?.name ?? a;
-    }
     if (this.last && this.store.get(this.last) && this.manager.state(this.last) !== 'disconnected') return this.last;
+    const folder = vscode.workspace.workspaceFolders?.find((f) => f.uri.scheme === SCHEME);
+    if (folder) return this.environmentOf(folder.uri.authority);
     return LOCAL_ENVIRONMENT;
   }
 
