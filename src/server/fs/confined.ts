@@ -30,8 +30,13 @@ type FileHandle = fs.promises.FileHandle;
 export const CAN_PIN = process.platform === 'linux';
 
 /** O_PATH (Linux; same value on x86_64 and aarch64): a descriptor naming a file without opening it for I/O. */
-const O_PATH = 0o10000000;
+export const O_PATH = 0o10000000;
 const O_DIR = C.O_RDONLY | C.O_DIRECTORY;
+/**
+ * A directory held only to look names up in (parents, mkdir -p steps): O_PATH needs search
+ * permission alone, as the path lookup it replaces did (O_RDONLY would also need read).
+ */
+const O_LOOKUP = O_PATH | C.O_DIRECTORY;
 
 /** The path standing for an open descriptor (and, with `name`, an entry of that open directory). */
 export function at(fd: number, name?: string): string {
@@ -74,7 +79,7 @@ interface Parent {
 async function openParent(p: string): Promise<Parent> {
   const name = path.basename(p);
   // "/" has no parent: judged and used as itself (nothing can be swapped above it).
-  const fh = await fsp.open(name === '' ? '/' : path.dirname(p), O_DIR);
+  const fh = await fsp.open(name === '' ? '/' : path.dirname(p), O_LOOKUP);
   try {
     const real = realOf(fh.fd);
     return { fh, real, name, path: name === '' ? '/' : at(fh.fd, name), target: name === '' ? real : path.join(real, name) };
@@ -182,13 +187,13 @@ export function createDirectory(p: string, recursive: boolean, conf: Confinement
     // followed, as mkdir -p does), each missing one is judged in its pinned parent, made there
     // and opened without following a link (one raced into its place fails with ELOOP).
     const parts = (path.isAbsolute(p) ? p : path.resolve(p)).split('/').filter((x) => x !== '' && x !== '.');
-    let cur = await fsp.open('/', O_DIR);
+    let cur = await fsp.open('/', O_LOOKUP);
     try {
       for (let i = 0; i < parts.length; i++) {
         const entry = at(cur.fd, parts[i]);
         let next: FileHandle;
         try {
-          next = await fsp.open(entry, O_DIR);
+          next = await fsp.open(entry, O_LOOKUP);
         } catch (e) {
           const code = (e as NodeJS.ErrnoException).code;
           // An existing non-directory: EEXIST as the last component (mkdir -p's answer), else ENOTDIR.
@@ -198,7 +203,7 @@ export function createDirectory(p: string, recursive: boolean, conf: Confinement
           await fsp.mkdir(entry).catch((err: NodeJS.ErrnoException) => {
             if (err.code !== 'EEXIST') throw err;
           });
-          next = await fsp.open(entry, O_DIR | C.O_NOFOLLOW);
+          next = await fsp.open(entry, O_LOOKUP | C.O_NOFOLLOW);
         }
         await cur.close().catch(() => undefined);
         cur = next;

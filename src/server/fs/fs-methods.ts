@@ -100,7 +100,8 @@ export function writeFileVerified(p: string, data: Buffer, noFollow: boolean, ve
 async function removeIfSame(fh: fs.promises.FileHandle, real: string): Promise<void> {
   let dir: number | undefined;
   try {
-    dir = fs.openSync(path.dirname(real), fs.constants.O_RDONLY | fs.constants.O_DIRECTORY);
+    // O_PATH (0o10000000, Linux): held to look the name up in; needs no read permission.
+    dir = fs.openSync(path.dirname(real), 0o10000000 | fs.constants.O_DIRECTORY);
     if (fs.readlinkSync(`/proc/self/fd/${dir}`) !== path.dirname(real)) return; // moved meanwhile: leave it
     const entry = `/proc/self/fd/${dir}/${path.basename(real)}`;
     const opened = await fh.stat();
