@@ -13,7 +13,7 @@ import * as vscode from 'vscode';
 import { startCodexAppServer, type CodexAppServer, type SandboxMode, type TurnResult } from '../../codex/codex-app-server';
 import { startMockModel, type MockModel } from '../../codex/mock-model';
 import { agentEndpoint } from './agent-security-tests';
-import { answerApprovalIfShown, defaultApprovalPolicy, inspectApproval, restoreApprovalPolicy, setApprovalPolicy, type ApprovalAnswer, type ApprovalResult } from './approval';
+import { answerApprovalIfShown, defaultApprovalPolicy, inspectApproval, setApprovalPolicyForTest, type ApprovalAnswer, type ApprovalResult } from './approval';
 import { config } from './config';
 import { test } from './framework';
 import { assert, uniqueName } from './util';
@@ -81,18 +81,13 @@ async function codexTurn(o: { workspace: string; sandboxMode: SandboxMode; cmd: 
 }
 
 function codexTest(name: string, fn: () => Promise<void>): void {
-  test(`agent codex: ${name}`, async () => {
-    try {
-      await fn();
-    } finally {
-      await restoreApprovalPolicy();
-    }
-  }, 150_000);
+  // The policy each sets (setApprovalPolicyForTest) is put back when it ends.
+  test(`agent codex: ${name}`, fn, 150_000);
 }
 
 export function registerAgentCodexTests(): void {
   codexTest('Codex app-server through the endpoint (auth_bearer_token), no sandbox: the question appears and Allow runs the command', async () => {
-    await setApprovalPolicy(defaultApprovalPolicy());
+    await setApprovalPolicyForTest(defaultApprovalPolicy());
     const ws = workspaceDir('codex-allow');
     const m = uniqueName('codexallow');
     const file = path.join(ws, `${m}.txt`);
@@ -104,7 +99,7 @@ export function registerAgentCodexTests(): void {
   });
 
   codexTest('Codex app-server through the endpoint, no sandbox: Deny on the question changes nothing and the turn still ends', async () => {
-    await setApprovalPolicy(defaultApprovalPolicy());
+    await setApprovalPolicyForTest(defaultApprovalPolicy());
     const ws = workspaceDir('codex-deny');
     const m = uniqueName('codexdeny');
     const file = path.join(ws, `${m}.txt`);
@@ -116,7 +111,7 @@ export function registerAgentCodexTests(): void {
 
   codexTest('"Allow for Session" given to one Codex process does not let a second, unrelated Codex process run without a question', async () => {
     // alwaysAsk: both commands are asked about under any policy, so only the grant decides.
-    await setApprovalPolicy('alwaysAsk');
+    await setApprovalPolicyForTest('alwaysAsk');
     const ws = workspaceDir('codex-grant');
     const m1 = uniqueName('codexgrant1');
     const m2 = uniqueName('codexgrant2');
@@ -128,7 +123,7 @@ export function registerAgentCodexTests(): void {
   });
 
   codexTest('Codex app-server through the endpoint, workspace-write (managed sandbox), default policy: the command runs without a question', async () => {
-    await setApprovalPolicy(defaultApprovalPolicy());
+    await setApprovalPolicyForTest(defaultApprovalPolicy());
     const ws = workspaceDir('codex-sandboxed');
     const m = uniqueName('codexsbx');
     const file = path.join(ws, `${m}.txt`);

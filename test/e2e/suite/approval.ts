@@ -9,6 +9,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import * as vscode from 'vscode';
 import { config } from './config';
+import { onTestEnd } from './framework';
 import { waitFor } from './util';
 
 export type ApprovalAnswer = 'Allow' | 'Allow for Session' | 'Deny';
@@ -79,8 +80,9 @@ export function findNotice(opts: ApprovalOptions = {}): Promise<ApprovalResult> 
 }
 
 /**
- * Settings the approval tests change (user settings). The first value of each is remembered
- * for restoreApprovalSettings()/restoreApprovalPolicy().
+ * Settings changed until restoreApprovalPolicy() (user settings): the first value of each is
+ * remembered. For code outside a test (the screenshot scene) and settings a whole group of tests
+ * shares (the ssh config file); a single test uses setSettingForTest.
  */
 const saved = new Map<string, { value: unknown }>();
 
@@ -100,6 +102,25 @@ export function defaultApprovalPolicy(): string {
   const d = vscode.workspace.getConfiguration('execServer').inspect<string>('approval.policy')?.defaultValue;
   if (typeof d !== 'string' || d === 'neverAsk') throw new Error(`unexpected default approval policy ${JSON.stringify(d)}`);
   return d;
+}
+
+/**
+ * Sets an execServer setting (user settings) for the running test only: the value it had is put
+ * back when the test ends — passed, failed or timed out — before the next test starts (onTestEnd).
+ * The suite's tests use this, so a policy one test needs never reaches another, whichever subset
+ * EXEC_SERVER_E2E_GREP selects (the harness's baseline is neverAsk).
+ */
+export async function setSettingForTest(key: string, value: unknown): Promise<void> {
+  const before = vscode.workspace.getConfiguration('execServer').inspect(key)?.globalValue;
+  onTestEnd(async () => {
+    await vscode.workspace.getConfiguration('execServer').update(key, before, vscode.ConfigurationTarget.Global);
+  });
+  await vscode.workspace.getConfiguration('execServer').update(key, value, vscode.ConfigurationTarget.Global);
+}
+
+/** execServer.approval.policy for the running test only (see setSettingForTest). */
+export function setApprovalPolicyForTest(policy: 'alwaysAsk' | 'askOutsideWorkspace' | 'neverAsk' | string): Promise<void> {
+  return setSettingForTest('approval.policy', policy);
 }
 
 /** Restores every setting changed through setExecServerSetting / setApprovalPolicy. */

@@ -57,6 +57,37 @@ export function testAcrossReload<S>(name: string, before: () => Promise<S>, afte
   registered.push({ name, fn: before as TestFn, timeoutMs, setup: false, afterReload: after as (state: unknown) => Promise<void> });
 }
 
+/** Cleanups of the test that is running now (onTestEnd), run as soon as it ends. */
+let testEndCleanups: (() => Promise<void> | void)[] | undefined;
+
+/**
+ * Runs `fn` when the test that is running now ends — passed, failed or timed out — before the next
+ * test starts (last registered first). Settings a test changes are put back this way, so no test
+ * sees another's settings whichever subset EXEC_SERVER_E2E_GREP selects. Only inside a test.
+ */
+export function onTestEnd(fn: () => Promise<void> | void): void {
+  if (!testEndCleanups) throw new Error('onTestEnd outside a test');
+  testEndCleanups.push(fn);
+}
+
+/** Runs a test body with its timeout, then its onTestEnd cleanups (whatever the outcome). */
+async function runTestBody(fn: TestFn, ms: number, name: string, log?: (line: string) => void): Promise<void> {
+  const mine: (() => Promise<void> | void)[] = [];
+  testEndCleanups = mine;
+  try {
+    await withTimeout(fn, ms, name);
+  } finally {
+    if (testEndCleanups === mine) testEndCleanups = undefined;
+    for (const cleanup of mine.splice(0).reverse()) {
+      try {
+        await withTimeout(cleanup, 20_000, `${name} (end of test cleanup)`);
+      } catch (err) {
+        log?.(`end of test cleanup failed: ${describe(err)}`);
+      }
+    }
+  }
+}
+
 /** Runs after all tests (in reverse order of registration), even when tests failed. */
 export function afterAll(fn: () => Promise<void> | void): void {
   cleanups.push(fn);
@@ -121,7 +152,7 @@ export async function resumeTests(prev: ResultsFile, opts: { resultsFile: string
   try {
     if (!t?.afterReload) throw new Error(`no test across a reload named "${pending.name}" in this bundle`);
     const after = t.afterReload;
-    await withTimeout(() => after(pending.state), t.timeoutMs, `${t.name} (after the reload)`);
+    await runTestBody(() => after(pending.state), t.timeoutMs, `${t.name} (after the reload)`, opts.log);
     result = { name: pending.name, ok: true, ms: Date.now() - pending.at };
   } catch (err) {
     result = { name: pending.name, ok: false, error: describe(err), ms: Date.now() - start };
@@ -142,7 +173,8 @@ async function runSelected(selected: Registered[], data: ResultsFile, opts: { re
       if (t.afterReload) {
         if (!opts.reload) throw new Error('this test reloads the window: run it through test/e2e/run.mjs');
         let state: unknown;
-        await withTimeout(async () => (state = await t.fn()), t.timeoutMs, t.name);
+        // Its first half ends here: its onTestEnd cleanups run before the reload.
+        await runTestBody(async () => (state = await t.fn()), t.timeoutMs, t.name, opts.log);
         data.pendingReload = { name: t.name, state: state ?? null, at: start };
         writeResults(opts.resultsFile, data);
         opts.log?.(`${t.name}: reloading the window`);
@@ -151,7 +183,7 @@ async function runSelected(selected: Registered[], data: ResultsFile, opts: { re
         await opts.reload().catch(() => undefined);
         await new Promise(() => undefined);
       }
-      await withTimeout(t.fn, t.timeoutMs, t.name);
+      await runTestBody(t.fn, t.timeoutMs, t.name, opts.log);
       result = { name: t.name, ok: true, ms: Date.now() - start };
     } catch (err) {
       data.pendingReload = undefined;
@@ -186,7 +218,7 @@ export function registerWithMocha(
     this.timeout(DEFAULT_TIMEOUT_MS * 2);
     if (setup && g.suiteSetup) g.suiteSetup(setup);
     // Mocha cannot follow a window reload: those tests are left out there.
-    for (const t of registered) if (!t.afterReload) g.test(t.name, () => withTimeout(t.fn, t.timeoutMs, t.name));
+    for (const t of registered) if (!t.afterReload) g.test(t.name, () => runTestBody(t.fn, t.timeoutMs, t.name, (l) => console.log(l)));
     g.suiteTeardown(() => runCleanups());
   });
 }

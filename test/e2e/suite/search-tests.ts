@@ -26,6 +26,8 @@ interface FindResult {
   notShown: number;
   cancelled: boolean;
   failure?: string;
+  /** Set when the host did not confirm the end of the search process (cancel grace over, connection lost). */
+  incomplete?: string;
   rows: { uri: string; line: number; column: number; text: string }[];
 }
 
@@ -146,11 +148,20 @@ export function registerSearchTests(): void {
       const r = (await done) as FindResult;
       assert(r.cancelled, `the result says cancelled (${r.summary})`);
       assert(/cancelled/.test(r.summary), `the summary says so (${r.summary})`);
-      await waitFor(`the search process ${pid} gone from the host`, () => !alive(pid), 10_000);
+      if (!r.incomplete) {
+        // The search returned after the host reported its process's exit (the engine reports it
+        // once the child is reaped): it is gone now, not some time later.
+        assert(!alive(pid), `the search said its process ended, yet ${pid} still runs`);
+      } else {
+        // Under heavy load the host may not confirm within the cancel grace (3 s); the result then
+        // says so, and the process must still end — given a deadline long enough for a starved machine.
+        assert(/did not confirm/.test(r.incomplete), `an unconfirmed cancel says why (${r.incomplete})`);
+        await waitFor(`the search process ${pid} gone from the host`, () => !alive(pid), 60_000, 100);
+      }
     } finally {
       process.env.PATH = oldPath;
     }
-  }, 90_000);
+  }, 150_000);
 
   test('remote search: the view says VS Code search does not cover exec-server folders; a non-remote folder is refused with a message', async () => {
     await vscode.commands.executeCommand('execServer.clearSearchResults');
