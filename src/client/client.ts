@@ -259,11 +259,7 @@ export class ExecServerClient implements ExecClient {
       if (this.processes.get(processId) === handle) this.processes.delete(processId);
       throw e;
     }
-    handle.closed.then(() => {
-      if (this.processes.get(processId) === handle) this.processes.delete(processId);
-    });
-    handle.release();
-    return handle;
+    return this.released(handle);
   }
 
   /**
@@ -294,8 +290,13 @@ export class ExecServerClient implements ExecClient {
       if (this.processes.get(processId) === handle) this.processes.delete(processId);
       throw e;
     }
+    return this.released(handle);
+  }
+
+  /** A started or adopted process from here on: forgotten when it closes, its held events released. */
+  private released(handle: ClientProcess): ClientProcess {
     handle.closed.then(() => {
-      if (this.processes.get(processId) === handle) this.processes.delete(processId);
+      if (this.processes.get(handle.processId) === handle) this.processes.delete(handle.processId);
     });
     handle.release();
     return handle;

@@ -21,7 +21,7 @@ import type { FsDirectoryEntry, FsMetadata } from '../../protocol/types';
 import type { Confinement } from '../sandbox/fs-guard';
 import { fsError } from '../os-errors';
 import { pathToUri } from '../paths';
-import { MAX_READ_FILE_BYTES } from './fs-methods';
+import { MAX_READ_FILE_BYTES, metadataOf } from './fs-methods';
 
 const fsp = fs.promises;
 type FileHandle = fs.promises.FileHandle;
@@ -149,14 +149,7 @@ export function getMetadata(p: string, conf: Confinement): Promise<FsMetadata> {
           fs.closeSync(fd);
         }
       }
-      return {
-        isDirectory: st.isDirectory(),
-        isFile: st.isFile(),
-        isSymlink: lst.isSymbolicLink(),
-        size: st.size,
-        createdAtMs: Math.floor(st.birthtimeMs || 0),
-        modifiedAtMs: Math.floor(st.mtimeMs),
-      };
+      return metadataOf(lst, st);
     }),
   );
 }
