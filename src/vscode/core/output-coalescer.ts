@@ -42,7 +42,7 @@ export const RENDERER_REPLY = '\x1b[0n';
 export interface RendererPacing {
   /** Stop writing above this many unconfirmed characters (default 100 000). */
   highChars?: number;
-  /** Resume at or below this many (default 5 000). */
+  /** Resume at or below this many (default 5 000; TERMINAL_PACING resumes at 50 000). */
   lowChars?: number;
   /**
    * No answer for this long while writes wait for one (default 2 000 ms): count them as
@@ -53,18 +53,19 @@ export interface RendererPacing {
 }
 
 /**
- * What Exec Server terminals use: pace to the renderer (VS Code's watermarks), in writes of at
- * most 16 Ki characters every 2 ms (xterm.js parses a write as a whole before it looks at its
- * 12 ms time slice, and VS Code joins the writes of 5 ms into one message, so small writes keep
- * its tasks short). Measured with bench:workbench (5 rounds × 6 palette opens, load 9–13),
- * palette latency during a flood as a multiple of the built-in's, Local / remote: 0.57×
- * [0.42–0.92] / 0.82× [0.60–1.22], Ctrl+C → prompt 238 / 239 ms vs the built-in's 316 ms, `seq
- * 1 500000` on screen 3.25 / 3.06 s vs 3.33 s. Writes every 5 ms: 0.50–0.73× / 0.62–1.04× in two
- * runs, but `seq` slower than the built-in in one (the interval, not the renderer, limited it:
- * ~2.5 M characters/s with an instant renderer vs ~4.5 M every 2 ms); 32 Ki every 5 ms 1.07× /
- * 0.84× and `seq` slower; 16 Ki every 1 ms 1.22× / 0.96× (VS Code's 5 ms messages get larger).
+ * What Exec Server terminals use: pace to the renderer, in writes of at most 16 Ki characters
+ * every 2 ms (xterm.js parses a write as a whole before it looks at its 12 ms time slice, and VS
+ * Code joins the writes of 5 ms into one message, so small writes keep its tasks short). Writing
+ * stops above 100 000 unconfirmed characters, like VS Code's own terminal, but resumes at 50 000
+ * (VS Code: 5 000): with a stand-in renderer parsing 2.5 M characters/s, `seq 1 500000` ran at
+ * 64–74 % of the renderer's pace with 5 000 and 78–79 % with 50 000 (the renderer still has work
+ * while the answer travels back); in the real workbench, calm machine (load 1–5): `seq` on screen
+ * 0.98× / 1.01× the built-in's time (Local / remote) with 50 000 vs 1.03× / 1.10× with 5 000,
+ * palette latency during a flood 1.14× / 1.13× vs 1.12× / 1.03× (within the run's noise).
+ * Time pacing alone handed the renderer more than it parsed (see DEFAULT_FLUSH_INTERVAL_MS), and
+ * every 5 ms the interval itself capped `seq` at ~2.5 M characters/s. Numbers: docs/performance.md.
  */
-export const TERMINAL_PACING: Readonly<CoalescerOptions> = { renderer: {}, maxCharsPerFlush: 16 * 1024, intervalMs: 2 };
+export const TERMINAL_PACING: Readonly<CoalescerOptions> = { renderer: { lowChars: 50_000 }, maxCharsPerFlush: 16 * 1024, intervalMs: 2 };
 
 /** Time source and timer of the pacing (tests pass a manual clock; default Date.now / setTimeout). */
 export interface CoalescerClock {
