@@ -188,14 +188,42 @@ export class TerminalService implements vscode.Disposable {
     return terminal;
   }
 
-  /** The pseudoterminal of a shell, for the contributed terminal profile. */
+  /**
+   * The pseudoterminal of a shell, for the contributed terminal profile. VS Code creates its
+   * terminal, and shows it once it opens (see showWhenOpened).
+   */
   async profilePty(environment: string): Promise<{ name: string; pty: ExecTerminal }> {
     const client = await this.deps.getClient(environment);
     const info = infoOnce(client);
     const argv = [await this.shellPath(client, info)];
     const cwd = await this.defaultCwd(environment, client, info);
     const name = `${path.basename(argv[0])} (${environment})`;
-    return { name, pty: this.shellPty(environment, async () => client, name, 'terminal', { argv, cwd, env: TERMINAL_ENV, envPolicy: ENV_POLICY, tty: true }) };
+    const pty = this.shellPty(environment, async () => client, name, 'terminal', { argv, cwd, env: TERMINAL_ENV, envPolicy: ENV_POLICY, tty: true });
+    this.showWhenOpened(pty);
+    return { name, pty };
+  }
+
+  /**
+   * A profile's terminal is created by the workbench after provideTerminalProfile returns, but
+   * the workbench then activates the LAST terminal it already knows (TerminalService
+   * createContributedTerminalProfile: setActiveInstanceByIndex(length - 1)) before the extension
+   * host's $createTerminal for ours has finished: another terminal was shown and focused, ours
+   * stayed in the background. Show and focus ours when it opens;
+   * it is also tracked like our other shells (a window reload detaches it).
+   */
+  private showWhenOpened(pty: ExecTerminal): void {
+    const done = () => {
+      clearTimeout(timer);
+      sub.dispose();
+    };
+    const sub = vscode.window.onDidOpenTerminal((t) => {
+      if ((t.creationOptions as vscode.ExtensionTerminalOptions).pty !== pty) return;
+      done();
+      this.ptyOf.set(t, pty);
+      t.show(false);
+    });
+    // The workbench may drop the profile (its own error): stop listening after a while.
+    const timer = setTimeout(done, 120_000);
   }
 
   /** Run Command: a pipe process with its output in a terminal; resolves with the exit code. */

@@ -106,6 +106,12 @@ export async function uiOnOtherWindow(req: UiRequest): Promise<{ ok: boolean; er
   return send({ ...req, page: 'other' });
 }
 
+/** Presses keys on the harness's window, wherever its focus is (a terminal, the editor); one character or key name each. */
+export async function uiKeys(press: string[], settleMs?: number): Promise<void> {
+  const r = await send({ op: 'keys', press, settleMs });
+  if (!r.ok) throw new Error(`ui keys: ${r.error}`);
+}
+
 /** Saves the workbench as it looks now to test-results/ux-<name>.png (pictures for the README). */
 export async function uiScreenshot(name: string): Promise<void> {
   const r = await send({ op: 'screenshot', name });

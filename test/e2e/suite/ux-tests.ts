@@ -3,9 +3,11 @@
 import { registerUxAddEnvironmentTests } from './ux-add-environment-tests';
 import { registerUxFirstContactTests } from './ux-first-contact-tests';
 import { registerUxOpenFolderTests } from './ux-open-folder-tests';
+import { registerUxTerminalProfileTests } from './ux-terminal-profile-tests';
 
 export function registerUxTests(): void {
   registerUxFirstContactTests();
+  registerUxTerminalProfileTests();
   registerUxAddEnvironmentTests();
   registerUxOpenFolderTests();
 }
