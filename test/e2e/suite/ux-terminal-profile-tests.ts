@@ -77,12 +77,14 @@ export function registerUxTerminalProfileTests(): void {
     await assertShownAndWorking(t, 'terminal-profile');
   }, 90_000);
 
-  test('ux terminal profile: "Create New Terminal (With Profile)" → Exec Server → environment: the chosen terminal is shown and works', async () => {
+  test('ux terminal profile: panel closed, "Create New Terminal (With Profile)" → Exec Server → environment: the chosen terminal is shown and works', async () => {
     await domRendererForTest();
     // A second environment (never connected: Local is picked) makes the provider ask.
     const list = vscode.workspace.getConfiguration('execServer').inspect<unknown[]>('environments')?.globalValue ?? [];
     await setSettingForTest('environments', [...list, { name: uniqueName('ux-profile-env'), url: 'ws://127.0.0.1:9' }]);
     await otherTerminal();
+    // From the editor, with the panel closed: the profile's terminal must bring the panel back.
+    await vscode.commands.executeCommand('workbench.action.closePanel');
     const before = new Set(vscode.window.terminals);
     await uiKeys(['F1'], 600);
     await quickInput({ fill: '>Terminal: Create New Terminal (With Profile)', settleMs: 800 });
