@@ -8,6 +8,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { OutputCoalescer, RENDERER_PROBE, RENDERER_REPLY, type CoalescerClock } from '../../src/vscode/core/output-coalescer';
+import { VtState } from '../../src/vscode/core/vt-state';
 
 /** A clock that moves only when told to, running the timers that are due in order. */
 class ManualClock implements CoalescerClock {
@@ -232,4 +233,56 @@ test('renderer pacing: a terminal that answered but falls silent is written to a
   for (let i = 0; i < 100 && p.c.pendingChars > 0; i++) clock.advance(500);
   assert.equal(p.shown(), 'z'.repeat(1000));
   assert.equal(p.acked(), 1000);
+});
+
+// A probe dropped inside a child's escape sequence would abort it (the rest printed as text):
+// writes are cut at arbitrary places, so the probe goes out only where the parser is at ground.
+test('renderer pacing: no probe lands inside an escape sequence cut by a write slice; bytes still confirmed once', () => {
+  const clock = new ManualClock();
+  const p = rendererPaced(clock, { highChars: 1_000_000, lowChars: 20, replyTimeoutMs: 500 });
+  // Colours, a title (OSC … BEL), a hyperlink (OSC … ST), a DCS string, an 8-bit CSI: every 30-character slice cuts some of them.
+  const unit = '\x1b[1;31mred\x1b[0m \x1b]0;a title here\x07\x1b]8;;https://example.com/x\x1b\\link\x1b]8;;\x1b\\ \x1bP1$r0m\x1b\\ \u009b32mgreen\u009b0m\r\n';
+  const input = unit.repeat(40);
+  p.c.push(Buffer.from(input));
+  for (let i = 0; i < 200; i++) {
+    clock.advance(2);
+    p.c.takeRendererReplies(RENDERER_REPLY.repeat(10)); // answer whatever is outstanding
+  }
+  assert.equal(p.shown(), input, 'all text, in order, without probes');
+  assert.ok(p.writes.length > 40, 'the input went out in many slices');
+  assert.ok(p.probes() > 0, 'probes still went out');
+  // Every probe sits where the text before it leaves a terminal parser at ground.
+  const vt = new VtState();
+  for (const w of p.writes) {
+    const text = w.endsWith(RENDERER_PROBE) ? w.slice(0, -RENDERER_PROBE.length) : w;
+    vt.feed(text);
+    if (w.endsWith(RENDERER_PROBE)) assert.ok(vt.ground, `probe after ${JSON.stringify(text.slice(-12))}, inside a sequence`);
+  }
+  assert.equal(p.acked(), Buffer.byteLength(input), 'every byte confirmed exactly once');
+  assert.equal(p.c.unconfirmedChars, 0);
+});
+
+test('vt state: ground only outside ESC, CSI, OSC (BEL or ST), DCS/APC (ST only), 8-bit CSI; CAN cancels', () => {
+  const at = (...parts: string[]) => {
+    const vt = new VtState();
+    for (const part of parts) vt.feed(part);
+    return vt.ground;
+  };
+  assert.equal(at('plain text'), true);
+  assert.equal(at('\x1b'), false);
+  assert.equal(at('\x1b[1;3'), false);
+  assert.equal(at('\x1b[1;3', '1m'), true);
+  assert.equal(at('\x1b]0;title'), false);
+  assert.equal(at('\x1b]0;title\x07'), true);
+  assert.equal(at('\x1b]8;;u\x1b'), false);
+  assert.equal(at('\x1b]8;;u\x1b', '\\'), true);
+  assert.equal(at('\x1bPq#0\x07more'), false, 'BEL does not end a DCS');
+  assert.equal(at('\x1bPq#0\x1b\\'), true);
+  assert.equal(at('\x1b_apc\x1b\\'), true);
+  assert.equal(at('\x1b(B'), true, 'ESC with an intermediate and a final');
+  assert.equal(at('\x1b('), false);
+  assert.equal(at('\u009b3'), false);
+  assert.equal(at('\u009b31m'), true);
+  assert.equal(at('\x1b[31', '\x18'), true, 'CAN cancels');
+  assert.equal(at('\x1b]0;t\x1b[2J'), true, 'ESC inside OSC starts a new sequence');
 });

@@ -17,6 +17,8 @@
 // built-in terminal's does (nothing piles up in the renderer; Ctrl+C shows its prompt soon), and
 // writes also stop while more than a watermark is unconfirmed.
 
+import { VtState } from './vt-state';
+
 /**
  * Default time pacing (without `renderer`): at most 64 Ki characters every 10 ms. Exec Server
  * terminals use TERMINAL_PACING instead. Time pacing alone, measured with `npm run
@@ -134,6 +136,10 @@ export class OutputCoalescer {
   private rendererAnswers = true;
   /** Characters and input bytes of each write whose probe has not been answered yet, oldest first. */
   private probes: { chars: number; bytes: number }[] = [];
+  /** Written since the last probe, without one yet (the text ended inside an escape sequence). */
+  private held = { chars: 0, bytes: 0 };
+  /** The terminal parser's state after everything written (probes go out only at ground). */
+  private readonly vt = new VtState();
   private unconfirmed = 0;
   /** Stopped above the high watermark, until replies bring `unconfirmed` to the low one. */
   private waitingForRenderer = false;
@@ -253,7 +259,7 @@ export class OutputCoalescer {
   /** Counts every write still waiting for its answer as confirmed (reports its bytes). */
   private releaseProbes(): void {
     let bytes = 0;
-    for (const p of this.probes) {
+    for (const p of [...this.probes, this.held]) {
       bytes += p.bytes;
       p.bytes = 0;
       p.chars = 0;
@@ -350,18 +356,28 @@ export class OutputCoalescer {
       this.lastWriteAt = now;
       if (this.rate !== Infinity) this.budget -= text.length;
       if (this.renderer) {
+        // A probe goes out only where the text leaves the parser at ground: dropped inside a
+        // child's escape sequence cut by a read or a slice, it would break that sequence. A
+        // write ending inside one is confirmed by the next write's probe.
+        this.vt.feed(text);
+        const probe = this.vt.ground;
         if (this.rendererAnswers) {
-          this.probes.push({ chars: text.length, bytes });
+          this.held.chars += text.length;
+          this.held.bytes += bytes;
           bytes = 0; // reported when the renderer answers
           this.unconfirmed += text.length;
+          if (probe) {
+            this.probes.push(this.held);
+            this.held = { chars: 0, bytes: 0 };
+          }
           this.startReplyTimer();
           if (this.unconfirmed > this.renderer.highChars) this.waitingForRenderer = true;
-        } else {
+        } else if (probe) {
           // Not answering: a probe still goes out (its answer resumes the pacing), the write counts as confirmed.
           this.probes.push({ chars: 0, bytes: 0 });
           if (this.probes.length > 1000) this.probes.shift();
         }
-        this.write(text + RENDERER_PROBE);
+        this.write(probe ? text + RENDERER_PROBE : text);
       } else this.write(text);
     }
     if (bytes > 0) this.options.onFlushed?.(bytes);
