@@ -88,7 +88,12 @@ export function registerUxTerminalProfileTests(): void {
     const before = new Set(vscode.window.terminals);
     await uiKeys(['F1'], 600);
     await quickInput({ fill: '>Terminal: Create New Terminal (With Profile)', settleMs: 800 });
-    await quickInput({ waitItem: 'Create New Terminal (With Profile)', pick: 'Create New Terminal (With Profile)', settleMs: 800 });
+    const next = await quickInput({ waitItem: 'Create New Terminal (With Profile)', pick: 'Create New Terminal (With Profile)', settleMs: 800 });
+    // In a multi-root window (earlier tests add folders) VS Code first asks for the working
+    // directory, then for the profile: take the first folder.
+    if (/working directory/i.test(next.placeholder ?? '') && next.items?.length) {
+      await quickInput({ waitItem: next.items[0], pick: next.items[0], settleMs: 800 });
+    }
     await quickInput({ waitItem: 'Exec Server', pick: 'Exec Server' });
     await pickLocalIfAsked();
     const t = await openedByProfile(before);
