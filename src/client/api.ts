@@ -76,6 +76,13 @@ export interface ProcessHandle {
   readonly outputWindow?: number;
   /** With manualAck: `bytes` more output bytes were consumed (the window reopens). No-op otherwise. */
   acknowledge?(bytes: number): void;
+  /**
+   * For a process without flow control (outputWindow 0: the server cannot pause it): while
+   * held, the client stops reading its connection, so the server's socket fills and it stops
+   * sending (memory stays bounded here; every byte still arrives once released). Released
+   * automatically when the process closes. Holds the whole connection: release promptly.
+   */
+  holdIncoming?(held: boolean): void;
 }
 
 export interface FileChange {

@@ -297,6 +297,7 @@ export class ExecServerClient implements ExecClient {
   private released(handle: ClientProcess): ClientProcess {
     handle.closed.then(() => {
       if (this.processes.get(handle.processId) === handle) this.processes.delete(handle.processId);
+      this.processOps.holdIncoming!(handle.processId, false);
     });
     handle.release();
     return handle;
@@ -325,6 +326,14 @@ export class ExecServerClient implements ExecClient {
 
   // ---------------------------------------------------------------- internals
 
+  /** Processes whose consumers hold the connection's inbound data (see ProcessHandle.holdIncoming). */
+  private readonly incomingHolds = new Set<string>();
+  private applyIncomingHold(): void {
+    const held = this.incomingHolds.size > 0;
+    this.log('debug', held ? 'holding inbound data: a consumer without flow control is behind' : 'reading inbound data again');
+    this.channel?.pauseIncoming?.(held);
+  }
+
   private readonly processOps: ProcessOps = {
     write: async (processId, data) => {
       const writeId = `${++this.writeCounter}-${randomUUID().slice(0, 8)}`;
@@ -338,6 +347,12 @@ export class ExecServerClient implements ExecClient {
       await this.request('process/signal', { processId, signal: 'interrupt' });
     },
     terminate: async (processId) => (await this.request('process/terminate', { processId })).running,
+    holdIncoming: (processId, held) => {
+      const before = this.incomingHolds.size > 0;
+      if (held) this.incomingHolds.add(processId);
+      else this.incomingHolds.delete(processId);
+      if (before !== this.incomingHolds.size > 0) this.applyIncomingHold();
+    },
     ack: (processId, consumedBytes) => {
       // Fire and forget: acks are cumulative, so a lost one is covered by the next.
       this.request('process/ack', { processId, consumedBytes }).catch((e) => this.log('debug', `process/ack ${processId}: ${(e as Error).message}`));
@@ -431,6 +446,7 @@ export class ExecServerClient implements ExecClient {
     this.extensions = Array.isArray(result.extensions) ? new Set(result.extensions) : undefined;
     for (const s of this.channelSubs) s.dispose();
     this.channel = ch;
+    if (this.incomingHolds.size > 0) ch.pauseIncoming?.(true); // a hold outlives a reconnect
     subs.push(ch.onClose((info) => this.handleChannelClose(ch, info)));
     this.channelSubs = subs;
     if (ch.closed) this.handleChannelClose(ch, { reason: 'closed during initialize', local: false });

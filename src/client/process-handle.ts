@@ -18,6 +18,8 @@ export interface ProcessOps {
   terminate(processId: string): Promise<boolean>;
   /** process/ack: `consumedBytes` of output consumed in total (fire and forget). */
   ack?(processId: string, consumedBytes: number): void;
+  /** This process's consumer is behind and the server does not pause the process for it: hold the connection's inbound data. */
+  holdIncoming?(processId: string, held: boolean): void;
 }
 
 /** Flow-control settings of one process (see StartProcessOptions). */
@@ -77,6 +79,10 @@ export class ClientProcess implements ProcessHandle {
   /** Set by the client once it knows whether the server enforces a window for this process. */
   setFlow(flow: FlowOptions): void {
     this.flow = flow;
+  }
+
+  holdIncoming(held: boolean): void {
+    this.ops.holdIncoming?.(this.processId, held && !this.closeSeen);
   }
 
   acknowledge(bytes: number): void {

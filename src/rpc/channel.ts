@@ -22,6 +22,8 @@ export interface ClientChannel {
   abort?(): void;
   /** Largest inbound message the link accepts (bytes); undefined when unlimited (in-process). */
   readonly maxMessageBytes?: number;
+  /** Stop/resume reading inbound messages (see MessageTransport.pauseIncoming); absent in-process. */
+  pauseIncoming?(paused: boolean): void;
 }
 
 export class RpcChannel implements ClientChannel {
@@ -52,6 +54,9 @@ export class RpcChannel implements ClientChannel {
   }
   close(reason?: string): void {
     this.rpc.close(reason);
+  }
+  pauseIncoming(paused: boolean): void {
+    this.transport.pauseIncoming?.(paused);
   }
   abort(): void {
     if (this.abortHook) this.abortHook();

@@ -25,6 +25,12 @@ export interface MessageTransport extends Disposable {
    * Producers may pause when this grows (ws-style backpressure).
    */
   readonly bufferedAmount?: number;
+  /**
+   * Optional: stop (true) or resume (false) reading inbound data — backpressure towards a peer
+   * that keeps sending (e.g. process output from a server without flow control) while the
+   * consumer cannot keep up. Liveness checks must not count the pause as a dead peer.
+   */
+  pauseIncoming?(paused: boolean): void;
   /** Optional: fires when a previously full send buffer drained. */
   readonly onDrain?: Event<void>;
   /**

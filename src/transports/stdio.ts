@@ -52,6 +52,11 @@ export class StdioTransport extends MessageTransportBase implements MessageTrans
     return this.maxLineBytes;
   }
 
+  pauseIncoming(paused: boolean): void {
+    if (paused) this.input.pause();
+    else this.input.resume();
+  }
+
   /** Bytes queued in the writable and not yet flushed to the OS. */
   get bufferedAmount(): number {
     return this.output.writableLength ?? 0;

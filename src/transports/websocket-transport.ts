@@ -49,11 +49,24 @@ export class WebSocketTransport extends MessageTransportBase implements MessageT
   }
 
   private keepaliveTimer: ReturnType<typeof setInterval> | undefined;
+  private incomingPaused = false;
+
+  pauseIncoming(paused: boolean): void {
+    if (paused === this.incomingPaused || this.isClosed) return;
+    this.incomingPaused = paused;
+    if (paused) this.socket.pause();
+    else this.socket.resume();
+  }
   private startKeepalive(ms: number): void {
     let answered = true;
     this.socket.on('pong', () => (answered = true));
     this.keepaliveTimer = setInterval(() => {
       if (this.isClosed) return;
+      // Paused on purpose: the pong sits unread behind the held data, the peer is not dead.
+      if (this.incomingPaused) {
+        answered = true;
+        return;
+      }
       if (!answered) {
         this.socket.terminate();
         this.finish(`no pong from the peer within ${ms} ms`, false);

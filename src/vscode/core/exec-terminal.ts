@@ -103,6 +103,8 @@ export class ExecTerminal implements Disposable {
   private detached = false;
   private closeTimer: ReturnType<typeof setTimeout> | undefined;
   private resolveResult!: (r: ExecTerminalResult) => void;
+  /** The connection's inbound data is held for this terminal (see holdIncoming). */
+  private holding = false;
   /** Settles when the process is over and all its output was written to the terminal. */
   readonly result: Promise<ExecTerminalResult>;
 
@@ -110,9 +112,10 @@ export class ExecTerminal implements Disposable {
     this.result = new Promise((r) => (this.resolveResult = r));
     const transform = options.mode === 'pipe' ? lfToCrlf : undefined;
     const onFlushed = (bytes: number) => this.flushed(bytes);
-    this.coalescer = new OutputCoalescer((t) => this.writeEmitter.fire(t), { transform, ...options.coalescer, onFlushed }, (congested) =>
-      options.log?.(congested ? 'terminal output is arriving faster than the terminal draws it; buffering' : 'terminal output caught up'),
-    );
+    this.coalescer = new OutputCoalescer((t) => this.writeEmitter.fire(t), { transform, ...options.coalescer, onFlushed }, (congested) => {
+      options.log?.(congested ? 'terminal output is arriving faster than the terminal draws it; buffering' : 'terminal output caught up');
+      this.holdIncoming(congested);
+    });
   }
 
   get processHandle(): ProcessHandle | undefined {
@@ -140,12 +143,27 @@ export class ExecTerminal implements Disposable {
     );
   }
 
+  /**
+   * A process the server cannot pause for us (no flow control: the reference server, old
+   * servers) floods faster than the terminal draws: hold the connection's inbound data until the
+   * queue is back below half its high water, so the extension host's memory stays bounded and
+   * the server's socket pushes back instead. Flow-controlled processes never need it.
+   */
+  private holdIncoming(held: boolean): void {
+    const h = this.handle;
+    if (held === this.holding || !h?.holdIncoming) return;
+    if (held && (h.outputWindow ?? 0) > 0) return;
+    this.holding = held;
+    h.holdIncoming(held);
+  }
+
   /** Enter after a lost process: the same command again, in this terminal. */
   private restart(): void {
     const again = this.options.restart;
     if (!again || this.restarting || this.terminalClosed) return;
     this.restarting = true;
     this.offeringRestart = false;
+    this.holdIncoming(false);
     for (const s of this.subs) s.dispose();
     this.subs = [];
     this.handle = undefined;
@@ -164,6 +182,7 @@ export class ExecTerminal implements Disposable {
   close(): void {
     this.terminalClosed = true;
     this.closedByUser = true;
+    this.holdIncoming(false);
     this.coalescer.dispose();
     const delay = this.options.terminateDelayMs ?? 0;
     if (delay > 0 && !this.detached) this.closeTimer = setTimeout(() => this.closeNow(), delay);
@@ -235,6 +254,7 @@ export class ExecTerminal implements Disposable {
   }
 
   dispose(): void {
+    this.holdIncoming(false);
     this.coalescer.dispose();
     for (const s of this.subs) s.dispose();
     this.writeEmitter.dispose();
