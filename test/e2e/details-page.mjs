@@ -116,14 +116,21 @@ async function main() {
   log(`all ${expected.length} README images shown on the Details page (test-results/details-page.png)`);
 }
 
+async function cleanup() {
+  await browser?.close().catch(() => {});
+  if (codeServer?.pid) await killTree(codeServer.pid);
+  server?.close();
+  rmSync(tmp, { recursive: true, force: true });
+}
+
+// Interrupted (Ctrl-C, a timeout's SIGTERM): the code-server it started must not outlive it.
+for (const sig of ['SIGINT', 'SIGTERM']) process.once(sig, () => void cleanup().finally(() => process.exit(1)));
+
 try {
   await main();
 } catch (e) {
   console.error(`[details-page] FAILED: ${e instanceof Error ? e.message : e}`);
   process.exitCode = 1;
 } finally {
-  await browser?.close().catch(() => {});
-  if (codeServer?.pid) await killTree(codeServer.pid);
-  server?.close();
-  rmSync(tmp, { recursive: true, force: true });
+  await cleanup();
 }
