@@ -12,11 +12,12 @@ export type CommandHandler<K extends CommandId> = (args: Args, raw: unknown) => 
 
 /**
  * Invoked by the user (palette, menu, view, walkthrough link) rather than by code: no args,
- * or a tree node. Such calls report their errors once themselves and resolve with undefined;
- * VS Code would otherwise add its own "Error running command" toast to ours.
+ * a tree node, or a URI (an Explorer context menu). Such calls report their errors once
+ * themselves and resolve with undefined; VS Code would otherwise add its own "Error running
+ * command" toast to ours.
  */
 function interactive(raw: unknown): boolean {
-  return raw === undefined || raw === null || (typeof raw === 'object' && !(raw instanceof vscode.Uri) && typeof (raw as { type?: unknown }).type === 'string');
+  return raw === undefined || raw === null || raw instanceof vscode.Uri || (typeof raw === 'object' && typeof (raw as { type?: unknown }).type === 'string');
 }
 
 function asArgs(a: unknown): Args {

@@ -12,7 +12,6 @@ import * as vscode from 'vscode';
 import type { CommandDeps } from './command-deps';
 import { str, strArray, type Args } from './command-registry';
 import { SEARCH_RESULTS_VIEW, type CommandResult } from './command-ids';
-import { wasReported } from './environments';
 import { excludedNamesFromSettings, validateQuery, type SearchQuery } from './core/search-argv';
 import { listFiles } from './core/search-files';
 import { visiblePath } from './core/search-parse';
@@ -94,43 +93,28 @@ export function registerSearchCommands(d: CommandDeps): void {
     if (pick === open) await vscode.commands.executeCommand('execServer.openRemoteFolder');
   }
 
-  /** Errors of a command invoked from a menu with a URI are shown here (the registry only does so for argument-less calls). */
-  const reportIfUri = async <T>(raw: unknown, f: () => Promise<T>): Promise<T | undefined> => {
-    try {
-      return await f();
-    } catch (e) {
-      if (!(raw instanceof vscode.Uri)) throw e;
-      const msg = e instanceof Error ? e.message : String(e);
-      d.log.error(msg);
-      if (!wasReported(e)) void vscode.window.showErrorMessage(msg.startsWith('Exec Server:') ? msg : `Exec Server: ${msg}`);
+  d.register('execServer.findInFiles', async (args, raw) => {
+    const folders = targetFolders(args, raw);
+    if (folders.length === 0) {
+      if (args) throw new Error(`Exec Server: no exec-server folder to search. ${NOT_COVERED}`);
+      await explainNoFolder();
       return undefined;
     }
-  };
-
-  d.register('execServer.findInFiles', (args, raw) =>
-    reportIfUri(raw, async () => {
-      const folders = targetFolders(args, raw);
-      if (folders.length === 0) {
-        if (args) throw new Error(`Exec Server: no exec-server folder to search. ${NOT_COVERED}`);
-        await explainNoFolder();
-        return undefined;
-      }
-      const given = str(args, 'query');
-      const last = d.ctx.workspaceState.get<SearchQuery>(LAST_QUERY);
-      const query: SearchQuery | undefined = given
-        ? { pattern: given, isRegex: args?.isRegex === true, caseSensitive: args?.caseSensitive === true, wholeWord: args?.wholeWord === true, include: strArray(args, 'include') }
-        : await askQuery(folders, { ...last, pattern: selectedText() ?? last?.pattern ?? '' });
-      if (!query) return undefined;
-      try {
-        validateQuery(query); // bad input: a clear error before anything starts
-      } catch (e) {
-        throw new Error(`Exec Server: ${e instanceof Error ? e.message : String(e)}`);
-      }
-      if (!given) await d.ctx.workspaceState.update(LAST_QUERY, { ...query, include: undefined });
-      const max = typeof args?.maxResults === 'number' && args.maxResults > 0 ? Math.floor(args.maxResults) : DEFAULT_MAX_RESULTS;
-      return runSearch(folders, query, max, !given);
-    }),
-  );
+    const given = str(args, 'query');
+    const last = d.ctx.workspaceState.get<SearchQuery>(LAST_QUERY);
+    const query: SearchQuery | undefined = given
+      ? { pattern: given, isRegex: args?.isRegex === true, caseSensitive: args?.caseSensitive === true, wholeWord: args?.wholeWord === true, include: strArray(args, 'include') }
+      : await askQuery(folders, { ...last, pattern: selectedText() ?? last?.pattern ?? '' });
+    if (!query) return undefined;
+    try {
+      validateQuery(query); // bad input: a clear error before anything starts
+    } catch (e) {
+      throw new Error(`Exec Server: ${e instanceof Error ? e.message : String(e)}`);
+    }
+    if (!given) await d.ctx.workspaceState.update(LAST_QUERY, { ...query, include: undefined });
+    const max = typeof args?.maxResults === 'number' && args.maxResults > 0 ? Math.floor(args.maxResults) : DEFAULT_MAX_RESULTS;
+    return runSearch(folders, query, max, !given);
+  });
 
   d.register('execServer.clearSearchResults', () => {
     running?.abort();
@@ -139,17 +123,15 @@ export function registerSearchCommands(d: CommandDeps): void {
     return true;
   });
 
-  d.register('execServer.goToFile', (args, raw) =>
-    reportIfUri(raw, async () => {
-      const folders = targetFolders(args, raw);
-      if (folders.length === 0) {
-        if (args) throw new Error(`Exec Server: no exec-server folder to list. ${NOT_COVERED}`);
-        await explainNoFolder();
-        return undefined;
-      }
-      return goToFile(folders, str(args, 'query') ?? '');
-    }),
-  );
+  d.register('execServer.goToFile', async (args, raw) => {
+    const folders = targetFolders(args, raw);
+    if (folders.length === 0) {
+      if (args) throw new Error(`Exec Server: no exec-server folder to list. ${NOT_COVERED}`);
+      await explainNoFolder();
+      return undefined;
+    }
+    return goToFile(folders, str(args, 'query') ?? '');
+  });
 
   function selectedText(): string | undefined {
     const e = vscode.window.activeTextEditor;
