@@ -3,22 +3,13 @@
 // (src/protocol, src/rpc) import no node: module (they must stay usable outside Node).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
+import { listTs } from '../support/files';
 
 const repo = process.env.EXEC_SERVER_REPO ?? path.resolve(__dirname, '../../..');
 const src = path.join(repo, 'src');
 const LAYERS = ['protocol', 'rpc', 'server', 'transports', 'client', 'vscode', 'telemetry'];
-
-function listTs(dir: string): string[] {
-  const out: string[] = [];
-  for (const name of readdirSync(dir)) {
-    const p = path.join(dir, name);
-    if (statSync(p).isDirectory()) out.push(...listTs(p));
-    else if (name.endsWith('.ts') && !name.endsWith('.d.ts')) out.push(p);
-  }
-  return out;
-}
 
 /** Module specifiers of static imports, `export ... from`, dynamic import() and require(). */
 export function importSpecifiers(source: string): string[] {

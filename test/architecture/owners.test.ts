@@ -5,8 +5,9 @@
 // spells out a Messages text inline instead of using the entry.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
+import { listTs } from '../support/files';
 import { Messages } from '../../src/protocol/errors';
 import * as Limits from '../../src/protocol/limits';
 
@@ -14,16 +15,6 @@ const repo = process.env.EXEC_SERVER_REPO ?? path.resolve(__dirname, '../../..')
 const src = path.join(repo, 'src');
 const LIMITS_FILE = path.join('src', 'protocol', 'limits.ts');
 const ERRORS_FILE = path.join('src', 'protocol', 'errors.ts');
-
-function listTs(dir: string): string[] {
-  const out: string[] = [];
-  for (const name of readdirSync(dir)) {
-    const p = path.join(dir, name);
-    if (statSync(p).isDirectory()) out.push(...listTs(p));
-    else if (name.endsWith('.ts') && !name.endsWith('.d.ts')) out.push(p);
-  }
-  return out;
-}
 
 /** Source without comments (a comment may mention a limit or quote a message). */
 function code(text: string): string {

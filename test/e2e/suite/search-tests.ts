@@ -4,7 +4,7 @@
 // text), a click on a row opens the file at the line and column; Go to File fills a quick pick
 // from fs/walk (no node_modules/.git), typing filters, Enter opens; the view says that VS
 // Code's own search does not cover exec-server folders.
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import * as vscode from 'vscode';
 import { answerApprovalIfShown } from './approval';
@@ -12,6 +12,7 @@ import { test } from './framework';
 import { RemoteServer } from './remote-server';
 import { quickInput, uiClick, uiScreenshot, uiTexts } from './ux-driver';
 import { assert, assertEqual, expectReject, freshDir, uniqueName, waitFor, waitForFile } from './util';
+import { isAlive } from '../../support/process';
 
 const VIEW = '[id="workbench.view.extension.execServer"]';
 const ROWS = `${VIEW} .monaco-list-row`;
@@ -29,16 +30,6 @@ interface FindResult {
   /** Set when the host did not confirm the end of the search process (cancel grace over, connection lost). */
   incomplete?: string;
   rows: { uri: string; line: number; column: number; text: string }[];
-}
-
-/** Running (not a zombie) according to /proc. */
-function alive(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return !/^[ZX]/.test(stat.slice(stat.lastIndexOf(')') + 2));
-  } catch {
-    return false;
-  }
 }
 
 /** A remote environment (the CLI on 127.0.0.1) with a folder added to this window; removed afterwards. */
@@ -142,7 +133,7 @@ export function registerSearchTests(): void {
       const folder = vscode.Uri.from({ scheme: SCHEME, authority: 'Local', path: dir }).toString();
       const done = Promise.resolve(vscode.commands.executeCommand('execServer.findInFiles', { query: token, folder }));
       const pid = Number((await waitForFile(pidFile, (t) => /^\d+\s*$/.test(t))).trim());
-      assert(alive(pid), `the search process ${pid} runs`);
+      assert(isAlive(pid), `the search process ${pid} runs`);
       const click = await answerApprovalIfShown('Cancel', { contains: token });
       assert(click.clicked, `Cancel clicked on the progress notification (${click.error ?? click.text})`);
       const r = (await done) as FindResult;
@@ -151,12 +142,12 @@ export function registerSearchTests(): void {
       if (!r.incomplete) {
         // The search returned after the host reported its process's exit (the engine reports it
         // once the child is reaped): it is gone now, not some time later.
-        assert(!alive(pid), `the search said its process ended, yet ${pid} still runs`);
+        assert(!isAlive(pid), `the search said its process ended, yet ${pid} still runs`);
       } else {
         // Under heavy load the host may not confirm within the cancel grace (3 s); the result then
         // says so, and the process must still end — given a deadline long enough for a starved machine.
         assert(/did not confirm/.test(r.incomplete), `an unconfirmed cancel says why (${r.incomplete})`);
-        await waitFor(`the search process ${pid} gone from the host`, () => !alive(pid), 60_000, 100);
+        await waitFor(`the search process ${pid} gone from the host`, () => !isAlive(pid), 60_000, 100);
       }
     } finally {
       process.env.PATH = oldPath;

@@ -1,11 +1,11 @@
 // Terminal and process tests, registered once per environment (Local and the remote CLI server).
 // Terminal output is read through files the typed commands write, so the tests do not depend on
 // how the Pseudoterminal renders; the input still goes through the real workbench terminal.
-import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import * as vscode from 'vscode';
 import { test } from './framework';
 import { assert, assertEqual, freshDir, productApi, sleep, waitFor, waitForFile } from './util';
+import { isAlive } from '../../support/process';
 
 const opened = new Set<vscode.Terminal>();
 
@@ -42,16 +42,6 @@ function closed(terminal: vscode.Terminal, timeoutMs: number): Promise<vscode.Te
       resolve(t);
     });
   });
-}
-
-/** Alive and not a zombie (an orphan may wait for a reaper that never comes in a container). */
-function isRunning(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
-  } catch {
-    return false;
-  }
 }
 
 function parseSize(text: string): { rows: number; cols: number } | undefined {
@@ -142,9 +132,9 @@ export function registerTerminalTests(label: string, env: () => string, serverPi
     terminal.sendText(`echo $$ > shell.txt; sh -c 'echo $$ > cmd.txt; exec sleep 300'`);
     const shell = Number(await waitForFile(path.join(dir, 'shell.txt'), (t) => t.endsWith('\n'), 30_000));
     const cmd = Number(await waitForFile(path.join(dir, 'cmd.txt'), (t) => t.endsWith('\n'), 30_000));
-    assert(isRunning(shell) && isRunning(cmd), 'shell and command run before the terminal is closed');
+    assert(isAlive(shell) && isAlive(cmd), 'shell and command run before the terminal is closed');
     terminal.dispose();
-    await waitFor('the shell and its command to end', () => !isRunning(shell) && !isRunning(cmd), 20_000);
+    await waitFor('the shell and its command to end', () => !isAlive(shell) && !isAlive(cmd), 20_000);
   });
 
   test(`${label}: a shell that exits with 7 closes the terminal with exit code 7`, async () => {
