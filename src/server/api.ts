@@ -41,6 +41,11 @@ export interface ServerConnection {
   notification(method: string, params: unknown): boolean;
   /** The transport ended: detach the session (processes keep running for the resume TTL). */
   close(): void;
+  /**
+   * In-process only: stops http/request `requestId` (its streamed body ends with an error
+   * delta and no more of it is read). Absent where the engine is not in this process.
+   */
+  cancelHttpRequest?(requestId: string): void;
 }
 
 export interface ServerOptions {

@@ -59,7 +59,8 @@ export class Connection implements ServerConnection, ConnectionContext {
   private initializedNotified = false;
   private closed = false;
   private inFlight = 0;
-  private readonly httpAborts = new Set<AbortController>();
+  /** Requests whose response (or streamed body) is still flowing, with their requestId. */
+  private readonly httpAborts = new Map<AbortController, string>();
   private readonly closeController = new AbortController();
   private readonly ordering = new KeyedOrder();
   readonly closedSignal = this.closeController.signal;
@@ -186,7 +187,7 @@ export class Connection implements ServerConnection, ConnectionContext {
 
   async http(input: HttpRequestInput, run: HttpRunner): Promise<HttpRequestResult> {
     const ac = new AbortController();
-    this.httpAborts.add(ac);
+    this.httpAborts.set(ac, input.requestId);
     const forget = () => this.httpAborts.delete(ac);
     let streaming = false;
     try {
@@ -197,6 +198,19 @@ export class Connection implements ServerConnection, ConnectionContext {
       // A streamed body keeps flowing after the result: its controller is forgotten when it ends
       // (and closing the connection still aborts it).
       if (!streaming) forget();
+    }
+  }
+
+  /**
+   * In-process only (the wire has no such method): stops http/request `requestId` — a body still
+   * streaming ends with a done delta carrying the abort error, and nothing more is read from
+   * the peer. The agent endpoint calls it when a body passed its bound.
+   */
+  cancelHttpRequest(requestId: string): void {
+    for (const [ac, id] of this.httpAborts) {
+      if (id !== requestId) continue;
+      ac.abort();
+      this.httpAborts.delete(ac);
     }
   }
 
@@ -234,7 +248,7 @@ export class Connection implements ServerConnection, ConnectionContext {
     this.handles.closeAll();
     this.watches.closeAll();
     this.missingWatches.closeAll();
-    for (const ac of this.httpAborts) ac.abort();
+    for (const ac of this.httpAborts.keys()) ac.abort();
     this.httpAborts.clear();
     this.server.connectionClosed(this);
     if (this.sessionRef) this.server.releaseSession(this, this.sessionRef, this.options.terminateOnClose === true);

@@ -234,6 +234,8 @@ export class GatedServerConnection implements ServerConnection {
       throw e;
     }
     if (streamed) return result;
+    // A declared length over the bound is refused before any of the body is read.
+    if (declaredLength(result.headers) > AGENT_LIMITS.maxHttpResponseBytes) this.overflow(requestId, c);
     const error = await finished;
     if (c.overflow) throw new RpcError(ErrorCodes.InvalidRequest, `http/request response body is larger than ${AGENT_LIMITS.maxHttpResponseBytes} bytes (use streamResponse)`);
     if (error !== null) throw new RpcError(ErrorCodes.InternalError, `http/request failed while reading the body: ${error}`);
@@ -246,23 +248,12 @@ export class GatedServerConnection implements ServerConnection {
       const n = params as HttpBodyDeltaNotification;
       const c = this.http.get(n.requestId);
       if (!c) return true;
-      const data = n.deltaBase64 ? Buffer.from(n.deltaBase64, 'base64') : Buffer.alloc(0);
       if (n.done) this.http.delete(n.requestId);
-      if (c.overflow) return false; // the rest of an oversized body is dropped
+      if (c.overflow) return false; // what was in flight when the body was stopped
+      const data = n.deltaBase64 ? Buffer.from(n.deltaBase64, 'base64') : Buffer.alloc(0);
       c.bytes += data.length;
       if (c.bytes > AGENT_LIMITS.maxHttpResponseBytes) {
-        c.overflow = true;
-        c.chunks = [];
-        c.done(null);
-        if (c.streamed) {
-          this.opts.sink.notify('http/request/bodyDelta', {
-            requestId: n.requestId,
-            seq: n.seq,
-            deltaBase64: '',
-            done: true,
-            error: `response body is larger than ${AGENT_LIMITS.maxHttpResponseBytes} bytes`,
-          });
-        }
+        this.overflow(n.requestId, c, n.seq);
         return false;
       }
       if (c.streamed) {
@@ -285,6 +276,28 @@ export class GatedServerConnection implements ServerConnection {
       this.missingReleases.delete(id);
     }
     return true;
+  }
+
+  /**
+   * A body passed the bound: the engine stops reading it (without that, the rest of an endless
+   * body would still stream through this process only to be dropped), what was collected is
+   * released, and a streaming client is told its body ended in error.
+   */
+  private overflow(requestId: string, c: HttpCollect, seq?: number): void {
+    if (c.overflow) return;
+    c.overflow = true;
+    c.chunks = [];
+    this.inner.cancelHttpRequest?.(requestId);
+    c.done(null);
+    if (c.streamed) {
+      this.opts.sink.notify('http/request/bodyDelta', {
+        requestId,
+        seq: seq ?? 1,
+        deltaBase64: '',
+        done: true,
+        error: `response body is larger than ${AGENT_LIMITS.maxHttpResponseBytes} bytes`,
+      });
+    }
   }
 
   notification(method: string, params: unknown): boolean {
@@ -311,4 +324,12 @@ function processIdOf(params: unknown): string | undefined {
   if (!params || typeof params !== 'object') return undefined;
   const id = (params as { processId?: unknown }).processId;
   return typeof id === 'string' ? id : typeof id === 'number' ? String(id) : undefined;
+}
+
+/** The response's Content-Length, or -1 when absent or not a number. */
+function declaredLength(headers: unknown): number {
+  if (!Array.isArray(headers)) return -1;
+  const h = headers.find((x: { name?: unknown }) => typeof x?.name === 'string' && x.name.toLowerCase() === 'content-length') as { value?: unknown } | undefined;
+  const n = Number(h?.value);
+  return Number.isFinite(n) ? n : -1;
 }

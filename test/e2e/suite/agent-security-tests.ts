@@ -667,6 +667,7 @@ export function registerAgentSecurityTests(): void {
     await setApprovalPolicyForTest(defaultApprovalPolicy());
     const BODY = 300 * 1024 * 1024;
     const chunk = Buffer.alloc(1024 * 1024, 0x61);
+    let flushed = 0; // what left the server's socket: the extension host read at most this
     const big = await recordingServer((req, res) => {
       res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': String(BODY) });
       let sent = 0;
@@ -677,6 +678,8 @@ export function registerAgentSecurityTests(): void {
         }
         res.end();
       };
+      const sock = res.socket!;
+      sock.on('close', () => (flushed = sock.bytesWritten));
       res.on('close', () => (sent = BODY));
       pump();
       req.resume();
@@ -692,10 +695,13 @@ export function registerAgentSecurityTests(): void {
       try {
         const req = c.settle('http/request', { method: 'GET', url: `http://127.0.0.1:${big.port}/${m}`, headers: [], requestId: m, redirectPolicy: 'stop', streamResponse: false, timeoutMs: 60_000 });
         const [seen, r] = await Promise.all([answerApprovalIfShown('Allow', { contains: m, giveUpMs: 15_000 }), req]);
-        await sleep(1000);
+        // The host must stop reading the body: the server sees its connection closed.
+        const closed = await waitFor('the server to see its connection closed', () => flushed > 0, 10_000, 50).then(() => true, () => false);
+        await sleep(1000); // a must-not-happen window: memory sampled while nothing more should arrive
         const grew = (peak - baseline) / 1024 / 1024;
         const f = new Findings();
         f.check(!r.ok && typeof r.error.code === 'number', `answered with a JSON-RPC error, not the body or a dropped connection (${outcome(r)}${c.closed ? `; socket closed ${c.closed.code}` : ''}; question ${seen.clicked ? 'allowed' : 'not shown'})`);
+        f.check(closed && flushed < 16 * 1024 * 1024, `the extension host stopped reading the body (server ${closed ? `sent ${(flushed / 1024 / 1024).toFixed(1)} MiB before its connection closed` : 'connection still open after 10 s'})`);
         f.check(grew < BODY / 1024 / 1024, `extension host memory grew by less than the body (${grew.toFixed(0)} MiB for a ${BODY / 1024 / 1024} MiB body)`);
         f.done();
       } finally {
