@@ -4,9 +4,10 @@
 // tests check that a query is never read as an option or by a shell.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import type { ExecClient, StartProcessOptions } from '../../src/client/api';
 import type { ExecServerClient } from '../../src/client/client';
 import { connectInProcess, connectWebSocket } from '../../src/client/connect';
 import { ExecServer } from '../../src/server/exec-server';
@@ -195,8 +196,8 @@ for (const tool of ['grep', 'rg'] as const) {
 
 describe('find in files: choosing the tool and bad input', () => {
   it('uses ripgrep when it runs on the host, grep otherwise', async () => {
-    assert.equal(await detectTool(client, fixture, rg), 'rg');
-    assert.equal(await detectTool(client, fixture, '/nonexistent/rg'), 'grep');
+    assert.equal(await detectTool(client, rg), 'rg');
+    assert.equal(await detectTool(client, '/nonexistent/rg'), 'grep');
     const o = await searchInFolder(client, fixture, { pattern: 'needle' }, { rgProgram: '/nonexistent/rg' });
     assert.equal(o.tool, 'grep');
     assert.equal(o.matches.length, 7);
@@ -244,6 +245,92 @@ describe('find in files: choosing the tool and bad input', () => {
     const g = grepArgv(q);
     assert.equal(g[g.indexOf('--pre=sh') - 1], '-e');
     assert.deepEqual(g.slice(-2), ['--', '.']);
+  });
+});
+
+describe('find in files: a tool choice that went stale on the host', () => {
+  /**
+   * A host of our CLI whose PATH is only `shims` (where `rg` is a script running the real
+   * ripgrep through `rg-target`, a symlink) and, unless `noGrep`, `tools` (grep). Removing the
+   * script is "rg uninstalled"; removing the symlink is "rg's wrapper finds no binary" (exit 127).
+   */
+  async function hostWithRgShim(t: import('node:test').TestContext, noGrep = false) {
+    const root = tempDir('search-stale-');
+    const shims = path.join(root, 'shims');
+    const tools = path.join(root, 'tools');
+    mkdirSync(shims);
+    mkdirSync(tools);
+    const target = path.join(root, 'rg-target');
+    symlinkSync(rg, target);
+    const shim = path.join(shims, 'rg');
+    writeFileSync(shim, `#!/bin/sh\nexec '${target}' "$@"\n`, { mode: 0o755 });
+    const grep = spawnSync('sh', ['-c', 'command -v grep'], { encoding: 'utf8' }).stdout.trim();
+    symlinkSync(grep, path.join(tools, 'grep'));
+    const srv = await startCli([], { t, env: { ...process.env, PATH: noGrep ? shims : `${shims}:${tools}` } });
+    const ws = await connectWebSocket(srv.url, { clientName: 'search-stale' });
+    t.after(() => ws.close());
+    // Every process the search starts, in order (argv[0] and, for probes, --version).
+    const starts: string[] = [];
+    const client = new Proxy(ws, {
+      get(target, key) {
+        const v = Reflect.get(target, key);
+        if (key === 'startProcess') {
+          return (o: StartProcessOptions) => {
+            starts.push(`${path.basename(o.argv[0])}${o.argv[1] === '--version' ? ' --version' : ''}`);
+            return target.startProcess(o);
+          };
+        }
+        return typeof v === 'function' ? v.bind(target) : v;
+      },
+    }) as ExecClient;
+    return { client, starts, shim, target };
+  }
+
+  it('rg removed from the host after it was chosen: the next search probes again and gives grep\'s rows, not "cannot run rg"', async (t) => {
+    const h = await hostWithRgShim(t);
+    const first = await searchInFolder(h.client, fixture, { pattern: 'needle' });
+    assert.equal(first.tool, 'rg');
+    assert.equal(first.matches.length, 7, summarize(first));
+    rmSync(h.shim);
+    h.starts.length = 0;
+    const second = await searchInFolder(h.client, fixture, { pattern: 'needle' });
+    assert.equal(second.tool, 'grep');
+    assert.equal(second.failure, undefined, summarize(second));
+    assert.deepEqual(sorted(second.matches).map((m) => [m.path, m.line]), sorted(first.matches).map((m) => [m.path, m.line]));
+    assert.deepEqual(h.starts, ['rg', 'rg --version', 'grep'], 'the cached rg failed, one probe, one retry');
+    h.starts.length = 0;
+    await searchInFolder(h.client, fixture, { pattern: 'needle' });
+    assert.deepEqual(h.starts, ['grep'], 'the fresh choice is cached');
+  });
+
+  it('rg still on PATH but unable to run its binary (exit 127): probed again, grep\'s rows', async (t) => {
+    const h = await hostWithRgShim(t);
+    assert.equal((await searchInFolder(h.client, fixture, { pattern: 'needle' })).tool, 'rg');
+    rmSync(h.target);
+    h.starts.length = 0;
+    const o = await searchInFolder(h.client, fixture, { pattern: 'needle' });
+    assert.equal(o.tool, 'grep');
+    assert.equal(o.matches.length, 7, summarize(o));
+    assert.deepEqual(h.starts, ['rg', 'rg --version', 'grep']);
+  });
+
+  it('neither tool can run any more: one probe, one retry, then an error naming the tool (no loop)', async (t) => {
+    const h = await hostWithRgShim(t, true);
+    assert.equal((await searchInFolder(h.client, fixture, { pattern: 'needle' })).tool, 'rg');
+    rmSync(h.shim);
+    h.starts.length = 0;
+    await assert.rejects(searchInFolder(h.client, fixture, { pattern: 'needle' }), /cannot run grep on the host/);
+    assert.deepEqual(h.starts, ['rg', 'rg --version', 'grep']);
+  });
+
+  it('a folder that does not exist is an error naming it, and does not make the host\'s rg forgotten', async (t) => {
+    const h = await hostWithRgShim(t);
+    await assert.rejects(searchInFolder(h.client, path.join(fixture, 'missing'), { pattern: 'x' }), /cannot run .*rg on the host in .*missing/);
+    h.starts.length = 0;
+    const o = await searchInFolder(h.client, fixture, { pattern: 'needle' });
+    assert.equal(o.tool, 'rg');
+    assert.equal(o.matches.length, 7, summarize(o));
+    assert.deepEqual(h.starts, ['rg']);
   });
 });
 

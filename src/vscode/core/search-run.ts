@@ -2,6 +2,8 @@
 // starts it through the executor (process/start, cwd = the folder, argv — no shell), parses its
 // output while it streams, keeps at most `maxResults` rows and counts the rest, and on cancel
 // terminates the process and waits until it is gone (no search left running on the host).
+// The tool choice is cached per client; when the cached tool can no longer be run (rg removed
+// from the host) it is probed again and the search retried once with the new choice.
 import type { ExecClient, ProcessHandle } from '../../client/api';
 import type { EnvPolicy } from '../../protocol/types';
 import { grepArgv, rgArgv, validateQuery, type SearchQuery, type SearchTool } from './search-argv';
@@ -37,7 +39,7 @@ export interface SearchRunOptions {
   signal?: AbortSignal;
   /** Called as rows arrive (batched by the caller if it wants). */
   onMatch?(m: SearchMatch): void;
-  /** Called once the process is started (tests look for it on the host). */
+  /** Called once the process is started (tests look for it on the host); again for a retry with a re-probed tool. */
   onStarted?(processId: string, argv: string[]): void;
 }
 
@@ -60,7 +62,25 @@ export interface SearchOutcome {
   incomplete?: string;
 }
 
+/**
+ * The tool chosen per client and rg program. A cached choice can go stale (rg uninstalled or
+ * installed on the host since): a search whose tool cannot start probes again, once (see
+ * searchInFolder), so the user gets results rather than "cannot run rg".
+ */
 const toolCache = new WeakMap<ExecClient, Map<string, Promise<SearchTool>>>();
+
+/**
+ * Where the probe runs: `rg --version` does not depend on its cwd, and a folder that does not
+ * exist (a typo, a folder removed) would fail the probe and cache "grep" for rg's host.
+ */
+const PROBE_CWD = '/';
+
+/**
+ * Exit statuses of a program that could not be run by a wrapper in between (a shell script
+ * `exec`ing a removed binary, `env`, a sandbox launcher): 126 not executable, 127 not found.
+ * Neither rg nor grep exits with them on its own (0 found, 1 nothing found, 2 error).
+ */
+const NOT_RUNNABLE_EXIT = new Set([126, 127]);
 
 /** Runs argv to completion, collecting a little output (tool probes). */
 async function probe(client: ExecClient, argv: string[], cwd: string): Promise<{ code: number; out: string } | undefined> {
@@ -80,24 +100,63 @@ async function probe(client: ExecClient, argv: string[], cwd: string): Promise<{
   return { code, out };
 }
 
-/** ripgrep if `rg --version` runs and says so on this host, else grep (cached per client). */
-export function detectTool(client: ExecClient, cwd: string, rgProgram = 'rg'): Promise<SearchTool> {
+/**
+ * ripgrep if `rg --version` runs and says so on this host, else grep (cached per client).
+ * `stale`: the cached answer that just failed to start — it is replaced by a fresh probe
+ * (unless another search already replaced it: then that newer answer is shared).
+ */
+export function detectTool(client: ExecClient, rgProgram = 'rg', stale?: Promise<SearchTool>): Promise<SearchTool> {
   let perClient = toolCache.get(client);
   if (!perClient) toolCache.set(client, (perClient = new Map()));
   let found = perClient.get(rgProgram);
-  if (!found) {
-    found = probe(client, [rgProgram, '--version'], cwd).then((r) => (r && r.code === 0 && /^ripgrep /m.test(r.out) ? 'rg' : 'grep'));
+  if (!found || found === stale) {
+    found = probe(client, [rgProgram, '--version'], PROBE_CWD).then((r) => (r && r.code === 0 && /^ripgrep /m.test(r.out) ? 'rg' : 'grep'));
     perClient.set(rgProgram, found);
   }
   return found;
 }
 
-/** Searches `folder` (absolute path on the host) for `query`. Rejects only on bad input or when no tool can start. */
+/** A search whose program could not be run at all (spawn failed, or exit 126/127 with no rows). */
+class NotRunnable extends Error {
+  constructor(
+    message: string,
+    /** Set when the process started (exit 126/127): what to return if no retry is made. */
+    readonly outcome?: SearchOutcome,
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * Searches `folder` (absolute path on the host) for `query`. Rejects only on bad input or when
+ * no tool can start. With tool 'auto', a cached tool that cannot start (uninstalled since the
+ * probe) is probed again and the search retried once with the fresh choice — never more.
+ */
 export async function searchInFolder(client: ExecClient, folder: string, query: SearchQuery, opts: SearchRunOptions = {}): Promise<SearchOutcome> {
   validateQuery(query);
+  if (opts.tool && opts.tool !== 'auto') return runTool(client, folder, query, opts.tool, opts).catch(notRunnableOutcome);
+  const cached = detectTool(client, opts.rgProgram);
+  const tool = await cached;
+  try {
+    return await runTool(client, folder, query, tool, opts);
+  } catch (e) {
+    if (!(e instanceof NotRunnable) || opts.signal?.aborted) return notRunnableOutcome(e);
+    const fresh = await detectTool(client, opts.rgProgram, cached);
+    if (fresh === tool) return notRunnableOutcome(e); // the tool is there: the folder or the host is the problem
+    return runTool(client, folder, query, fresh, opts).catch(notRunnableOutcome);
+  }
+}
+
+/** A NotRunnable that started (exit 127) is an outcome with its failure; one that did not start rejects. */
+function notRunnableOutcome(e: unknown): SearchOutcome {
+  if (e instanceof NotRunnable && e.outcome) return e.outcome;
+  throw e;
+}
+
+/** One run of `tool`; NotRunnable when its program cannot be run. */
+async function runTool(client: ExecClient, folder: string, query: SearchQuery, tool: SearchTool, opts: SearchRunOptions): Promise<SearchOutcome> {
   const maxResults = Math.max(0, opts.maxResults ?? DEFAULT_MAX_RESULTS);
   const countLimit = Math.max(maxResults, opts.countLimit ?? DEFAULT_COUNT_LIMIT);
-  const tool = opts.tool && opts.tool !== 'auto' ? opts.tool : await detectTool(client, folder, opts.rgProgram);
   const argv = tool === 'rg' ? rgArgv(query, opts.rgProgram) : grepArgv(query, opts.grepProgram);
   const outcome: SearchOutcome = { tool, argv, matches: [], files: 0, notShown: 0, stoppedAtCountLimit: false, cancelled: false, exitCode: undefined, errors: [] };
   if (opts.signal?.aborted) return { ...outcome, cancelled: true };
@@ -107,7 +166,7 @@ export async function searchInFolder(client: ExecClient, folder: string, query: 
     handle = await client.startProcess({ argv, cwd: folder, env: tool === 'grep' ? GREP_ENV : {}, envPolicy: SEARCH_ENV, tty: false });
   } catch (e) {
     const why = e instanceof Error ? e.message : String(e);
-    throw new Error(`cannot run ${argv[0]} on the host in ${folder}: ${why}`);
+    throw new NotRunnable(`cannot run ${argv[0]} on the host in ${folder}: ${why}`);
   }
   opts.onStarted?.(handle.processId, argv);
 
@@ -181,6 +240,7 @@ export async function searchInFolder(client: ExecClient, folder: string, query: 
   // Exit 1: nothing found (both tools). 2 (or more) with no rows: the search itself failed.
   if (!outcome.cancelled && !outcome.stoppedAtCountLimit && (outcome.exitCode ?? 2) >= 2 && outcome.matches.length === 0 && outcome.notShown === 0) {
     outcome.failure = outcome.incomplete ?? outcome.errors[0] ?? `${argv[0]} exited with code ${outcome.exitCode}`;
+    if (NOT_RUNNABLE_EXIT.has(outcome.exitCode ?? 0)) throw new NotRunnable(`cannot run ${argv[0]} on the host in ${folder}: ${outcome.failure}`, outcome);
   }
   return outcome;
 }

@@ -12,7 +12,7 @@ import { test } from './framework';
 import { RemoteServer } from './remote-server';
 import { quickInput, uiClick, uiScreenshot, uiTexts } from './ux-driver';
 import { assert, assertEqual, expectReject, freshDir, uniqueName, waitFor, waitForFile } from './util';
-import { isAlive } from '../../support/process';
+import { cmdline, isAlive } from '../../support/process';
 
 const VIEW = '[id="workbench.view.extension.execServer"]';
 const ROWS = `${VIEW} .monaco-list-row`;
@@ -32,15 +32,41 @@ interface FindResult {
   rows: { uri: string; line: number; column: number; text: string }[];
 }
 
-/** A remote environment (the CLI on 127.0.0.1) with a folder added to this window; removed afterwards. */
-async function withRemoteFolder(prefix: string, fill: (dir: string) => void, body: (env: string, dir: string, uri: vscode.Uri) => Promise<void>): Promise<void> {
+/**
+ * How long a search may take to end after Cancel, and its process to be gone from the host: the
+ * cancel grace (3 s, core/search-run) plus slack for a starved machine. A search that ignored
+ * Cancel would run its stand-in (sleep 300) far longer than this.
+ */
+const ENDS_AFTER_CANCEL_MS = 30_000;
+
+/**
+ * A remote environment (the CLI on 127.0.0.1) with a folder added to this window; removed
+ * afterwards. Each call starts its own server, so its client (and the search tool it probed) is
+ * fresh: no test depends on what another test ran. `pathPrefix`: put first in that server's PATH.
+ */
+async function withRemoteFolder(
+  prefix: string,
+  fill: (dir: string) => void,
+  body: (env: string, dir: string, uri: vscode.Uri) => Promise<void>,
+  opts: { pathPrefix?: string } = {},
+): Promise<void> {
   const server = new RemoteServer();
   const env = uniqueName(prefix);
   const dir = freshDir(prefix);
   fill(dir);
   const uri = vscode.Uri.from({ scheme: SCHEME, authority: env, path: dir });
   try {
-    await server.start(0);
+    // The server copies this process's environment when it is spawned, synchronously inside
+    // start(): PATH is changed for that instant only, not for the extension host's Local server.
+    const oldPath = process.env.PATH;
+    if (opts.pathPrefix) process.env.PATH = `${opts.pathPrefix}:${oldPath}`;
+    let started: Promise<string>;
+    try {
+      started = server.start(0);
+    } finally {
+      process.env.PATH = oldPath;
+    }
+    await started;
     await vscode.commands.executeCommand('execServer.addEnvironment', { name: env, url: server.url, token: server.token });
     await vscode.commands.executeCommand('execServer.openRemoteFolder', { environment: env, path: dir });
     await waitFor('the remote folder in the workspace', () => vscode.workspace.workspaceFolders?.some((f) => f.uri.toString() === uri.toString()));
@@ -116,41 +142,42 @@ export function registerSearchTests(): void {
   }, 120_000);
 
   // The search tool is a stand-in here (a script named rg/grep that records its pid and sleeps):
-  // a real search ends too fast for a click to land while it runs. Local's server is in this
-  // extension host, so its children see this PATH. What is tested is the UI's Cancel → abort →
-  // process/terminate path and that no process is left on the host.
+  // a real search ends too fast for a click to land while it runs. The stand-ins come first in
+  // the PATH of this test's own server (whichever tool its fresh client picks, a stand-in runs);
+  // the extension host's PATH and the Local environment are left alone. What is tested is what
+  // the user sees: Cancel on the progress notification ends the search promptly, the result says
+  // cancelled, and the search's process is gone from the host.
   test('remote search: Cancel on the progress notification stops the search and its process on the host', async () => {
     const bin = freshDir('search-standin');
     const pidFile = path.join(bin, 'pid');
     const script = `#!/bin/sh\nif [ "$1" = "--version" ]; then echo "ripgrep 0.0.0 (stand-in)"; exit 0; fi\necho $$ > '${pidFile}.tmp' && mv '${pidFile}.tmp' '${pidFile}'\nexec sleep 300\n`;
     for (const name of ['rg', 'grep']) writeFileSync(path.join(bin, name), script, { mode: 0o755 });
-    const dir = freshDir('search-cancel');
-    writeFileSync(path.join(dir, 'a.txt'), 'x\n');
     const token = uniqueName('cancelme');
-    const oldPath = process.env.PATH;
-    process.env.PATH = `${bin}:${oldPath}`;
+    let pid = 0;
     try {
-      const folder = vscode.Uri.from({ scheme: SCHEME, authority: 'Local', path: dir }).toString();
-      const done = Promise.resolve(vscode.commands.executeCommand('execServer.findInFiles', { query: token, folder }));
-      const pid = Number((await waitForFile(pidFile, (t) => /^\d+\s*$/.test(t))).trim());
-      assert(isAlive(pid), `the search process ${pid} runs`);
-      const click = await answerApprovalIfShown('Cancel', { contains: token });
-      assert(click.clicked, `Cancel clicked on the progress notification (${click.error ?? click.text})`);
-      const r = (await done) as FindResult;
-      assert(r.cancelled, `the result says cancelled (${r.summary})`);
-      assert(/cancelled/.test(r.summary), `the summary says so (${r.summary})`);
-      if (!r.incomplete) {
-        // The search returned after the host reported its process's exit (the engine reports it
-        // once the child is reaped): it is gone now, not some time later.
-        assert(!isAlive(pid), `the search said its process ended, yet ${pid} still runs`);
-      } else {
-        // Under heavy load the host may not confirm within the cancel grace (3 s); the result then
-        // says so, and the process must still end — given a deadline long enough for a starved machine.
-        assert(/did not confirm/.test(r.incomplete), `an unconfirmed cancel says why (${r.incomplete})`);
-        await waitFor(`the search process ${pid} gone from the host`, () => !isAlive(pid), 60_000, 100);
-      }
+      await withRemoteFolder('search-cancel', (dir) => writeFileSync(path.join(dir, 'a.txt'), 'x\n'), async (_env, _dir, folder) => {
+        let result: FindResult | undefined;
+        let error: unknown;
+        const done = Promise.resolve(vscode.commands.executeCommand('execServer.findInFiles', { query: token, folder: folder.toString() })).then(
+          (r) => (result = r as FindResult),
+          (e) => (error = e ?? new Error('rejected')),
+        );
+        pid = Number((await waitForFile(pidFile, (t) => /^\d+\s*$/.test(t))).trim());
+        assert(isAlive(pid), `the search process ${pid} runs`);
+        const click = await answerApprovalIfShown('Cancel', { contains: token });
+        assert(click.clicked, `Cancel clicked on the progress notification (${click.error ?? click.text})`);
+        await waitFor('the search to end after Cancel', () => result !== undefined || error !== undefined, ENDS_AFTER_CANCEL_MS, 50);
+        await done;
+        if (error) throw error;
+        const r = result!;
+        assert(r.cancelled, `the result says cancelled (${r.summary})`);
+        assert(/cancelled/.test(r.summary), `the summary says so (${r.summary})`);
+        // On a starved host the end may be unconfirmed within the cancel grace: then it says so.
+        assert(!r.incomplete || /did not confirm/.test(r.incomplete), `nothing else is incomplete (${r.incomplete})`);
+        await waitFor(`the search process ${pid} gone from the host after Cancel`, () => !isAlive(pid), ENDS_AFTER_CANCEL_MS, 50);
+      }, { pathPrefix: bin });
     } finally {
-      process.env.PATH = oldPath;
+      if (pid && isAlive(pid) && cmdline(pid).includes('sleep')) process.kill(pid, 'SIGKILL'); // a failed run leaves no sleep behind
     }
   }, 150_000);
 
