@@ -3,7 +3,8 @@
 //   dist/extension.js — the VS Code extension (vscode and node-pty stay external)
 // Usage: node esbuild.mjs [--watch] [--minify]
 import * as esbuild from 'esbuild';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 
 const watch = process.argv.includes('--watch');
 const minify = process.argv.includes('--minify');
@@ -33,7 +34,16 @@ const builds = [
 if (watch) {
   for (const b of builds) await (await esbuild.context(b)).watch();
 } else {
-  await Promise.all(builds.map((b) => esbuild.build(b)));
+  // Each output file is written next to its target and renamed over it: a test (or the CLI) that
+  // starts `node dist/cli.js` while another process rebuilds never reads a half-written bundle
+  // (esbuild's own write truncates the file first; concurrent readers saw 0 and 256 KiB).
+  const results = await Promise.all(builds.map((b) => esbuild.build({ ...b, write: false })));
+  for (const f of results.flatMap((r) => r.outputFiles)) {
+    mkdirSync(path.dirname(f.path), { recursive: true });
+    const tmp = `${f.path}.${process.pid}.tmp`;
+    writeFileSync(tmp, f.contents);
+    renameSync(tmp, f.path);
+  }
   // Guard the design rule: the server/CLI bundle must never pull in `vscode`.
   if (existsSync('dist/cli.js') && /require\(["']vscode["']\)/.test(readFileSync('dist/cli.js', 'utf8'))) {
     console.error('esbuild: dist/cli.js requires "vscode" — only src/vscode may import it');

@@ -1,5 +1,7 @@
 // Rebuilds dist/cli.js when any file under src/ is newer than it, so these tests always run
-// the CLI built from the tree under test (not a stale bundle).
+// the CLI built from the tree under test (not a stale bundle). Safe while other test files run:
+// esbuild.mjs renames each finished bundle over the old one, so a CLI started during the rebuild
+// loads either the old or the new bundle, never a truncated one.
 import { spawnSync } from 'node:child_process';
 import { readdirSync, statSync } from 'node:fs';
 import * as path from 'node:path';
