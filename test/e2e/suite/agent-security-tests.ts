@@ -5,7 +5,7 @@
 // session, in the grants, and that the question shows the agent's text as text.
 // Paths: the workspace folder is <tmp>/ws; freshDir() dirs (<tmp>/work/…) are outside it and
 // stand in for the user's home.
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
@@ -717,6 +717,12 @@ export function registerAgentSecurityTests(): void {
     await setApprovalPolicyForTest(defaultApprovalPolicy());
     const FILE = 24 * 1024 * 1024;
     const COUNT = 40;
+    /**
+     * Answers the extension may read while its client does not read: a couple of slots (today 2)
+     * plus the ones whose slot was handed on before the previous answer reached the socket.
+     * Without a bound all 40 are read at once (and the extension host holds ~1.3 GiB of them).
+     */
+    const HELD_BOUND = 4;
     const file = path.join(insideDir('sec-slowread'), 'big.bin');
     writeFileSync(file, Buffer.alloc(FILE, 0x62));
     const c = await ctx.connect();
@@ -725,19 +731,37 @@ export function registerAgentSecurityTests(): void {
     const baseline = process.memoryUsage().rss;
     let peak = baseline;
     const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), 20);
+    let answers: Array<Promise<Settled>>;
     try {
-      for (let i = 0; i < COUNT; i++) void c.settle('fs/readFile', { path: uri(file) });
+      answers = Array.from({ length: COUNT }, () => c.settle('fs/readFile', { path: uri(file) }));
+      // The attack is time itself: a client that reads nothing for 12 s (an unbounded extension
+      // reads and encodes all 40 answers within a few seconds).
       await sleep(12_000);
     } finally {
       clearInterval(sampler);
-      c.terminate();
     }
+    // Which answers were read during the stall: the file is now replaced (a new inode) by 5
+    // bytes, so an answer holding all 24 MiB was read, and held for the client, before this point.
+    writeFileSync(`${file}.new`, 'after');
+    renameSync(`${file}.new`, file);
+    c.resume();
+    const settled = await Promise.race([Promise.all(answers), sleep(90_000).then(() => undefined)]);
+    const sizes = (settled ?? []).map((r) => (r.ok ? Buffer.byteLength(String(r.result?.dataBase64 ?? ''), 'base64') : -1));
+    const held = sizes.filter((n) => n === FILE).length;
     const grew = (peak - baseline) / 1024 / 1024;
     const total = (COUNT * Math.ceil(FILE / 3) * 4) / 1024 / 1024;
-    assert(grew < total / 3, `extension host memory grew by ${grew.toFixed(0)} MiB while ${total.toFixed(0)} MiB of answers were owed to a client that does not read (bound: a third of it)`);
     const probe = await ctx.connect();
     const info = await probe.settle('environment/info', {});
-    assert(info.ok, `the endpoint still answers (${outcome(info)})`);
+    const f = new Findings();
+    f.check(settled !== undefined, 'every request was answered within 90 s once the client read again');
+    f.check(settled?.every((r) => r.ok), `every request was answered with the file (${(settled ?? []).filter((r) => !r.ok).map((r) => outcome(r)).slice(0, 2).join(' | ')})`);
+    f.check(held <= HELD_BOUND, `the extension read ${held} of ${COUNT} answers (${held * 32} MiB of base64) for a client that did not read (bound: ${HELD_BOUND}; answer sizes ${JSON.stringify(sizes.slice(0, 8))}…)`);
+    // The count above is the exact check. The host's RSS also counts everything else it does
+    // (garbage of earlier tests, VS Code itself), so its bound is loose: measured 165-240 MiB with
+    // 3 answers held (2 cores, 2 busy loops alongside), 1.8 GiB with no bound.
+    f.check(grew < total / 2, `extension host memory grew by ${grew.toFixed(0)} MiB while ${total.toFixed(0)} MiB of answers were owed to a client that does not read (bound: half of it)`);
+    f.check(info.ok, `the endpoint still answers (${outcome(info)})`);
+    f.done();
   });
 
   attack('exhaustion: fs/watch is bounded per endpoint, not only per connection (24 connections × 256 watches)', async (ctx) => {
