@@ -16,6 +16,7 @@ import { rejectReason } from './telemetry/api';
 import { TELEMETRY_FLAGS_HELP, TelemetryConfigError, telemetryConfig, type TelemetryConfig, type TelemetryFlags } from './telemetry/config';
 import { startServerTelemetry } from './telemetry/load';
 import { closeInheritedDescriptors } from './server/inherited-fds';
+import { DEFAULT_DETACHED_IDLE_EXIT_SEC, ensureDetachedServer } from './cli-detach';
 
 type Level = 'debug' | 'info' | 'warn' | 'error';
 const LEVELS: Level[] = ['debug', 'info', 'warn', 'error'];
@@ -29,6 +30,12 @@ Options:
   --listen URL          ws://IP:PORT (default ws://127.0.0.1:0), stdio:// or stdio
   --max-in-flight N     concurrent requests per connection (default ${DEFAULT_MAX_IN_FLIGHT})
   --log-level LEVEL     debug|info|warn|error (default info; also EXEC_SERVER_LOG)
+  --idle-exit SECONDS   websocket listener: exit after SECONDS with no connection and no
+                        session (a detached session's processes end with its 30 s TTL)
+  --detach              find this user's detached server of this version or start one
+                        (127.0.0.1, random token, --idle-exit ${DEFAULT_DETACHED_IDLE_EXIT_SEC} unless given; recorded in
+                        ~/.exec-server/run/<version>.json, 0600), print {"port","token","pid",…}
+                        as one JSON line and exit. Connect to Host uses it over ssh.
   -h, --help            show this help
   -V, --version         print the version
 With a websocket listener the bound URL is printed as one line on stdout once it accepts
@@ -44,6 +51,9 @@ interface CliOptions {
   maxInFlight: number;
   logLevel: Level;
   telemetry: TelemetryFlags;
+  /** --idle-exit (seconds). */
+  idleExitSec?: number;
+  detach: boolean;
 }
 
 /** Telemetry flags (src/telemetry/config.ts) → the TelemetryFlags field they set. */
@@ -62,6 +72,7 @@ function parseArgs(argv: string[]): CliOptions | 'help' | 'version' {
     maxInFlight: DEFAULT_MAX_IN_FLIGHT,
     logLevel: (LEVELS as string[]).includes(process.env.EXEC_SERVER_LOG ?? '') ? (process.env.EXEC_SERVER_LOG as Level) : 'info',
     telemetry: {},
+    detach: false,
   };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
@@ -88,6 +99,15 @@ function parseArgs(argv: string[]): CliOptions | 'help' | 'version' {
         o.maxInFlight = n;
         break;
       }
+      case '--idle-exit': {
+        const n = Number(value());
+        if (!Number.isInteger(n) || n < 1 || n > 30 * 86_400) throw new UsageError('--idle-exit must be a whole number of seconds (1 to 2592000)');
+        o.idleExitSec = n;
+        break;
+      }
+      case '--detach':
+        o.detach = true;
+        break;
       case '--log-level': {
         const v = value();
         if (!(LEVELS as string[]).includes(v)) throw new UsageError(`--log-level must be one of ${LEVELS.join(', ')}`);
@@ -143,7 +163,20 @@ export async function main(argv: string[]): Promise<number> {
       process.stdout.write(`exec-server ${VERSION}\n`);
       return 0;
     }
+    if (opts.detach) {
+      try {
+        const answer = await ensureDetachedServer({ idleExitSec: opts.idleExitSec });
+        // The token goes to stdout only (the caller's pipe), never to stderr or a log.
+        process.stdout.write(JSON.stringify(answer) + '\n');
+        process.stderr.write(`exec-server: detached server pid ${answer.pid} on 127.0.0.1:${answer.port} (${answer.started ? 'started' : 'already running'})\n`);
+        return 0;
+      } catch (e) {
+        process.stderr.write(`exec-server: --detach failed: ${e instanceof Error ? e.message : String(e)}\n`);
+        return 1;
+      }
+    }
     listen = parseListen(opts.listen);
+    if (opts.idleExitSec !== undefined && listen.kind !== 'ws') throw new UsageError('--idle-exit needs a websocket listener');
     telemetryOptions = telemetryConfig(process.env, opts.telemetry);
     // Non-loopback needs --ws-auth; wss:// needs a cert; reads and checks secrets now.
     validateListenSecurity(opts.listen, security);
@@ -202,7 +235,20 @@ export async function main(argv: string[]): Promise<number> {
     return stopping;
   };
 
+  let finish: (code: number) => void = () => {};
+  // --idle-exit: checked every second; any connection or session (attached or detached) resets it.
+  const exitWhenIdle = (ms: number) => {
+    let idleSince = Date.now();
+    const timer = setInterval(() => {
+      if (server.connectionCount > 0 || server.sessionCount > 0) idleSince = Date.now();
+      else if (Date.now() - idleSince >= ms) {
+        clearInterval(timer);
+        void stop(`no connection and no session for ${ms / 1000} s (--idle-exit)`).then(finish);
+      }
+    }, Math.min(1000, ms));
+  };
   const done = new Promise<number>((resolve) => {
+    finish = resolve;
     for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.once(sig, () => void stop(sig).then(resolve));
     if (listen.kind === 'stdio') {
       const transport = new StdioTransport(process.stdin, process.stdout);
@@ -228,6 +274,7 @@ export async function main(argv: string[]): Promise<number> {
       closeListener = () => listener.close();
       process.stdout.write(`${listener.url}\n`);
       log('info', `listening on ${listener.url}`);
+      if (opts.idleExitSec !== undefined) exitWhenIdle(opts.idleExitSec * 1000);
     } catch (e) {
       log('error', `cannot listen on ${opts.listen}: ${e instanceof Error ? e.message : String(e)}`);
       await server.shutdown().catch(() => {});

@@ -1,5 +1,6 @@
 // Client side of the websocket transport: connect with a timeout, optional bearer token,
 // and errors that say what went wrong (refused, HTTP 401, timeout).
+import type { Duplex } from 'node:stream';
 import WebSocket from 'ws';
 import { MAX_MESSAGE_BYTES } from '../protocol/limits';
 import { ConnectError } from '../rpc/connect-error';
@@ -17,6 +18,11 @@ export interface WebSocketConnectOptions {
   rejectUnauthorized?: boolean;
   /** Ping the server this often; no pong by the next ping → the connection is treated as lost (default 30 000 ms, 0 = off). */
   keepaliveMs?: number;
+  /**
+   * The byte stream to speak the websocket over instead of a TCP connection to the URL's host
+   * (e.g. an `ssh -W` child's stdio: ./stream-socket.ts); the URL still names Host and path.
+   */
+  createConnection?: () => Duplex;
 }
 
 /** A failed websocket connect: `status` for a refused upgrade, `code` for a network error (see ConnectError). */
@@ -41,6 +47,7 @@ export function connectWebSocketTransport(url: string, opts: WebSocketConnectOpt
         // No ws handshakeTimeout: its error carries no code; our own timer below (ETIMEDOUT) bounds connect + handshake.
         ca: opts.ca,
         rejectUnauthorized: opts.rejectUnauthorized,
+        ...(opts.createConnection ? { createConnection: opts.createConnection as unknown as WebSocket.ClientOptions['createConnection'] } : {}),
       });
     } catch (e) {
       reject(new WebSocketConnectError(`invalid exec-server URL ${url}: ${e instanceof Error ? e.message : String(e)}`));

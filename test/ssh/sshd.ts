@@ -59,7 +59,7 @@ function keygen(file: string): string {
 const optQuote = (s: string) => `"${s.replace(/[\\"]/g, (c) => `\\${c}`)}"`;
 
 /** Starts sshd; throws (naming the install stage) if openssh-server is missing. */
-export async function startSshd(scenarios: Scenario[], opts: { parent?: string } = {}): Promise<TestSshd> {
+export async function startSshd(scenarios: Scenario[], opts: { parent?: string; /** More sshd_config lines (e.g. AllowTcpForwarding no). */ extraConfig?: string[] } = {}): Promise<TestSshd> {
   if (!existsSync(SSHD)) throw new Error(`${SSHD} not found: the ssh tests need Debian's openssh-server (node scripts/tools/install.mjs openssh-server)`);
   const dir = mkdtempSync(path.join(opts.parent ?? os.tmpdir(), 'exec-sshd-'));
   // sshd refuses to start without its privilege separation directory (the package's service makes it).
@@ -119,6 +119,7 @@ export async function startSshd(scenarios: Scenario[], opts: { parent?: string }
       `LogLevel VERBOSE`,
       `MaxStartups 100`,
       `MaxSessions 100`,
+      ...(opts.extraConfig ?? []),
     ].join('\n') + '\n',
   );
   let log = '';

@@ -1,0 +1,170 @@
+// `exec-server --detach`: finds this user's detached websocket server of this CLI version (started
+// by an earlier --detach) or starts one, then prints where it is as one JSON line on stdout and
+// exits. Connect to Host runs it over ssh so the server outlives the ssh session (a window reload
+// kills the extension host and its ssh processes); the extension then talks websocket to it
+// through `ssh -W 127.0.0.1:PORT` and resumes its session after a reload.
+// The server listens on 127.0.0.1 only, with a random capability token. Port, pid and token are
+// kept in ~/.exec-server/run/<version>.json (0600, in a 0700 folder). The token reaches the new
+// server through a 0600 file that is deleted once it listens, and the caller through stdout —
+// never through any process's argv. The server exits after `--idle-exit` seconds with no
+// connection and no session (a detached session's processes end with its TTL).
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import * as fs from 'node:fs';
+import * as http from 'node:http';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { VERSION } from './version';
+
+/** Default --idle-exit of a server started by --detach (seconds). */
+export const DEFAULT_DETACHED_IDLE_EXIT_SEC = 600;
+
+export interface RunRecord {
+  pid: number;
+  port: number;
+  token: string;
+  version: string;
+}
+
+/** What --detach prints (one JSON line). */
+export interface DetachAnswer extends RunRecord {
+  /** false: an already running server was found. */
+  started: boolean;
+}
+
+export function runPaths(home = os.homedir(), version = VERSION) {
+  const dir = path.join(home, '.exec-server', 'run');
+  const v = version.replace(/[^A-Za-z0-9._-]/g, '_');
+  return { dir, record: path.join(dir, `${v}.json`), lock: path.join(dir, `${v}.lock`), log: path.join(dir, `${v}.log`) };
+}
+
+/** The run folder: created 0700; an existing one must be ours, a real folder, not writable by others. */
+function ensureRunDir(dir: string): void {
+  fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const st = fs.lstatSync(dir);
+  if (!st.isDirectory()) throw new Error(`${dir} is not a directory`);
+  if (process.getuid && st.uid !== process.getuid()) throw new Error(`${dir} belongs to another user (uid ${st.uid})`);
+  if (st.mode & 0o077) fs.chmodSync(dir, 0o700);
+}
+
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+};
+
+export function readRunRecord(file: string): RunRecord | undefined {
+  try {
+    const r = JSON.parse(fs.readFileSync(file, 'utf8')) as Partial<RunRecord>;
+    if (Number.isInteger(r.pid) && Number.isInteger(r.port) && typeof r.token === 'string' && r.token && typeof r.version === 'string') return r as RunRecord;
+  } catch {
+    /* missing or unreadable: none */
+  }
+  return undefined;
+}
+
+/** GET /readyz answers 200: an exec-server listens on that port. */
+function ready(port: number, timeoutMs = 3000): Promise<boolean> {
+  return new Promise((resolve) => {
+    const req = http.get({ host: '127.0.0.1', port, path: '/readyz', timeout: timeoutMs }, (res) => {
+      res.resume();
+      resolve(res.statusCode === 200);
+    });
+    req.on('timeout', () => req.destroy());
+    req.on('error', () => resolve(false));
+  });
+}
+
+/** One --detach at a time per version (two windows connecting at once must not start two servers). */
+async function lock(file: string, timeoutMs = 20_000): Promise<() => void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      const fd = fs.openSync(file, 'wx', 0o600);
+      fs.writeSync(fd, String(process.pid));
+      fs.closeSync(fd);
+      return () => fs.rmSync(file, { force: true });
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+      const holder = Number(fs.readFileSync(file, 'utf8').trim());
+      // A holder that died (killed ssh session) leaves its lock behind.
+      if (!Number.isInteger(holder) || holder <= 0 || !alive(holder)) {
+        fs.rmSync(file, { force: true });
+        continue;
+      }
+      if (Date.now() > deadline) throw new Error(`another exec-server --detach (pid ${holder}) holds ${file}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+}
+
+function writePrivate(file: string, text: string): void {
+  const tmp = `${file}.tmp-${process.pid}`;
+  fs.rmSync(tmp, { force: true });
+  fs.writeFileSync(tmp, text, { mode: 0o600, flag: 'wx' });
+  fs.renameSync(tmp, file);
+}
+
+/** Starts the server detached (own session, no ssh descriptors) and waits for its URL line. */
+async function startDetached(paths: ReturnType<typeof runPaths>, idleExitSec: number, home: string): Promise<RunRecord> {
+  const token = randomBytes(32).toString('base64url');
+  const tokenFile = path.join(paths.dir, `token-${process.pid}-${randomBytes(6).toString('hex')}`);
+  writePrivate(tokenFile, token);
+  const logFd = fs.openSync(paths.log, 'a', 0o600);
+  try {
+    const script = process.argv[1];
+    const child = spawn(process.execPath, [...process.execArgv, script, '--listen', 'ws://127.0.0.1:0', '--ws-auth', 'capability-token', '--ws-token-file', tokenFile, '--idle-exit', String(idleExitSec)], {
+      detached: true,
+      cwd: home,
+      stdio: ['ignore', 'pipe', logFd],
+    });
+    const url = await new Promise<string>((resolve, reject) => {
+      let out = '';
+      const timer = setTimeout(() => fail(new Error(`the detached server printed no URL within 30 s (see ${paths.log})`)), 30_000);
+      const fail = (e: Error) => {
+        clearTimeout(timer);
+        child.kill('SIGKILL');
+        reject(e);
+      };
+      child.on('error', fail);
+      child.on('exit', (code, sig) => fail(new Error(`the detached server exited (${code ?? sig}) before listening (see ${paths.log})`)));
+      child.stdout!.on('data', (d: Buffer) => {
+        out += d.toString();
+        const nl = out.indexOf('\n');
+        if (nl < 0) return;
+        clearTimeout(timer);
+        child.removeAllListeners('exit');
+        resolve(out.slice(0, nl).trim());
+      });
+    });
+    child.stdout!.destroy();
+    child.unref();
+    const port = Number(new URL(url).port);
+    const rec: RunRecord = { pid: child.pid!, port, token, version: VERSION };
+    writePrivate(paths.record, JSON.stringify(rec) + '\n');
+    return rec;
+  } finally {
+    fs.closeSync(logFd);
+    // The server read it at startup; it is needed nowhere else.
+    fs.rmSync(tokenFile, { force: true });
+  }
+}
+
+/** Finds the running server (record + live pid + /readyz) or starts one. */
+export async function ensureDetachedServer(opts: { idleExitSec?: number; home?: string } = {}): Promise<DetachAnswer> {
+  const home = opts.home ?? os.homedir();
+  const paths = runPaths(home);
+  ensureRunDir(paths.dir);
+  const unlock = await lock(paths.lock);
+  try {
+    const rec = readRunRecord(paths.record);
+    if (rec && rec.version === VERSION && alive(rec.pid) && (await ready(rec.port))) return { ...rec, started: false };
+    const started = await startDetached(paths, opts.idleExitSec ?? DEFAULT_DETACHED_IDLE_EXIT_SEC, home);
+    return { ...started, started: true };
+  } finally {
+    unlock();
+  }
+}

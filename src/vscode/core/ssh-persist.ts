@@ -1,0 +1,160 @@
+// Connect to Host environments that survive a window reload. The saved environment stays the
+// command `ssh … -- host '<exec-server>' --listen stdio://` (ssh-environment.ts); when its remote
+// command is that shape (a single program, not `codex exec-server`), the connection is made
+// persistent instead: `ssh … -- host '<exec-server>' --detach` finds or starts the CLI's detached
+// websocket server on the host (src/cli-detach.ts: 127.0.0.1, random token, idle exit) and
+// prints its port and token on stdout; then the extension speaks websocket to it through
+// `ssh -W 127.0.0.1:PORT` (ssh's stdio forwarding: no port opens on either machine) and resumes
+// its session after a drop or a reload, as for a websocket environment.
+// Falls back to the plain stdio command (with a log line saying why) when the executor does not
+// know --detach (the reference codex, an older CLI) or the host refuses forwarding
+// (AllowTcpForwarding no, a key with no-port-forwarding). The token travels only through ssh's
+// stdout and the upgrade request: never in an argv, never in a log line or error. Free of `vscode`.
+import { spawn, type ChildProcess } from 'node:child_process';
+import type { ExecClient } from '../../client/api';
+import { ExecServerClient, type ChannelFactory, type ClientOptions } from '../../client/client';
+import { RpcChannel } from '../../rpc/channel';
+import { StreamSocket } from '../../transports/stream-socket';
+import { connectWebSocketTransport } from '../../transports/websocket-client';
+import type { EnvironmentConfig } from './environment-store';
+import { runSsh, SshError, classifySshFailure } from './ssh-target';
+
+/** A Connect to Host environment whose connection can be persistent. */
+export interface PersistentSshSpec {
+  /** The ssh binary (the environment's command). */
+  ssh: string;
+  /** ssh's options: everything before `--`. */
+  options: string[];
+  host: string;
+  /** The remote program exactly as quoted in the saved command (a single shell word). */
+  program: string;
+}
+
+/** One shell word as shQuote writes it: plain characters, or '…' with '\'' for a quote. */
+const SHELL_WORD = /^(?:[A-Za-z0-9_@%+=:,./-]+|'[^']*(?:'\\''[^']*)*')$/;
+
+/**
+ * The persistent form of `config`, or undefined: only the exact shape Connect to Host saves —
+ * `<ssh> <options> -- <host> '<program> --listen stdio://'`, the program one word (so
+ * `codex exec-server --listen stdio://` and hand-written commands keep the stdio connection).
+ */
+export function persistentSshSpec(config: EnvironmentConfig): PersistentSshSpec | undefined {
+  if (config.kind !== 'command' || !config.command || !config.args) return undefined;
+  if (!/(^|[/\\])ssh(\.exe)?$/i.test(config.command)) return undefined;
+  const args = config.args;
+  const dd = args.indexOf('--');
+  if (dd < 0 || args.length !== dd + 3) return undefined;
+  const m = /^(.+) --listen stdio:\/\/$/.exec(args[dd + 2]);
+  if (!m || !SHELL_WORD.test(m[1])) return undefined;
+  return { ssh: config.command, options: args.slice(0, dd), host: args[dd + 1], program: m[1] };
+}
+
+/** Why the persistent connection cannot be used on this host: the stdio command is used instead. */
+export class PersistenceUnavailable extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'PersistenceUnavailable';
+  }
+}
+
+export interface DetachedServer {
+  port: number;
+  token: string;
+  pid: number;
+  started: boolean;
+}
+
+/** The remote command that finds or starts the detached server. */
+export function detachCommand(spec: PersistentSshSpec, idleExitSec?: number): string {
+  return `${spec.program} --detach${idleExitSec ? ` --idle-exit ${Math.floor(idleExitSec)}` : ''}`;
+}
+
+/** Runs `<program> --detach` over ssh: where the detached server listens, and its token. */
+export async function ensureDetachedServer(spec: PersistentSshSpec, opts: { idleExitSec?: number; timeoutMs?: number } = {}): Promise<DetachedServer> {
+  const r = await runSsh({ sshPath: spec.ssh }, [...spec.options, '--', spec.host, detachCommand(spec, opts.idleExitSec)], { timeoutMs: opts.timeoutMs ?? 60_000, target: spec.host });
+  const said = r.stderr.trim().split('\n').slice(-3).join(' | ');
+  if (r.code === 255 && classifySshFailure(r.stderr, r.code)) throw new SshError(classifySshFailure(r.stderr, r.code)!, spec.host, r.stderr);
+  if (/unknown argument: --detach|unexpected argument '--detach'|unrecognized .*--detach|Usage: codex/i.test(r.stderr)) {
+    throw new PersistenceUnavailable(`the executor on ${spec.host} does not support --detach (${said})`);
+  }
+  // stdout holds the token: it is parsed, never quoted in a message.
+  const line = r.stdout.split('\n').find((l) => l.startsWith('{') && l.includes('"port"'));
+  let parsed: Partial<DetachedServer> | undefined;
+  try {
+    parsed = line ? (JSON.parse(line) as Partial<DetachedServer>) : undefined;
+  } catch {
+    parsed = undefined;
+  }
+  if (r.code !== 0 || !parsed || !Number.isInteger(parsed.port) || typeof parsed.token !== 'string' || !parsed.token) {
+    throw new Error(`starting the detached exec-server on ${spec.host} failed (exit ${r.code ?? r.signal}${said ? `: ${said}` : ''})`);
+  }
+  return { port: parsed.port!, token: parsed.token, pid: Number(parsed.pid), started: parsed.started === true };
+}
+
+const FORWARDING_REFUSED = /administratively prohibited|forwarding is disabled|port forwarding is disabled|stdio forwarding failed/i;
+
+/** `ssh -W 127.0.0.1:PORT` to the host and a websocket (with the token) over its stdio. */
+export async function openForwardedChannel(spec: PersistentSshSpec, server: DetachedServer, opts: { timeoutMs?: number } = {}): Promise<{ channel: RpcChannel; child: ChildProcess }> {
+  const child = spawn(spec.ssh, [...spec.options, '-W', `127.0.0.1:${server.port}`, '--', spec.host], { stdio: ['pipe', 'pipe', 'pipe'], windowsHide: true });
+  let stderr = '';
+  child.stderr!.on('data', (d: Buffer) => {
+    if (stderr.length < 8000) stderr += d.toString();
+  });
+  const exited = new Promise<void>((resolve) => child.once('close', () => resolve()));
+  const spawnFailed = new Promise<never>((_, reject) => child.once('error', (e) => reject(new SshError('ssh-missing', spec.host, `${spec.ssh}: ${e.message}`))));
+  const socket = new StreamSocket(child.stdout!, child.stdin!);
+  socket.on('error', () => undefined);
+  try {
+    const transport = await Promise.race([
+      connectWebSocketTransport(`ws://127.0.0.1:${server.port}/`, { token: server.token, connectTimeoutMs: opts.timeoutMs ?? 20_000, createConnection: () => socket }),
+      spawnFailed,
+    ]);
+    const channel = new RpcChannel(transport, () => {
+      transport.socket.terminate();
+      child.kill();
+    });
+    // The websocket ended (the peer, or terminate()): ssh has nothing left to carry.
+    transport.socket.once('close', () => child.kill());
+    return { channel, child };
+  } catch (e) {
+    child.kill();
+    await Promise.race([exited, new Promise((r) => setTimeout(r, 2000))]);
+    if (FORWARDING_REFUSED.test(stderr)) throw new PersistenceUnavailable(`${spec.host} refuses TCP forwarding (ssh: ${stderr.trim().split('\n').slice(-2).join(' | ')})`);
+    if (e instanceof SshError) throw e;
+    const kind = classifySshFailure(stderr, child.exitCode);
+    if (kind) throw new SshError(kind, spec.host, stderr);
+    throw new Error(`${e instanceof Error ? e.message : String(e)}${stderr.trim() ? ` (ssh: ${stderr.trim().split('\n').slice(-2).join(' | ')})` : ''}`);
+  }
+}
+
+export interface PersistentConnectOptions extends Omit<ClientOptions, 'reconnect'> {
+  /** --idle-exit for a server started now (default: the CLI's). */
+  idleExitSec?: number;
+  /** The plain stdio connection, used when persistence is unavailable on this host. */
+  fallback(reason: string): Promise<ExecClient>;
+}
+
+/**
+ * A client of the host's detached server through ssh; reconnects (a new ssh) and resumes its
+ * session after a drop. Falls back to `opts.fallback` when the host cannot do it.
+ */
+export async function connectPersistentSsh(spec: PersistentSshSpec, opts: PersistentConnectOptions): Promise<ExecClient> {
+  const factory: ChannelFactory = async () => {
+    const server = await ensureDetachedServer(spec, { idleExitSec: opts.idleExitSec });
+    opts.log?.('info', `${spec.host}: detached exec-server pid ${server.pid} on the host's 127.0.0.1:${server.port} (${server.started ? 'started' : 'running'}); connecting through ssh -W`);
+    return (await openForwardedChannel(spec, server)).channel;
+  };
+  try {
+    return await ExecServerClient.connect(factory, {
+      ...opts,
+      reconnect: true,
+      // Each attempt logs in with ssh: not ten times a second.
+      reconnectDelayMs: opts.reconnectDelayMs ?? 1000,
+      recoveryTimeoutMs: opts.recoveryTimeoutMs ?? 30_000,
+    });
+  } catch (e) {
+    if (!(e instanceof PersistenceUnavailable)) throw e;
+    opts.log?.('info', `${spec.host}: no persistent connection (${e.message}); using the stdio connection — its terminals end with a window reload`);
+    return opts.fallback(e.message);
+  }
+}
