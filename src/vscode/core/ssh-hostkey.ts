@@ -75,6 +75,15 @@ export function fingerprintOf(keyBase64: string): string {
   return `SHA256:${createHash('sha256').update(Buffer.from(keyBase64, 'base64')).digest('base64').replace(/=+$/, '')}`;
 }
 
+/**
+ * A host name or address that means itself in a known_hosts host field and on ssh-keyscan's
+ * command line: no pattern characters (`*`, `?`, `!`), no list separator (`,`), no whitespace,
+ * no marker (`@`), no hashed-entry or bracket syntax (`|`, `[`, `]`). IPv6 (with a `%zone`) passes.
+ */
+export function isPlainHostName(name: string): boolean {
+  return /^[A-Za-z0-9_.:%-]+$/.test(name) && !name.startsWith('-');
+}
+
 /** The ssh-keyscan binary next to the ssh client in use (else from PATH). */
 function keyscanFor(ssh: SshOptions): string {
   return ssh.sshPath && ssh.sshPath.includes('/') ? path.join(path.dirname(ssh.sshPath), 'ssh-keyscan') : 'ssh-keyscan';
@@ -93,6 +102,12 @@ export async function scanHostKeys(t: SshTarget, ssh: SshOptions): Promise<HostK
   const knownHostsFile = (cfg.get('userknownhostsfile') ?? '').split(/\s+/)[0];
   if (!knownHostsFile || knownHostsFile === '/dev/null') throw new SshError('host-key-unknown', formatSshTarget(t), 'no UserKnownHostsFile to record the key in');
   const alias = cfg.get('hostkeyalias');
+  // These become the host field of a known_hosts line, which is a pattern list: a config (or an
+  // Include'd file) with `HostKeyAlias *` or `HostName a,b` would have the approved key trusted
+  // for every host, or for hosts that were never scanned; `@…` would read as a marker.
+  if (!isPlainHostName(hostname)) throw new SshError('host-key-unknown', formatSshTarget(t), `HostName ${JSON.stringify(hostname)} is not a plain host name or address: no key is fetched or recorded for it`);
+  if (alias && alias !== 'none' && !isPlainHostName(alias)) throw new SshError('host-key-unknown', formatSshTarget(t), `HostKeyAlias ${JSON.stringify(alias)} is not a plain host name: recording a key under it would trust it for other hosts`);
+  if (!Number.isInteger(port) || port < 1 || port > 65535) throw new SshError('host-key-unknown', formatSshTarget(t), `port ${cfg.get('port')} is out of range`);
   const knownHostsName = alias && alias !== 'none' ? alias : port === 22 ? hostname : `[${hostname}]:${port}`;
   let r;
   try {
@@ -105,7 +120,7 @@ export async function scanHostKeys(t: SshTarget, ssh: SshOptions): Promise<HostK
     const parts = line.trim().split(/\s+/);
     if (parts.length < 3 || parts[0].startsWith('#')) continue;
     const [, type, blob] = parts;
-    if (!/^[A-Za-z0-9+/]+={0,2}$/.test(blob)) continue;
+    if (!/^[A-Za-z0-9@._-]+$/.test(type) || !/^[A-Za-z0-9+/]+={0,2}$/.test(blob)) continue;
     keys.push({ line: `${knownHostsName} ${type} ${blob}`, type, fingerprint: fingerprintOf(blob) });
   }
   if (!keys.length) throw new SshError('closed', formatSshTarget(t), `ssh-keyscan got no host key from ${hostname}:${port}: ${r.stderr.trim()}`);

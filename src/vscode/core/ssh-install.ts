@@ -8,6 +8,7 @@
 // `node` (sent base64-encoded, so no login shell quoting can change it). Free of `vscode`.
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
+import { noLinks } from './notification-text';
 import { INSTALL_DIR, type HostFacts } from './ssh-probe';
 import { formatSshTarget, runSsh, shQuote, sshArgv, throwIfSshFailed, type SshOptions, type SshTarget } from './ssh-target';
 
@@ -21,7 +22,8 @@ export class InstallError extends Error {
     readonly kind: InstallRefusal | 'build-failed' | 'check-failed' | 'install-failed',
     message: string,
   ) {
-    super(message);
+    // Shown in a notification; the message quotes the host (its PATH, node --version, the installer's stderr).
+    super(noLinks(message));
     this.name = 'InstallError';
   }
 }

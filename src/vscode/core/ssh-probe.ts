@@ -3,6 +3,7 @@
 // only sees `sh -s`) reports the OS, architecture, libc, an `exec-server` or `codex` on PATH,
 // the CLI this extension installed (~/.exec-server), Node and the tools a native build needs.
 // Then: which executor to start, as the remote command of the saved environment. Free of `vscode`.
+import { noLinks } from './notification-text';
 import { runSsh, shQuote, sshArgv, throwIfSshFailed, formatSshTarget, SshError, type SshOptions, type SshTarget } from './ssh-target';
 
 /** Where the extension installs its CLI on a host (relative to the remote $HOME). */
@@ -124,11 +125,12 @@ export interface Executor {
  */
 export function chooseExecutor(f: HostFacts): Executor | undefined {
   const listen = '--listen stdio://';
-  if (f.execServer) return { kind: 'exec-server', path: f.execServer, remoteCommand: `${shQuote(f.execServer)} ${listen}`, description: `exec-server at ${f.execServer}` };
+  // description goes into the "connected" notification: paths and --version are the host's words.
+  if (f.execServer) return { kind: 'exec-server', path: f.execServer, remoteCommand: `${shQuote(f.execServer)} ${listen}`, description: noLinks(`exec-server at ${f.execServer}`) };
   if (f.installed) {
     const v = f.installedVersion ? ` (${f.installedVersion})` : '';
-    return { kind: 'installed', path: f.installed, remoteCommand: `${shQuote(f.installed)} ${listen}`, description: `the installed CLI at ${f.installed}${v}` };
+    return { kind: 'installed', path: f.installed, remoteCommand: `${shQuote(f.installed)} ${listen}`, description: noLinks(`the installed CLI at ${f.installed}${v}`) };
   }
-  if (f.codex && f.codexExecServer) return { kind: 'codex', path: f.codex, remoteCommand: `${shQuote(f.codex)} exec-server ${listen}`, description: `codex exec-server (${f.codex})` };
+  if (f.codex && f.codexExecServer) return { kind: 'codex', path: f.codex, remoteCommand: `${shQuote(f.codex)} exec-server ${listen}`, description: noLinks(`codex exec-server (${f.codex})`) };
   return undefined;
 }

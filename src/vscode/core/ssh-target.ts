@@ -4,6 +4,7 @@
 // destination), running ssh to completion, and ssh's failures turned into a kind the UI can
 // name (authentication, unknown host key, no route, …). Free of `vscode`.
 import { spawn } from 'node:child_process';
+import { noLinks } from './notification-text';
 
 export interface SshTarget {
   /** A ~/.ssh/config alias or a host name / address as typed. */
@@ -103,6 +104,9 @@ export function sshArgv(t: SshTarget, ssh: SshOptions, remoteCommand: string, o:
   // command"); its port forwardings (ExitOnForwardFailure, a port taken by the terminal session
   // the user has open) are not this transport's business.
   argv.push('-o', 'RemoteCommand=none', '-o', 'ClearAllForwardings=yes');
+  // Nor is a LocalCommand (PermitLocalCommand yes): it runs on this machine on every (re)connect
+  // and its stdout is ssh's, i.e. the protocol stream.
+  argv.push('-o', 'PermitLocalCommand=no');
   if (o.acceptNewHostKey) argv.push('-o', 'StrictHostKeyChecking=accept-new');
   if (o.keepAlive) argv.push('-o', 'ServerAliveInterval=15', '-o', 'ServerAliveCountMax=4');
   if (t.port) argv.push('-p', String(t.port));
@@ -130,7 +134,8 @@ export class SshError extends Error {
     readonly target: string,
     readonly stderr: string,
   ) {
-    super(describeSshFailure(kind, target, stderr));
+    // Shown in a notification; stderr holds what the host printed (its banner, its shell's errors).
+    super(noLinks(describeSshFailure(kind, target, stderr)));
     this.name = 'SshError';
   }
 }

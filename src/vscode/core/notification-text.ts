@@ -1,0 +1,14 @@
+// Text from elsewhere (what a remote host prints, its file names, ssh's stderr, a search tool's
+// complaints) put into a VS Code notification. Notifications render `[label](command:…)`,
+// `[label](https://…)` and `[label](file:…)` as links, and a click on a command link runs that
+// command with the link's arguments (e.g. workbench.action.terminal.sendSequence: keystrokes
+// into the open terminal). Modal dialogs, tree rows and view messages show plain text and do
+// not need this. Free of `vscode`.
+
+/**
+ * `s` with every `](` written `] (`: nothing of it reads as a link any more, and the text
+ * stays readable (link syntax needs `]` and `(` side by side).
+ */
+export function noLinks(s: string): string {
+  return s.replace(/\]\(/g, '] (');
+}

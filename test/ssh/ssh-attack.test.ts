@@ -1,0 +1,160 @@
+// Connect to Host under attack, against a REAL sshd (test/ssh/sshd.ts: 127.0.0.1, throwaway
+// keys, `ssh -F <temp config>`). The attacker controls an ssh config (or an Include'd file),
+// or the remote host itself: what its shell prints, its file names, its stderr. Each test is
+// the attack; the ones marked "held" passed on the code before this file too (kept as guards).
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { connectCommand } from '../../src/client/connect';
+import { sshEnvironmentInput } from '../../src/vscode/core/ssh-environment';
+import { recordHostKeys, scanHostKeys } from '../../src/vscode/core/ssh-hostkey';
+import { findBundle, planInstall } from '../../src/vscode/core/ssh-install';
+import { chooseExecutor, probeHost } from '../../src/vscode/core/ssh-probe';
+import { shQuote, SshError, type SshOptions } from '../../src/vscode/core/ssh-target';
+import { cliPath, repoRoot } from '../support/cli';
+import { tempDir } from '../support/tmp';
+import { binDir, startSshd, whichOrThrow, type TestSshd } from './sshd';
+
+let sshd: TestSshd;
+let ssh: SshOptions;
+const work = tempDir('ssh-attack-');
+const node = process.execPath;
+const BASE = '/usr/bin:/bin';
+
+/** VS Code's notification link syntax (notifications render these; a click on command: runs the command with the link's arguments). */
+const NOTIFICATION_LINK = /\[([^\]]+)\]\(((?:https?:\/\/|command:|file:)[^)\s]+)(?: (["'])(.+?)(\3))?\)/i;
+/** What a hostile host prints: a link that would type into the user's terminal when clicked. */
+const LINK = '[Retry](command:workbench.action.terminal.sendSequence?%7B%22text%22%3A%22touch%20pwned%5Cn%22%7D)';
+
+/** A directory whose name holds shell syntax: `command -v exec-server` on the host prints it. */
+const SHELLY = `x;touch pwned-semi;$(touch pwned-subst)\`touch pwned-tick\`'q"`;
+
+before(async () => {
+  assert.ok(existsSync(cliPath), `${cliPath} missing: run npm run build`);
+  const launcher = `#!/bin/sh\nexec ${node} ${cliPath} "$@"\n`;
+  const shellyBin = binDir(path.join(work, SHELLY), { 'exec-server': launcher });
+  // A HOME whose name holds a link (PATH cannot: the link has a ':'), with an installed CLI there
+  // whose --version prints another one.
+  const linkHome = path.join(work, `home-${LINK}`);
+  binDir(path.join(linkHome, '.exec-server', 'bin'), { 'exec-server': `#!/bin/sh\n[ "$1" = --version ] && { echo "exec-server ${LINK}"; exit 0; }\nexec ${node} ${cliPath} "$@"\n` });
+  // A host whose `sh` is not a shell: it prints a link on stderr and fails (the probe error shows stderr).
+  const fakeSh = binDir(path.join(work, 'fake-sh'), { sh: `#!/bin/bash\necho "sh: oops ${LINK}" >&2\nexit 2\n` });
+  // The probe's tools without node (this machine's node is in /usr/bin).
+  const noNode = binDir(path.join(work, 'no-node-bin'), Object.fromEntries(['sh', 'uname', 'grep', 'ls', 'head', 'ldd'].map((c) => [c, whichOrThrow(c)])));
+  for (const h of ['home-k', 'home-l', 'home-s', 'home-f', 'home-p']) mkdirSync(path.join(work, h), { recursive: true });
+  sshd = await startSshd([
+    { alias: 'keyscan', unknownHostKey: true, env: { HOME: path.join(work, 'home-k'), PATH: BASE } },
+    { alias: 'local-cmd', env: { HOME: path.join(work, 'home-l'), PATH: `${binDir(path.join(work, 'plain-bin'), { 'exec-server': launcher })}:${BASE}` } },
+    { alias: 'shelly', env: { HOME: path.join(work, 'home-s'), PATH: `${shellyBin}:${BASE}` } },
+    { alias: 'link-home', env: { HOME: linkHome, PATH: BASE } },
+    { alias: 'fake-sh', env: { HOME: path.join(work, 'home-f'), PATH: `${fakeSh}:${BASE}` } },
+    { alias: 'no-node', env: { HOME: path.join(work, 'home-p'), PATH: `/nonexistent/${LINK}:${noNode}` } },
+  ]);
+  ssh = { configFile: sshd.configFile, sshPath: whichOrThrow('ssh') };
+});
+after(async () => {
+  await sshd?.stop();
+});
+
+/** A config holding only `alias`'s block of the test config, renamed and with `extra` lines. */
+function configWith(name: string, alias: string, extra: string[]): string {
+  const block = readFileSync(sshd.configFile, 'utf8').split('\n\n').find((b) => b.startsWith(`Host ${alias}\n`))!;
+  const file = path.join(sshd.dir, `config-${name}`);
+  // ssh takes the first value of an option: the alias's own line of a keyword given in `extra` goes.
+  const keys = new Set(extra.map((l) => l.split(/\s+/)[0].toLowerCase()));
+  const kept = block.split('\n').filter((l) => !keys.has(l.trim().split(/\s+/)[0].toLowerCase()));
+  writeFileSync(file, `${kept.join('\n').replace(/^Host .*$/m, `Host ${name}`)}\n${extra.map((l) => `  ${l}`).join('\n')}\n`);
+  return file;
+}
+
+describe('ssh attacks (real sshd)', () => {
+  it('a config with HostKeyAlias * (or @marker, or HostName a,b): no key is fetched or recorded — `* <key>` in known_hosts would trust that key for every host', async () => {
+    const kh = path.join(sshd.dir, 'known_hosts-keyscan');
+    for (const [name, extra] of [
+      ['star', ['HostKeyAlias *']],
+      ['marker', ['HostKeyAlias @cert-authority']],
+      ['negated', ['HostKeyAlias !x']],
+      ['listed', [`HostName 127.0.0.1,localhost`]],
+    ] as const) {
+      const cfg = configWith(name, 'keyscan', [...extra]);
+      const r = await scanHostKeys({ host: name }, { ...ssh, configFile: cfg }).then(
+        (scan) => {
+          // What the old code did with it: record the "approved" key under that name.
+          recordHostKeys(scan);
+          return scan.knownHostsName;
+        },
+        (e: unknown) => e,
+      );
+      assert.ok(r instanceof SshError, `${name}: scanned and recorded under ${JSON.stringify(r)}: ${readFileSync(kh, 'utf8')}`);
+      assert.match(r.message, /not a plain host name/, name);
+      assert.equal(readFileSync(kh, 'utf8'), '', `${name}: nothing recorded`);
+    }
+    // A plain alias still works (the guard is not a blanket refusal).
+    const ok = await scanHostKeys({ host: 'keyscan' }, ssh);
+    assert.equal(ok.knownHostsName, `[127.0.0.1]:${sshd.port}`);
+  });
+
+  it("the config's LocalCommand (PermitLocalCommand yes) does not run for the probe or the transport, and its output never reaches the protocol stream", async () => {
+    const marker = path.join(work, 'local-command-ran');
+    const cfg = configWith('lc', 'local-cmd', ['PermitLocalCommand yes', `LocalCommand echo '{"jsonrpc":"2.0","method":"garbage"}'; echo not-json; touch ${marker}`]);
+    const plain = spawnSync(ssh.sshPath!, ['-F', cfg, '-T', '--', 'lc', 'true'], { encoding: 'utf8', timeout: 20_000 });
+    assert.ok(existsSync(marker), `plain ssh runs the LocalCommand with this config (the config really is hostile): ${plain.stderr}`);
+    spawnSync('rm', ['-f', marker]);
+    const opts = { ...ssh, configFile: cfg };
+    const facts = await probeHost({ host: 'lc' }, opts);
+    const ex = chooseExecutor(facts)!;
+    assert.equal(ex.kind, 'exec-server');
+    const input = sshEnvironmentInput('lc', { host: 'lc' }, opts, ex);
+    const client = await connectCommand(input.command!, input.args!, { clientName: 'ssh-attack', initializeTimeoutMs: 20_000 });
+    try {
+      const p = await client.startProcess({ argv: ['/bin/sh', '-c', 'echo ok-$((6*7))'], cwd: '/', tty: false });
+      let out = '';
+      p.onOutput((e) => (out += Buffer.from(e.data).toString()));
+      assert.equal(await p.exited, 0);
+      await p.closed;
+      assert.match(out, /ok-42/);
+    } finally {
+      await client.close();
+    }
+    assert.equal(existsSync(marker), false, 'the LocalCommand ran on this machine');
+  });
+
+  it('held: a host whose exec-server path holds ; $( ) ` \' " — the remote command runs exactly that path, nothing else runs', async () => {
+    const facts = await probeHost({ host: 'shelly' }, ssh);
+    assert.equal(facts.execServer, path.join(work, SHELLY, 'exec-server'));
+    const ex = chooseExecutor(facts)!;
+    const input = sshEnvironmentInput('shelly', { host: 'shelly' }, ssh, ex);
+    assert.equal(input.args!.at(-1), `${shQuote(facts.execServer!)} --listen stdio://`);
+    const client = await connectCommand(input.command!, input.args!, { clientName: 'ssh-attack', initializeTimeoutMs: 20_000 });
+    await client.close();
+    assert.deepEqual(readdirSync(path.join(work, 'home-s')).filter((n) => n.startsWith('pwned')), [], 'the path was read by a shell as code');
+  });
+
+  it('what the host prints never becomes a clickable notification link: a probe that fails with a link on stderr, a PATH and an executor path holding one', async () => {
+    const e = await probeHost({ host: 'fake-sh' }, ssh).then(() => undefined, (x: unknown) => x);
+    assert.ok(e instanceof SshError, String(e));
+    assert.match(e.message, /oops/, 'the host\'s complaint is still shown');
+    assert.doesNotMatch(e.message, NOTIFICATION_LINK, e.message);
+
+    const facts = await probeHost({ host: 'no-node' }, ssh);
+    const refusal = (() => {
+      try {
+        planInstall(facts, findBundle(repoRoot, '0.0.0'));
+      } catch (x) {
+        return x as Error;
+      }
+      return undefined;
+    })();
+    assert.ok(refusal, 'no Node on the host: the install is refused');
+    assert.match(refusal.message, /no Node\.js on the host's PATH/);
+    assert.doesNotMatch(refusal.message, NOTIFICATION_LINK, refusal.message);
+
+    const linked = chooseExecutor(await probeHost({ host: 'link-home' }, ssh))!;
+    assert.equal(linked.kind, 'installed');
+    assert.match(linked.description, /Retry/);
+    assert.doesNotMatch(linked.description, NOTIFICATION_LINK, linked.description);
+    assert.ok(linked.path.includes('](command:'), 'the path itself is kept exactly (it is what runs)');
+  });
+});
