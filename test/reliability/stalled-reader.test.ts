@@ -3,7 +3,7 @@
 // child (the child blocks on a full pipe/PTY, it is not finished) and its RSS must stay flat
 // under 300 MB; once the client reads again every byte arrives, in seq order, and retention
 // for process/read holds no more than its 1 MiB cap.
-import { test, before, after } from 'node:test';
+import { test, before, after, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import * as os from 'node:os';
 import { pathToFileURL } from 'node:url';
@@ -28,7 +28,7 @@ interface Scenario {
   drainTimeoutMs: number;
 }
 
-async function stalledReader(s: Scenario): Promise<void> {
+async function stalledReader(t: TestContext, s: Scenario): Promise<void> {
   const cli: Cli = await startCli(['--listen', 'ws://127.0.0.1:0']);
   const serverPid = cli.child.pid!;
   const client = await StallClient.connect(cli.url);
@@ -59,6 +59,8 @@ async function stalledReader(s: Scenario): Promise<void> {
     const rssWhileStalled = maxRss;
     const last = written[written.length - 1];
     const threeSecondsEarlier = written[written.length - 13];
+    // The margins, in the log of every run (passing ones too): RSS and where the child stopped.
+    t.diagnostic(`stalled: server RSS peak ${(rssWhileStalled / 2 ** 20).toFixed(0)} MiB (limit ${RSS_LIMIT / 2 ** 20}), child stopped after ${last} of ${s.bytes} bytes`);
     assert.ok(isAlive(pid), `the child finished while the client was stalled (wrote ${last} bytes): the server kept reading`);
     assert.ok(last > 0 && last < s.bytes, `child wrote ${last} of ${s.bytes} bytes`);
     assert.equal(last, threeSecondsEarlier, 'the child kept writing during the last 3 s of the stall: output is not paused');
@@ -72,6 +74,7 @@ async function stalledReader(s: Scenario): Promise<void> {
     assert.deepEqual(stats.seqErrors, []);
     assert.equal(stats.bytes, s.bytes);
     assert.equal(stats.exitCode, 0);
+    t.diagnostic(`drained: server RSS peak ${(maxRss / 2 ** 20).toFixed(0)} MiB (limit ${RSS_LIMIT / 2 ** 20})`);
     assert.ok(maxRss < RSS_LIMIT, `server RSS reached ${(maxRss / 2 ** 20).toFixed(0)} MiB while draining`);
     assert.ok(!isAlive(pid), 'the child was not reaped');
     // Retention for process/read kept only its 1 MiB cap out of everything that went through.
@@ -90,10 +93,10 @@ async function stalledReader(s: Scenario): Promise<void> {
   }
 }
 
-test('stalled websocket reader, pipe child writing 1 GiB: child throttled, server RSS < 300 MB, every byte delivered after resume', async () => {
-  await stalledReader({ tty: false, bytes: GiB, drainTimeoutMs: 60_000 });
+test('stalled websocket reader, pipe child writing 1 GiB: child throttled, server RSS < 300 MB, every byte delivered after resume', async (t) => {
+  await stalledReader(t, { tty: false, bytes: GiB, drainTimeoutMs: 60_000 });
 });
 
-test('stalled websocket reader, PTY child writing 256 MiB (smaller: PTYs are slow): child throttled, RSS < 300 MB, every byte delivered', async () => {
-  await stalledReader({ tty: true, bytes: 256 * 1024 * 1024, drainTimeoutMs: 60_000 });
+test('stalled websocket reader, PTY child writing 256 MiB (smaller: PTYs are slow): child throttled, RSS < 300 MB, every byte delivered', async (t) => {
+  await stalledReader(t, { tty: true, bytes: 256 * 1024 * 1024, drainTimeoutMs: 60_000 });
 });
