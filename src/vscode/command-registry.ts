@@ -4,6 +4,7 @@
 import * as vscode from 'vscode';
 import type { CommandArgs, CommandId, CommandResult } from './command-ids';
 import { wasReported } from './environments';
+import { noLinks } from './core/notification-text';
 
 /** The argument object as received: an object, or undefined (no args, a URI, a primitive). */
 export type Args = Record<string, unknown> | undefined;
@@ -34,7 +35,8 @@ export function registerCommand<K extends CommandId>(ctx: vscode.ExtensionContex
         if (!interactive(raw)) throw e; // programmatic callers handle their own failures
         const msg = e instanceof Error ? e.message : String(e);
         log.error(`${id}: ${msg}`);
-        if (!wasReported(e)) void vscode.window.showErrorMessage(msg.startsWith('Exec Server:') ? msg : `Exec Server: ${msg}`);
+        // noLinks: an error may quote a host, a file name or a tool's stderr, and notifications make [x](command:…) a link.
+        if (!wasReported(e)) void vscode.window.showErrorMessage(noLinks(msg.startsWith('Exec Server:') ? msg : `Exec Server: ${msg}`));
         return undefined;
       }
     }),

@@ -14,6 +14,7 @@ import { str, strArray, type Args } from './command-registry';
 import { SEARCH_RESULTS_VIEW, type CommandResult } from './command-ids';
 import { excludedNamesFromSettings, validateQuery, type SearchQuery } from './core/search-argv';
 import { listFiles } from './core/search-files';
+import { noLinks } from './core/notification-text';
 import { visiblePath } from './core/search-parse';
 import { DEFAULT_MAX_RESULTS, searchInFolder, summarize, type SearchOutcome } from './core/search-run';
 import { matchSelection, SearchResultsTree } from './search-view';
@@ -201,7 +202,7 @@ export function registerSearchCommands(d: CommandDeps): void {
     const outcomes: SearchOutcome[] = [];
     const failures: string[] = [];
     await vscode.window.withProgress(
-      { location: vscode.ProgressLocation.Notification, title: `Exec Server: searching for “${visiblePath(query.pattern)}”`, cancellable: true },
+      { location: vscode.ProgressLocation.Notification, title: `Exec Server: searching for “${noLinks(visiblePath(query.pattern))}”`, cancellable: true },
       async (progress, token) => {
         token.onCancellationRequested(() => ac.abort());
         let left = maxResults;
@@ -229,8 +230,9 @@ export function registerSearchCommands(d: CommandDeps): void {
     const total = merge(outcomes, ac.signal.aborted);
     const summary = failures.length && !total.matches.length ? `Search failed: ${failures[0]}` : summarize(total) + (failures.length ? ` — ${failures.length} folder(s) failed` : '');
     view.message = `${visiblePath(summary)} · “${visiblePath(query.pattern)}” (${total.tool ?? 'search'} on the host)`;
-    if (interactive && (total.failure || failures.length) && !total.matches.length) void vscode.window.showErrorMessage(`Exec Server: ${visiblePath(summary)}`);
-    else if (interactive && !total.matches.length && !total.cancelled) void vscode.window.showInformationMessage(`Exec Server: no results for “${visiblePath(query.pattern)}” in ${visiblePath(where)}`);
+    // Notifications make [x](command:…) a link: the summary quotes the host's tool (file names in its errors).
+    if (interactive && (total.failure || failures.length) && !total.matches.length) void vscode.window.showErrorMessage(`Exec Server: ${noLinks(visiblePath(summary))}`);
+    else if (interactive && !total.matches.length && !total.cancelled) void vscode.window.showInformationMessage(noLinks(`Exec Server: no results for “${visiblePath(query.pattern)}” in ${visiblePath(where)}`));
     return {
       summary,
       tool: total.tool,
@@ -274,7 +276,7 @@ export function registerSearchCommands(d: CommandDeps): void {
         const pick = qp.selectedItems[0] ?? qp.activeItems[0];
         if (!pick) return;
         finish(pick.uri.toString());
-        await vscode.window.showTextDocument(pick.uri, { preview: true }).then(undefined, (e: Error) => void vscode.window.showErrorMessage(`Exec Server: cannot open ${visiblePath(pick.uri.path)}: ${e.message}`));
+        await vscode.window.showTextDocument(pick.uri, { preview: true }).then(undefined, (e: Error) => void vscode.window.showErrorMessage(noLinks(`Exec Server: cannot open ${visiblePath(pick.uri.path)}: ${e.message}`)));
       });
       qp.onDidHide(() => finish(undefined));
       qp.show();

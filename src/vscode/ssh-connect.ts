@@ -12,6 +12,7 @@ import type { CommandId } from './command-ids';
 import { str, type CommandHandler } from './command-registry';
 import type { EnvironmentManager } from './core/environment-manager';
 import type { EnvironmentStore } from './core/environment-store';
+import { noLinks } from './core/notification-text';
 import { readSshConfigHosts, type SshConfigHost } from './core/ssh-config';
 import { chooseEnvironmentName, sshEnvironmentInput } from './core/ssh-environment';
 import { findBundle, installOnHost, InstallError, isOutdated, planInstall, type CliBundle, type InstallPlan } from './core/ssh-install';
@@ -232,7 +233,8 @@ export function registerSshCommands(d: SshCommandDeps): void {
         return undefined;
       }
       const why = e instanceof SshError || e instanceof InstallError ? e.message : `cannot connect to ${shown}: ${e instanceof Error ? e.message : String(e)}`;
-      throw new Error(`Exec Server: ${why}`);
+      // Reported in a notification; the reason may quote the host (its banner, the probe's output).
+      throw new Error(`Exec Server: ${noLinks(why)}`);
     }
   });
 }

@@ -80,8 +80,10 @@ export function grepArgv(q: SearchQuery, grep = 'grep'): string[] {
   const argv = [grep, '-r', '-n', '-H', '-I', '--null', '--color=never', q.isRegex ? '-E' : '-F'];
   if (!q.caseSensitive) argv.push('-i');
   if (q.wholeWord) argv.push('-w');
-  for (const d of q.excludeNames ?? DEFAULT_EXCLUDED_NAMES) argv.push(`--exclude-dir=${d}`, `--exclude=${d}`);
+  // --include before --exclude: GNU grep includes a file no such option matches unless the
+  // FIRST of them is an --include — after the excludes, `--include=*.ts` filtered nothing.
   for (const g of q.include ?? []) argv.push(`--include=${g}`);
+  for (const d of q.excludeNames ?? DEFAULT_EXCLUDED_NAMES) argv.push(`--exclude-dir=${d}`, `--exclude=${d}`);
   argv.push('-e', q.pattern, '--', SEARCH_ROOT);
   return argv;
 }

@@ -20,6 +20,20 @@ export interface SearchMatch {
 /** Longer lines are cut (a minified file would otherwise put megabytes into one tree row). */
 export const MAX_LINE_CHARS = 2000;
 
+/**
+ * The most of one output record held while it streams in. A file on the host with a matching
+ * line of gigabytes (no newline) would otherwise be buffered whole in the extension host until
+ * its end: rg --json puts the whole line in one JSON line (--max-columns does not apply to
+ * --json), grep prints it whole. An rg record past this is skipped (its file is named); of a
+ * grep line only the first GREP_KEPT_BYTES are kept (grep's line number comes first).
+ */
+export const MAX_RECORD_BYTES = 16 * 1024 * 1024;
+export const GREP_KEPT_BYTES = 1024 * 1024;
+/** A file name longer than this is not grep's (PATH_MAX is 4096): the record is skipped. */
+const MAX_NAME_BYTES = 64 * 1024;
+/** What is kept of an over-long rg record to name its file. */
+const HEAD_BYTES = 64 * 1024;
+
 const utf8 = new TextDecoder('utf-8', { fatal: false });
 const encoder = new TextEncoder();
 
@@ -60,23 +74,54 @@ function rgString(v: RgText | undefined): { text: string; bytes: Uint8Array } {
   return { text: utf8.decode(bytes), bytes };
 }
 
-/** Splits a byte stream on '\n' (bytes kept until a whole line is there). */
+/**
+ * Splits a byte stream on '\n' (bytes kept until a whole line is there). A line longer than
+ * `limit` is not kept: only its first HEAD_BYTES, handed to `onTooLong` with its length.
+ */
 class LineSplitter {
   private pending: Uint8Array[] = [];
-  constructor(private readonly onLine: (line: Uint8Array) => void) {}
+  private size = 0;
+  /** The start of an over-long line (set once it passed the limit), and its length so far. */
+  private head: Uint8Array | undefined;
+  private long = 0;
+  constructor(
+    private readonly onLine: (line: Uint8Array) => void,
+    private readonly onTooLong: (head: Uint8Array, bytes: number) => void = () => undefined,
+    private readonly limit = MAX_RECORD_BYTES,
+  ) {}
+  private add(part: Uint8Array, copy: boolean): void {
+    if (!this.head && this.size + part.length <= this.limit) {
+      this.pending.push(copy ? part.slice() : part);
+      this.size += part.length;
+      return;
+    }
+    if (!this.head) {
+      this.head = concat([...this.pending, part]).slice(0, HEAD_BYTES);
+      this.long = this.size;
+      this.pending = [];
+      this.size = 0;
+    }
+    this.long += part.length;
+  }
+  private lineEnd(): void {
+    if (this.head) this.onTooLong(this.head, this.long);
+    else this.onLine(concat(this.pending));
+    this.pending = [];
+    this.size = 0;
+    this.head = undefined;
+    this.long = 0;
+  }
   push(chunk: Uint8Array): void {
     let start = 0;
     for (let i = chunk.indexOf(0x0a); i !== -1; i = chunk.indexOf(0x0a, start)) {
-      this.pending.push(chunk.subarray(start, i));
-      this.onLine(concat(this.pending));
-      this.pending = [];
+      this.add(chunk.subarray(start, i), false);
+      this.lineEnd();
       start = i + 1;
     }
-    if (start < chunk.length) this.pending.push(chunk.slice(start));
+    if (start < chunk.length) this.add(chunk.subarray(start), true);
   }
   end(): void {
-    if (this.pending.length) this.onLine(concat(this.pending));
-    this.pending = [];
+    if (this.pending.length || this.head) this.lineEnd();
   }
 }
 
@@ -91,8 +136,23 @@ function concat(parts: Uint8Array[]): Uint8Array {
   return out;
 }
 
+/** The file an rg --json record is about, read from its first bytes (its "path" comes first). */
+function rgPathOf(head: Uint8Array): string | undefined {
+  const m = /^\{"type":"match","data":\{"path":(\{"(?:text|bytes)":"(?:[^"\\]|\\.)*"\})/.exec(utf8.decode(head));
+  if (!m) return undefined;
+  try {
+    return relativeResultPath(rgString(JSON.parse(m[1]) as RgText).text);
+  } catch {
+    return undefined;
+  }
+}
+
 /** ripgrep --json: one JSON object per line; only "match" objects produce results. */
 export function rgJsonParser(onMatch: (m: SearchMatch) => void, onBadLine?: (line: string) => void): OutputParser {
+  const tooLong = (head: Uint8Array, bytes: number) => {
+    const file = rgPathOf(head);
+    onBadLine?.(`a matching line of ${Math.round(bytes / 1048576)} MiB${file === undefined ? '' : ` in ${file}`} was skipped (longer than ${MAX_RECORD_BYTES / 1048576} MiB)`);
+  };
   return new LineSplitter((raw) => {
     const line = utf8.decode(raw);
     if (line.trim() === '') return;
@@ -114,7 +174,7 @@ export function rgJsonParser(onMatch: (m: SearchMatch) => void, onBadLine?: (lin
     const text = stripEol(l.text);
     const clipped = clipLine(text, ranges.length ? ranges.map(([s, e]) => [Math.min(s, text.length), Math.min(e, text.length)]) : [[0, 0]]);
     onMatch({ path: relativeResultPath(p.text), line: Number(d.line_number ?? 0), ...clipped });
-  });
+  }, tooLong);
 }
 
 /**
@@ -147,8 +207,18 @@ export function matchRanges(text: string, q: SearchQuery): [number, number][] {
 export function grepNulParser(q: SearchQuery, onMatch: (m: SearchMatch) => void, onBadRecord?: (text: string) => void): OutputParser {
   let state: 'name' | 'number' | 'text' | 'skip' = 'name';
   let name: Uint8Array[] = [];
+  let nameBytes = 0;
   let num = '';
   let text: Uint8Array[] = [];
+  let textBytes = 0;
+  /** Keeps at most GREP_KEPT_BYTES of the line (the rest is not needed for a row). */
+  const keepText = (part: Uint8Array) => {
+    const room = GREP_KEPT_BYTES - textBytes;
+    if (room <= 0) return;
+    const kept = part.slice(0, room); // a copy: the caller's chunk is not ours to keep
+    text.push(kept);
+    textBytes += kept.length;
+  };
   const emit = () => {
     const line = stripEol(utf8.decode(concat(text)));
     // Stray NULs inside a line (a binary part grep did not detect) are shown as U+FFFD.
@@ -158,8 +228,10 @@ export function grepNulParser(q: SearchQuery, onMatch: (m: SearchMatch) => void,
   const reset = () => {
     state = 'name';
     name = [];
+    nameBytes = 0;
     num = '';
     text = [];
+    textBytes = 0;
   };
   return {
     push(chunk: Uint8Array) {
@@ -171,6 +243,11 @@ export function grepNulParser(q: SearchQuery, onMatch: (m: SearchMatch) => void,
             name.push(chunk.slice(start, i));
             state = 'number';
             start = i + 1;
+          } else if (nameBytes + (i - start) > MAX_NAME_BYTES) {
+            onBadRecord?.(`a file name longer than ${MAX_NAME_BYTES} bytes…`);
+            state = 'skip';
+            name = [];
+            nameBytes = 0;
           }
         } else if (state === 'number') {
           if (b >= 0x30 && b <= 0x39 && num.length < 12) num += String.fromCharCode(b);
@@ -186,7 +263,7 @@ export function grepNulParser(q: SearchQuery, onMatch: (m: SearchMatch) => void,
           }
         } else if (state === 'text') {
           if (b === 0x0a) {
-            text.push(chunk.slice(start, i));
+            keepText(chunk.subarray(start, i));
             emit();
             reset();
             start = i + 1;
@@ -197,8 +274,10 @@ export function grepNulParser(q: SearchQuery, onMatch: (m: SearchMatch) => void,
         }
       }
       if (start < chunk.length) {
-        if (state === 'name') name.push(chunk.slice(start));
-        else if (state === 'text') text.push(chunk.slice(start));
+        if (state === 'name') {
+          name.push(chunk.slice(start));
+          nameBytes += chunk.length - start;
+        } else if (state === 'text') keepText(chunk.subarray(start));
       }
     },
     end() {

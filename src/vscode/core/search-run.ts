@@ -6,6 +6,7 @@
 // from the host) it is probed again and the search retried once with the new choice.
 import type { ExecClient, ProcessHandle } from '../../client/api';
 import type { EnvPolicy } from '../../protocol/types';
+import { noLinks } from './notification-text';
 import { grepArgv, rgArgv, validateQuery, type SearchQuery, type SearchTool } from './search-argv';
 import { grepNulParser, rgJsonParser, type OutputParser, type SearchMatch } from './search-parse';
 
@@ -245,15 +246,18 @@ async function runTool(client: ExecClient, folder: string, query: SearchQuery, t
   return outcome;
 }
 
-/** "12 matching lines in 3 files", "… — 40 more not shown", for the view and notifications. */
+/**
+ * "12 matching lines in 3 files", "… — 40 more not shown", for the view and notifications. A
+ * failure quotes the host's tool (a file name in its error): no `](`, so no notification link.
+ */
 export function summarize(o: SearchOutcome): string {
-  if (o.failure) return `Search failed: ${o.failure}`;
+  if (o.failure) return `Search failed: ${noLinks(o.failure)}`;
   const n = o.matches.length;
   const lines = `${n} matching line${n === 1 ? '' : 's'} in ${o.files} file${o.files === 1 ? '' : 's'}`;
   const parts = [n === 0 && !o.cancelled ? 'No results' : lines];
   if (o.notShown > 0) parts.push(`${o.stoppedAtCountLimit ? 'at least ' : ''}${o.notShown} more not shown`);
   if (o.cancelled) parts.push('cancelled');
-  if (o.incomplete && !o.failure) parts.push(`incomplete: ${o.incomplete}`);
+  if (o.incomplete && !o.failure) parts.push(`incomplete: ${noLinks(o.incomplete)}`);
   if (o.errors.length > 0) parts.push(`${o.errors.length}${o.errors.length >= 20 ? '+' : ''} unreadable/skipped`);
   return parts.join(' — ');
 }
