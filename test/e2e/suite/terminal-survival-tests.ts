@@ -10,6 +10,7 @@ import { randomBytes } from 'node:crypto';
 import { closeSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import * as vscode from 'vscode';
+import { isAlive } from '../../support/process';
 import { AgentClient } from './agent-client';
 import { config } from './config';
 import { afterAll, test, testAcrossReload } from './framework';
@@ -84,15 +85,6 @@ async function startDetachedServer(port = 0, token = randomBytes(24).toString('h
   return { pid, url, port: Number(new URL(url).port), token };
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 function killServer(pid: number): void {
   detached.delete(pid);
   try {
@@ -104,7 +96,7 @@ function killServer(pid: number): void {
 
 async function stopServer(pid: number): Promise<void> {
   killServer(pid);
-  await waitFor(`server ${pid} to exit`, () => !alive(pid), 10_000, 100);
+  await waitFor(`server ${pid} to exit`, () => !isAlive(pid), 10_000, 100); // a killed server not yet reaped (a zombie) is gone
 }
 
 export function registerTerminalSurvivalTests(): void {

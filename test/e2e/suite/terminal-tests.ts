@@ -5,7 +5,7 @@ import path from 'node:path';
 import * as vscode from 'vscode';
 import { test } from './framework';
 import { assert, assertEqual, freshDir, productApi, sleep, waitFor, waitForFile } from './util';
-import { isAlive } from '../../support/process';
+import { descendants, isAlive } from '../../support/process';
 
 const opened = new Set<vscode.Terminal>();
 
@@ -116,13 +116,15 @@ export function registerTerminalTests(label: string, env: () => string, serverPi
   test(`${label}: Ctrl+C typed into the terminal interrupts the running command`, async () => {
     const dir = freshDir(`${label}-intr`);
     const terminal = await newTerminal(env(), dir, `e2e ${label} interrupt`);
-    terminal.sendText('echo started > started.txt; sleep 120');
-    await waitForFile(path.join(dir, 'started.txt'), (t) => t === 'started\n', 30_000);
-    await sleep(300); // let the shell reach `sleep`
+    terminal.sendText('echo $$ > started.txt; sleep 120');
+    const shell = Number(await waitForFile(path.join(dir, 'started.txt'), (t) => /^\d+\n$/.test(t), 30_000));
+    // Ctrl+C once the command runs (a child of the shell), so it is the command that is interrupted.
+    const sleeper = await waitFor('the shell to run sleep', () => descendants(shell).find((p) => p.comm === 'sleep')?.pid, 20_000, 50);
     terminal.sendText('\x03', false);
     // Only reachable in time if the sleep was interrupted.
     terminal.sendText('echo back > back.txt');
     assertEqual(await waitForFile(path.join(dir, 'back.txt'), (t) => t.endsWith('\n'), 30_000), 'back\n', 'command after Ctrl+C');
+    assert(!isAlive(sleeper), `the interrupted sleep (pid ${sleeper}) is gone`);
     terminal.dispose();
   });
 
