@@ -43,6 +43,9 @@ before(async () => {
   const fakeSh = binDir(path.join(work, 'fake-sh'), { sh: `#!/bin/bash\necho "sh: oops ${LINK}" >&2\nexit 2\n` });
   // The probe's tools without node (this machine's node is in /usr/bin).
   const noNode = binDir(path.join(work, 'no-node-bin'), Object.fromEntries(['sh', 'uname', 'grep', 'ls', 'head', 'ldd'].map((c) => [c, whichOrThrow(c)])));
+  // Hosts that print without end: 64 MiB on stdout then nothing for 30 s; 64 MiB on stderr in one line.
+  const floodOut = binDir(path.join(work, 'flood-out'), { sh: '#!/bin/bash\nhead -c 67108864 /dev/zero | tr "\\0" x\nsleep 30\n' });
+  const floodErr = binDir(path.join(work, 'flood-err'), { sh: '#!/bin/bash\nhead -c 67108864 /dev/zero | tr "\\0" y >&2\nexit 1\n' });
   for (const h of ['home-k', 'home-l', 'home-s', 'home-f', 'home-p']) mkdirSync(path.join(work, h), { recursive: true });
   sshd = await startSshd([
     { alias: 'keyscan', unknownHostKey: true, env: { HOME: path.join(work, 'home-k'), PATH: BASE } },
@@ -50,6 +53,8 @@ before(async () => {
     { alias: 'shelly', env: { HOME: path.join(work, 'home-s'), PATH: `${shellyBin}:${BASE}` } },
     { alias: 'link-home', env: { HOME: linkHome, PATH: BASE } },
     { alias: 'fake-sh', env: { HOME: path.join(work, 'home-f'), PATH: `${fakeSh}:${BASE}` } },
+    { alias: 'flood-out', env: { HOME: path.join(work, 'home-f'), PATH: `${floodOut}:${BASE}` } },
+    { alias: 'flood-err', env: { HOME: path.join(work, 'home-f'), PATH: `${floodErr}:${BASE}` } },
     { alias: 'no-node', env: { HOME: path.join(work, 'home-p'), PATH: `/nonexistent/${LINK}:${noNode}` } },
   ]);
   ssh = { configFile: sshd.configFile, sshPath: whichOrThrow('ssh') };
@@ -156,5 +161,19 @@ describe('ssh attacks (real sshd)', () => {
     assert.match(linked.description, /Retry/);
     assert.doesNotMatch(linked.description, NOTIFICATION_LINK, linked.description);
     assert.ok(linked.path.includes('](command:'), 'the path itself is kept exactly (it is what runs)');
+  });
+
+  it('a host printing without end (64 MiB on stdout, or one 64 MiB stderr line): the probe stops at the bound, at once, and the error is a message, not the dump', async () => {
+    const started = Date.now();
+    const e = await probeHost({ host: 'flood-out' }, ssh, { timeoutMs: 20_000 }).then(() => undefined, (x: unknown) => x);
+    assert.ok(e instanceof SshError, String(e));
+    assert.match(e.message, /printed more than 1 MiB on stdout/, e.message.slice(0, 300));
+    assert.ok(Date.now() - started < 15_000, `stopped after ${Date.now() - started} ms, not at the 20 s timeout`);
+
+    const f = await probeHost({ host: 'flood-err' }, ssh, { timeoutMs: 60_000 }).then(() => undefined, (x: unknown) => x);
+    assert.ok(f instanceof SshError, String(f));
+    assert.ok(f.message.length < 4096, `the error message is ${f.message.length} characters`);
+    assert.ok(f.stderr.length <= 512 * 1024, `the error keeps ${f.stderr.length} characters of stderr`);
+    assert.match(f.message, /yyyy…/, 'the line is shown, cut');
   });
 });

@@ -158,12 +158,14 @@ export function classifySshFailure(stderr: string, exitCode: number | null): Ssh
   return undefined;
 }
 
+/** The last `n` lines ssh (or the host) printed, each cut to 300 characters: a message, not a dump. */
 function lastLines(s: string, n = 3): string {
   return s
     .split(/\r?\n/)
     .map((l) => l.trim())
     .filter((l) => l && !/^Warning: Permanently added/.test(l))
     .slice(-n)
+    .map((l) => (l.length > 300 ? `${l.slice(0, 300)}…` : l))
     .join(' | ');
 }
 
@@ -202,9 +204,53 @@ export interface SshRunResult {
 }
 
 /**
+ * What runSsh keeps of the commands' output. Every caller reads a few lines (the probe's
+ * key=value lines, `installed=…`, the detached server's JSON); the host decides what it prints,
+ * and a host printing without end would otherwise fill the extension host's memory until the
+ * timeout. Past MAX_SSH_STDOUT ssh is stopped; of stderr (a build's log can be long, and it is
+ * streamed to onStderr anyway) the first and the last part are kept: ssh's own messages and
+ * the installer's `error:` line are there.
+ */
+export const MAX_SSH_STDOUT = 1024 * 1024;
+const STDERR_HEAD = 64 * 1024;
+const STDERR_TAIL = 192 * 1024;
+
+/** Keeps the first `head` and the last `tail` bytes of a stream. */
+class HeadTail {
+  private head: Buffer[] = [];
+  private headSize = 0;
+  private tail: Buffer[] = [];
+  private tailSize = 0;
+  private dropped = false;
+  constructor(
+    private readonly headMax: number,
+    private readonly tailMax: number,
+  ) {}
+  push(d: Buffer): void {
+    if (this.headSize < this.headMax) {
+      const take = d.subarray(0, this.headMax - this.headSize);
+      this.head.push(take);
+      this.headSize += take.length;
+      d = d.subarray(take.length);
+    }
+    if (!d.length) return;
+    this.tail.push(d);
+    this.tailSize += d.length;
+    while (this.tailSize - this.tail[0].length >= this.tailMax) {
+      this.tailSize -= this.tail.shift()!.length;
+      this.dropped = true;
+    }
+  }
+  toString(): string {
+    return Buffer.concat(this.head).toString() + (this.dropped ? '\n…\n' : '') + Buffer.concat(this.tail).toString();
+  }
+}
+
+/**
  * Runs ssh with `argv` to completion, writing `input` to its stdin (then closing it). Rejects
  * only when ssh cannot be started (SshError 'ssh-missing'); `timeoutMs` kills it (SIGKILL) and
- * rejects with 'timeout'. An AbortSignal kills it too.
+ * rejects with 'timeout'; more than MAX_SSH_STDOUT on stdout kills it and rejects ('failed').
+ * An AbortSignal kills it too.
  */
 export function runSsh(ssh: SshOptions, argv: string[], opts: { input?: string | Buffer; timeoutMs?: number; target?: string; signal?: AbortSignal; onStderr?(line: string): void } = {}): Promise<SshRunResult> {
   const bin = ssh.sshPath || 'ssh';
@@ -212,10 +258,11 @@ export function runSsh(ssh: SshOptions, argv: string[], opts: { input?: string |
   return new Promise((resolve, reject) => {
     const child = spawn(bin, argv, { stdio: ['pipe', 'pipe', 'pipe'], windowsHide: true });
     const out: Buffer[] = [];
-    const err: Buffer[] = [];
+    let outSize = 0;
+    const err = new HeadTail(STDERR_HEAD, STDERR_TAIL);
     let partial = '';
     let settled = false;
-    const timer = opts.timeoutMs ? setTimeout(() => finish(new SshError('timeout', target, `${Buffer.concat(err).toString()}\n(no answer within ${Math.round(opts.timeoutMs! / 1000)} s)`)), opts.timeoutMs) : undefined;
+    const timer = opts.timeoutMs ? setTimeout(() => finish(new SshError('timeout', target, `${err.toString()}\n(no answer within ${Math.round(opts.timeoutMs! / 1000)} s)`)), opts.timeoutMs) : undefined;
     const onAbort = () => finish(new Error('cancelled'));
     opts.signal?.addEventListener('abort', onAbort, { once: true });
     function finish(e?: Error, r?: SshRunResult) {
@@ -228,17 +275,23 @@ export function runSsh(ssh: SshOptions, argv: string[], opts: { input?: string |
         reject(e);
       } else resolve(r!);
     }
-    child.stdout.on('data', (d: Buffer) => out.push(d));
+    child.stdout.on('data', (d: Buffer) => {
+      outSize += d.length;
+      if (outSize > MAX_SSH_STDOUT) return finish(new SshError('failed', target, `the host printed more than ${MAX_SSH_STDOUT / 1048576} MiB on stdout where a few lines were expected; stopped`));
+      out.push(d);
+    });
     child.stderr.on('data', (d: Buffer) => {
       err.push(d);
       if (!opts.onStderr) return;
       partial += d.toString();
+      // A "line" without end is cut: the progress callback gets it in pieces, never all of it at once.
+      if (partial.length > STDERR_TAIL && !partial.includes('\n')) partial += '\n';
       const lines = partial.split('\n');
       partial = lines.pop() ?? '';
       for (const l of lines) opts.onStderr(l.replace(/\r$/, ''));
     });
     child.on('error', (e: NodeJS.ErrnoException) => finish(e.code === 'ENOENT' ? new SshError('ssh-missing', target, `${bin}: not found`) : e));
-    child.on('close', (code, signal) => finish(undefined, { code, signal, stdout: Buffer.concat(out).toString(), stderr: Buffer.concat(err).toString() }));
+    child.on('close', (code, signal) => finish(undefined, { code, signal, stdout: Buffer.concat(out).toString(), stderr: err.toString() }));
     // ssh may exit (auth failure) before it reads stdin: a write error then is not ours to report.
     child.stdin.on('error', () => undefined);
     if (opts.signal?.aborted) return onAbort();
