@@ -52,7 +52,10 @@ export async function connectCommand(
     onStderr: (line) => {
       if (client) return client.log('info', `[${command}] ${line}`);
       opts.log?.('info', `[${command}] ${line}`);
-      early.push(line);
+      // Only the last lines go into the error (the command, e.g. ssh, prints what the host says:
+      // a host printing without end must not fill memory until initialize times out).
+      early.push(line.length > 300 ? `${line.slice(0, 300)}…` : line);
+      if (early.length > 5) early.shift();
     },
   });
   try {

@@ -46,6 +46,10 @@ before(async () => {
   // Hosts that print without end: 64 MiB on stdout then nothing for 30 s; 64 MiB on stderr in one line.
   const floodOut = binDir(path.join(work, 'flood-out'), { sh: '#!/bin/bash\nhead -c 67108864 /dev/zero | tr "\\0" x\nsleep 30\n' });
   const floodErr = binDir(path.join(work, 'flood-err'), { sh: '#!/bin/bash\nhead -c 67108864 /dev/zero | tr "\\0" y >&2\nexit 1\n' });
+  // A host whose executor floods stderr (2 M lines, and lines of 1 MB) and exits: the saved environment's connect fails.
+  const floodStart = binDir(path.join(work, 'flood-start'), {
+    'exec-server': `#!/bin/bash\nhead -c 3000000 /dev/zero | tr '\\0' z >&2\necho >&2\nyes 'flooding stderr line padding padding padding padding padding padding padding padding' | head -n 2000000 >&2\nhead -c 1000000 /dev/zero | tr '\\0' w >&2\nexit 3\n`,
+  });
   for (const h of ['home-k', 'home-l', 'home-s', 'home-f', 'home-p']) mkdirSync(path.join(work, h), { recursive: true });
   sshd = await startSshd([
     { alias: 'keyscan', unknownHostKey: true, env: { HOME: path.join(work, 'home-k'), PATH: BASE } },
@@ -55,6 +59,7 @@ before(async () => {
     { alias: 'fake-sh', env: { HOME: path.join(work, 'home-f'), PATH: `${fakeSh}:${BASE}` } },
     { alias: 'flood-out', env: { HOME: path.join(work, 'home-f'), PATH: `${floodOut}:${BASE}` } },
     { alias: 'flood-err', env: { HOME: path.join(work, 'home-f'), PATH: `${floodErr}:${BASE}` } },
+    { alias: 'flood-start', env: { HOME: path.join(work, 'home-f'), PATH: `${floodStart}:${BASE}` } },
     { alias: 'no-node', env: { HOME: path.join(work, 'home-p'), PATH: `/nonexistent/${LINK}:${noNode}` } },
   ]);
   ssh = { configFile: sshd.configFile, sshPath: whichOrThrow('ssh') };
@@ -175,5 +180,26 @@ describe('ssh attacks (real sshd)', () => {
     assert.ok(f.message.length < 4096, `the error message is ${f.message.length} characters`);
     assert.ok(f.stderr.length <= 512 * 1024, `the error keeps ${f.stderr.length} characters of stderr`);
     assert.match(f.message, /yyyy…/, 'the line is shown, cut');
+  });
+
+  it("a saved environment whose host floods stderr while it starts (2 M lines, lines of 1 MB) and fails: memory stays bounded and the error quotes a few cut lines", async () => {
+    const facts = await probeHost({ host: 'flood-start' }, ssh);
+    const input = sshEnvironmentInput('flood-start', { host: 'flood-start' }, ssh, chooseExecutor(facts)!);
+    const base = process.memoryUsage().heapUsed;
+    let peak = base;
+    const sample = setInterval(() => (peak = Math.max(peak, process.memoryUsage().heapUsed)), 20);
+    const e = await connectCommand(input.command!, input.args!, { clientName: 'ssh-attack', initializeTimeoutMs: 60_000 }).then(
+      async (c) => {
+        await c.close();
+        return undefined;
+      },
+      (x: unknown) => x as Error,
+    );
+    clearInterval(sample);
+    peak = Math.max(peak, process.memoryUsage().heapUsed);
+    assert.ok(e, 'the connect fails (the executor exits 3)');
+    assert.match(e.message, /stderr: .*www/, 'the last lines are quoted');
+    assert.ok(peak - base < 96 * 1024 * 1024, `the heap grew by ${Math.round((peak - base) / 1048576)} MiB while ~200 MB of stderr streamed`);
+    assert.ok(e.message.length < 4096, `the error is ${e.message.length} characters`);
   });
 });
