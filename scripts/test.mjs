@@ -5,7 +5,7 @@
 // "N passed, N failed" line over all of them.
 // Extra args are test-name filters: `npm test -- resize` runs tests whose file matches.
 import { spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..');
@@ -33,12 +33,20 @@ function listFiles(dir, keep) {
 }
 const listTs = (dir) => listFiles(dir, (n) => n.endsWith('.ts') && !n.endsWith('.d.ts'));
 const esbuild = await import('esbuild');
-await esbuild.build({
+const compiled = await esbuild.build({
   entryPoints: [...listTs('src'), ...listTs('test'), ...listTs('bench')],
   outdir: 'out', outbase: '.', platform: 'node', target: 'node20', format: 'cjs',
-  sourcemap: 'inline', logLevel: 'warning',
+  sourcemap: 'inline', logLevel: 'warning', write: false,
   define: { __EXEC_SERVER_VERSION__: JSON.stringify(JSON.parse(readFileSync('package.json', 'utf8')).version) },
 });
+// Each file is written beside its target and renamed over it: another run's test files (in a
+// shared tree) loading out/ meanwhile see the old or the new file, never a truncated one.
+for (const f of compiled.outputFiles) {
+  mkdirSync(path.dirname(f.path), { recursive: true });
+  const tmp = `${f.path}.${process.pid}.tmp`;
+  writeFileSync(tmp, f.contents);
+  renameSync(tmp, f.path);
+}
 
 // Derived from the sources, so a compiled test left in out/ by a deleted source never runs.
 const files = listFiles('test', (n) => n.endsWith('.test.ts'))
