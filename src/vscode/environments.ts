@@ -9,6 +9,7 @@ import { EnvironmentConnectError, EnvironmentManager, type Connector } from './c
 import { EnvironmentStore, LOCAL_ENVIRONMENT, type EnvironmentConfig } from './core/environment-store';
 import type { ClientTelemetry, ServerTelemetry } from '../telemetry/api';
 import { shownState, statusText } from './core/status-text';
+import { noLinks } from './core/notification-text';
 
 const CLIENT_NAME = 'vscode-exec-server';
 
@@ -82,7 +83,8 @@ export async function connectWithProgress(manager: EnvironmentManager, name: str
     log.error(msg);
     if (typeof e === 'object' && e !== null) reported.add(e);
     const hint = e instanceof EnvironmentConnectError && e.kind === 'unauthorized' ? 'Add Environment' : undefined;
-    void vscode.window.showErrorMessage(`Exec Server: ${msg}`, ...(hint ? [hint, 'Show Log'] : ['Show Log'])).then((choice) => {
+    // noLinks: msg may quote the command's stderr (an ssh host's words); notifications make [x](command:…) a link.
+    void vscode.window.showErrorMessage(`Exec Server: ${noLinks(msg)}`, ...(hint ? [hint, 'Show Log'] : ['Show Log'])).then((choice) => {
       if (choice === 'Show Log') log.show();
       if (choice === 'Add Environment') void vscode.commands.executeCommand('execServer.addEnvironment' satisfies CommandId);
     });

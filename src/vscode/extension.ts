@@ -18,6 +18,7 @@ import { TerminalRecords } from './core/terminal-survival';
 import { createSettingsOwner } from './settings';
 import { ExecServerTree } from './tree';
 import { registerRequestTelemetry } from './telemetry';
+import { noLinks } from './core/notification-text';
 
 let cleanup: (() => Promise<void>) | undefined;
 
@@ -80,10 +81,11 @@ export function activate(ctx: vscode.ExtensionContext): ExecServerApi {
     statusBar.onDidChangeEndpoint(() => tree.refresh()),
     manager.onDidLoseConnection(({ environment, reason }) => {
       registry.forgetEnvironment(environment);
-      void vscode.window.showWarningMessage(`Exec Server: ${reason}; reconnecting…`);
+      // The reason may quote the host (the command's stderr): no [x](command:…) link in a notification.
+      void vscode.window.showWarningMessage(`Exec Server: ${noLinks(reason)}; reconnecting…`);
     }),
     manager.onDidGiveUp(({ environment, reason }) => {
-      void vscode.window.showErrorMessage(`Exec Server: could not reconnect to ${environment} (${reason})`, 'Retry').then((c) => {
+      void vscode.window.showErrorMessage(`Exec Server: could not reconnect to ${environment} (${noLinks(reason)})`, 'Retry').then((c) => {
         if (c === 'Retry') void vscode.commands.executeCommand('execServer.connect', { environment });
       });
     }),
