@@ -10,6 +10,7 @@ import type { AgentGateHost, AgentQuestion } from './core/agent-gate';
 import type { ApprovalHost } from './core/approval';
 import { commandLine } from './core/display-text';
 import { LOCAL_ENVIRONMENT } from './core/environment-store';
+import { QuestionPacer } from './core/question-pacer';
 import type { SettingsOwner } from './core/settings';
 import type { ServerTelemetry } from '../telemetry/api';
 import type { StatusBar } from './environments';
@@ -58,25 +59,47 @@ export function vscodeAgentGateHost(ctx: vscode.ExtensionContext, settings: Sett
   // Only a real extensions folder: an extension under development lives next to arbitrary projects.
   const parent = path.dirname(ctx.extensionUri.fsPath);
   const extensionsDir = path.basename(parent) === 'extensions' ? [parent] : [];
+  const pacer = new QuestionPacer();
+  const waiting = new OpenQuestions();
   return {
     policy: () => settings.current.approvalPolicy,
     sandboxAll: () => settings.current.sandboxAgentCommands,
     timeoutMs: () => settings.current.approvalTimeoutMs,
     workspaceRoots: () => workspaceFolderPaths(LOCAL_ENVIRONMENT),
     protectedRoots: () => [userDir, ...extensionsDir],
-    async ask(q) {
+    ask(q) {
       let message = q.message;
       const open = !q.complete || [...message].length > MAX_MESSAGE;
       if (open) {
-        const uri = details.uriFor(q);
         if ([...message].length > MAX_MESSAGE) message = `${[...message].slice(0, MAX_MESSAGE).join('')} … (cut)`;
         message += ` — full request in the editor tab "approval-${q.id}.txt"`;
-        void vscode.workspace.openTextDocument(uri).then(
-          (doc) => vscode.window.showTextDocument(doc, { preview: true, preserveFocus: true, viewColumn: vscode.ViewColumn.Beside }),
-          () => undefined,
-        );
       }
-      return vscode.window.showErrorMessage(message, ...q.choices);
+      waiting.add(q);
+      return new Promise<string | undefined>((resolve) => {
+        let settled = false;
+        let shown = false;
+        void q.settled.then(() => {
+          settled = true;
+          waiting.remove(q);
+          if (!shown) resolve(undefined); // never shown: nothing to click late
+        });
+        // Paced: a burst of questions must not trip VS Code's toast spam guard (question-pacer.ts).
+        pacer.schedule(
+          () => {
+            shown = true;
+            if (open) {
+              void vscode.workspace.openTextDocument(details.uriFor(q)).then(
+                (doc) => vscode.window.showTextDocument(doc, { preview: true, preserveFocus: true, viewColumn: vscode.ViewColumn.Beside }),
+                () => undefined,
+              );
+            }
+            const answered = vscode.window.showErrorMessage(message, ...q.choices).then(resolve, () => resolve(undefined));
+            // On screen until answered, or until the answer no longer matters (its toast may linger).
+            return Promise.race([answered, q.settled]);
+          },
+          () => settled,
+        );
+      });
     },
     late(q, choice) {
       void vscode.window.showInformationMessage(
@@ -84,8 +107,49 @@ export function vscodeAgentGateHost(ctx: vscode.ExtensionContext, settings: Sett
       );
     },
     log: (level, m) => log[level](m),
-    dispose: () => registration.dispose(),
+    dispose: () => {
+      registration.dispose();
+      waiting.dispose();
+    },
   };
+}
+
+/**
+ * A status bar item while agent questions are open ("3 agent questions"): a question hidden
+ * from the toasts (Escape, Do Not Disturb, more than fit) is still in the notification
+ * center, which a click opens.
+ */
+class OpenQuestions implements vscode.Disposable {
+  private readonly open = new Set<number>();
+  private readonly item = vscode.window.createStatusBarItem('execServer.questions', vscode.StatusBarAlignment.Left, 49);
+
+  constructor() {
+    this.item.name = 'Exec Server agent questions';
+    this.item.command = 'notifications.showList';
+    this.item.backgroundColor = new vscode.ThemeColor('statusBarItem.warningBackground');
+  }
+
+  add(q: AgentQuestion): void {
+    this.open.add(q.id);
+    this.update();
+  }
+
+  remove(q: AgentQuestion): void {
+    this.open.delete(q.id);
+    this.update();
+  }
+
+  private update(): void {
+    const n = this.open.size;
+    if (n === 0) return void this.item.hide();
+    this.item.text = `$(bell-dot) ${n} agent question${n === 1 ? '' : 's'}`;
+    this.item.tooltip = `Exec Server: an agent waits for your answer to ${n === 1 ? 'a question' : `${n} questions`} (click: the notifications)`;
+    this.item.show();
+  }
+
+  dispose(): void {
+    this.item.dispose();
+  }
 }
 
 export interface AgentServiceDeps {

@@ -39,6 +39,8 @@ export interface ApprovalOptions {
   giveUpMs?: number;
   /** How long the suite waits for the harness's answer (default 45 s). */
   timeoutMs?: number;
+  /** Only a question shown as a toast (or modal) counts, not one waiting in the notification center. */
+  toastOnly?: boolean;
 }
 
 let next = 0;
@@ -50,7 +52,7 @@ async function ask(answer: string | undefined, opts: ApprovalOptions, notice = f
   const request = path.join(controlDir, `approval-${id}.request.json`);
   const result = path.join(controlDir, `approval-${id}.result.json`);
   const contains = opts.contains === undefined ? [] : Array.isArray(opts.contains) ? opts.contains : [opts.contains];
-  writeFileSync(request, JSON.stringify({ answer, match: 'Exec Server:', contains, giveUpMs: opts.giveUpMs, notice }));
+  writeFileSync(request, JSON.stringify({ answer, match: 'Exec Server:', contains, giveUpMs: opts.giveUpMs, notice, toastOnly: opts.toastOnly }));
   const timeoutMs = opts.timeoutMs ?? Math.max(45_000, (opts.giveUpMs ?? 30_000) + 15_000);
   const text = await waitFor(`harness answer to approval ${id}`, () => existsSync(result) && readFileSync(result, 'utf8'), timeoutMs, 250);
   return JSON.parse(text) as ApprovalResult;

@@ -3,6 +3,7 @@
 //   - @vscode/test-electron loads this file as extensionTestsPath and calls run();
 //   - @vscode/test-cli loads it with Mocha's TDD globals: tests register with Mocha.
 import { registerAgentCodexTests } from './agent-codex-tests';
+import { registerAgentQuestionsTests } from './agent-questions-tests';
 import { registerAgentSecurityTests } from './agent-security-tests';
 import { registerAgentTests } from './agent-tests';
 import { registerApiApprovalTests } from './api-approval-tests';
@@ -13,6 +14,7 @@ import { afterAll, registerWithMocha, resumeTests, ResultsFile, runTests } from 
 import { registerFsTests } from './fs-tests';
 import { registerSearchTests } from './search-tests';
 import { registerSshTests } from './ssh-tests';
+import { registerSshSurviveTests } from './ssh-survive-tests';
 import { disposeTerminals, registerTerminalTests } from './terminal-tests';
 import { registerTerminalSurvivalTests } from './terminal-survival-tests';
 import { registerUxTests } from './ux-tests';
@@ -28,6 +30,7 @@ registerFsTests('remote', remoteName);
 registerApiApprovalTests();
 registerAgentTests();
 registerAgentSecurityTests();
+registerAgentQuestionsTests();
 registerAgentCodexTests();
 registerUxTests();
 registerSearchTests();
@@ -35,6 +38,7 @@ registerSshTests();
 registerRemoteLifecycleTests();
 // Last: the window reloads in the middle of these (module state of the tests above is gone after it).
 registerTerminalSurvivalTests();
+registerSshSurviveTests();
 afterAll(disposeTerminals);
 
 const reload = async () => {

@@ -1,0 +1,91 @@
+// Paces approval questions so each one reaches the screen as a toast. VS Code's toasts drop
+// questions two ways: more than 3 notifications within 800 ms (the workbench's toast spam
+// guard) go straight to the notification center, and a toast that does not fit the window
+// (toasts after the first get 61.8 % of its height) is hidden, then purged to the center.
+// Seen in the real workbench (1280×800): of five pipelined questions shown at once only the
+// first two were ever on screen, and with two at a time the second was hidden and purged —
+// each time the rest timed out as "denied" without the user seeing them. So one question is
+// on screen at a time (the status bar counts the others) and at most `limit` are shown per
+// `windowMs`; the others wait here, in order, and one that stopped mattering while it waited
+// (timed out, agent gone) is never shown. Free of `vscode`.
+
+export interface PacerClock {
+  now(): number;
+  setTimeout(fn: () => void, ms: number): unknown;
+}
+
+const realClock: PacerClock = { now: () => Date.now(), setTimeout: (fn, ms) => setTimeout(fn, ms) };
+
+interface Waiting {
+  show: () => Promise<unknown> | void;
+  stale: () => boolean;
+}
+
+export class QuestionPacer {
+  /** When recent shows happened (at most `limit` kept). */
+  private readonly shown: number[] = [];
+  private readonly queue: Waiting[] = [];
+  private timerSet = false;
+  private open = 0;
+
+  /**
+   * `limit` shows per `windowMs`: VS Code's guard is 3 per 800 ms; the default window has a
+   * margin for timer and IPC jitter between the extension host and the workbench. `maxOpen`:
+   * questions on screen at once (see above: a second one can be hidden and lost).
+   */
+  constructor(
+    private readonly limit = 3,
+    private readonly windowMs = 1200,
+    private readonly clock: PacerClock = realClock,
+    private readonly maxOpen = 1,
+  ) {}
+
+  /**
+   * Calls `show` now if the budget allows, else later (in order); never if `stale()` by then.
+   * The question counts as on screen until the promise `show` returns settles (answered,
+   * timed out, agent gone).
+   */
+  schedule(show: () => Promise<unknown> | void, stale: () => boolean): void {
+    this.queue.push({ show, stale });
+    this.drain();
+  }
+
+  /** Questions waiting for their turn. */
+  get waiting(): number {
+    return this.queue.length;
+  }
+
+  private drain(): void {
+    for (;;) {
+      while (this.queue.length > 0 && this.queue[0].stale()) this.queue.shift();
+      if (this.queue.length === 0 || this.open >= this.maxOpen) return;
+      const now = this.clock.now();
+      while (this.shown.length > 0 && now - this.shown[0] >= this.windowMs) this.shown.shift();
+      if (this.shown.length >= this.limit) {
+        if (!this.timerSet) {
+          this.timerSet = true;
+          this.clock.setTimeout(() => {
+            this.timerSet = false;
+            this.drain();
+          }, this.shown[0] + this.windowMs - now);
+        }
+        return;
+      }
+      this.shown.push(now);
+      const next = this.queue.shift()!;
+      let onScreen: Promise<unknown> | void;
+      try {
+        onScreen = next.show();
+      } catch {
+        continue; // the host reports its own failures; the queue must keep moving
+      }
+      if (!onScreen) continue;
+      this.open++;
+      const release = () => {
+        this.open--;
+        this.drain();
+      };
+      onScreen.then(release, release);
+    }
+  }
+}

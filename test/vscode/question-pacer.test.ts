@@ -1,0 +1,115 @@
+// The approval question pacer (src/vscode/core/question-pacer.ts) on a hand-driven clock:
+// a burst never shows more than the budget per window, the rest come later in order, and a
+// question that stopped mattering while it waited is never shown.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { QuestionPacer, type PacerClock } from '../../src/vscode/core/question-pacer';
+
+/** A clock whose time moves only when the test says; timers fire as it passes them. */
+class ManualClock implements PacerClock {
+  t = 0;
+  private timers: Array<{ at: number; fn: () => void }> = [];
+  now(): number {
+    return this.t;
+  }
+  setTimeout(fn: () => void, ms: number): unknown {
+    this.timers.push({ at: this.t + ms, fn });
+    return undefined;
+  }
+  advance(ms: number): void {
+    const end = this.t + ms;
+    for (;;) {
+      this.timers.sort((a, b) => a.at - b.at);
+      const next = this.timers[0];
+      if (!next || next.at > end) break;
+      this.timers.shift();
+      this.t = next.at;
+      next.fn();
+    }
+    this.t = end;
+  }
+  get pendingTimers(): number {
+    return this.timers.length;
+  }
+}
+
+describe('question pacer', () => {
+  it('a burst of 7: three at once, then three per window, in order', () => {
+    const clock = new ManualClock();
+    const pacer = new QuestionPacer(3, 1000, clock, Infinity);
+    const shown: Array<[number, number]> = [];
+    for (let i = 1; i <= 7; i++) pacer.schedule(() => void shown.push([i, clock.now()]), () => false);
+    assert.deepEqual(shown, [[1, 0], [2, 0], [3, 0]]);
+    assert.equal(pacer.waiting, 4);
+    clock.advance(999);
+    assert.equal(shown.length, 3, 'nothing more before the window has passed');
+    clock.advance(1);
+    assert.deepEqual(shown.slice(3), [[4, 1000], [5, 1000], [6, 1000]]);
+    clock.advance(1000);
+    assert.deepEqual(shown.slice(6), [[7, 2000]]);
+    assert.equal(pacer.waiting, 0);
+    // No window ever held more than three shows.
+    for (const [, t] of shown) assert.ok(shown.filter(([, u]) => u >= t && u < t + 1000).length <= 3);
+  });
+
+  it('a waiting question that settled meanwhile is skipped; the next one takes its turn', () => {
+    const clock = new ManualClock();
+    const pacer = new QuestionPacer(3, 1000, clock, Infinity);
+    const shown: number[] = [];
+    const stale = new Set<number>();
+    for (let i = 1; i <= 5; i++) pacer.schedule(() => void shown.push(i), () => stale.has(i));
+    stale.add(4);
+    clock.advance(1000);
+    assert.deepEqual(shown, [1, 2, 3, 5]);
+  });
+
+  it('spread-out questions are shown at once; one timer at a time while waiting', () => {
+    const clock = new ManualClock();
+    const pacer = new QuestionPacer(3, 1000, clock, Infinity);
+    const shown: number[] = [];
+    for (let i = 1; i <= 3; i++) {
+      pacer.schedule(() => void shown.push(i), () => false);
+      clock.advance(400);
+    }
+    assert.deepEqual(shown, [1, 2, 3]); // 0, 400, 800: within one window only three
+    pacer.schedule(() => void shown.push(4), () => false);
+    pacer.schedule(() => void shown.push(5), () => false);
+    assert.equal(clock.pendingTimers, 1);
+    assert.deepEqual(shown, [1, 2, 3, 4], 'at 1200 the show at 0 has left the window');
+    clock.advance(400);
+    assert.deepEqual(shown, [1, 2, 3, 4, 5]);
+  });
+
+  it('a show that throws does not stop the queue', () => {
+    const clock = new ManualClock();
+    const pacer = new QuestionPacer(1, 100, clock, Infinity);
+    const shown: number[] = [];
+    pacer.schedule(() => {
+      throw new Error('boom');
+    }, () => false);
+    pacer.schedule(() => void shown.push(2), () => false);
+    clock.advance(100);
+    assert.deepEqual(shown, [2]);
+  });
+
+  it('at most maxOpen on screen: the next waits until one is answered or stops mattering', async () => {
+    const clock = new ManualClock();
+    const pacer = new QuestionPacer(3, 1000, clock, 2);
+    const shown: number[] = [];
+    const answer = new Map<number, () => void>();
+    for (let i = 1; i <= 4; i++) {
+      pacer.schedule(() => {
+        shown.push(i);
+        return new Promise<void>((r) => answer.set(i, r));
+      }, () => false);
+    }
+    clock.advance(5000);
+    assert.deepEqual(shown, [1, 2], 'two on screen, however long nobody answers');
+    answer.get(2)!();
+    await new Promise((r) => setImmediate(r));
+    assert.deepEqual(shown, [1, 2, 3]);
+    answer.get(1)!();
+    await new Promise((r) => setImmediate(r));
+    assert.deepEqual(shown, [1, 2, 3, 4]);
+  });
+});
