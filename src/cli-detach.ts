@@ -16,8 +16,8 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { VERSION } from './version';
 
-/** Default --idle-exit of a server started by --detach (seconds). */
-export const DEFAULT_DETACHED_IDLE_EXIT_SEC = 600;
+/** Default --idle-exit of a server started by --detach (seconds): its sessions keep their processes for their own TTL (30 s) after the last client left; after that the server only saves the next connect its start-up. */
+export const DEFAULT_DETACHED_IDLE_EXIT_SEC = 60;
 
 export interface RunRecord {
   pid: number;

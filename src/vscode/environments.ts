@@ -9,6 +9,7 @@ import { EnvironmentConnectError, EnvironmentManager, type Connector } from './c
 import { EnvironmentStore, LOCAL_ENVIRONMENT, type EnvironmentConfig } from './core/environment-store';
 import type { ClientTelemetry, ServerTelemetry } from '../telemetry/api';
 import { shownState, statusText } from './core/status-text';
+import { connectPersistentSsh, persistentSshSpec } from './core/ssh-persist';
 import { noLinks } from './core/notification-text';
 
 const CLIENT_NAME = 'vscode-exec-server';
@@ -38,8 +39,11 @@ export class LocalServerHolder implements vscode.Disposable {
   }
 }
 
-/** `telemetry`: the request hook of a new connection to an environment (statistics, spans). */
-export function createConnector(local: LocalServerHolder, telemetry?: (environment: string) => ClientTelemetry): Connector {
+/**
+ * `telemetry`: the request hook of a new connection to an environment (statistics, spans);
+ * `log`: lines about how a connection is made (a Connect to Host environment's persistence).
+ */
+export function createConnector(local: LocalServerHolder, telemetry?: (environment: string) => ClientTelemetry, log?: vscode.LogOutputChannel): Connector {
   return {
     connect(config: EnvironmentConfig, token: string | undefined, opts?: { resumeSessionId?: string }): Promise<ExecClient> {
       const t = telemetry?.(config.name);
@@ -56,8 +60,21 @@ export function createConnector(local: LocalServerHolder, telemetry?: (environme
             initializeTimeoutMs: 10_000,
             telemetry: t,
           });
-        case 'command':
-          return connectCommand(config.command!, config.args ?? [], { clientName: CLIENT_NAME, initializeTimeoutMs: 20_000, telemetry: t });
+        case 'command': {
+          const stdio = () => connectCommand(config.command!, config.args ?? [], { clientName: CLIENT_NAME, initializeTimeoutMs: 20_000, telemetry: t });
+          // A Connect to Host environment running this project's CLI: its server outlives the
+          // window (core/ssh-persist.ts); else (codex, AllowTcpForwarding no) the stdio command.
+          const spec = persistentSshSpec(config);
+          if (!spec) return stdio();
+          return connectPersistentSsh(spec, {
+            clientName: CLIENT_NAME,
+            initializeTimeoutMs: 20_000,
+            telemetry: t,
+            resumeSessionId: opts?.resumeSessionId,
+            log: (level, message) => log?.[level](`${config.name}: ${message}`),
+            fallback: stdio,
+          });
+        }
       }
     },
   };

@@ -15,6 +15,7 @@ import { connectWithProgress, createConnector, LocalServerHolder, StatusBar } fr
 import { ExecFileSystemProvider } from './file-system-provider';
 import { SCHEME, TerminalService } from './terminals';
 import { TerminalRecords } from './core/terminal-survival';
+import { persistentSshSpec } from './core/ssh-persist';
 import { createSettingsOwner } from './settings';
 import { ExecServerTree } from './tree';
 import { registerRequestTelemetry } from './telemetry';
@@ -46,7 +47,7 @@ export function activate(ctx: vscode.ExtensionContext): ExecServerApi {
 
   const { telemetry, showStatistics } = registerRequestTelemetry(ctx, settings, log);
   const local = new LocalServerHolder(log, () => telemetry.server());
-  const connector = createConnector(local, (env) => telemetry.client(env));
+  const connector = createConnector(local, (env) => telemetry.client(env), log);
   const manager = new EnvironmentManager(store, connector, {
     log: (level, message) => log[level](message),
   });
@@ -57,9 +58,13 @@ export function activate(ctx: vscode.ExtensionContext): ExecServerApi {
     getClient: (env) => connectWithProgress(manager, env, log),
     registry,
     log,
-    // Shells of websocket environments outlive a window reload (the server keeps a detached session).
+    // Shells of websocket environments outlive a window reload (the server keeps a detached
+    // session), and those of Connect to Host environments with a persistent server (core/ssh-persist.ts).
     records: new TerminalRecords(ctx.workspaceState),
-    restorable: (env) => store.get(env)?.kind === 'websocket',
+    restorable: (env) => {
+      const c = store.get(env);
+      return c?.kind === 'websocket' || (!!c && !!persistentSshSpec(c));
+    },
     resumeClient: (env, sessionId) => manager.getClient(env, { resumeSessionId: sessionId }),
   });
   const agentGateHost = vscodeAgentGateHost(ctx, settings, log);

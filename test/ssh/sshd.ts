@@ -6,7 +6,7 @@
 // test gives the "host" a temp HOME or a PATH without node/compiler on the same machine.
 // Imports only Node built-ins: the VS Code e2e suite uses it too.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -33,6 +33,8 @@ export interface TestSshd {
   configFile: string;
   /** The OS user the logins run as. */
   user: string;
+  /** sshd's pid (with outliveSec: the pid of its `timeout`, which passes signals on). */
+  pid: number;
   /** The server's log so far (for failure messages). */
   log(): string;
   stop(): Promise<void>;
@@ -59,7 +61,20 @@ function keygen(file: string): string {
 const optQuote = (s: string) => `"${s.replace(/[\\"]/g, (c) => `\\${c}`)}"`;
 
 /** Starts sshd; throws (naming the install stage) if openssh-server is missing. */
-export async function startSshd(scenarios: Scenario[], opts: { parent?: string; /** More sshd_config lines (e.g. AllowTcpForwarding no). */ extraConfig?: string[] } = {}): Promise<TestSshd> {
+export async function startSshd(
+  scenarios: Scenario[],
+  opts: {
+    parent?: string;
+    /** More sshd_config lines (e.g. AllowTcpForwarding no). */
+    extraConfig?: string[];
+    /**
+     * The server outlives this process (a window reload ends the extension host that started
+     * it) for at most this many seconds: its own process group under `timeout -s KILL`, its log
+     * in a file. End it with stop() or stopDetachedSshd(pid, dir).
+     */
+    outliveSec?: number;
+  } = {},
+): Promise<TestSshd> {
   if (!existsSync(SSHD)) throw new Error(`${SSHD} not found: the ssh tests need Debian's openssh-server (node scripts/tools/install.mjs openssh-server)`);
   const dir = mkdtempSync(path.join(opts.parent ?? os.tmpdir(), 'exec-sshd-'));
   // sshd refuses to start without its privilege separation directory (the package's service makes it).
@@ -123,24 +138,34 @@ export async function startSshd(scenarios: Scenario[], opts: { parent?: string; 
     ].join('\n') + '\n',
   );
   let log = '';
-  const child: ChildProcess = spawn(SSHD, ['-D', '-e', '-f', sshdConfig], { stdio: ['ignore', 'ignore', 'pipe'] });
-  child.stderr!.on('data', (d: Buffer) => (log += d.toString()));
+  const logFile = path.join(dir, 'sshd.log');
+  let child: ChildProcess;
+  if (opts.outliveSec) {
+    const fd = openSync(logFile, 'a');
+    child = spawn('timeout', ['-s', 'KILL', String(opts.outliveSec), SSHD, '-D', '-e', '-f', sshdConfig], { stdio: ['ignore', 'ignore', fd], detached: true });
+    closeSync(fd);
+    child.unref();
+  } else {
+    child = spawn(SSHD, ['-D', '-e', '-f', sshdConfig], { stdio: ['ignore', 'ignore', 'pipe'] });
+    child.stderr!.on('data', (d: Buffer) => (log += d.toString()));
+  }
+  const currentLog = () => (opts.outliveSec ? (existsSync(logFile) ? readFileSync(logFile, 'utf8') : log) : log);
   const killAtExit = () => child.kill('SIGKILL');
-  process.on('exit', killAtExit);
+  if (!opts.outliveSec) process.on('exit', killAtExit);
   await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`sshd did not start listening within 20 s: ${log}`)), 20_000);
-    const check = () => {
-      if (/Server listening on 127\.0\.0\.1 port/.test(log)) {
-        clearTimeout(timer);
-        child.stderr!.off('data', check);
+    let exited = '';
+    child.once('exit', (code, sig) => (exited = String(code ?? sig)));
+    const deadline = Date.now() + 20_000;
+    const poll = setInterval(() => {
+      const now = currentLog();
+      if (/Server listening on 127\.0\.0\.1 port/.test(now)) {
+        clearInterval(poll);
         resolve();
+      } else if (exited || Date.now() > deadline) {
+        clearInterval(poll);
+        reject(new Error(exited ? `sshd exited (${exited}) before listening: ${now}` : `sshd did not start listening within 20 s: ${now}`));
       }
-    };
-    child.stderr!.on('data', check);
-    child.once('exit', (code, sig) => {
-      clearTimeout(timer);
-      reject(new Error(`sshd exited (${code ?? sig}) before listening: ${log}`));
-    });
+    }, 50);
   });
   let stopped: Promise<void> | undefined;
   return {
@@ -148,7 +173,8 @@ export async function startSshd(scenarios: Scenario[], opts: { parent?: string; 
     port,
     configFile,
     user,
-    log: () => log,
+    pid: child.pid!,
+    log: currentLog,
     stop() {
       stopped ??= new Promise<void>((resolve) => {
         process.off('exit', killAtExit);
@@ -163,6 +189,24 @@ export async function startSshd(scenarios: Scenario[], opts: { parent?: string; 
       return stopped;
     },
   };
+}
+
+/** Ends a server started with outliveSec from another process (a reloaded window): SIGTERM, then its folder. */
+export async function stopDetachedSshd(pid: number, dir: string): Promise<void> {
+  try {
+    process.kill(pid, 'SIGTERM');
+  } catch {
+    /* already gone */
+  }
+  for (let i = 0; i < 50; i++) {
+    try {
+      process.kill(pid, 0);
+    } catch {
+      break;
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  rmSync(dir, { recursive: true, force: true });
 }
 
 /** A directory of symlinks to the named programs (a PATH that holds only these). */

@@ -85,7 +85,9 @@ export async function ensureDetachedServer(spec: PersistentSshSpec, opts: { idle
   } catch {
     parsed = undefined;
   }
-  if (r.code !== 0 || !parsed || !Number.isInteger(parsed.port) || typeof parsed.token !== 'string' || !parsed.token) {
+  // What the host says goes into ssh's -W argument and an HTTP header: a port, a token of URL-safe characters.
+  const port = Number(parsed?.port);
+  if (r.code !== 0 || !parsed || !Number.isInteger(port) || port < 1 || port > 65535 || typeof parsed.token !== 'string' || !/^[A-Za-z0-9._~+/=-]{16,512}$/.test(parsed.token)) {
     throw new Error(`starting the detached exec-server on ${spec.host} failed (exit ${r.code ?? r.signal}${said ? `: ${said}` : ''})`);
   }
   return { port: parsed.port!, token: parsed.token, pid: Number(parsed.pid), started: parsed.started === true };
@@ -141,7 +143,7 @@ export interface PersistentConnectOptions extends Omit<ClientOptions, 'reconnect
 export async function connectPersistentSsh(spec: PersistentSshSpec, opts: PersistentConnectOptions): Promise<ExecClient> {
   const factory: ChannelFactory = async () => {
     const server = await ensureDetachedServer(spec, { idleExitSec: opts.idleExitSec });
-    opts.log?.('info', `${spec.host}: detached exec-server pid ${server.pid} on the host's 127.0.0.1:${server.port} (${server.started ? 'started' : 'running'}); connecting through ssh -W`);
+    opts.log?.('info', `detached exec-server pid ${server.pid} on the host's 127.0.0.1:${server.port} (${server.started ? 'started' : 'running'}); connecting through ssh -W`);
     return (await openForwardedChannel(spec, server)).channel;
   };
   try {
@@ -154,7 +156,7 @@ export async function connectPersistentSsh(spec: PersistentSshSpec, opts: Persis
     });
   } catch (e) {
     if (!(e instanceof PersistenceUnavailable)) throw e;
-    opts.log?.('info', `${spec.host}: no persistent connection (${e.message}); using the stdio connection — its terminals end with a window reload`);
+    opts.log?.('info', `no persistent connection to ${spec.host} (${e.message}); using the stdio connection — its terminals end with a window reload`);
     return opts.fallback(e.message);
   }
 }
