@@ -14,7 +14,8 @@ import { str, strArray, type Args } from './command-registry';
 import { SEARCH_RESULTS_VIEW, type CommandResult } from './command-ids';
 import { excludedNamesFromSettings, validateQuery, type SearchQuery } from './core/search-argv';
 import { listFiles } from './core/search-files';
-import { noLinks } from './core/notification-text';
+// Quick pick labels render `$(icon)`; a file may be named like that (noIcons).
+import { noIcons, noLinks } from './core/notification-text';
 import { visiblePath } from './core/search-parse';
 import { DEFAULT_MAX_RESULTS, searchInFolder, summarize, type SearchOutcome } from './core/search-run';
 import { matchSelection, SearchResultsTree } from './search-view';
@@ -50,11 +51,6 @@ function unlessAborted<T>(p: Promise<T>, signal: AbortSignal): Promise<T | undef
       },
     );
   });
-}
-
-/** Quick pick labels render `$(icon)`; a file may be named like that. */
-function noIcons(s: string): string {
-  return s.replace(/\$\([a-z0-9-]+?(?:~[a-z0-9-]*?)?\)/gi, (m) => `\\${m}`);
 }
 
 export function registerSearchCommands(d: CommandDeps): void {

@@ -12,7 +12,7 @@ import type { CommandId } from './command-ids';
 import { str, type CommandHandler } from './command-registry';
 import type { EnvironmentManager } from './core/environment-manager';
 import type { EnvironmentStore } from './core/environment-store';
-import { noLinks } from './core/notification-text';
+import { noIcons, noLinks } from './core/notification-text';
 import { readSshConfigHosts, type SshConfigHost } from './core/ssh-config';
 import { chooseEnvironmentName, sshEnvironmentInput } from './core/ssh-environment';
 import { findBundle, installOnHost, InstallError, isOutdated, planInstall, type CliBundle, type InstallPlan } from './core/ssh-install';
@@ -40,9 +40,10 @@ export interface SshCommandDeps {
 
 type HostItem = vscode.QuickPickItem & { target?: SshTarget; openConfig?: true };
 
+/** A config host's row: `$(…)` in its alias or HostName (an Include'd file's words) is text, not an icon. */
 function hostItem(h: SshConfigHost): HostItem {
   const where = `${h.user ? `${h.user}@` : ''}${h.hostName ?? ''}${h.port ? `:${h.port}` : ''}`;
-  return { label: h.alias, description: where || undefined, target: { host: h.alias } };
+  return { label: noIcons(h.alias), description: where ? noIcons(where) : undefined, target: { host: h.alias } };
 }
 
 /** The host quick pick; resolves with the target, or undefined (Escape). */
@@ -65,12 +66,12 @@ async function pickHost(d: SshCommandDeps, ssh: SshOptions): Promise<SshTarget |
         const t = parseSshTarget(v);
         typed.push({ label: `$(arrow-right) ${formatSshTarget(t)}`, description: 'connect to this host', target: t, alwaysShow: true });
       } catch (e) {
-        typed.push({ label: `$(error) ${v}`, description: (e as Error).message, alwaysShow: true });
+        typed.push({ label: `$(error) ${noIcons(v)}`, description: noIcons((e as Error).message), alwaysShow: true });
       }
     }
     qp.items = [...typed, ...(configured.length ? [sep, ...configured] : []), openConfig];
     // Enter right after typing takes what was typed (VS Code may keep an older active row).
-    const exact = configured.find((i) => i.label === v);
+    const exact = configured.find((i) => i.target?.host === v);
     if (exact) qp.activeItems = [exact];
     else if (typed[0]?.target) qp.activeItems = [typed[0]];
   };
@@ -87,7 +88,7 @@ async function pickHost(d: SshCommandDeps, ssh: SshOptions): Promise<SshTarget |
     qp.onDidAccept(() => {
       const v = qp.value.trim();
       // An alias typed in full wins over whatever row is active.
-      const item = configured.find((i) => i.label === v) ?? qp.activeItems[0];
+      const item = configured.find((i) => i.target?.host === v) ?? qp.activeItems[0];
       if (item?.openConfig) {
         const file = ssh.configFile || path.join(os.homedir(), '.ssh', 'config');
         try {

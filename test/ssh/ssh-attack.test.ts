@@ -12,6 +12,7 @@ import { sshEnvironmentInput } from '../../src/vscode/core/ssh-environment';
 import { recordHostKeys, scanHostKeys } from '../../src/vscode/core/ssh-hostkey';
 import { findBundle, planInstall } from '../../src/vscode/core/ssh-install';
 import { chooseExecutor, probeHost } from '../../src/vscode/core/ssh-probe';
+import { noIcons, noLinks } from '../../src/vscode/core/notification-text';
 import { shQuote, SshError, type SshOptions } from '../../src/vscode/core/ssh-target';
 import { cliPath, repoRoot } from '../support/cli';
 import { tempDir } from '../support/tmp';
@@ -201,5 +202,20 @@ describe('ssh attacks (real sshd)', () => {
     assert.match(e.message, /stderr: .*www/, 'the last lines are quoted');
     assert.ok(peak - base < 96 * 1024 * 1024, `the heap grew by ${Math.round((peak - base) / 1048576)} MiB while ~200 MB of stderr streamed`);
     assert.ok(e.message.length < 4096, `the error is ${e.message.length} characters`);
+  });
+});
+
+describe('ssh attacks: text for VS Code surfaces', () => {
+  it('noIcons: `$(icon)` from a config alias or a file name is shown as typed; noLinks: no link survives', () => {
+    // VS Code's quick pick renders $(name) and $(name~modifier) unless escaped with a backslash.
+    const iconRe = /(?<!\\)\$\([A-Za-z0-9-]+(?:~[A-Za-z]+)?\)/;
+    for (const s of ['$(pass-filled) prod (verified)', 'a$(shield)b$(sync~spin)', '$(x)$(y)']) {
+      assert.doesNotMatch(noIcons(s), iconRe, s);
+      assert.equal(noIcons(s).replace(/\\\$/g, '$'), s, 'nothing else changes');
+    }
+    for (const s of [LINK, `a ${LINK} b [x](https://evil.example/) [f](file:///etc/passwd)`, '[a]([b](command:x))']) {
+      assert.doesNotMatch(noLinks(s), NOTIFICATION_LINK, s);
+      assert.equal(noLinks(s).replace(/\] \(/g, ']('), s, 'only the space is added');
+    }
   });
 });
