@@ -3,7 +3,7 @@
 // suite alone for @vscode/test-electron / @vscode/test-cli (.vscode-test.mjs).
 // Usage: node test/e2e/build-runner.mjs [outDir]  → prints the VSIX path.
 import { execFileSync } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, renameSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as esbuild from 'esbuild';
@@ -22,10 +22,20 @@ const common = {
   // ws's optional native helpers are not installed; ws falls back to JS.
   external: ['vscode', 'bufferutil', 'utf-8-validate'],
 };
-await esbuild.build({ ...common, entryPoints: [path.join(here, 'runner-ext/src/extension.ts')], outfile: path.join(here, 'runner-ext/dist/extension.js') });
-await esbuild.build({ ...common, entryPoints: [path.join(here, 'suite/index.ts')], outfile: path.join(outDir, 'suite.js') });
-
+// Built in a private stage, then renamed into place: e2e runs started at the same time in one
+// tree (each builds the runner) never package or install another run's half-written bundle.
+const stage = mkdtempSync(path.join(outDir, '.runner-'));
 const vsix = path.join(outDir, 'exec-server-e2e-runner.vsix');
-execFileSync(process.execPath, [path.join(repo, 'node_modules/@vscode/vsce/vsce'), 'package', '--no-dependencies',
-  '--allow-missing-repository', '--skip-license', '-o', vsix], { cwd: path.join(here, 'runner-ext'), stdio: ['ignore', 'ignore', 'inherit'] });
+try {
+  for (const f of ['package.json', 'README.md', '.vscodeignore']) copyFileSync(path.join(here, 'runner-ext', f), path.join(stage, f));
+  await esbuild.build({ ...common, entryPoints: [path.join(here, 'runner-ext/src/extension.ts')], outfile: path.join(stage, 'dist/extension.js') });
+  execFileSync(process.execPath, [path.join(repo, 'node_modules/@vscode/vsce/vsce'), 'package', '--no-dependencies',
+    '--allow-missing-repository', '--skip-license', '-o', path.join(stage, 'runner.vsix')], { cwd: stage, stdio: ['ignore', 'ignore', 'inherit'] });
+  // The suite alone (for .vscode-test.mjs), built after packaging so the VSIX does not hold it twice.
+  await esbuild.build({ ...common, entryPoints: [path.join(here, 'suite/index.ts')], outfile: path.join(stage, 'suite.js') });
+  renameSync(path.join(stage, 'suite.js'), path.join(outDir, 'suite.js'));
+  renameSync(path.join(stage, 'runner.vsix'), vsix);
+} finally {
+  rmSync(stage, { recursive: true, force: true });
+}
 console.log(vsix);
