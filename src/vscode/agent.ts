@@ -98,6 +98,7 @@ export function vscodeAgentGateHost(ctx: vscode.ExtensionContext, settings: Sett
             return Promise.race([answered, q.settled]);
           },
           () => settled,
+          q.connection,
         );
       });
     },

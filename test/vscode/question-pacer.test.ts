@@ -112,4 +112,15 @@ describe('question pacer', () => {
     await new Promise((r) => setImmediate(r));
     assert.deepEqual(shown, [1, 2, 3, 4]);
   });
+
+  it('round-robin by connection: a flood from one agent does not hold back another agent\'s question', () => {
+    const clock = new ManualClock();
+    const pacer = new QuestionPacer(1, 100, clock, Infinity);
+    const shown: string[] = [];
+    for (let i = 1; i <= 6; i++) pacer.schedule(() => void shown.push(`A${i}`), () => false, 'A');
+    pacer.schedule(() => void shown.push('B1'), () => false, 'B');
+    pacer.schedule(() => void shown.push('B2'), () => false, 'B');
+    clock.advance(1000);
+    assert.deepEqual(shown, ['A1', 'B1', 'A2', 'B2', 'A3', 'A4', 'A5', 'A6']);
+  });
 });

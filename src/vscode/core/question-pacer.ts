@@ -7,7 +7,9 @@
 // each time the rest timed out as "denied" without the user seeing them. So one question is
 // on screen at a time (the status bar counts the others) and at most `limit` are shown per
 // `windowMs`; the others wait here, in order, and one that stopped mattering while it waited
-// (timed out, agent gone) is never shown. Free of `vscode`.
+// (timed out, agent gone) is never shown. Waiting questions are taken round-robin by
+// connection, so an agent that floods questions (up to the gate's pending bound) does not
+// hold back another agent's one. Free of `vscode`.
 
 export interface PacerClock {
   now(): number;
@@ -19,6 +21,7 @@ const realClock: PacerClock = { now: () => Date.now(), setTimeout: (fn, ms) => s
 interface Waiting {
   show: () => Promise<unknown> | void;
   stale: () => boolean;
+  key: string;
 }
 
 export class QuestionPacer {
@@ -27,6 +30,9 @@ export class QuestionPacer {
   private readonly queue: Waiting[] = [];
   private timerSet = false;
   private open = 0;
+  /** When each connection last had a question shown (a counter, not a time). */
+  private readonly served = new Map<string, number>();
+  private turns = 0;
 
   /**
    * `limit` shows per `windowMs`: VS Code's guard is 3 per 800 ms; the default window has a
@@ -45,8 +51,8 @@ export class QuestionPacer {
    * The question counts as on screen until the promise `show` returns settles (answered,
    * timed out, agent gone).
    */
-  schedule(show: () => Promise<unknown> | void, stale: () => boolean): void {
-    this.queue.push({ show, stale });
+  schedule(show: () => Promise<unknown> | void, stale: () => boolean, key = ''): void {
+    this.queue.push({ show, stale, key });
     this.drain();
   }
 
@@ -55,9 +61,18 @@ export class QuestionPacer {
     return this.queue.length;
   }
 
+  /** The waiting question of the connection served longest ago (first come within it). */
+  private nextIndex(): number {
+    let best = 0;
+    for (let i = 1; i < this.queue.length; i++) {
+      if ((this.served.get(this.queue[i].key) ?? 0) < (this.served.get(this.queue[best].key) ?? 0)) best = i;
+    }
+    return best;
+  }
+
   private drain(): void {
     for (;;) {
-      while (this.queue.length > 0 && this.queue[0].stale()) this.queue.shift();
+      for (let i = this.queue.length - 1; i >= 0; i--) if (this.queue[i].stale()) this.queue.splice(i, 1);
       if (this.queue.length === 0 || this.open >= this.maxOpen) return;
       const now = this.clock.now();
       while (this.shown.length > 0 && now - this.shown[0] >= this.windowMs) this.shown.shift();
@@ -72,7 +87,8 @@ export class QuestionPacer {
         return;
       }
       this.shown.push(now);
-      const next = this.queue.shift()!;
+      const next = this.queue.splice(this.nextIndex(), 1)[0];
+      this.served.set(next.key, ++this.turns);
       let onScreen: Promise<unknown> | void;
       try {
         onScreen = next.show();
