@@ -152,4 +152,18 @@ describe('search attacks', () => {
       assert.deepEqual(o.matches.map((m) => m.path), ['sub/f.txt'], tool);
     }
   });
+
+  it("ignore files above the searched folder (/tmp/.ignore holding '*', written by anyone who can write there) do not hide its files from rg", async () => {
+    const parent = tempDir('search-parent-');
+    writeFileSync(path.join(parent, '.ignore'), '*\n');
+    writeFileSync(path.join(parent, '.rgignore'), '*.txt\n');
+    mkdirSync(path.join(parent, 'project'));
+    writeFileSync(path.join(parent, 'project', 'a.txt'), 'needle\n');
+    const o = await searchInFolder(client, path.join(parent, 'project'), { pattern: 'needle' }, { tool: 'rg', rgProgram: rg });
+    assert.deepEqual(o.matches.map((m) => m.path), ['a.txt'], summarize(o));
+    // The folder's own ignore files still apply (as in VS Code's search).
+    writeFileSync(path.join(parent, 'project', '.ignore'), 'a.txt\n');
+    const own = await searchInFolder(client, path.join(parent, 'project'), { pattern: 'needle' }, { tool: 'rg', rgProgram: rg });
+    assert.deepEqual(own.matches.map((m) => m.path), []);
+  });
 });

@@ -56,10 +56,13 @@ export function validateQuery(q: SearchQuery): void {
  * ripgrep: JSON lines (paths and lines as UTF-8 text or base64 bytes, byte offsets of every
  * submatch); --no-config ignores RIPGREP_CONFIG_PATH; hidden files are searched (as VS Code
  * does) but the excluded folders are not; binary files are skipped by rg itself.
+ * --no-ignore-parent (VS Code's default too, search.useParentIgnoreFiles): the folder's own
+ * .gitignore/.ignore/.rgignore apply, those of the folders above it do not — anyone who can
+ * write a parent (/tmp/.ignore holding `*`) would otherwise hide every result.
  */
 export function rgArgv(q: SearchQuery, rg = 'rg'): string[] {
   validateQuery(q);
-  const argv = [rg, '--json', '--no-config', '--hidden', '--no-follow', q.caseSensitive ? '--case-sensitive' : '--ignore-case'];
+  const argv = [rg, '--json', '--no-config', '--no-ignore-parent', '--hidden', '--no-follow', q.caseSensitive ? '--case-sensitive' : '--ignore-case'];
   if (!q.isRegex) argv.push('--fixed-strings');
   if (q.wholeWord) argv.push('--word-regexp');
   // A glob without '/' matches that name at any depth, folder or file.
