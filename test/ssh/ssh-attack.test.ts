@@ -107,6 +107,23 @@ describe('ssh attacks (real sshd)', () => {
     assert.equal(ok.knownHostsName, `[127.0.0.1]:${sshd.port}`);
   });
 
+  it('held: a config alias that is an ssh option (-oProxyCommand=<program>) is only ever a destination (ssh then refuses the name): probe and key scan run nothing', async () => {
+    const marker = path.join(work, 'alias-option-ran');
+    const evil = path.join(work, 'evil-proxy.sh');
+    writeFileSync(evil, `#!/bin/sh\ntouch '${marker}'\n`, { mode: 0o755 });
+    const alias = `-oProxyCommand=${evil}`;
+    const cfg = configWith('dash', 'shelly', []);
+    writeFileSync(cfg, readFileSync(cfg, 'utf8').replace(/^Host dash$/m, `Host ${alias}`));
+    const opts = { ...ssh, configFile: cfg };
+    // As an option (no `--` before it) ssh runs the program: the attack is real.
+    spawnSync(ssh.sshPath!, ['-F', cfg, '-T', '-o', 'BatchMode=yes', alias, 'true'], { timeout: 20_000 });
+    assert.ok(existsSync(marker), 'without `--` the alias runs its program');
+    spawnSync('rm', ['-f', marker]);
+    await assert.rejects(probeHost({ host: alias }, opts), (e: unknown) => e instanceof SshError && /hostname contains invalid characters/.test(e.message));
+    await assert.rejects(scanHostKeys({ host: alias }, opts), (e: unknown) => e instanceof SshError);
+    assert.equal(existsSync(marker), false, 'the alias was read as an option');
+  });
+
   it("the config's LocalCommand (PermitLocalCommand yes) does not run for the probe or the transport, and its output never reaches the protocol stream", async () => {
     const marker = path.join(work, 'local-command-ran');
     const cfg = configWith('lc', 'local-cmd', ['PermitLocalCommand yes', `LocalCommand echo '{"jsonrpc":"2.0","method":"garbage"}'; echo not-json; touch ${marker}`]);
