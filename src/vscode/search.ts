@@ -154,7 +154,8 @@ export function registerSearchCommands(d: CommandDeps): void {
         return b;
       });
       const on = toggles.filter((t) => q[t.key]).map((t) => t.name);
-      box.prompt = `Runs on the host (ripgrep or grep) in ${folders.map((f) => `${f.environment}:${f.uri.path}`).join(', ')}${on.length ? ` · ${on.join(', ')}` : ''}`;
+      // The prompt renders links and $(icons); the folder paths are the host's names.
+      box.prompt = `Runs on the host (ripgrep or grep) in ${noIcons(noLinks(visiblePath(folders.map((f) => `${f.environment}:${f.uri.path}`).join(', '))))}${on.length ? ` · ${on.join(', ')}` : ''}`;
     };
     box.title = 'Find in Files (Remote Folder)';
     box.placeholder = 'Text to find (the buttons toggle case, whole word, regular expression)';
