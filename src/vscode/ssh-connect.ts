@@ -143,7 +143,8 @@ export function registerSshCommands(d: SshCommandDeps): void {
       probeTrustingNewHostKey(target!, ssh, { log: d.log, progress, signal, ask: !programmatic, trust: !programmatic || args?.trustNewHostKey === true });
 
     const run = (title: string, f: (p: vscode.Progress<{ message?: string }>, signal: AbortSignal) => Promise<unknown>, cancellable = true) =>
-      vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title, cancellable }, (p, token) => {
+      // A progress notification renders links: the title names the host as the config spells it.
+      vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: noLinks(title), cancellable }, (p, token) => {
         const ac = new AbortController();
         token.onCancellationRequested(() => ac.abort());
         return f(p, ac.signal);
@@ -166,7 +167,8 @@ export function registerSshCommands(d: SshCommandDeps): void {
             signal,
             onProgress: (line) => {
               d.log.info(`[install ${shown}] ${line}`);
-              if (!/^\s*(gyp|npm) (info|timing|verb)/.test(line)) p.report({ message: line.slice(0, 120) });
+              // The installer's output on the host (npm, node-gyp): shown in the notification, no links.
+              if (!/^\s*(gyp|npm) (info|timing|verb)/.test(line)) p.report({ message: noLinks(line.slice(0, 120)) });
             },
           });
           facts = await probeHost(target!, ssh, { signal });
