@@ -116,7 +116,7 @@ async function startDetached(paths: ReturnType<typeof runPaths>, idleExitSec: nu
   const logFd = fs.openSync(paths.log, 'a', 0o600);
   try {
     const script = process.argv[1];
-    const child = spawn(process.execPath, [...process.execArgv, script, '--listen', 'ws://127.0.0.1:0', '--ws-auth', 'capability-token', '--ws-token-file', tokenFile, '--idle-exit', String(idleExitSec)], {
+    const child = spawn(process.execPath, [...process.execArgv, script, '--listen', 'ws://127.0.0.1:0', '--ws-auth', 'capability-token', '--ws-token-file', tokenFile, '--idle-exit', String(idleExitSec), '--run-record', paths.record], {
       detached: true,
       cwd: home,
       stdio: ['ignore', 'pipe', logFd],
@@ -151,6 +151,26 @@ async function startDetached(paths: ReturnType<typeof runPaths>, idleExitSec: nu
     // The server read it at startup; it is needed nowhere else.
     fs.rmSync(tokenFile, { force: true });
   }
+}
+
+/**
+ * A detached server is found only through its run record: once the record is gone or names
+ * another server (the folder was deleted, a newer start replaced it) — or never named this one
+ * within a minute (the --detach that started it died) — no client can reach its sessions again,
+ * and `unreachable` is called. Checked every second.
+ */
+export function watchRunRecord(file: string, unreachable: (why: string) => void): void {
+  const start = Date.now();
+  let seen = false;
+  const timer = setInterval(() => {
+    const rec = readRunRecord(file);
+    if (rec?.pid === process.pid) seen = true;
+    else if (seen || Date.now() - start > 60_000) {
+      clearInterval(timer);
+      unreachable(seen ? `its run record ${file} is gone or names another server` : `its run record ${file} was never written`);
+    }
+  }, 1000);
+  timer.unref();
 }
 
 /** Finds the running server (record + live pid + /readyz) or starts one. */

@@ -16,7 +16,7 @@ import { rejectReason } from './telemetry/api';
 import { TELEMETRY_FLAGS_HELP, TelemetryConfigError, telemetryConfig, type TelemetryConfig, type TelemetryFlags } from './telemetry/config';
 import { startServerTelemetry } from './telemetry/load';
 import { closeInheritedDescriptors } from './server/inherited-fds';
-import { DEFAULT_DETACHED_IDLE_EXIT_SEC, ensureDetachedServer } from './cli-detach';
+import { DEFAULT_DETACHED_IDLE_EXIT_SEC, ensureDetachedServer, watchRunRecord } from './cli-detach';
 
 type Level = 'debug' | 'info' | 'warn' | 'error';
 const LEVELS: Level[] = ['debug', 'info', 'warn', 'error'];
@@ -36,6 +36,7 @@ Options:
                         (127.0.0.1, random token, --idle-exit ${DEFAULT_DETACHED_IDLE_EXIT_SEC} unless given; recorded in
                         ~/.exec-server/run/<version>.json, 0600), print {"port","token","pid",…}
                         as one JSON line and exit. Connect to Host uses it over ssh.
+  --run-record FILE     (set by --detach) exit once FILE no longer names this server
   -h, --help            show this help
   -V, --version         print the version
 With a websocket listener the bound URL is printed as one line on stdout once it accepts
@@ -54,6 +55,8 @@ interface CliOptions {
   /** --idle-exit (seconds). */
   idleExitSec?: number;
   detach: boolean;
+  /** --run-record (a server started by --detach). */
+  runRecord?: string;
 }
 
 /** Telemetry flags (src/telemetry/config.ts) → the TelemetryFlags field they set. */
@@ -107,6 +110,9 @@ function parseArgs(argv: string[]): CliOptions | 'help' | 'version' {
       }
       case '--detach':
         o.detach = true;
+        break;
+      case '--run-record':
+        o.runRecord = value();
         break;
       case '--log-level': {
         const v = value();
@@ -176,7 +182,7 @@ export async function main(argv: string[]): Promise<number> {
       }
     }
     listen = parseListen(opts.listen);
-    if (opts.idleExitSec !== undefined && listen.kind !== 'ws') throw new UsageError('--idle-exit needs a websocket listener');
+    if ((opts.idleExitSec !== undefined || opts.runRecord) && listen.kind !== 'ws') throw new UsageError('--idle-exit and --run-record need a websocket listener');
     telemetryOptions = telemetryConfig(process.env, opts.telemetry);
     // Non-loopback needs --ws-auth; wss:// needs a cert; reads and checks secrets now.
     validateListenSecurity(opts.listen, security);
@@ -275,6 +281,7 @@ export async function main(argv: string[]): Promise<number> {
       process.stdout.write(`${listener.url}\n`);
       log('info', `listening on ${listener.url}`);
       if (opts.idleExitSec !== undefined) exitWhenIdle(opts.idleExitSec * 1000);
+      if (opts.runRecord) watchRunRecord(opts.runRecord, (why) => void stop(`unreachable: ${why}`).then(finish));
     } catch (e) {
       log('error', `cannot listen on ${opts.listen}: ${e instanceof Error ? e.message : String(e)}`);
       await server.shutdown().catch(() => {});

@@ -7,7 +7,7 @@
 // to the stdio command; the token is in no process's argv and in no log.
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { ExecClient, ProcessHandle } from '../../src/client/api';
@@ -194,6 +194,23 @@ describe('persistent ssh: idle exit and fallback (real sshd)', () => {
     const rec2 = readRunRecord(runPaths(path.join(work, 'home-i')).record)!;
     assert.notEqual(rec2.pid, rec.pid);
     await c2.close();
+  });
+
+  it('a detached server whose run record is deleted exits: no client can find it any more', async () => {
+    const home = path.join(work, 'home-r');
+    execFileSync('mkdir', ['-p', home]);
+    const answer = JSON.parse(execFileSync(node, [cliPath, '--detach'], { env: { ...process.env, HOME: home }, encoding: 'utf8' })) as { pid: number; started: boolean };
+    assert.equal(answer.started, true);
+    const paths = runPaths(home);
+    try {
+      await new Promise((r) => setTimeout(r, 2500));
+      assert.ok(isAlive(answer.pid), 'alive while its record names it');
+      rmSync(paths.record);
+      await until('the server exited', () => !isAlive(answer.pid), 15_000);
+      assert.match(readFileSync(paths.log, 'utf8'), /unreachable: its run record .* is gone/);
+    } finally {
+      if (isAlive(answer.pid)) process.kill(answer.pid, 'SIGKILL');
+    }
   });
 
   it('a host with AllowTcpForwarding no falls back to the stdio command, and says so', async () => {
