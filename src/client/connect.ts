@@ -1,6 +1,7 @@
 // Opening an ExecServerClient over a concrete transport: in process, websocket, stdio, or a
 // spawned command's stdio. The only client module that knows the transports — the client core
 // (client.ts) takes any ClientChannel factory — so the layers stay client → transports → rpc.
+import type { ChildProcess } from 'node:child_process';
 import type { Readable, Writable } from 'node:stream';
 import { ErrorCodes, RpcError } from '../protocol/errors';
 import { RpcChannel } from '../rpc/channel';
@@ -62,8 +63,28 @@ export async function connectCommand(
     client = await ExecServerClient.connect(async () => new RpcChannel(transport, () => child.kill('SIGKILL')), { ...opts, reconnect: false });
   } catch (e) {
     transport.close('initialize failed');
+    // Its last words (ssh's "Permission denied", what the host said) often come after stdout
+    // ended — the reason the initialize failed: wait (briefly) for the end of stderr.
+    await stderrEnd(child, 1000);
     const detail = early.length ? ` (stderr: ${early.slice(-5).join(' | ')})` : '';
     throw new RpcError(e instanceof RpcError ? e.code : ErrorCodes.ConnectionClosed, `${e instanceof Error ? e.message : String(e)}${detail}`);
   }
   return client;
+}
+
+/** Resolves when the child's stderr has ended (its last lines were delivered), or after `ms`. */
+function stderrEnd(child: ChildProcess, ms: number): Promise<void> {
+  const err = child.stderr;
+  if (!err || err.readableEnded || err.destroyed) return Promise.resolve();
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      err!.off('end', done);
+      err!.off('close', done);
+      resolve();
+    }
+    err.once('end', done);
+    err.once('close', done);
+  });
 }

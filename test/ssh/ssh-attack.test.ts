@@ -235,4 +235,18 @@ describe('ssh attacks: text for VS Code surfaces', () => {
       assert.equal(noLinks(s).replace(/\] \(/g, ']('), s, 'only the space is added');
     }
   });
+
+  it("a command that prints its reason on stderr and exits at once: the connect error quotes it (stdout's end raced the stderr line, which was lost)", async () => {
+    for (let i = 0; i < 5; i++) {
+      const e = await connectCommand('/bin/sh', ['-c', 'echo "the-reason-$((6*7)) [x](command:y)" >&2; exit 3'], { clientName: 'ssh-attack', initializeTimeoutMs: 10_000 }).then(
+        async (c) => {
+          await c.close();
+          return undefined;
+        },
+        (x: unknown) => x as Error,
+      );
+      assert.ok(e, 'the connect fails');
+      assert.match(e.message, /stderr: the-reason-42/, `run ${i}: ${e.message}`);
+    }
+  });
 });
