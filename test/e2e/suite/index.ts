@@ -13,6 +13,7 @@ import * as vscode from 'vscode';
 import { afterAll, registerWithMocha, resumeTests, ResultsFile, runTests } from './framework';
 import { registerFsTests } from './fs-tests';
 import { registerSearchTests } from './search-tests';
+import { registerSshAttackTests } from './ssh-attack-tests';
 import { registerSshTests } from './ssh-tests';
 import { registerSshSurviveTests } from './ssh-survive-tests';
 import { disposeTerminals, registerTerminalTests } from './terminal-tests';
@@ -35,6 +36,7 @@ registerAgentCodexTests();
 registerUxTests();
 registerSearchTests();
 registerSshTests();
+registerSshAttackTests();
 registerRemoteLifecycleTests();
 // Last: the window reloads in the middle of these (module state of the tests above is gone after it).
 registerTerminalSurvivalTests();
