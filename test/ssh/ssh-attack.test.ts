@@ -249,4 +249,22 @@ describe('ssh attacks: text for VS Code surfaces', () => {
       assert.match(e.message, /stderr: the-reason-42/, `run ${i}: ${e.message}`);
     }
   });
+
+  it("an ssh config that Includes a FIFO, /dev/zero or a directory: the host list is read at once (the extension host's thread never blocks) and names what it skipped", () => {
+    const dir = tempDir('ssh-config-include-');
+    const fifo = path.join(dir, 'fifo.conf');
+    spawnSync('mkfifo', [fifo]);
+    const cfg = path.join(dir, 'config');
+    writeFileSync(cfg, `Host before\n  HostName 10.0.0.1\nInclude ${fifo}\nInclude /dev/zero\nInclude ${dir}\nHost after\n  HostName 10.0.0.2\n`);
+    // In a child process: on the old code the read of the FIFO never returns.
+    const script = `const { readSshConfigHosts } = require(${JSON.stringify(path.join(__dirname, '../../src/vscode/core/ssh-config.js'))}); const r = readSshConfigHosts(${JSON.stringify(cfg)}); process.stdout.write(JSON.stringify({ hosts: r.hosts.map((h) => h.alias), problems: r.problems }));`;
+    const started = Date.now();
+    const r = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', timeout: 10_000 });
+    assert.equal(r.signal, null, `the read did not finish within 10 s (killed: ${r.signal}) ${r.stderr}`);
+    const out = JSON.parse(r.stdout) as { hosts: string[]; problems: string[] };
+    assert.deepEqual(out.hosts, ['before', 'after']);
+    assert.equal(out.problems.length, 3, out.problems.join('; '));
+    assert.ok(out.problems.every((p) => /not a regular file/.test(p)), out.problems.join('; '));
+    assert.ok(Date.now() - started < 10_000);
+  });
 });

@@ -3,7 +3,7 @@
 // HostName/User/Port of its block for the description, following `Include` (globs, ~, paths
 // relative to ~/.ssh) as ssh does. Only lists: ssh itself still reads the config when it
 // connects, so nothing here has to match every rule of ssh_config(5). Free of `vscode`.
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { closeSync, constants, fstatSync, openSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
@@ -26,6 +26,8 @@ export interface SshConfigRead {
 
 /** ssh's own limit on nested Include (readconf.c READCONF_MAX_DEPTH). */
 const MAX_DEPTH = 16;
+/** A config file larger than this is not read (ssh configs are a few KiB). */
+const MAX_CONFIG_BYTES = 4 * 1024 * 1024;
 
 /** Splits the arguments of a config line: whitespace separates, "…" groups (ssh_config quoting). */
 export function splitConfigArgs(text: string): string[] {
@@ -109,7 +111,18 @@ export function readSshConfigHosts(file?: string, opts: { home?: string } = {}):
   const readOne = (f: string, depth: number, stack: string[]) => {
     let text: string;
     try {
-      text = readFileSync(f, 'utf8');
+      // Read on the extension host's thread: only a regular file of a sane size. An Include of
+      // a FIFO would block it for ever, /dev/zero would fill its memory.
+      // O_NONBLOCK: opening a FIFO does not wait for a writer; the checks are on what was opened.
+      const fd = openSync(f, constants.O_RDONLY | constants.O_NONBLOCK);
+      try {
+        const st = fstatSync(fd);
+        if (!st.isFile()) throw Object.assign(new Error('not a regular file'), { code: 'not a regular file' });
+        if (st.size > MAX_CONFIG_BYTES) throw Object.assign(new Error('too large'), { code: `larger than ${MAX_CONFIG_BYTES / 1048576} MiB` });
+        text = readFileSync(fd, 'utf8');
+      } finally {
+        closeSync(fd);
+      }
     } catch (e) {
       if (depth > 0) problems.push(`${f}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
       return;
