@@ -267,4 +267,15 @@ describe('ssh attacks: text for VS Code surfaces', () => {
     assert.ok(out.problems.every((p) => /not a regular file/.test(p)), out.problems.join('; '));
     assert.ok(Date.now() - started < 10_000);
   });
+
+  it('a UserKnownHostsFile that is a FIFO: recording the approved key fails at once with a reason, it does not block the thread', () => {
+    const dir = tempDir('ssh-kh-fifo-');
+    const fifo = path.join(dir, 'known_hosts');
+    spawnSync('mkfifo', [fifo]);
+    const scan = { knownHostsFile: fifo, knownHostsName: 'h', keys: [{ line: 'h ssh-ed25519 AAAA', type: 'ssh-ed25519', fingerprint: 'SHA256:x' }] };
+    const script = `const { recordHostKeys } = require(${JSON.stringify(path.join(__dirname, '../../src/vscode/core/ssh-hostkey.js'))}); try { recordHostKeys(${JSON.stringify(scan)}); process.stdout.write('recorded'); } catch (e) { process.stdout.write('refused: ' + e.message); }`;
+    const r = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', timeout: 10_000 });
+    assert.equal(r.signal, null, `recording did not return within 10 s (killed: ${r.signal}) ${r.stderr}`);
+    assert.match(r.stdout, /^refused: /, r.stdout);
+  });
 });

@@ -6,7 +6,7 @@
 // would record whatever the second connection sees). Free of `vscode`.
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { appendFileSync, mkdirSync } from 'node:fs';
+import { closeSync, constants, fstatSync, mkdirSync, openSync, writeSync } from 'node:fs';
 import path from 'node:path';
 import { SshError, formatSshTarget, type SshOptions, type SshTarget } from './ssh-target';
 
@@ -127,8 +127,18 @@ export async function scanHostKeys(t: SshTarget, ssh: SshOptions): Promise<HostK
   return { knownHostsFile, knownHostsName, keys };
 }
 
-/** Appends the approved keys to the known_hosts file (created 0600 with its folder if missing). */
+/**
+ * Appends the approved keys to the known_hosts file (created 0600 with its folder if missing).
+ * Only to a regular file: a UserKnownHostsFile that is a FIFO would block the extension host's
+ * thread until a reader comes (O_NONBLOCK: the open fails instead), a device is no record.
+ */
 export function recordHostKeys(scan: HostKeyScan): void {
   mkdirSync(path.dirname(scan.knownHostsFile), { recursive: true, mode: 0o700 });
-  appendFileSync(scan.knownHostsFile, scan.keys.map((k) => k.line).join('\n') + '\n', { mode: 0o600 });
+  const fd = openSync(scan.knownHostsFile, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NONBLOCK, 0o600);
+  try {
+    if (!fstatSync(fd).isFile()) throw new Error(`${scan.knownHostsFile} is not a regular file: the host key was not recorded`);
+    writeSync(fd, scan.keys.map((k) => k.line).join('\n') + '\n');
+  } finally {
+    closeSync(fd);
+  }
 }
