@@ -166,4 +166,31 @@ describe('search attacks', () => {
     const own = await searchInFolder(client, path.join(parent, 'project'), { pattern: 'needle' }, { tool: 'rg', rgProgram: rg });
     assert.deepEqual(own.matches.map((m) => m.path), []);
   });
+
+  it('Go to File in a folder of many empty directories (no file to reach maxFiles): the walk stops at the directory bound and says so', async () => {
+    const dir = tempDir('search-dirs-');
+    for (let i = 0; i < 300; i++) mkdirSync(path.join(dir, `d${i}`, 'e'), { recursive: true });
+    writeFileSync(path.join(dir, 'top.txt'), '');
+    let reads = 0;
+    const counting = new Proxy(client, {
+      get(target, key) {
+        if (key !== 'fs') return Reflect.get(target, key);
+        const fs = target.fs;
+        return new Proxy(fs, {
+          get(f, k) {
+            const v = Reflect.get(f, k);
+            if (k === 'walk') return (...a: unknown[]) => (reads++, (v as (...x: unknown[]) => unknown).apply(f, a));
+            return typeof v === 'function' ? v.bind(f) : v;
+          },
+        });
+      },
+    }) as typeof client;
+    const o = await listFiles(counting, dir, { maxDirectories: 50 });
+    assert.ok(reads <= 50, `${reads} directories read`);
+    assert.equal(o.truncated, true, 'the list says it is cut');
+    assert.deepEqual(o.files, ['top.txt']);
+    const all = await listFiles(client, dir, { maxDirectories: 1000 });
+    assert.equal(all.truncated, false);
+    assert.equal(all.directories, 601);
+  });
 });

@@ -8,6 +8,11 @@ import type { ExecClient } from '../../client/api';
 import { DEFAULT_EXCLUDED_NAMES } from './search-argv';
 
 export const DEFAULT_MAX_FILES = 20_000;
+/**
+ * Directories read at most: a folder of empty directories (cheap to make by the thousand) holds
+ * no file, so maxFiles alone would let the walk go on for as long as there are directories.
+ */
+export const DEFAULT_MAX_DIRECTORIES = 20_000;
 /** The server's per-walk entry maximum (src/server/fs/walk.ts, same as the reference). */
 const WALK_MAX_ENTRIES = 50_000;
 
@@ -15,6 +20,8 @@ export interface ListFilesOptions {
   /** Names of folders never entered and files not listed (default DEFAULT_EXCLUDED_NAMES). */
   excludeNames?: readonly string[];
   maxFiles?: number;
+  /** Directories read at most (then `truncated`). */
+  maxDirectories?: number;
   /** Directories read at once (requests in flight). */
   concurrency?: number;
   signal?: AbortSignal;
@@ -36,7 +43,10 @@ export interface ListFilesOutcome {
 export async function listFiles(client: ExecClient, root: string, opts: ListFilesOptions = {}): Promise<ListFilesOutcome> {
   const exclude = new Set(opts.excludeNames ?? DEFAULT_EXCLUDED_NAMES);
   const maxFiles = Math.max(1, opts.maxFiles ?? DEFAULT_MAX_FILES);
+  const maxDirectories = Math.max(1, opts.maxDirectories ?? DEFAULT_MAX_DIRECTORIES);
   const concurrency = Math.max(1, opts.concurrency ?? 8);
+  let started = 0;
+  let moreDirectories = false;
   const out: ListFilesOutcome = { files: [], truncated: false, cancelled: false, unreadable: 0, directories: 0 };
   const queue: string[] = [root];
   let active = 0;
@@ -60,7 +70,10 @@ export async function listFiles(client: ExecClient, root: string, opts: ListFile
     for (const e of r.entries) {
       const rel = path.posix.relative(root, e.path);
       if (e.kind === 'directory') {
-        if (!exclude.has(path.posix.basename(e.path))) queue.push(e.path);
+        // Never queued past the bound: a directory of 50 000 subdirectories costs no more than that.
+        if (exclude.has(path.posix.basename(e.path))) continue;
+        if (started + queue.length < maxDirectories) queue.push(e.path);
+        else moreDirectories = true;
       } else if (e.kind === 'file' && !exclude.has(path.posix.basename(e.path))) {
         if (done()) break;
         if (out.files.length >= maxFiles) {
@@ -78,6 +91,11 @@ export async function listFiles(client: ExecClient, root: string, opts: ListFile
     const pump = () => {
       if (opts.signal?.aborted) out.cancelled = true;
       while (!done() && firstError === undefined && active < concurrency && queue.length > 0) {
+        if (started >= maxDirectories) {
+          out.truncated = true;
+          break;
+        }
+        started++;
         const dir = queue.shift()!;
         active++;
         void readOne(dir).finally(() => {
@@ -91,5 +109,6 @@ export async function listFiles(client: ExecClient, root: string, opts: ListFile
     pump();
   });
   if (firstError !== undefined) throw firstError;
+  if (moreDirectories && !out.cancelled) out.truncated = true;
   return out;
 }
