@@ -9,7 +9,7 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { connectCommand } from '../../src/client/connect';
 import { sshEnvironmentInput } from '../../src/vscode/core/ssh-environment';
-import { recordHostKeys, scanHostKeys } from '../../src/vscode/core/ssh-hostkey';
+import { fingerprintOf, recordHostKeys, scanHostKeys } from '../../src/vscode/core/ssh-hostkey';
 import { findBundle, planInstall } from '../../src/vscode/core/ssh-install';
 import { chooseExecutor, probeHost } from '../../src/vscode/core/ssh-probe';
 import { noIcons, noLinks } from '../../src/vscode/core/notification-text';
@@ -122,6 +122,35 @@ describe('ssh attacks (real sshd)', () => {
     await assert.rejects(probeHost({ host: alias }, opts), (e: unknown) => e instanceof SshError && /hostname contains invalid characters/.test(e.message));
     await assert.rejects(scanHostKeys({ host: alias }, opts), (e: unknown) => e instanceof SshError);
     assert.equal(existsSync(marker), false, 'the alias was read as an option');
+  });
+
+  it('held: the key recorded is the one whose fingerprint was shown — a host presenting another key at the login after the scan (TOCTOU) is refused, nothing more recorded', async () => {
+    // A second sshd (its own host key) answers at the login: the same name, another machine.
+    const other = await startSshd([{ alias: 'other', env: { HOME: path.join(work, 'home-k'), PATH: BASE } }], { parent: work });
+    try {
+      const kh = path.join(work, 'known_hosts-tofu');
+      writeFileSync(kh, '');
+      const block = (cfgFile: string, alias: string, port: number) => {
+        const b = readFileSync(cfgFile, 'utf8').split('\n\n').find((x) => x.startsWith(`Host ${alias}\n`))!;
+        return b.replace(/^Host .*$/m, 'Host tofu').replace(/^\s*(Port|UserKnownHostsFile) .*$/gm, '') + `\n  Port ${port}\n  HostKeyAlias tofu-host\n  UserKnownHostsFile ${kh}\n`;
+      };
+      const cfg = path.join(work, 'config-tofu');
+      writeFileSync(cfg, block(sshd.configFile, 'keyscan', sshd.port));
+      const scan = await scanHostKeys({ host: 'tofu' }, { ...ssh, configFile: cfg });
+      const shown = scan.keys.map((k) => k.fingerprint);
+      recordHostKeys(scan);
+      const recorded = readFileSync(kh, 'utf8');
+      // Between the scan and the login, "tofu" now reaches the other server.
+      writeFileSync(cfg, block(other.configFile, 'other', other.port));
+      const e = await probeHost({ host: 'tofu' }, { ...ssh, configFile: cfg }).then(() => undefined, (x: unknown) => x);
+      assert.ok(e instanceof SshError, String(e));
+      assert.equal(e.kind, 'host-key-changed', e.message);
+      assert.equal(readFileSync(kh, 'utf8'), recorded, 'nothing else was recorded');
+      const otherKey = readFileSync(path.join(other.dir, 'host_key.pub'), 'utf8').split(' ')[1];
+      assert.ok(!shown.includes(fingerprintOf(otherKey)), 'the other key was never shown');
+    } finally {
+      await other.stop();
+    }
   });
 
   it("the config's LocalCommand (PermitLocalCommand yes) does not run for the probe or the transport, and its output never reaches the protocol stream", async () => {
