@@ -20,6 +20,7 @@ export class RemoteServer {
   port = 0;
   /** Capability token the server requires (the same across restarts). */
   readonly token = randomBytes(24).toString('hex');
+  private readonly id = randomBytes(6).toString('hex');
 
   get pid(): number | undefined {
     return this.child?.pid;
@@ -30,7 +31,9 @@ export class RemoteServer {
     if (this.child) throw new Error('remote server already running');
     const { repo, nodePath } = config();
     const cli = path.join(repo, 'dist', 'cli.js');
-    const tokenFile = path.join(config().workDir, `remote-token-${process.pid}`);
+    // One file per server (not per extension host): a server reads it at startup, so servers
+    // started close together must not overwrite each other's token.
+    const tokenFile = path.join(config().workDir, `remote-token-${this.id}`);
     writeFileSync(tokenFile, this.token, { mode: 0o600 });
     const args = [cli, '--listen', `ws://127.0.0.1:${port}`, '--ws-auth', 'capability-token', '--ws-token-file', tokenFile];
     const child = spawn(nodePath, args, {
