@@ -138,6 +138,20 @@ describe('search attacks', () => {
     }
   });
 
+  it('held: files named like options (--pre=<program>, -f, -e) are rows, never arguments; names with ANSI escapes come back exact', async () => {
+    const dir = tempDir('search-dashnames-');
+    const marker = path.join(dir, 'ran');
+    writeFileSync(path.join(dir, 'evil.sh'), `#!/bin/sh\ntouch '${marker}'\n`, { mode: 0o755 });
+    const names = [`--pre=${'evil.sh'}`, '-f', '-e', '--files', '\x1b]0;title\x07\x1b[31mred.txt'];
+    for (const n of names) writeFileSync(path.join(dir, n), 'needle\n');
+    for (const tool of ['rg', 'grep'] as const) {
+      const o = await searchInFolder(client, dir, { pattern: 'needle' }, { tool, rgProgram: rg });
+      assert.deepEqual(o.matches.map((m) => m.path).sort(), [...names].sort(), tool);
+      assert.equal(existsSync(marker), false, `${tool}: a file name ran a program`);
+    }
+    assert.deepEqual((await listFiles(client, dir)).files.sort(), [...names, 'evil.sh'].sort());
+  });
+
   it('held: symlink loops in the folder (to itself, to its parent, to /) do not make Go to File or the search loop or leave the folder', async () => {
     const dir = tempDir('search-loop-');
     mkdirSync(path.join(dir, 'sub'));
