@@ -4,16 +4,18 @@
 // "held" passed on the code before this file too (kept as guards).
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, openSync, symlinkSync, writeFileSync, writeSync, closeSync } from 'node:fs';
+import { chmodSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, symlinkSync, writeFileSync, writeSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { ExecServerClient } from '../../src/client/client';
-import { connectInProcess } from '../../src/client/connect';
+import { connectInProcess, connectWebSocket } from '../../src/client/connect';
 import { ExecServer } from '../../src/server/exec-server';
+import { relativeResultPath } from '../../src/vscode/core/search-argv';
 import { listFiles } from '../../src/vscode/core/search-files';
 import { grepNulParser, MAX_LINE_CHARS, MAX_RECORD_BYTES, rgJsonParser, type SearchMatch } from '../../src/vscode/core/search-parse';
 import { searchInFolder, summarize } from '../../src/vscode/core/search-run';
 import { referenceCodexBinary } from '../codex/codex-app-server';
+import { startCli } from '../support/cli';
 import { tempDir } from '../support/tmp';
 
 const repoRoot = path.resolve(__dirname, '../../..');
@@ -206,5 +208,28 @@ describe('search attacks', () => {
     const all = await listFiles(client, dir, { maxDirectories: 1000 });
     assert.equal(all.truncated, false);
     assert.equal(all.directories, 601);
+  });
+
+  it("a host PATH with an empty entry (':/usr/bin'): a `grep` or `rg` planted in the searched folder never runs — the tools are found as on PATH, results unchanged", async (t) => {
+    const folder = tempDir('search-planted-');
+    const marker = path.join(tempDir('search-planted-marker-'), 'ran');
+    for (const tool of ['grep', 'rg']) writeFileSync(path.join(folder, tool), `#!/bin/sh\necho planted >> '${marker}'\n`, { mode: 0o755 });
+    mkdirSync(path.join(folder, 'src'));
+    writeFileSync(path.join(folder, 'src', 'a.txt'), 'needle\n');
+    const grepDir = path.dirname(spawnSync('sh', ['-c', 'command -v grep'], { encoding: 'utf8' }).stdout.trim());
+    // The empty entry first: execvp looks in the cwd before the real tools.
+    const srv = await startCli([], { t, env: { ...process.env, PATH: `:${path.dirname(rg)}:${grepDir}:/usr/bin:/bin` } });
+    const ws = await connectWebSocket(srv.url, { clientName: 'search-planted' });
+    t.after(() => ws.close());
+    for (const opts of [{ tool: 'grep' as const }, { tool: 'rg' as const, rgProgram: 'rg' }, { tool: 'auto' as const, rgProgram: 'rg' }]) {
+      const o = await searchInFolder(ws, folder, { pattern: 'needle' }, opts);
+      assert.equal(existsSync(marker), false, `${opts.tool}: the planted program ran (${existsSync(marker) ? readFileSync(marker, 'utf8') : ''})`);
+      assert.deepEqual(o.matches.map((m) => m.path), ['src/a.txt'], `${opts.tool}: ${summarize(o)}`);
+    }
+    // Paths come back relative to the folder, whatever its form.
+    assert.equal(relativeResultPath('/a/b/c.txt', '/a/b'), 'c.txt');
+    assert.equal(relativeResultPath('/a/b/c.txt', '/a/b/'), 'c.txt');
+    assert.equal(relativeResultPath('/etc/passwd', '/'), 'etc/passwd');
+    assert.equal(relativeResultPath('./x/y', '.'), 'x/y');
   });
 });

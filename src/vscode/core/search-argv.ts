@@ -38,8 +38,18 @@ export function excludedNamesFromSettings(settings: readonly (Record<string, unk
   return [...names];
 }
 
-/** The folder searched, relative to the process's cwd; stripped from the paths the tools print. */
+/**
+ * The folder searched when none is given: the process's cwd. searchInFolder gives the folder's
+ * absolute path instead and runs the tool in `/` (see search-run.ts: a PATH with an empty or
+ * relative entry would otherwise find a `grep` or `rg` planted in the searched folder).
+ */
 export const SEARCH_ROOT = '.';
+
+/** The root as the tools get it (a directory: rg gets a trailing '/'). */
+function rootArg(root: string, slash: boolean): string {
+  if (!slash) return root;
+  return root.endsWith('/') ? root : `${root}/`;
+}
 
 /** Bad input: a clear message, nothing is started. */
 export function validateQuery(q: SearchQuery): void {
@@ -60,7 +70,7 @@ export function validateQuery(q: SearchQuery): void {
  * .gitignore/.ignore/.rgignore apply, those of the folders above it do not — anyone who can
  * write a parent (/tmp/.ignore holding `*`) would otherwise hide every result.
  */
-export function rgArgv(q: SearchQuery, rg = 'rg'): string[] {
+export function rgArgv(q: SearchQuery, rg = 'rg', root = SEARCH_ROOT): string[] {
   validateQuery(q);
   const argv = [rg, '--json', '--no-config', '--no-ignore-parent', '--hidden', '--no-follow', q.caseSensitive ? '--case-sensitive' : '--ignore-case'];
   if (!q.isRegex) argv.push('--fixed-strings');
@@ -69,7 +79,7 @@ export function rgArgv(q: SearchQuery, rg = 'rg'): string[] {
   for (const d of q.excludeNames ?? DEFAULT_EXCLUDED_NAMES) argv.push(`--glob=!${d}`);
   for (const g of q.include ?? []) argv.push(`--glob=${g}`);
   // `--regexp=<q>`: the query is this option's value whatever its first character.
-  argv.push(`--regexp=${q.pattern}`, '--', `${SEARCH_ROOT}/`);
+  argv.push(`--regexp=${q.pattern}`, '--', rootArg(root, true));
   return argv;
 }
 
@@ -78,7 +88,7 @@ export function rgArgv(q: SearchQuery, rg = 'rg'): string[] {
  * -I binary files skipped, --null: a NUL ends each file name (names may hold ':' or newlines).
  * -E/-F: extended regex or fixed string. -e <q> is POSIX's "the next argument is the pattern".
  */
-export function grepArgv(q: SearchQuery, grep = 'grep'): string[] {
+export function grepArgv(q: SearchQuery, grep = 'grep', root = SEARCH_ROOT): string[] {
   validateQuery(q);
   const argv = [grep, '-r', '-n', '-H', '-I', '--null', '--color=never', q.isRegex ? '-E' : '-F'];
   if (!q.caseSensitive) argv.push('-i');
@@ -87,12 +97,13 @@ export function grepArgv(q: SearchQuery, grep = 'grep'): string[] {
   // FIRST of them is an --include — after the excludes, `--include=*.ts` filtered nothing.
   for (const g of q.include ?? []) argv.push(`--include=${g}`);
   for (const d of q.excludeNames ?? DEFAULT_EXCLUDED_NAMES) argv.push(`--exclude-dir=${d}`, `--exclude=${d}`);
-  argv.push('-e', q.pattern, '--', SEARCH_ROOT);
+  argv.push('-e', q.pattern, '--', rootArg(root, false));
   return argv;
 }
 
-/** The tool's path prefix removed: `./a/b` → `a/b`. */
-export function relativeResultPath(p: string): string {
-  if (p.startsWith('./')) return p.slice(2).replace(/^\/+/, '');
+/** The tool's path prefix removed: `./a/b` → `a/b`; with the root `/x/y`: `/x/y/a/b` → `a/b`. */
+export function relativeResultPath(p: string, root = SEARCH_ROOT): string {
+  const prefix = root === SEARCH_ROOT ? './' : rootArg(root, true);
+  if (p.startsWith(prefix)) return p.slice(prefix.length).replace(/^\/+/, '');
   return p;
 }

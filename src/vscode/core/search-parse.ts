@@ -2,7 +2,7 @@
 // grep's `name NUL lineno ':' text '\n'` records — turning chunks (split anywhere, even inside
 // a UTF-8 character or a file name) into matches with line numbers and UTF-16 match ranges.
 import type { SearchQuery } from './search-argv';
-import { relativeResultPath } from './search-argv';
+import { relativeResultPath, SEARCH_ROOT } from './search-argv';
 
 export interface SearchMatch {
   /** Relative to the searched folder, as the host names it (may hold any character but NUL). */
@@ -137,20 +137,20 @@ function concat(parts: Uint8Array[]): Uint8Array {
 }
 
 /** The file an rg --json record is about, read from its first bytes (its "path" comes first). */
-function rgPathOf(head: Uint8Array): string | undefined {
+function rgPathOf(head: Uint8Array, root: string): string | undefined {
   const m = /^\{"type":"match","data":\{"path":(\{"(?:text|bytes)":"(?:[^"\\]|\\.)*"\})/.exec(utf8.decode(head));
   if (!m) return undefined;
   try {
-    return relativeResultPath(rgString(JSON.parse(m[1]) as RgText).text);
+    return relativeResultPath(rgString(JSON.parse(m[1]) as RgText).text, root);
   } catch {
     return undefined;
   }
 }
 
 /** ripgrep --json: one JSON object per line; only "match" objects produce results. */
-export function rgJsonParser(onMatch: (m: SearchMatch) => void, onBadLine?: (line: string) => void): OutputParser {
+export function rgJsonParser(onMatch: (m: SearchMatch) => void, onBadLine?: (line: string) => void, root = SEARCH_ROOT): OutputParser {
   const tooLong = (head: Uint8Array, bytes: number) => {
-    const file = rgPathOf(head);
+    const file = rgPathOf(head, root);
     onBadLine?.(`a matching line of ${Math.round(bytes / 1048576)} MiB${file === undefined ? '' : ` in ${file}`} was skipped (longer than ${MAX_RECORD_BYTES / 1048576} MiB)`);
   };
   return new LineSplitter((raw) => {
@@ -173,7 +173,7 @@ export function rgJsonParser(onMatch: (m: SearchMatch) => void, onBadLine?: (lin
     for (let i = 0; i < ends.length; i += 2) ranges.push([ends[i], ends[i + 1]]);
     const text = stripEol(l.text);
     const clipped = clipLine(text, ranges.length ? ranges.map(([s, e]) => [Math.min(s, text.length), Math.min(e, text.length)]) : [[0, 0]]);
-    onMatch({ path: relativeResultPath(p.text), line: Number(d.line_number ?? 0), ...clipped });
+    onMatch({ path: relativeResultPath(p.text, root), line: Number(d.line_number ?? 0), ...clipped });
   }, tooLong);
 }
 
@@ -204,7 +204,7 @@ export function matchRanges(text: string, q: SearchQuery): [number, number][] {
  * NUL (so it may hold newlines and colons); the line ends at the newline. A record that does not
  * fit (no digits before ':') is skipped up to the next newline and reported.
  */
-export function grepNulParser(q: SearchQuery, onMatch: (m: SearchMatch) => void, onBadRecord?: (text: string) => void): OutputParser {
+export function grepNulParser(q: SearchQuery, onMatch: (m: SearchMatch) => void, onBadRecord?: (text: string) => void, root = SEARCH_ROOT): OutputParser {
   let state: 'name' | 'number' | 'text' | 'skip' = 'name';
   let name: Uint8Array[] = [];
   let nameBytes = 0;
@@ -223,7 +223,7 @@ export function grepNulParser(q: SearchQuery, onMatch: (m: SearchMatch) => void,
     const line = stripEol(utf8.decode(concat(text)));
     // Stray NULs inside a line (a binary part grep did not detect) are shown as U+FFFD.
     const shown = line.replace(/\0/g, '\uFFFD');
-    onMatch({ path: relativeResultPath(utf8.decode(concat(name))), line: Number(num), ...clipLine(shown, matchRanges(shown, q)) });
+    onMatch({ path: relativeResultPath(utf8.decode(concat(name)), root), line: Number(num), ...clipLine(shown, matchRanges(shown, q)) });
   };
   const reset = () => {
     state = 'name';

@@ -75,6 +75,8 @@ const toolCache = new WeakMap<ExecClient, Map<string, Promise<SearchTool>>>();
  * exist (a typo, a folder removed) would fail the probe and cache "grep" for rg's host.
  */
 const PROBE_CWD = '/';
+/** Where the search itself runs (the folder is its argument): see runTool. */
+const TOOL_CWD = '/';
 
 /**
  * Exit statuses of a program that could not be run by a wrapper in between (a shell script
@@ -158,13 +160,24 @@ function notRunnableOutcome(e: unknown): SearchOutcome {
 async function runTool(client: ExecClient, folder: string, query: SearchQuery, tool: SearchTool, opts: SearchRunOptions): Promise<SearchOutcome> {
   const maxResults = Math.max(0, opts.maxResults ?? DEFAULT_MAX_RESULTS);
   const countLimit = Math.max(maxResults, opts.countLimit ?? DEFAULT_COUNT_LIMIT);
-  const argv = tool === 'rg' ? rgArgv(query, opts.rgProgram) : grepArgv(query, opts.grepProgram);
+  const argv = tool === 'rg' ? rgArgv(query, opts.rgProgram, folder) : grepArgv(query, opts.grepProgram, folder);
   const outcome: SearchOutcome = { tool, argv, matches: [], files: 0, notShown: 0, stoppedAtCountLimit: false, cancelled: false, exitCode: undefined, errors: [] };
   if (opts.signal?.aborted) return { ...outcome, cancelled: true };
 
+  // The tool runs in `/` with the folder as its argument, not in the folder: a host PATH with an
+  // empty or relative entry (`PATH=:/usr/bin`, `.`) is searched relative to the cwd, so a `grep`
+  // or `rg` file in the searched folder (a cloned repository keeps the executable bit) ran.
+  if (!folder.startsWith('/')) throw new Error(`cannot run ${argv[0]} on the host in ${folder}: not an absolute path`);
+  let meta;
+  try {
+    meta = await client.fs.stat(folder);
+  } catch (e) {
+    throw new Error(`cannot run ${argv[0]} on the host in ${folder}: ${e instanceof Error ? e.message : String(e)}`);
+  }
+  if (!meta.isDirectory) throw new Error(`cannot run ${argv[0]} on the host in ${folder}: not a folder`);
   let handle: ProcessHandle;
   try {
-    handle = await client.startProcess({ argv, cwd: folder, env: tool === 'grep' ? GREP_ENV : {}, envPolicy: SEARCH_ENV, tty: false });
+    handle = await client.startProcess({ argv, cwd: TOOL_CWD, env: tool === 'grep' ? GREP_ENV : {}, envPolicy: SEARCH_ENV, tty: false });
   } catch (e) {
     const why = e instanceof Error ? e.message : String(e);
     throw new NotRunnable(`cannot run ${argv[0]} on the host in ${folder}: ${why}`);
@@ -195,7 +208,7 @@ async function runTool(client: ExecClient, folder: string, query: SearchQuery, t
   const noteError = (line: string) => {
     if (line.trim() && outcome.errors.length < 20) outcome.errors.push(line.trim());
   };
-  const parser: OutputParser = tool === 'rg' ? rgJsonParser(onMatch, noteError) : grepNulParser(query, onMatch, (t) => noteError(`unreadable output: ${t}`));
+  const parser: OutputParser = tool === 'rg' ? rgJsonParser(onMatch, noteError, folder) : grepNulParser(query, onMatch, (t) => noteError(`unreadable output: ${t}`), folder);
   let stderr = '';
   const sub = handle.onOutput((e) => {
     if (e.stream === 'stderr') {
