@@ -7,6 +7,7 @@
 import * as vscode from 'vscode';
 import type { EnvironmentManager } from './core/environment-manager';
 import { LOCAL_ENVIRONMENT, type EnvironmentStore } from './core/environment-store';
+import { noIcons } from './core/notification-text';
 
 const SCHEME = 'exec-server';
 
@@ -55,7 +56,9 @@ export class CurrentEnvironmentIndicator implements vscode.Disposable {
   update(): void {
     const env = this.current();
     const state = env === LOCAL_ENVIRONMENT ? 'ready' : this.manager.state(env);
-    this.item.text = `$(remote) ${env}`;
+    // The name may come from a workspace folder's exec-server://<authority> (a .code-workspace
+    // file): a `$(icon)` in it is shown as text.
+    this.item.text = `$(remote) ${noIcons(env)}`;
     this.item.tooltip = `Exec Server: working in ${env} (${state}). Click: Connect to Host…, Open Remote Folder…`;
     this.item.backgroundColor = state === 'failed' ? new vscode.ThemeColor('statusBarItem.warningBackground') : undefined;
   }
