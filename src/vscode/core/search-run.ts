@@ -1,5 +1,5 @@
 // Find in Files on an environment: picks the tool on the host (ripgrep if it runs, else grep),
-// starts it through the executor (process/start, cwd = the folder, argv — no shell), parses its
+// starts it through the executor (process/start in /, the folder as its argument, argv — no shell), parses its
 // output while it streams, keeps at most `maxResults` rows and counts the rest, and on cancel
 // terminates the process and waits until it is gone (no search left running on the host).
 // The tool choice is cached per client; when the cached tool can no longer be run (rg removed
