@@ -31,7 +31,8 @@ Options:
   --max-in-flight N     concurrent requests per connection (default ${DEFAULT_MAX_IN_FLIGHT})
   --log-level LEVEL     debug|info|warn|error (default info; also EXEC_SERVER_LOG)
   --idle-exit SECONDS   websocket listener: exit after SECONDS with no connection and no
-                        session (a detached session's processes end with its 30 s TTL)
+                        session (a detached session's processes end with its 30 s TTL);
+                        before the first connection at least 30 s
   --detach              find this user's detached server of this version or start one
                         (127.0.0.1, random token, --idle-exit ${DEFAULT_DETACHED_IDLE_EXIT_SEC} unless given; recorded in
                         ~/.exec-server/run/<version>.json, 0600), print {"port","token","pid",…}
@@ -242,12 +243,16 @@ export async function main(argv: string[]): Promise<number> {
   };
 
   let finish: (code: number) => void = () => {};
-  // --idle-exit: checked every second; any connection or session (attached or detached) resets it.
+  // --idle-exit: checked every second; any connection or session (attached or detached) resets
+  // it. Until the first connection at least 30 s: --detach's caller connects in a second ssh login.
   const exitWhenIdle = (ms: number) => {
     let idleSince = Date.now();
+    let served = false;
     const timer = setInterval(() => {
-      if (server.connectionCount > 0 || server.sessionCount > 0) idleSince = Date.now();
-      else if (Date.now() - idleSince >= ms) {
+      if (server.connectionCount > 0 || server.sessionCount > 0) {
+        idleSince = Date.now();
+        served = true;
+      } else if (Date.now() - idleSince >= (served ? ms : Math.max(ms, 30_000))) {
         clearInterval(timer);
         void stop(`no connection and no session for ${ms / 1000} s (--idle-exit)`).then(finish);
       }

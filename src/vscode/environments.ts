@@ -9,7 +9,7 @@ import { EnvironmentConnectError, EnvironmentManager, type Connector } from './c
 import { EnvironmentStore, LOCAL_ENVIRONMENT, type EnvironmentConfig } from './core/environment-store';
 import type { ClientTelemetry, ServerTelemetry } from '../telemetry/api';
 import { shownState, statusText } from './core/status-text';
-import { connectPersistentSsh, persistentSshSpec } from './core/ssh-persist';
+import { connectPersistentSsh, persistentSshSpec, stdioOnlyReason } from './core/ssh-persist';
 import { noLinks } from './core/notification-text';
 
 const CLIENT_NAME = 'vscode-exec-server';
@@ -65,7 +65,11 @@ export function createConnector(local: LocalServerHolder, telemetry?: (environme
           // A Connect to Host environment running this project's CLI: its server outlives the
           // window (core/ssh-persist.ts); else (codex, AllowTcpForwarding no) the stdio command.
           const spec = persistentSshSpec(config);
-          if (!spec) return stdio();
+          if (!spec) {
+            const why = stdioOnlyReason(config);
+            if (why) log?.info(`${config.name}: stdio connection (${why})`);
+            return stdio();
+          }
           return connectPersistentSsh(spec, {
             clientName: CLIENT_NAME,
             initializeTimeoutMs: 20_000,

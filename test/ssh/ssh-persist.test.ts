@@ -14,7 +14,8 @@ import type { ExecClient, ProcessHandle } from '../../src/client/api';
 import { connectCommand } from '../../src/client/connect';
 import { readRunRecord, runPaths } from '../../src/cli-detach';
 import { sshEnvironmentInput } from '../../src/vscode/core/ssh-environment';
-import { connectPersistentSsh, persistentSshSpec, type PersistentSshSpec } from '../../src/vscode/core/ssh-persist';
+import { connectPersistentSsh, openForwardedChannel, PersistenceUnavailable, persistentSshSpec, stdioOnlyReason, type PersistentSshSpec } from '../../src/vscode/core/ssh-persist';
+import { createServer, type AddressInfo } from 'node:net';
 import { chooseExecutor, probeHost } from '../../src/vscode/core/ssh-probe';
 import type { SshOptions } from '../../src/vscode/core/ssh-target';
 import type { EnvironmentConfig } from '../../src/vscode/core/environment-store';
@@ -147,6 +148,21 @@ describe('persistent ssh connection (real sshd)', () => {
     assert.ok(isAlive(rec.pid), 'the detached server still runs');
   });
 
+  it('ssh -W to a port where nothing listens is a gone server (retried by --detach), not a host refusing forwarding', async () => {
+    const free = await new Promise<number>((resolve) => {
+      const srv = createServer().listen(0, '127.0.0.1', () => {
+        const port = (srv.address() as AddressInfo).port;
+        srv.close(() => resolve(port));
+      });
+    });
+    const e = await openForwardedChannel(spec, { port: free, token: 'x'.repeat(32), pid: 0, started: false }).then(
+      () => assert.fail('connected to a closed port'),
+      (err: Error) => err,
+    );
+    assert.ok(!(e instanceof PersistenceUnavailable), `not a fallback: ${e.message}`);
+    assert.match(e.message, /nothing listens on the host's 127\.0\.0\.1:\d+/);
+  });
+
   it('the token is in no process argv (ps) and in no log; the run file is 0600 in a 0700 folder', async () => {
     const c = await connectPersistentSsh(spec, { clientName: 'persist-ps', log, fallback: () => Promise.reject(new Error('fell back')) });
     try {
@@ -174,6 +190,7 @@ describe('persistent ssh: idle exit and fallback (real sshd)', () => {
   it('the detached server stays while a client or a session is there, then exits after --idle-exit', async () => {
     const spec = persistentSshSpec(await environmentFor('idle', ssh))!;
     const c = await connectPersistentSsh(spec, { clientName: 'idle', log, idleExitSec: 2, fallback: () => Promise.reject(new Error('fell back')) });
+    const session = c.sessionId;
     const rec = readRunRecord(runPaths(path.join(work, 'home-i')).record)!;
     const p = await c.startProcess({ argv: ['/bin/sh', '-c', 'sleep 600'], cwd: '/', tty: false, envPolicy: ENV });
     await new Promise((r) => setTimeout(r, 4000));
@@ -189,7 +206,9 @@ describe('persistent ssh: idle exit and fallback (real sshd)', () => {
     assert.ok(waited >= 25_000 && waited < 60_000, `exited ${waited} ms after the client left`);
     assert.match(readFileSync(runPaths(path.join(work, 'home-i')).log, 'utf8'), /no connection and no session for 2 s \(--idle-exit\)/);
     void p;
-    // The next connect starts a new server.
+    // The server is gone: the next connect starts a new one, where the old session is unknown
+    // (the environment manager then starts a new session; terminals say theirs ended).
+    await assert.rejects(connectPersistentSsh(spec, { clientName: 'idle-resume', log, idleExitSec: 2, resumeSessionId: session, fallback: (why) => Promise.reject(new Error(`fell back: ${why}`)) }), /unknown session/);
     const c2 = await connectPersistentSsh(spec, { clientName: 'idle-2', log, idleExitSec: 2, fallback: () => Promise.reject(new Error('fell back')) });
     const rec2 = readRunRecord(runPaths(path.join(work, 'home-i')).record)!;
     assert.notEqual(rec2.pid, rec.pid);
@@ -256,5 +275,9 @@ describe('persistentSshSpec', () => {
     assert.equal(persistentSshSpec({ ...base, args: [...opts, '--', 'host', 'exec-server --listen stdio:// ; rm -rf ~'] }), undefined);
     assert.equal(persistentSshSpec({ ...base, command: '/usr/bin/env', args: [...opts, '--', 'host', 'exec-server --listen stdio://'] }), undefined);
     assert.equal(persistentSshSpec({ name: 'w', kind: 'websocket', url: 'ws://127.0.0.1:1' }), undefined);
+    // The log names why a codex host keeps stdio; persistent-capable and other commands need no reason.
+    assert.match(stdioOnlyReason({ ...base, args: [...opts, '--', 'host', '/usr/bin/codex exec-server --listen stdio://'] }) ?? '', /codex exec-server/);
+    assert.equal(stdioOnlyReason({ ...base, args: [...opts, '--', 'host', "'/x/exec-server' --listen stdio://"] }), undefined);
+    assert.equal(stdioOnlyReason({ ...base, command: '/usr/bin/env', args: ['x'] }), undefined);
   });
 });

@@ -49,6 +49,26 @@ export function persistentSshSpec(config: EnvironmentConfig): PersistentSshSpec 
   return { ssh: config.command, options: args.slice(0, dd), host: args[dd + 1], program: m[1] };
 }
 
+/**
+ * Why a Connect to Host environment keeps the plain stdio connection (for the log), or undefined
+ * when `config` is persistent-capable or not a Connect to Host environment at all.
+ */
+export function stdioOnlyReason(config: EnvironmentConfig): string | undefined {
+  if (persistentSshSpec(config) || config.kind !== 'command' || !config.command || !/(^|[/\\])ssh(\.exe)?$/i.test(config.command)) return undefined;
+  const remote = config.args?.at(-1) ?? '';
+  if (/ exec-server --listen stdio:\/\/$/.test(remote)) return 'the executor is `codex exec-server`, which has no detached server: its terminals end with a window reload';
+  return undefined;
+}
+
+/** ssh's last lines (without the \r of a remote stderr) for a message. */
+const lastLines = (text: string, n: number) =>
+  text
+    .split(/\r?\n/)
+    .map((l) => l.trim())
+    .filter((l) => l && !/^Warning: Permanently added/.test(l))
+    .slice(-n)
+    .join(' | ');
+
 /** Why the persistent connection cannot be used on this host: the stdio command is used instead. */
 export class PersistenceUnavailable extends Error {
   constructor(message: string) {
@@ -72,7 +92,7 @@ export function detachCommand(spec: PersistentSshSpec, idleExitSec?: number): st
 /** Runs `<program> --detach` over ssh: where the detached server listens, and its token. */
 export async function ensureDetachedServer(spec: PersistentSshSpec, opts: { idleExitSec?: number; timeoutMs?: number } = {}): Promise<DetachedServer> {
   const r = await runSsh({ sshPath: spec.ssh }, [...spec.options, '--', spec.host, detachCommand(spec, opts.idleExitSec)], { timeoutMs: opts.timeoutMs ?? 60_000, target: spec.host });
-  const said = r.stderr.trim().split('\n').slice(-3).join(' | ');
+  const said = lastLines(r.stderr, 3);
   if (r.code === 255 && classifySshFailure(r.stderr, r.code)) throw new SshError(classifySshFailure(r.stderr, r.code)!, spec.host, r.stderr);
   if (/unknown argument: --detach|unexpected argument '--detach'|unrecognized .*--detach|Usage: codex/i.test(r.stderr)) {
     throw new PersistenceUnavailable(`the executor on ${spec.host} does not support --detach (${said})`);
@@ -93,11 +113,21 @@ export async function ensureDetachedServer(spec: PersistentSshSpec, opts: { idle
   return { port: parsed.port!, token: parsed.token, pid: Number(parsed.pid), started: parsed.started === true };
 }
 
-const FORWARDING_REFUSED = /administratively prohibited|forwarding is disabled|port forwarding is disabled|stdio forwarding failed/i;
+// sshd's answer to a forwarding its configuration (AllowTcpForwarding no, DisableForwarding) or
+// the key (no-port-forwarding, restrict) forbids. "stdio forwarding failed" alone is not it: ssh
+// says that too when nothing listens on the port ("open failed: connect failed").
+const FORWARDING_REFUSED = /open failed: administratively prohibited/i;
+const NOTHING_LISTENS = /open failed: connect failed/i;
+
+/** The detached server went away between --detach and ssh -W (it exited, was killed). */
+class ServerGone extends Error {}
 
 /** `ssh -W 127.0.0.1:PORT` to the host and a websocket (with the token) over its stdio. */
 export async function openForwardedChannel(spec: PersistentSshSpec, server: DetachedServer, opts: { timeoutMs?: number } = {}): Promise<{ channel: RpcChannel; child: ChildProcess }> {
-  const child = spawn(spec.ssh, [...spec.options, '-W', `127.0.0.1:${server.port}`, '--', spec.host], { stdio: ['pipe', 'pipe', 'pipe'], windowsHide: true });
+  // LogLevel INFO (the first -o wins over the config's): ssh says why a channel did not open
+  // ("administratively prohibited" vs "connect failed") only at that level.
+  const argv = ['-o', 'LogLevel=INFO', ...spec.options, '-W', `127.0.0.1:${server.port}`, '--', spec.host];
+  const child = spawn(spec.ssh, argv, { stdio: ['pipe', 'pipe', 'pipe'], windowsHide: true });
   let stderr = '';
   child.stderr!.on('data', (d: Buffer) => {
     if (stderr.length < 8000) stderr += d.toString();
@@ -121,11 +151,12 @@ export async function openForwardedChannel(spec: PersistentSshSpec, server: Deta
   } catch (e) {
     child.kill();
     await Promise.race([exited, new Promise((r) => setTimeout(r, 2000))]);
-    if (FORWARDING_REFUSED.test(stderr)) throw new PersistenceUnavailable(`${spec.host} refuses TCP forwarding (ssh: ${stderr.trim().split('\n').slice(-2).join(' | ')})`);
+    if (FORWARDING_REFUSED.test(stderr)) throw new PersistenceUnavailable(`${spec.host} refuses TCP forwarding (ssh: ${lastLines(stderr, 2)})`);
+    if (NOTHING_LISTENS.test(stderr)) throw new ServerGone(`nothing listens on the host's 127.0.0.1:${server.port} any more (ssh: ${lastLines(stderr, 2)})`);
     if (e instanceof SshError) throw e;
     const kind = classifySshFailure(stderr, child.exitCode);
     if (kind) throw new SshError(kind, spec.host, stderr);
-    throw new Error(`${e instanceof Error ? e.message : String(e)}${stderr.trim() ? ` (ssh: ${stderr.trim().split('\n').slice(-2).join(' | ')})` : ''}`);
+    throw new Error(`${e instanceof Error ? e.message : String(e)}${stderr.trim() ? ` (ssh: ${lastLines(stderr, 2)})` : ''}`);
   }
 }
 
@@ -142,9 +173,17 @@ export interface PersistentConnectOptions extends Omit<ClientOptions, 'reconnect
  */
 export async function connectPersistentSsh(spec: PersistentSshSpec, opts: PersistentConnectOptions): Promise<ExecClient> {
   const factory: ChannelFactory = async () => {
-    const server = await ensureDetachedServer(spec, { idleExitSec: opts.idleExitSec });
-    opts.log?.('info', `detached exec-server pid ${server.pid} on the host's 127.0.0.1:${server.port} (${server.started ? 'started' : 'running'}); connecting through ssh -W`);
-    return (await openForwardedChannel(spec, server)).channel;
+    for (let attempt = 1; ; attempt++) {
+      const server = await ensureDetachedServer(spec, { idleExitSec: opts.idleExitSec });
+      opts.log?.('info', `detached exec-server pid ${server.pid} on the host's 127.0.0.1:${server.port} (${server.started ? 'started' : 'running'}); connecting through ssh -W`);
+      try {
+        return (await openForwardedChannel(spec, server)).channel;
+      } catch (e) {
+        // It exited between the two ssh calls (its idle exit): --detach starts a new one.
+        if (!(e instanceof ServerGone) || attempt >= 2) throw e;
+        opts.log?.('info', e.message);
+      }
+    }
   };
   try {
     return await ExecServerClient.connect(factory, {
