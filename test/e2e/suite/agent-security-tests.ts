@@ -719,10 +719,19 @@ export function registerAgentSecurityTests(): void {
     const COUNT = 40;
     /**
      * Answers the extension may read while its client does not read: a couple of slots (today 2)
-     * plus the ones whose slot was handed on before the previous answer reached the socket.
-     * Without a bound all 40 are read at once (and the extension host holds ~1.3 GiB of them).
+     * plus the ones whose slot was handed on before the previous answer reached the socket, plus
+     * one per 32 MiB answer the kernel's socket buffers could take off its hands (tcp_rmem +
+     * tcp_wmem maxima; 36 MiB here: one). Without a bound all 40 are read at once (and the
+     * extension host holds ~1.3 GiB of them).
      */
-    const HELD_BOUND = 4;
+    const socketBuffers = ['tcp_rmem', 'tcp_wmem'].reduce((n, f) => {
+      try {
+        return n + Number(readFileSync(`/proc/sys/net/ipv4/${f}`, 'utf8').trim().split(/\s+/)[2] ?? 0);
+      } catch {
+        return n;
+      }
+    }, 0);
+    const HELD_BOUND = 4 + Math.floor(socketBuffers / (Math.ceil(FILE / 3) * 4));
     const file = path.join(insideDir('sec-slowread'), 'big.bin');
     writeFileSync(file, Buffer.alloc(FILE, 0x62));
     const c = await ctx.connect();
@@ -755,7 +764,7 @@ export function registerAgentSecurityTests(): void {
     const f = new Findings();
     f.check(settled !== undefined, 'every request was answered within 90 s once the client read again');
     f.check(settled?.every((r) => r.ok), `every request was answered with the file (${(settled ?? []).filter((r) => !r.ok).map((r) => outcome(r)).slice(0, 2).join(' | ')})`);
-    f.check(held <= HELD_BOUND, `the extension read ${held} of ${COUNT} answers (${held * 32} MiB of base64) for a client that did not read (bound: ${HELD_BOUND}; answer sizes ${JSON.stringify(sizes.slice(0, 8))}…)`);
+    f.check(held <= HELD_BOUND, `the extension read ${held} of ${COUNT} answers (${held * 32} MiB of base64) for a client that did not read (bound: ${HELD_BOUND}, ${(socketBuffers / 2 ** 20).toFixed(0)} MiB of socket buffers; answer sizes ${JSON.stringify(sizes.slice(0, 8))}…)`);
     // The count above is the exact check. The host's RSS also counts everything else it does
     // (garbage of earlier tests, VS Code itself), so its bound is loose: measured 165-240 MiB with
     // 3 answers held (2 cores, 2 busy loops alongside), 1.8 GiB with no bound.
