@@ -570,27 +570,30 @@ export function registerAgentSecurityTests(): void {
     await setApprovalPolicyForTest(defaultApprovalPolicy());
     const dir1 = freshDir('sec-pending1');
     const dir2 = freshDir('sec-pending2');
-    const m1 = uniqueName('pendingA');
-    const m2 = uniqueName('pendingB');
+    const pair = uniqueName('pending');
     try {
       const c = await ctx.connect();
-      const sp1 = startParams(['/bin/sh', '-c', `echo ${m1} > ran.txt`], dir1);
-      const sp2 = startParams(['/bin/bash', '-c', `echo ${m2} > ran.txt`], dir2);
+      const sp1 = startParams(['/bin/sh', '-c', `echo ${pair}-A > ran.txt`], dir1);
+      const sp2 = startParams(['/bin/bash', '-c', `echo ${pair}-B > ran.txt`], dir2);
       const s1 = c.settle('process/start', sp1);
       const s2 = c.settle('process/start', sp2);
-      // Both requests are with the gate when the first question is answered.
-      const first = await inspectApproval({ contains: m1 });
+      // Both requests are with the gate when the first question is answered. Questions are shown
+      // one at a time (question-pacer.ts) in the order the gate asks them: either may come first.
+      const first = await inspectApproval({ contains: pair });
       assert(first.found, `the first question appeared (${first.error})`);
+      const aFirst = first.text?.includes(`${pair}-A`) === true;
+      const [mine, other] = aFirst ? [`${pair}-A`, `${pair}-B`] : [`${pair}-B`, `${pair}-A`];
       await sleep(1000);
-      await answerApproval('Allow for Session', { contains: m1 });
-      const seen2 = await answerApprovalIfShown('Deny', { contains: m2, giveUpMs: 15_000 });
+      await answerApproval('Allow for Session', { contains: mine });
+      const seen2 = await answerApprovalIfShown('Deny', { contains: other, giveUpMs: 15_000 });
       const [r1, r2] = await Promise.all([s1, s2]);
       await settleProcess(c, r1, sp1.processId);
       await settleProcess(c, r2, sp2.processId);
+      const [allowed, denied, deniedDir] = aFirst ? [r1, r2, dir2] : [r2, r1, dir1];
       const f = new Findings();
-      f.check(r1.ok, `the allowed request ran (${outcome(r1)})`);
+      f.check(allowed.ok, `the allowed request ran (${outcome(allowed)})`);
       f.check(seen2.clicked, `the other question was still there to answer (${seen2.error})`);
-      f.check(!r2.ok && !existsSync(path.join(dir2, 'ran.txt')), `the other request, denied, did not run (${outcome(r2)})`);
+      f.check(!denied.ok && !existsSync(path.join(deniedDir, 'ran.txt')), `the other request, denied, did not run (${outcome(denied)})`);
       f.done();
     } finally {
       await stopAgentEndpoint();
