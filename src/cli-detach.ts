@@ -4,7 +4,8 @@
 // kills the extension host and its ssh processes); the extension then talks websocket to it
 // through `ssh -W 127.0.0.1:PORT` and resumes its session after a reload.
 // The server listens on 127.0.0.1 only, with a random capability token. Port, pid and token are
-// kept in ~/.exec-server/run/<version>.json (0600, in a 0700 folder). The token reaches the new
+// kept in ~/.exec-server/run/<version>-<hostname>.json (0600, in a 0700 folder; the host name:
+// a home shared by several machines over NFS holds one record per machine). The token reaches the new
 // server through a 0600 file that is deleted once it listens, and the caller through stdout —
 // never through any process's argv. The server exits after `--idle-exit` seconds with no
 // connection and no session (a detached session's processes end with its TTL).
@@ -32,9 +33,10 @@ export interface DetachAnswer extends RunRecord {
   started: boolean;
 }
 
-export function runPaths(home = os.homedir(), version = VERSION) {
+export function runPaths(home = os.homedir(), version = VERSION, hostname = os.hostname()) {
   const dir = path.join(home, '.exec-server', 'run');
-  const v = version.replace(/[^A-Za-z0-9._-]/g, '_');
+  const safe = (s: string) => s.replace(/[^A-Za-z0-9._-]/g, '_').slice(0, 64);
+  const v = `${safe(version)}-${safe(hostname) || 'host'}`;
   return { dir, record: path.join(dir, `${v}.json`), lock: path.join(dir, `${v}.lock`), log: path.join(dir, `${v}.log`) };
 }
 

@@ -35,7 +35,7 @@ Options:
                         before the first connection at least 30 s
   --detach              find this user's detached server of this version or start one
                         (127.0.0.1, random token, --idle-exit ${DEFAULT_DETACHED_IDLE_EXIT_SEC} unless given; recorded in
-                        ~/.exec-server/run/<version>.json, 0600), print {"port","token","pid",…}
+                        ~/.exec-server/run/<version>-<hostname>.json, 0600), print {"port","token","pid",…}
                         as one JSON line and exit. Connect to Host uses it over ssh.
   --run-record FILE     (set by --detach) exit once FILE no longer names this server
   -h, --help            show this help

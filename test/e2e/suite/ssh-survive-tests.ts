@@ -2,10 +2,9 @@
 // sshd (test/ssh/sshd.ts, started so that it outlives this extension host): Connect to Host
 // (the quick pick) to a host running this repository's CLI, a terminal there, a window reload —
 // the terminal comes back with its earlier output, is the same shell (its pid, its variables) and
-// still takes input; the host's detached server (~/.exec-server/run/<version>.json) is the one
+// still takes input; the host's detached server (~/.exec-server/run/<version>-<hostname>.json) is the one
 // that served it before the reload.
-import { readFileSync } from 'node:fs';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import * as vscode from 'vscode';
 import { binDir, startSshd, stopDetachedSshd } from '../../ssh/sshd';
@@ -30,7 +29,9 @@ interface RunRecord {
 const runRecord = (home: string): RunRecord | undefined => {
   const version = String((vscode.extensions.getExtension('exec-server.exec-server')!.packageJSON as { version: string }).version);
   try {
-    return JSON.parse(readFileSync(path.join(home, '.exec-server', 'run', `${version}.json`), 'utf8')) as RunRecord;
+    const dir = path.join(home, '.exec-server', 'run');
+    const [file] = readdirSync(dir).filter((n) => n.startsWith(`${version}-`) && n.endsWith('.json'));
+    return JSON.parse(readFileSync(path.join(dir, file), 'utf8')) as RunRecord;
   } catch {
     return undefined;
   }
