@@ -307,4 +307,22 @@ describe('ssh attacks: text for VS Code surfaces', () => {
     assert.equal(r.signal, null, `recording did not return within 10 s (killed: ${r.signal}) ${r.stderr}`);
     assert.match(r.stdout, /^refused: /, r.stdout);
   });
+
+  it('Includes reaching the whole file system (`*` six folders deep from /, /proc/*/*, an endless /proc file): the host list comes back within seconds, naming what it did not read', () => {
+    const dir = tempDir('ssh-config-glob-');
+    const cfg = path.join(dir, 'config');
+    // Also a /proc file that says size 0 and never ends (read to the end: gigabytes; not run
+    // against the old code for that reason), and /proc's files by the hundred.
+    writeFileSync(cfg, `Host before\nInclude ${'/*'.repeat(6)}\nInclude /proc/self/pagemap\nInclude /proc/*/*\nHost after\n`);
+    const script = `const { readSshConfigHosts } = require(${JSON.stringify(path.join(__dirname, '../../src/vscode/core/ssh-config.js'))}); const r = readSshConfigHosts(${JSON.stringify(cfg)}); process.stdout.write(JSON.stringify({ hosts: r.hosts.map((h) => h.alias), problems: r.problems }));`;
+    const started = Date.now();
+    const r = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', timeout: 20_000 });
+    assert.equal(r.signal, null, `the listing did not finish within 20 s (killed: ${r.signal}) ${r.stderr}`);
+    const out = JSON.parse(r.stdout) as { hosts: string[]; problems: string[] };
+    assert.ok(out.hosts.includes('before') && out.hosts.includes('after'), JSON.stringify(out.hosts));
+    assert.ok(out.problems.some((p) => /reaches too many folders/.test(p)), out.problems.join('; '));
+    assert.ok(out.problems.some((p) => /pagemap: larger than 4 MiB/.test(p)), out.problems.join('; '));
+    assert.ok(out.problems.some((p) => /Include \/proc\/\*\/\* reaches too many folders|more than 64 files included/.test(p)), out.problems.join('; '));
+    assert.ok(Date.now() - started < 20_000);
+  });
 });

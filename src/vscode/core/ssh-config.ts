@@ -3,7 +3,7 @@
 // HostName/User/Port of its block for the description, following `Include` (globs, ~, paths
 // relative to ~/.ssh) as ssh does. Only lists: ssh itself still reads the config when it
 // connects, so nothing here has to match every rule of ssh_config(5). Free of `vscode`.
-import { closeSync, constants, fstatSync, openSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { closeSync, constants, fstatSync, openSync, readdirSync, readSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
@@ -63,8 +63,24 @@ function componentMatcher(glob: string): RegExp {
   return new RegExp(`^${body}$`);
 }
 
+/**
+ * What one listing of the config may spend on Include globs: it runs on the extension host's
+ * thread, and an Include of `*` six folders deep from the root walked the whole file system (over a minute, frozen).
+ */
+export interface GlobBudget {
+  /** Directories still to be read. */
+  reads: number;
+  /** Set when a glob stopped for lack of budget. */
+  exhausted?: boolean;
+}
+export const GLOB_DIRECTORY_READS = 512;
+/** Files read through Include at most (ssh configs include a handful). */
+const MAX_INCLUDED_FILES = 64;
+/** Paths considered at once by one glob (matches of the components so far). */
+const GLOB_MAX_PATHS = 4096;
+
 /** Files matching an absolute path that may hold `*`/`?` in any component, sorted (glob(3) order). */
-export function globFiles(pattern: string): string[] {
+export function globFiles(pattern: string, budget: GlobBudget = { reads: GLOB_DIRECTORY_READS }): string[] {
   const parts = pattern.split('/').filter((p, i) => p !== '' || i === 0);
   let bases = [parts[0] === '' ? '/' : parts[0]];
   for (const part of parts.slice(1)) {
@@ -74,6 +90,11 @@ export function globFiles(pattern: string): string[] {
         next.push(path.join(base, part));
         continue;
       }
+      if (budget.reads <= 0 || next.length > GLOB_MAX_PATHS) {
+        budget.exhausted = true;
+        break;
+      }
+      budget.reads--;
       let names: string[];
       try {
         names = readdirSync(base);
@@ -83,6 +104,10 @@ export function globFiles(pattern: string): string[] {
       const re = componentMatcher(part);
       // Like glob(3) without GLOB_PERIOD: a wildcard does not match a leading dot.
       for (const n of names.sort()) if (re.test(n) && !(n.startsWith('.') && !part.startsWith('.'))) next.push(path.join(base, n));
+    }
+    if (next.length > GLOB_MAX_PATHS) {
+      next.length = GLOB_MAX_PATHS;
+      budget.exhausted = true;
     }
     bases = next;
   }
@@ -107,6 +132,8 @@ export function readSshConfigHosts(file?: string, opts: { home?: string } = {}):
   const seen = new Set<string>();
   // Blocks whose descriptions are still being filled: the current Host line's hosts.
   let current: SshConfigHost[] = [];
+  const budget: GlobBudget = { reads: GLOB_DIRECTORY_READS };
+  let included = 0;
 
   const readOne = (f: string, depth: number, stack: string[]) => {
     let text: string;
@@ -118,8 +145,16 @@ export function readSshConfigHosts(file?: string, opts: { home?: string } = {}):
       try {
         const st = fstatSync(fd);
         if (!st.isFile()) throw Object.assign(new Error('not a regular file'), { code: 'not a regular file' });
-        if (st.size > MAX_CONFIG_BYTES) throw Object.assign(new Error('too large'), { code: `larger than ${MAX_CONFIG_BYTES / 1048576} MiB` });
-        text = readFileSync(fd, 'utf8');
+        // Read at most the bound whatever st.size says: /proc and /sys files say 0 and some never end.
+        const parts: Buffer[] = [];
+        const chunk = Buffer.alloc(64 * 1024);
+        let total = 0;
+        for (let n = readSync(fd, chunk, 0, chunk.length, null); n > 0; n = readSync(fd, chunk, 0, chunk.length, null)) {
+          total += n;
+          if (total > MAX_CONFIG_BYTES) throw Object.assign(new Error('too large'), { code: `larger than ${MAX_CONFIG_BYTES / 1048576} MiB` });
+          parts.push(Buffer.from(chunk.subarray(0, n)));
+        }
+        text = Buffer.concat(parts).toString('utf8');
       } finally {
         closeSync(fd);
       }
@@ -153,8 +188,16 @@ export function readSshConfigHosts(file?: string, opts: { home?: string } = {}):
         for (const arg of args) {
           // Relative includes of the user config are relative to ~/.ssh (ssh_config(5)).
           const abs = path.isAbsolute(expandTilde(arg, home)) ? expandTilde(arg, home) : path.join(home, '.ssh', arg);
-          const files = /[*?]/.test(abs) ? globFiles(abs) : [abs];
+          const files = /[*?]/.test(abs) ? globFiles(abs, budget) : [abs];
+          if (budget.exhausted) {
+            problems.push(`${f}:${i + 1}: Include ${arg} reaches too many folders; not followed further`);
+            budget.exhausted = false;
+          }
           for (const inc of files) {
+            if (++included > MAX_INCLUDED_FILES) {
+              problems.push(`${f}:${i + 1}: more than ${MAX_INCLUDED_FILES} files included; ${inc} and the rest not read`);
+              break;
+            }
             if (stack.includes(inc)) {
               problems.push(`${f}:${i + 1}: Include of ${inc} loops; not followed`);
               continue;
