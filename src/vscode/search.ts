@@ -205,7 +205,7 @@ export function registerSearchCommands(d: CommandDeps): void {
         let left = maxResults;
         for (const f of folders) {
           if (ac.signal.aborted) break;
-          progress.report({ message: visiblePath(`${f.environment}:${f.uri.path}`) });
+          progress.report({ message: noLinks(visiblePath(`${f.environment}:${f.uri.path}`)) }); // a notification: the host's folder name is no link
           try {
             const client = await unlessAborted(d.clientFor(f.environment), ac.signal);
             if (!client) break;
