@@ -15,7 +15,7 @@ import { connectWithProgress, createConnector, LocalServerHolder, StatusBar } fr
 import { ExecFileSystemProvider } from './file-system-provider';
 import { SCHEME, TerminalService } from './terminals';
 import { TerminalRecords } from './core/terminal-survival';
-import { persistentSshSpec } from './core/ssh-persist';
+import { isStdioFallback, persistentSshSpec } from './core/ssh-persist';
 import { createSettingsOwner } from './settings';
 import { ExecServerTree } from './tree';
 import { registerRequestTelemetry } from './telemetry';
@@ -61,9 +61,11 @@ export function activate(ctx: vscode.ExtensionContext): ExecServerApi {
     // Shells of websocket environments outlive a window reload (the server keeps a detached
     // session), and those of Connect to Host environments with a persistent server (core/ssh-persist.ts).
     records: new TerminalRecords(ctx.workspaceState),
+    // Not one that fell back to stdio (AllowTcpForwarding no, an older CLI): its shells are not
+    // recorded, so a reload does not bring back terminals that cannot be re-attached.
     restorable: (env) => {
       const c = store.get(env);
-      return c?.kind === 'websocket' || (!!c && !!persistentSshSpec(c));
+      return c?.kind === 'websocket' || (!!c && !!persistentSshSpec(c) && !isStdioFallback(manager.connectedClient(env)));
     },
     resumeClient: (env, sessionId) => manager.getClient(env, { resumeSessionId: sessionId }),
   });

@@ -14,7 +14,7 @@ import type { ExecClient, ProcessHandle } from '../../src/client/api';
 import { connectCommand } from '../../src/client/connect';
 import { readRunRecord, runPaths } from '../../src/cli-detach';
 import { sshEnvironmentInput } from '../../src/vscode/core/ssh-environment';
-import { connectPersistentSsh, openForwardedChannel, PersistenceUnavailable, persistentSshSpec, stdioOnlyReason, type PersistentSshSpec } from '../../src/vscode/core/ssh-persist';
+import { connectPersistentSsh, isStdioFallback, openForwardedChannel, PersistenceUnavailable, persistentSshSpec, stdioOnlyReason, type PersistentSshSpec } from '../../src/vscode/core/ssh-persist';
 import { createServer, type AddressInfo } from 'node:net';
 import { chooseExecutor, probeHost } from '../../src/vscode/core/ssh-probe';
 import type { SshOptions } from '../../src/vscode/core/ssh-target';
@@ -112,6 +112,7 @@ describe('persistent ssh connection (real sshd)', () => {
     const fallback = () => Promise.reject(new Error('fell back to stdio'));
     const a = await connectPersistentSsh(spec, { clientName: 'persist-a', log, fallback });
     const session = a.sessionId;
+    assert.ok(!isStdioFallback(a));
     const p = await a.startProcess({ argv: ['/bin/sh', '-c', 'echo before-kill; while read l; do echo "echo:$l"; done'], cwd: '/', tty: false, pipeStdin: true, envPolicy: ENV });
     const outA = collect(p);
     await until('before-kill', () => outA.text().includes('before-kill'));
@@ -249,6 +250,7 @@ describe('persistent ssh: idle exit and fallback (real sshd)', () => {
     });
     try {
       assert.match(reason, /refuses TCP forwarding/);
+      assert.ok(isStdioFallback(client), 'marked as the stdio fallback (its terminals are not recorded for a reload)');
       assert.ok(mine.some((l) => /no persistent connection .*refuses TCP forwarding.*using the stdio connection/.test(l)), mine.join('\n'));
       const p = await client.startProcess({ argv: ['/bin/sh', '-c', 'echo via-stdio'], cwd: '/', tty: false, envPolicy: ENV });
       const out = collect(p);

@@ -160,6 +160,12 @@ export async function openForwardedChannel(spec: PersistentSshSpec, server: Deta
   }
 }
 
+/** Clients connectPersistentSsh returned from the stdio fallback (their sessions end with the window). */
+const stdioFallbacks = new WeakSet<object>();
+export function isStdioFallback(client: unknown): boolean {
+  return typeof client === 'object' && client !== null && stdioFallbacks.has(client);
+}
+
 export interface PersistentConnectOptions extends Omit<ClientOptions, 'reconnect'> {
   /** --idle-exit for a server started now (default: the CLI's). */
   idleExitSec?: number;
@@ -196,6 +202,8 @@ export async function connectPersistentSsh(spec: PersistentSshSpec, opts: Persis
   } catch (e) {
     if (!(e instanceof PersistenceUnavailable)) throw e;
     opts.log?.('info', `no persistent connection to ${spec.host} (${e.message}); using the stdio connection — its terminals end with a window reload`);
-    return opts.fallback(e.message);
+    const client = await opts.fallback(e.message);
+    stdioFallbacks.add(client);
+    return client;
   }
 }
