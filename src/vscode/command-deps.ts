@@ -8,6 +8,7 @@ import { registerCommand, str, type Args, type CommandHandler } from './command-
 import type { EnvironmentManager } from './core/environment-manager';
 import { LOCAL_ENVIRONMENT, type EnvironmentConfig, type EnvironmentStore } from './core/environment-store';
 import type { ProcessRegistry, TrackedProcess } from './core/process-registry';
+import { noIcons } from './core/notification-text';
 import { connectWithProgress } from './environments';
 import type { TerminalService } from './terminals';
 
@@ -57,10 +58,10 @@ export function createCommandDeps(ctx: vscode.ExtensionContext, s: CommandServic
     }
     if (envs.length === 1) return envs[0].name;
     const pick = await vscode.window.showQuickPick(
-      envs.map((e) => ({ label: e.name, description: `${e.kind} · ${s.manager.state(e.name)}`, detail: e.url ?? e.command })),
+      envs.map((e) => ({ label: noIcons(e.name), description: `${e.kind} · ${s.manager.state(e.name)}`, detail: noIcons(e.url ?? e.command ?? ''), name: e.name })),
       { placeHolder },
     );
-    return pick?.label;
+    return pick?.name;
   }
 
   async function environmentOf(args: Args, placeHolder: string): Promise<string | undefined> {
@@ -73,7 +74,8 @@ export function createCommandDeps(ctx: vscode.ExtensionContext, s: CommandServic
   async function pickProcess(args: Args, action: string): Promise<TrackedProcess | undefined> {
     const key = str(args, 'key');
     if (key) return s.registry.get(key);
-    const items = s.registry.list().map((p) => ({ label: p.label, description: `${p.environment} · ${p.origin}`, p }));
+    // A label holds an agent's argv: `$(icon)` in it is shown as typed, not as an icon.
+    const items = s.registry.list().map((p) => ({ label: noIcons(p.label), description: noIcons(`${p.environment} · ${p.origin}`), p }));
     if (!items.length) {
       void vscode.window.showInformationMessage('Exec Server: no running processes');
       return undefined;

@@ -5,6 +5,7 @@
 import * as vscode from 'vscode';
 import type { ExecClient } from '../client/api';
 import { infoPath } from './core/environment-input';
+import { noIcons } from './core/notification-text';
 import { addingFolderReloads, addRecentFolder, browserRows, normalizePath, readRecentFolders, typedPath, type BrowserRow, type RecentFolder } from './core/remote-folders';
 import { remoteUri } from './file-system-provider';
 
@@ -37,12 +38,12 @@ export async function pickStart(deps: OpenRemoteFolderDeps, environment?: string
   const items: Item[] = [];
   if (recent.length) {
     items.push({ label: 'recent', kind: vscode.QuickPickItemKind.Separator });
-    for (const f of recent) items.push({ label: `$(history) ${f.path}`, description: f.environment, start: { kind: 'recent', folder: f } });
+    for (const f of recent) items.push({ label: `$(history) ${noIcons(f.path)}`, description: noIcons(f.environment), start: { kind: 'recent', folder: f } });
     items.push({ label: 'browse', kind: vscode.QuickPickItemKind.Separator });
   }
   for (const e of deps.environments()) {
     if (environment && e.name !== environment) continue;
-    items.push({ label: `$(folder-opened) Browse ${e.name}…`, description: e.state, start: { kind: 'browse', environment: e.name } });
+    items.push({ label: `$(folder-opened) Browse ${noIcons(e.name)}…`, description: e.state, start: { kind: 'browse', environment: e.name } });
   }
   const pick = await vscode.window.showQuickPick(items, { title: 'Exec Server: Open Remote Folder', placeHolder: 'A recent folder, or an environment to browse' });
   return pick?.start;
@@ -58,9 +59,10 @@ type RowItem = vscode.QuickPickItem & { row?: BrowserRow };
 
 function rowItem(row: BrowserRow): RowItem {
   // Not alwaysShow: while the user filters, Enter takes the first matching folder.
-  if (row.kind === 'accept') return { label: '$(check) Open this folder', description: row.path, row };
-  if (row.kind === 'up') return { label: '$(arrow-up) ..', description: row.path, row };
-  return { label: `$(folder) ${row.name}`, row };
+  if (row.kind === 'accept') return { label: '$(check) Open this folder', description: noIcons(row.path), row };
+  if (row.kind === 'up') return { label: '$(arrow-up) ..', description: noIcons(row.path), row };
+  // A remote folder's name is the host's words: `$(icon)` in it is shown as typed.
+  return { label: `$(folder) ${noIcons(row.name)}`, row };
 }
 
 /**

@@ -73,6 +73,10 @@ async function handle(main, req) {
     await page.waitForTimeout(req.settleMs ?? 400);
     return { ok: true };
   }
+  if (req.op === 'count') {
+    // How many elements match (e.g. codicon spans, which have no text for op 'text').
+    return { ok: true, count: await page.locator(req.selector).count() };
+  }
   if (req.op === 'text') {
     const loc = page.locator(req.selector);
     const texts = (await loc.allInnerTexts()).map((t) => t.trim()).filter(Boolean);

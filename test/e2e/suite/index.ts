@@ -18,6 +18,7 @@ import { registerSshTests } from './ssh-tests';
 import { registerSshSurviveTests } from './ssh-survive-tests';
 import { disposeTerminals, registerTerminalTests } from './terminal-tests';
 import { registerTerminalSurvivalTests } from './terminal-survival-tests';
+import { registerUxMarkupTests } from './ux-markup-tests';
 import { registerUxTests } from './ux-tests';
 
 // Order matters: the remote tests share one environment set up by the first remote test,
@@ -34,6 +35,7 @@ registerAgentSecurityTests();
 registerAgentQuestionsTests();
 registerAgentCodexTests();
 registerUxTests();
+registerUxMarkupTests();
 registerSearchTests();
 registerSshTests();
 registerSshAttackTests();

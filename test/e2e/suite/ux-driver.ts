@@ -25,7 +25,7 @@ export interface QuickInputState {
 }
 
 export interface UiRequest {
-  op?: 'quickInput' | 'text' | 'click' | 'screenshot' | 'pages' | 'closeOthers' | 'keys';
+  op?: 'quickInput' | 'text' | 'count' | 'click' | 'screenshot' | 'pages' | 'closeOthers' | 'keys';
   /** 'other': the newest browser page other than the harness's own (a window the test opened). */
   page?: 'other';
   /** op screenshot: saved as test-results/ux-<name>.png. */
@@ -54,6 +54,7 @@ interface UiResult {
   before?: QuickInputState;
   state?: QuickInputState;
   texts?: string[];
+  count?: number;
 }
 
 let next = 0;
@@ -80,6 +81,13 @@ export async function uiTexts(selector: string, contains?: string, giveUpMs?: nu
   const r = await send({ op: 'text', selector, contains, giveUpMs });
   if (!r.ok) throw new Error(`ui text: ${r.error}`);
   return r.texts ?? [];
+}
+
+/** How many elements of the workbench match `selector` (icons and other text-less elements too). */
+export async function uiCount(selector: string): Promise<number> {
+  const r = await send({ op: 'count', selector });
+  if (!r.ok) throw new Error(`ui count: ${r.error}`);
+  return r.count ?? 0;
 }
 
 /** Clicks the first element matching `selector` (hovering first: inline tree actions). */
