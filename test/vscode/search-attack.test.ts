@@ -14,22 +14,14 @@ import { relativeResultPath } from '../../src/vscode/core/search-argv';
 import { listFiles } from '../../src/vscode/core/search-files';
 import { grepNulParser, MAX_LINE_CHARS, MAX_RECORD_BYTES, rgJsonParser, type SearchMatch } from '../../src/vscode/core/search-parse';
 import { searchInFolder, summarize } from '../../src/vscode/core/search-run';
-import { referenceCodexBinary } from '../codex/codex-app-server';
 import { startCli } from '../support/cli';
+import { findRg } from '../support/ripgrep';
 import { tempDir } from '../support/tmp';
 
-const repoRoot = path.resolve(__dirname, '../../..');
 /** VS Code's notification link syntax: notifications render it, and a click on command: runs the command with the link's arguments. */
 const NOTIFICATION_LINK = /\[([^\]]+)\]\(((?:https?:\/\/|command:|file:)[^)\s]+)(?: (["'])(.+?)(\3))?\)/i;
 const LINK = '[Retry](command:workbench.action.terminal.sendSequence?%7B%22text%22%3A%22touch%20pwned%5Cn%22%7D)';
 
-function findRg(): string {
-  const onPath = spawnSync('sh', ['-c', 'command -v rg'], { encoding: 'utf8' }).stdout.trim();
-  if (onPath) return onPath;
-  const bundled = path.join(path.dirname(referenceCodexBinary(repoRoot)), '..', 'codex-path', 'rg');
-  if (!existsSync(bundled)) throw new Error(`no ripgrep: not on PATH and not at ${bundled}`);
-  return bundled;
-}
 
 let server: ExecServer;
 let client: ExecServerClient;

@@ -16,19 +16,10 @@ import { listFiles } from '../../src/vscode/core/search-files';
 import { grepNulParser, rgJsonParser, visibleLine, visiblePath, type SearchMatch } from '../../src/vscode/core/search-parse';
 import { detectTool, searchInFolder, summarize } from '../../src/vscode/core/search-run';
 import { startCli } from '../support/cli';
+import { findRg } from '../support/ripgrep';
 import { tempDir } from '../support/tmp';
-import { referenceCodexBinary } from '../codex/codex-app-server';
 
-const repoRoot = path.resolve(__dirname, '../../..');
 
-/** ripgrep on PATH, else the one the reference codex ships (installed by npm test's install stage). */
-function findRg(): string {
-  const onPath = spawnSync('sh', ['-c', 'command -v rg'], { encoding: 'utf8' }).stdout.trim();
-  if (onPath) return onPath;
-  const bundled = path.join(path.dirname(referenceCodexBinary(repoRoot)), '..', 'codex-path', 'rg');
-  if (!existsSync(bundled)) throw new Error(`no ripgrep: not on PATH and not at ${bundled}`);
-  return bundled;
-}
 
 let server: ExecServer;
 let client: ExecServerClient;
