@@ -8,13 +8,19 @@
 // a home shared by several machines over NFS holds one record per machine). The token reaches the new
 // server through a 0600 file that is deleted once it listens, and the caller through stdout —
 // never through any process's argv. The server exits after `--idle-exit` seconds with no
-// connection and no session (a detached session's processes end with its TTL).
+// connection and no session (a detached session's processes end with its TTL) and removes its
+// record when it exits. A record can still outlive its server (SIGKILL, a crash): it is reused
+// only when the listener on its port is provably that server (src/cli-detach-proof.ts: on Linux
+// the socket is ours and held by the recorded pid; everywhere it proves it knows the token) —
+// otherwise another local user who binds the port would receive the token and the client's
+// keystrokes and file writes. When in doubt a new server is started and the record replaced.
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as http from 'node:http';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { listenerHeldBy, provesToken } from './cli-detach-proof';
 import { VERSION } from './version';
 
 /** Default --idle-exit of a server started by --detach (seconds): its sessions keep their processes for their own TTL (30 s) after the last client left; after that the server only saves the next connect its start-up. */
@@ -175,7 +181,32 @@ export function watchRunRecord(file: string, unreachable: (why: string) => void)
   timer.unref();
 }
 
-/** Finds the running server (record + live pid + /readyz) or starts one. */
+/**
+ * Removes the run record if it still names this process (a newer server's record stays). Called
+ * on every exit path the server has (signals, idle exit, unreachable, process exit); synchronous.
+ */
+export function removeOwnRunRecord(file: string): void {
+  try {
+    if (readRunRecord(file)?.pid === process.pid) fs.rmSync(file, { force: true });
+  } catch {
+    /* exiting anyway: a leftover record is not trusted by the next --detach */
+  }
+}
+
+/**
+ * Is `rec` this user's running server? Live pid, /readyz, then the listener's identity: on Linux
+ * the socket on the port must be ours and held by the recorded pid, and in any case the
+ * server must prove it knows the token (a listener of this same user, or anywhere /proc cannot
+ * say, is trusted only by that proof).
+ */
+async function isOurServer(rec: RunRecord): Promise<boolean> {
+  if (rec.version !== VERSION || rec.pid <= 0 || rec.port < 1 || rec.port > 65535 || !alive(rec.pid)) return false;
+  if (!(await ready(rec.port))) return false;
+  if (listenerHeldBy(rec.port, rec.pid) === 'no') return false;
+  return provesToken(rec.port, rec.token);
+}
+
+/** Finds the running server (a record whose listener proves to be it) or starts one. */
 export async function ensureDetachedServer(opts: { idleExitSec?: number; home?: string } = {}): Promise<DetachAnswer> {
   const home = opts.home ?? os.homedir();
   const paths = runPaths(home);
@@ -183,7 +214,7 @@ export async function ensureDetachedServer(opts: { idleExitSec?: number; home?: 
   const unlock = await lock(paths.lock);
   try {
     const rec = readRunRecord(paths.record);
-    if (rec && rec.version === VERSION && alive(rec.pid) && (await ready(rec.port))) return { ...rec, started: false };
+    if (rec && (await isOurServer(rec))) return { ...rec, started: false };
     const started = await startDetached(paths, opts.idleExitSec ?? DEFAULT_DETACHED_IDLE_EXIT_SEC, home);
     return { ...started, started: true };
   } finally {

@@ -16,7 +16,9 @@ import { rejectReason } from './telemetry/api';
 import { TELEMETRY_FLAGS_HELP, TelemetryConfigError, telemetryConfig, type TelemetryConfig, type TelemetryFlags } from './telemetry/config';
 import { startServerTelemetry } from './telemetry/load';
 import { closeInheritedDescriptors } from './server/inherited-fds';
-import { DEFAULT_DETACHED_IDLE_EXIT_SEC, ensureDetachedServer, watchRunRecord } from './cli-detach';
+import { readFileSync } from 'node:fs';
+import { DEFAULT_DETACHED_IDLE_EXIT_SEC, ensureDetachedServer, removeOwnRunRecord, watchRunRecord } from './cli-detach';
+import { proofResponder } from './cli-detach-proof';
 
 type Level = 'debug' | 'info' | 'warn' | 'error';
 const LEVELS: Level[] = ['debug', 'info', 'warn', 'error'];
@@ -37,7 +39,8 @@ Options:
                         (127.0.0.1, random token, --idle-exit ${DEFAULT_DETACHED_IDLE_EXIT_SEC} unless given; recorded in
                         ~/.exec-server/run/<version>-<hostname>.json, 0600), print {"port","token","pid",…}
                         as one JSON line and exit. Connect to Host uses it over ssh.
-  --run-record FILE     (set by --detach) exit once FILE no longer names this server
+  --run-record FILE     (set by --detach, with --ws-token-file) exit once FILE no longer
+                        names this server, remove it on exit, prove the token on request
   -h, --help            show this help
   -V, --version         print the version
 With a websocket listener the bound URL is printed as one line on stdout once it accepts
@@ -156,6 +159,8 @@ export async function main(argv: string[]): Promise<number> {
   let listen: Listen;
   let security: SecurityOptions;
   let wsSecurity: Pick<WebSocketListenOptions, 'authenticate' | 'allowedOrigins' | 'tls'>;
+  /** --run-record's server: its capability token, for the proof --detach asks before trusting it. */
+  let detachedToken: string | undefined;
   let telemetryOptions: TelemetryConfig;
   try {
     // Security flags (ws-auth-args.ts) are taken out first; the rest is parsed below.
@@ -192,6 +197,13 @@ export async function main(argv: string[]): Promise<number> {
       allowedOrigins: security.allowedOrigins,
       tls: security.tls ? loadTlsMaterial(security.tls) : undefined,
     };
+    if (opts.runRecord) {
+      const auth = security.auth;
+      if (auth?.mode !== 'capability-token' || !auth.tokenFile) throw new UsageError('--run-record needs --ws-auth capability-token --ws-token-file');
+      // Read now: --detach deletes the file once the URL line is out. Trimmed as the authenticator does.
+      detachedToken = readFileSync(auth.tokenFile, 'utf8').trim();
+      if (!detachedToken) throw new UsageError('--run-record: the token file is empty');
+    }
   } catch (e) {
     if (e instanceof UsageError || e instanceof SecurityConfigError || e instanceof TelemetryConfigError) {
       process.stderr.write(`exec-server: ${e.message}\nRun \`exec-server --help\` for usage.\n`);
@@ -224,6 +236,10 @@ export async function main(argv: string[]): Promise<number> {
   // the children's process groups go with it: shutdown() sends SIGKILL synchronously, before its
   // first await, so calling it from 'exit' (where nothing async runs) still kills them.
   process.once('exit', () => void server.shutdown());
+  // A record left behind names a port another user could take over: it goes with this process
+  // (only a SIGKILL or a crash of node itself skips this; --detach verifies what it finds anyway).
+  const runRecord = opts.runRecord;
+  if (runRecord) process.once('exit', () => removeOwnRunRecord(runRecord));
   process.on('uncaughtException', (e) => {
     log('error', `fatal: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
     process.exit(1);
@@ -233,6 +249,8 @@ export async function main(argv: string[]): Promise<number> {
   const stop = (why: string, code = 0): Promise<number> => {
     stopping ??= (async () => {
       log('info', `shutting down (${why})`);
+      // Before the listener closes: no --detach finds a record whose server is going away.
+      if (runRecord) removeOwnRunRecord(runRecord);
       await closeListener().catch(() => {});
       await server.shutdown().catch((e: unknown) => log('error', `shutdown: ${String(e)}`));
       // Spans of the last requests and processes are exported before the process exits.
@@ -243,12 +261,17 @@ export async function main(argv: string[]): Promise<number> {
   };
 
   let finish: (code: number) => void = () => {};
+  /** When --detach last had this server prove its token: it is about to hand this server to a client. */
+  let provenAt = 0;
   // --idle-exit: checked every second; any connection or session (attached or detached) resets
   // it. Until the first connection at least 30 s: --detach's caller connects in a second ssh login.
+  // A proof to --detach resets it too: the server it vouched for is still there when the client
+  // connects (through `ssh -W`), not gone with a port free for someone else to take.
   const exitWhenIdle = (ms: number) => {
     let idleSince = Date.now();
     let served = false;
     const timer = setInterval(() => {
+      idleSince = Math.max(idleSince, provenAt);
       if (server.connectionCount > 0 || server.sessionCount > 0) {
         idleSince = Date.now();
         served = true;
@@ -274,6 +297,7 @@ export async function main(argv: string[]): Promise<number> {
       port: listen.port,
       log,
       onReject: (status) => telemetry.connectionRejected(rejectReason(status)),
+      onHttpRequest: detachedToken ? proofResponder(detachedToken, () => (provenAt = Date.now())) : undefined,
       onConnection: (transport, req) => {
         const label = `ws ${req.socket.remoteAddress}:${req.socket.remotePort}`;
         serveConnection(server, transport, { label, maxInFlight: opts.maxInFlight, log });

@@ -34,6 +34,8 @@ export interface WebSocketListenOptions {
   onConnection(transport: WebSocketTransport, req: http.IncomingMessage): void;
   /** An upgrade was refused with this HTTP status before any JSON-RPC (metrics). */
   onReject?(status: number): void;
+  /** A plain HTTP request other than /readyz: true when answered (--detach's proof, src/cli-detach-proof.ts). */
+  onHttpRequest?(req: http.IncomingMessage, res: http.ServerResponse): boolean;
   log?: (level: 'debug' | 'info' | 'warn' | 'error', message: string) => void;
 }
 
@@ -73,6 +75,7 @@ export async function listenWebSocket(opts: WebSocketListenOptions): Promise<Web
       res.writeHead(200, { 'Content-Type': 'text/plain' }).end('ok\n');
       return;
     }
+    if (opts.onHttpRequest?.(req, res)) return;
     res.writeHead(404, { 'Content-Type': 'text/plain' }).end('not found (connect with a websocket)\n');
   };
   const server = opts.tls ? https.createServer({ cert: opts.tls.cert, key: opts.tls.key }, onRequest) : http.createServer(onRequest);

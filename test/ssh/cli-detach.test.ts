@@ -63,8 +63,8 @@ describe('exec-server --detach (this machine)', () => {
     assert.equal(statSync(path.join(open, '.exec-server', 'run')).mode & 0o777, 0o700);
   });
 
-  it('bad --idle-exit values and --idle-exit without a websocket listener are usage errors', async () => {
-    for (const args of [['--idle-exit', '0'], ['--idle-exit', 'soon'], ['--listen', 'stdio://', '--idle-exit', '5'], ['--listen', 'stdio://', '--run-record', '/tmp/x']]) {
+  it('bad --idle-exit values, --idle-exit without a websocket listener and --run-record without a token file are usage errors', async () => {
+    for (const args of [['--idle-exit', '0'], ['--idle-exit', 'soon'], ['--listen', 'stdio://', '--idle-exit', '5'], ['--listen', 'stdio://', '--run-record', '/tmp/x'], ['--listen', 'ws://127.0.0.1:0', '--run-record', '/tmp/x']]) {
       const r = await run(process.execPath, [cliPath, ...args], { encoding: 'utf8', timeout: 30_000 }).then(
         () => ({ code: 0, stderr: '' }),
         (e: { code: number; stderr: string }) => e,

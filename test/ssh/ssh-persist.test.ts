@@ -206,6 +206,8 @@ describe('persistent ssh: idle exit and fallback (real sshd)', () => {
     const waited = Date.now() - closedAt + 10_000;
     assert.ok(waited >= 25_000 && waited < 60_000, `exited ${waited} ms after the client left`);
     assert.match(readFileSync(runPaths(path.join(work, 'home-i')).log, 'utf8'), /no connection and no session for 2 s \(--idle-exit\)/);
+    // Its record went with it: a record left behind names a port someone else could take.
+    assert.equal(readRunRecord(runPaths(path.join(work, 'home-i')).record), undefined);
     void p;
     // The server is gone: the next connect starts a new one, where the old session is unknown
     // (the environment manager then starts a new session; terminals say theirs ended).
