@@ -148,6 +148,22 @@ describe('ssh host (real sshd)', () => {
     assert.equal((await probeHost({ host: 'scan-key' }, ssh)).home, path.join(work, 'home-u'), 'strict checking passes with the recorded key');
   });
 
+  it('HashKnownHosts yes: the approved key is recorded under a hashed name (ssh-keygen -F finds it, the name is not in the file) and the strict login passes', async () => {
+    const kh = path.join(tempDir('ssh-hashed-'), 'known_hosts');
+    const cfg = path.join(sshd.dir, 'hashed_config');
+    writeFileSync(cfg, `Host scan-key\n  HashKnownHosts yes\n  UserKnownHostsFile ${kh}\n  Include ${sshd.configFile}\n`);
+    const opts = { ...ssh, configFile: cfg };
+    const scan = await scanHostKeys({ host: 'scan-key' }, opts);
+    assert.equal(scan.knownHostsFile, kh);
+    recordHostKeys(scan);
+    const text = readFileSync(kh, 'utf8');
+    assert.match(text, /^\|1\|[A-Za-z0-9+/=]+\|[A-Za-z0-9+/=]+ \S+ \S+\n$/, text);
+    assert.ok(!text.includes('127.0.0.1'), `no host name in the file: ${text}`);
+    const found = spawnSync('ssh-keygen', ['-F', `[127.0.0.1]:${sshd.port}`, '-f', kh], { encoding: 'utf8' });
+    assert.equal(found.status, 0, `ssh-keygen -F finds the hashed entry: ${found.stdout}${found.stderr}`);
+    assert.equal((await probeHost({ host: 'scan-key' }, opts)).home, path.join(work, 'home-u'), 'strict checking passes with the hashed key');
+  });
+
   it('a host behind ProxyJump/ProxyCommand: no keyscan (it would ask the wrong machine), a ProxiedHostError instead', async () => {
     const cfg = path.join(sshd.dir, 'proxied_config');
     writeFileSync(cfg, `Host behind-jump\n  HostName 10.0.0.9\n  ProxyJump with-exec-server\nHost behind-cmd\n  ProxyCommand nc %h %p\n`);

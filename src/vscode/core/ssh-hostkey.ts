@@ -5,7 +5,7 @@
 // with strict checking and fails if the host then presents another key (ssh's own accept-new
 // would record whatever the second connection sees). Free of `vscode`.
 import { spawn } from 'node:child_process';
-import { createHash } from 'node:crypto';
+import { createHash, createHmac, randomBytes } from 'node:crypto';
 import { closeSync, constants, fstatSync, mkdirSync, openSync, writeSync } from 'node:fs';
 import path from 'node:path';
 import { SshError, formatSshTarget, type SshOptions, type SshTarget } from './ssh-target';
@@ -109,6 +109,8 @@ export async function scanHostKeys(t: SshTarget, ssh: SshOptions): Promise<HostK
   if (alias && alias !== 'none' && !isPlainHostName(alias)) throw new SshError('host-key-unknown', formatSshTarget(t), `HostKeyAlias ${JSON.stringify(alias)} is not a plain host name: recording a key under it would trust it for other hosts`);
   if (!Number.isInteger(port) || port < 1 || port > 65535) throw new SshError('host-key-unknown', formatSshTarget(t), `port ${cfg.get('port')} is out of range`);
   const knownHostsName = alias && alias !== 'none' ? alias : port === 22 ? hostname : `[${hostname}]:${port}`;
+  // HashKnownHosts yes: the user keeps host names out of known_hosts; so do we.
+  const hostField = cfg.get('hashknownhosts') === 'yes' ? hashedHostField(knownHostsName) : knownHostsName;
   let r;
   try {
     r = await run(keyscanFor(ssh), ['-T', '10', '-p', String(port), '--', hostname], 20_000);
@@ -121,10 +123,15 @@ export async function scanHostKeys(t: SshTarget, ssh: SshOptions): Promise<HostK
     if (parts.length < 3 || parts[0].startsWith('#')) continue;
     const [, type, blob] = parts;
     if (!/^[A-Za-z0-9@._-]+$/.test(type) || !/^[A-Za-z0-9+/]+={0,2}$/.test(blob)) continue;
-    keys.push({ line: `${knownHostsName} ${type} ${blob}`, type, fingerprint: fingerprintOf(blob) });
+    keys.push({ line: `${hostField} ${type} ${blob}`, type, fingerprint: fingerprintOf(blob) });
   }
   if (!keys.length) throw new SshError('closed', formatSshTarget(t), `ssh-keyscan got no host key from ${hostname}:${port}: ${r.stderr.trim()}`);
   return { knownHostsFile, knownHostsName, keys };
+}
+
+/** OpenSSH's hashed host field: |1|base64(salt)|base64(HMAC-SHA1 keyed with the salt, over the name). */
+export function hashedHostField(name: string, salt: Buffer = randomBytes(20)): string {
+  return `|1|${salt.toString('base64')}|${createHmac('sha1', salt).update(name).digest('base64')}`;
 }
 
 /**
