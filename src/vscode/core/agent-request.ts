@@ -83,7 +83,8 @@ function decidePaths(
     type: n.kind,
     path: n.fact.real ?? n.fact.given,
     prefix: prefixFor(n.fact, n.dirOp),
-    grantable: !n.fact.protected && n.fact.real !== undefined,
+    // A file with other hard links is also somewhere else: a folder grant never covers it.
+    grantable: !n.fact.protected && n.fact.real !== undefined && !n.fact.linkedElsewhere,
   }));
   const protectedAny = needs.some((n) => n.fact.protected);
   if (ctx.policy === 'neverAsk' && !protectedAny) return { kind: 'allow', why: 'policy neverAsk', params };
@@ -97,6 +98,7 @@ function decidePaths(
 
 function sessionScopeForPaths(needs: { kind: 'read' | 'write'; fact: PathFact; dirOp: boolean }[]): string {
   if (needs.some((n) => n.fact.protected || n.fact.real === undefined)) return 'Allow for Session allows this request only (protected path).';
+  if (needs.some((n) => n.fact.linkedElsewhere)) return 'Allow for Session allows this request only (a file with other hard links).';
   return (
     'Allow for Session: later ' +
     needs.map((n) => `${n.kind === 'read' ? 'reads' : 'changes'} under ${shown(prefixFor(n.fact, n.dirOp))}`).join(' and ') +
@@ -201,9 +203,19 @@ function decideHttp(ctx: AgentContext, params: unknown, d: Record<string, unknow
   const headers = (d.headers as { name: string; value: string }[]).map((h) => `${shown(h.name)}: ${shown(h.value)}`);
   const need: Need = { type: 'http', origin, grantable: true };
   if (ctx.policy === 'neverAsk') return { kind: 'allow', why: 'policy neverAsk', params };
-  if (ctx.state.covered([need])) return { kind: 'allow', why: 'allowed for this session', params };
+  // What the user allows is this origin: the engine must not follow a redirect to another one
+  // (an open redirect on an allowed site would reach localhost or the metadata service). The
+  // agent gets the 3xx with its Location; following it is a request of its own, judged anew.
+  const stopped = { ...(params as Record<string, unknown>), redirectPolicy: 'stop' };
+  if (ctx.state.covered([need])) return { kind: 'allow', why: 'allowed for this session', params: stopped };
   const summary = `make an HTTP ${shown(String(d.method))} request to ${shown(url)}${body && body.length > 0 ? ` sending ${body.length} bytes` : ''}`;
-  const details = [`Method: http/request`, `HTTP method: ${shown(String(d.method))}`, `URL: ${shown(url)}`, `Headers: ${headers.length ? headers.join(', ') : '(none)'}`];
+  const details = [
+    `Method: http/request`,
+    `HTTP method: ${shown(String(d.method))}`,
+    `URL: ${shown(url)}`,
+    `Headers: ${headers.length ? headers.join(', ') : '(none)'}`,
+    'Redirects: not followed (a redirect comes back to the agent; following it is a new request)',
+  ];
   if (body && body.length > 0) details.push(`Body: ${body.length} bytes: ${shown(body.subarray(0, 2048).toString('utf8'))}${body.length > 2048 ? ' … (cut)' : ''}`);
-  return { kind: 'ask', needs: [need], what: { summary, details, complete: headers.length === 0 && !body?.length, sessionScope: `Allow for Session: later HTTP requests to ${shown(origin)}, on this connection only.` }, params };
+  return { kind: 'ask', needs: [need], what: { summary, details, complete: headers.length === 0 && !body?.length, sessionScope: `Allow for Session: later HTTP requests to ${shown(origin)}, on this connection only.` }, params: stopped };
 }

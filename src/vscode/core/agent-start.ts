@@ -106,7 +106,10 @@ export async function decideStart(ctx: AgentContext, params: unknown, d: Record<
   if (envChanges > 0) flags.push(`${envChanges} environment variable${envChanges === 1 ? '' : 's'} set`);
   if (envPolicy && envPolicy.inherit !== 'none' && envPolicy.ignoreDefaultExcludes) flags.push('passes on your *KEY*/*SECRET*/*TOKEN* variables');
   const summary = `run ${command} in ${shown(cwdReal)}${flags.length ? ` (${flags.join('; ')})` : ''}; input to it will be allowed`;
-  const envKey = JSON.stringify({ env, envPolicy: envPolicy ?? null, arg0: arg0 ?? null, tty: !!raw.tty, sandbox: sandbox.kind === 'managed' ? sandbox.writableRoots : 'none' });
+  // The whole sandbox as the engine applies it (network, read-only carve-outs, hidden and
+  // readable paths, not only the writable roots): a grant for a run with the network off must
+  // not cover the same run with it on.
+  const envKey = JSON.stringify({ env, envPolicy: envPolicy ?? null, arg0: arg0 ?? null, tty: !!raw.tty, pipeStdin: !!raw.pipeStdin, sandbox: sandbox.kind === 'managed' ? sandbox : 'none' });
   const need: Need = { type: 'run', program: argv[0], cwd: cwdReal, envKey, grantable: true };
   const what: Described = {
     summary,

