@@ -1,7 +1,7 @@
 // Benchmark inputs, created once under the temp dir and reused across runs (a 50 000-entry
 // tree takes seconds to build). Contents are deterministic so every read can be verified.
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
@@ -15,6 +15,23 @@ export interface Fixtures {
   /** Directory whose recursive listing has exactly walkEntries entries. */
   walkRoot: string;
   walkEntries: number;
+}
+
+/**
+ * The stdout stream's content as a file: `line` + newline repeated, cut at `bytes` (what
+ * `yes line | head -c bytes` prints). `cat` of it is the stream's producer: `yes | head` copies
+ * 8 KiB at a time through a second pipe and cannot itself produce more than ~800 MiB/s here
+ * (its reader sees 12–23 KiB reads), so it, not the server, set the stream's pace; `cat` of a
+ * cached file writes 128 KiB at a time (a bare Node pipe reader: 1.8–3.3 GiB/s, 62 KiB reads).
+ */
+export function streamFile(root: string, line: string, bytes: number): string {
+  const file = path.join(root, `stream-${bytes}.txt`);
+  if (!existsSync(file) || statSync(file).size !== bytes) {
+    const tmp = `${file}.tmp-${process.pid}`;
+    writeFileSync(tmp, Buffer.alloc(bytes, `${line}\n`));
+    renameSync(tmp, file);
+  }
+  return file;
 }
 
 /** The byte at offset i of the big file: a 251-periodic ramp (251 is prime, so block seams show). */

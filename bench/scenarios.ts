@@ -2,7 +2,7 @@
 // keyed by metric source; bench/main.ts alternates targets per round and aggregates.
 // Every transfer is verified (byte count + content), so a fast-but-lossy server cannot win.
 import type { BenchClient } from './bench-client';
-import { sha256, type Fixtures } from './fixtures';
+import { sha256, streamFile, type Fixtures } from './fixtures';
 import { MiB, nowMs } from './stats';
 
 export interface BenchConfig {
@@ -81,7 +81,7 @@ export interface Scenario {
   run(client: BenchClient, cfg: BenchConfig, fx: Fixtures): Promise<Samples>;
 }
 
-const BIN = { true: '/usr/bin/true', echo: '/usr/bin/echo', sh: '/usr/bin/sh', yes: '/usr/bin/yes', head: '/usr/bin/head' };
+const BIN = { true: '/usr/bin/true', echo: '/usr/bin/echo', sh: '/usr/bin/sh', cat: '/usr/bin/cat' };
 export const STREAM_LINE = 'abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ';
 
 class VerificationError extends Error {}
@@ -195,7 +195,7 @@ const streaming: Scenario = {
     { id: 'stream_chunk', label: 'stdout bytes/notification', unit: 'KiB', better: 'higher', source: 'chunkKiB', reduce: 'median' },
     // Diagnostics, the CPU budget of one round on this machine's cores: the client (the benchmark
     // process; in process: client + server), the server process (/proc), and the producer
-    // (`sh -c 'yes | head'`, from the reaping process's cutime/cstime).
+    // (`cat` of the stream file, from the reaping process's cutime/cstime).
     { id: 'stream_client_cpu', label: 'stdout: client CPU per round', unit: 'ms', better: 'lower', source: 'clientCpuMs', reduce: 'median' },
     { id: 'stream_server_cpu', label: 'stdout: server CPU per round', unit: 'ms', better: 'lower', source: 'serverCpuMs', reduce: 'median' },
     { id: 'stream_producer_cpu', label: 'stdout: producer CPU per round', unit: 'ms', better: 'lower', source: 'producerCpuMs', reduce: 'median' },
@@ -230,7 +230,7 @@ async function streamRound(client: BenchClient, cfg: BenchConfig, fx: Fixtures):
     const cpu0 = process.cpuUsage();
     const t0 = nowMs();
     const code = await client.runCollect(
-      [BIN.sh, '-c', `${BIN.yes} ${STREAM_LINE} | ${BIN.head} -c ${cfg.streamBytes}`],
+      [BIN.cat, streamFile(fx.root, STREAM_LINE, cfg.streamBytes)],
       fx.root,
       (c) => {
         checker.check(c);
