@@ -2,13 +2,13 @@
 // the session") must not reach more than the question said. Each test is the attack, sent by an
 // agent holding the token over a real loopback websocket to a real endpoint (its own engine).
 import assert from 'node:assert/strict';
-import { linkSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, linkSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { managedSandbox, workspaceWriteEntries } from '../../src/protocol/codex-sandbox';
-import { RawAgent, removeDir, startEndpoint, startParams, tmpDir, uri, type EndpointFixture } from './agent-attack-helpers';
+import { RawAgent, removeDir, sleep, startEndpoint, startParams, tmpDir, uri, type EndpointFixture } from './agent-attack-helpers';
 
 let ws: string; // the workspace folder
 let outside: string; // stands for $HOME
@@ -44,6 +44,8 @@ function codexSandbox(network: 'restricted' | 'enabled', protectedSubpaths: stri
 }
 
 const b64 = (s: string) => Buffer.from(s).toString('base64');
+/** The fixture of the running test (its answer function counts its questions). */
+let f0: EndpointFixture;
 
 describe('agent gate: grant scope attacks', () => {
   it('run grant: "Allow for Session" for a command with the network off does not cover the same command with the network on, or with fewer read-only carve-outs', async () => {
@@ -60,6 +62,55 @@ describe('agent gate: grant scope attacks', () => {
       await a.send('process/start', startParams('n3', argv, ws, { sandbox: codexSandbox('restricted', []) }));
       assert.equal(f.questions.length, 3, 'the run without the .git carve-out was asked');
     });
+  });
+
+  it('run grant: "Allow for Session" for ./build.sh is for that file: rewritten by an unasked workspace write, swapped via a symlink, or shadowed on a relative PATH, it is asked again', async () => {
+    const script = path.join(ws, 'build.sh');
+    writeFileSync(script, '#!/bin/sh\necho building\n', { mode: 0o755 });
+    const pwned = path.join(outside, 'pwned');
+    await withAgent({ policy: 'askOutsideWorkspace', answer: () => (f0.questions.length === 1 ? 'Allow for Session' : 'Deny') }, async (f, a) => {
+      f0 = f;
+      assert.ok((await a.send('process/start', startParams('b1', ['./build.sh'], ws))).result, 'the first run was allowed for the session');
+      assert.equal(f.questions.length, 1);
+      // An fs/writeFile inside the workspace runs without a question under the default policy.
+      const w = await a.send('fs/writeFile', { path: uri(script), dataBase64: b64(`#!/bin/sh\necho owned > ${pwned}\n`) });
+      assert.ok(w.result, `unasked workspace write: ${JSON.stringify(w.error)}`);
+      assert.equal(f.questions.length, 1, 'the write itself was not asked (inside the workspace)');
+      const r = await a.send('process/start', startParams('b2', ['./build.sh'], ws));
+      assert.equal(f.questions.length, 2, 'the rewritten script was asked about, not covered by the grant for the old one');
+      assert.ok(r.error, 'denied');
+      await sleep(300);
+      assert.equal(existsSync(pwned), false, 'the rewritten script did not run');
+      // The question names the file that runs (and what the grant is bound to).
+      assert.match(f.questions[0].detail, /Program file: .*build\.sh/);
+      assert.match(f.questions[0].detail, /as long as .*build\.sh is not changed or replaced/);
+    });
+    // A symlink the grant was given through, pointed elsewhere afterwards.
+    const tool = path.join(ws, 'tool');
+    symlinkSync('/bin/true', tool);
+    await withAgent({ policy: 'askOutsideWorkspace', answer: () => (f0.questions.length === 1 ? 'Allow for Session' : 'Deny') }, async (f, a) => {
+      f0 = f;
+      assert.ok((await a.send('process/start', startParams('s1', ['./tool'], ws))).result);
+      rmSync(tool);
+      symlinkSync('/bin/sh', tool);
+      const r = await a.send('process/start', startParams('s2', ['./tool', '-c', `echo owned > ${pwned}`], ws));
+      assert.equal(f.questions.length, 2, 'the swapped link was asked about');
+      assert.ok(r.error, 'denied');
+    });
+    // A bare name found through a relative PATH entry: a 'true' planted in the workspace later
+    // (an unasked sandboxed command there may write and chmod it) shadows /usr/bin/true.
+    const env = { PATH: `.:${process.env.PATH ?? '/usr/bin:/bin'}` };
+    await withAgent({ policy: 'askOutsideWorkspace', answer: () => (f0.questions.length === 1 ? 'Allow for Session' : 'Deny') }, async (f, a) => {
+      f0 = f;
+      assert.ok((await a.send('process/start', startParams('p1', ['true'], ws, { env }))).result);
+      writeFileSync(path.join(ws, 'true'), `#!/bin/sh\necho owned > ${pwned}\n`, { mode: 0o755 });
+      const r = await a.send('process/start', startParams('p2', ['true'], ws, { env }));
+      assert.equal(f.questions.length, 2, 'the planted program was asked about');
+      assert.match(f.questions[1].detail, new RegExp(`Program file: ${path.join(ws, 'true').replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`));
+      assert.ok(r.error, 'denied');
+    });
+    await sleep(300);
+    assert.equal(existsSync(pwned), false, 'nothing ran a swapped program');
   });
 
   it('http grant: an allowed request to one origin is not followed by a redirect to another origin (the redirect comes back to the agent)', async () => {

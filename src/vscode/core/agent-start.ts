@@ -3,9 +3,12 @@
 // the user's secrets kept out of it), the optional workspace-write sandbox for commands that
 // come without one, and the full description of what would run (argv, arg0, cwd, env policy
 // and variables, sandbox, stdin) for the question.
+import { promises as fsp } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import { managedSandbox, workspaceWriteEntries } from '../../protocol/codex-sandbox';
 import type { EnvPolicy } from '../../protocol/types';
+import { buildChildEnv } from '../../server/process/env-policy';
+import { resolveExecutable } from '../../server/process/spawn-pty';
 import type { SandboxProfile } from '../../server/sandbox/profile';
 import type { Need } from './agent-grants';
 import { isInside, realPathOf } from './agent-paths';
@@ -66,6 +69,26 @@ function envPolicyOf(raw: unknown): EnvPolicy | undefined {
   };
 }
 
+/**
+ * The file argv[0] runs, found as the engine finds it (relative to the cwd, or through the
+ * child's PATH), with what identifies its content: real path, device, inode, change time,
+ * size. A run grant is for this file: an agent that rewrites a granted `./build.sh` (an
+ * unasked write inside the workspace), swaps a symlink, or plants a `git` earlier on a
+ * relative PATH entry gets another file, and is asked again. undefined when nothing runs.
+ */
+async function programFile(argv0: string, cwd: string, env: Record<string, string>, policy: EnvPolicy | undefined): Promise<{ real: string; id: string } | undefined> {
+  let found: string;
+  try {
+    found = resolveExecutable(argv0, cwd, buildChildEnv(env, policy));
+  } catch {
+    return undefined;
+  }
+  const real = await fsp.realpath(found).catch(() => undefined);
+  const st = real === undefined ? undefined : await fsp.stat(real, { bigint: true }).catch(() => undefined);
+  if (real === undefined || st === undefined) return undefined;
+  return { real, id: `${real}\0${st.dev}:${st.ino}:${st.ctimeNs}:${st.size}` };
+}
+
 export async function decideStart(ctx: AgentContext, params: unknown, d: Record<string, unknown>): Promise<Verdict> {
   const raw = params as Record<string, unknown>;
   // Validated by the engine's decoder already; read from the wire params (the decoded shape is the engine's business).
@@ -83,6 +106,7 @@ export async function decideStart(ctx: AgentContext, params: unknown, d: Record<
     injected = true;
   }
   const cwdReal = (await realPathOf(cwd)) ?? cwd;
+  const program = await programFile(argv[0], cwd, env, envPolicy);
   const contained = sandbox.kind === 'managed' && sandbox.network === 'restricted' && (await writesStayInside(sandbox, ctx));
 
   const command = commandLine(argv);
@@ -90,6 +114,7 @@ export async function decideStart(ctx: AgentContext, params: unknown, d: Record<
     'Method: process/start',
     `Command: ${command}`,
     ...argv.map((a, i) => `  argv[${i}]: ${shown(a)}`),
+    `Program file: ${program ? shown(program.real) : '(not found: the start will fail)'}`,
     `arg0: ${arg0 === undefined || arg0 === null ? '(none: argv[0])' : shown(arg0)}`,
     `Working directory: ${cwdReal === cwd ? shown(cwd) : `${shown(cwd)} (really ${shown(cwdReal)})`}`,
     describeSandbox(sandbox, injected),
@@ -109,13 +134,13 @@ export async function decideStart(ctx: AgentContext, params: unknown, d: Record<
   // The whole sandbox as the engine applies it (network, read-only carve-outs, hidden and
   // readable paths, not only the writable roots): a grant for a run with the network off must
   // not cover the same run with it on.
-  const envKey = JSON.stringify({ env, envPolicy: envPolicy ?? null, arg0: arg0 ?? null, tty: !!raw.tty, pipeStdin: !!raw.pipeStdin, sandbox: sandbox.kind === 'managed' ? sandbox : 'none' });
+  const envKey = JSON.stringify({ file: program?.id ?? null, env, envPolicy: envPolicy ?? null, arg0: arg0 ?? null, tty: !!raw.tty, pipeStdin: !!raw.pipeStdin, sandbox: sandbox.kind === 'managed' ? sandbox : 'none' });
   const need: Need = { type: 'run', program: argv[0], cwd: cwdReal, envKey, grantable: true };
   const what: Described = {
     summary,
     details,
     complete: false,
-    sessionScope: `Allow for Session: later runs of ${shown(argv[0])} (any arguments) in ${shown(cwdReal)} with the same environment and sandbox settings, on this connection only.`,
+    sessionScope: `Allow for Session: later runs of ${shown(argv[0])} (any arguments; as long as ${program ? shown(program.real) : 'it'} is not changed or replaced) in ${shown(cwdReal)} with the same environment and sandbox settings, on this connection only.`,
   };
 
   if (ctx.policy === 'neverAsk') return { kind: 'allow', why: 'policy neverAsk', params: out };
