@@ -113,6 +113,26 @@ describe('agent gate: grant scope attacks', () => {
     assert.equal(existsSync(pwned), false, 'nothing ran a swapped program');
   });
 
+  it('question: the one line names the variables a command is started with (BASH_ENV / LD_PRELOAD turn a harmless command into any code), not just how many', async () => {
+    await withAgent({ policy: 'alwaysAsk', answer: () => 'Deny' }, async (f, a) => {
+      const evil = path.join(ws, 'evil.sh');
+      const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', BASH_ENV: evil };
+      await a.send('process/start', startParams('q1', ['/bin/bash', '-c', 'echo hi'], ws, { env, envPolicy: { inherit: 'core', set: { LD_PRELOAD: '/tmp/x.so' } } }));
+      assert.equal(f.questions.length, 1);
+      const { message } = f.questions[0];
+      assert.match(message, /BASH_ENV/, `the line names BASH_ENV: ${message}`);
+      assert.match(message, /LD_PRELOAD/, 'and a variable set through envPolicy.set');
+      // Many variables: the first ones by name, the rest counted, the line stays short.
+      const many = Object.fromEntries(Array.from({ length: 40 }, (_, i) => [`VAR_${i}_${'n'.repeat(i === 0 ? 300 : 3)}`, 'v']));
+      await a.send('process/start', startParams('q2', ['/bin/true'], ws, { env: many }));
+      const line = f.questions[1].message;
+      assert.match(line, /VAR_0_n+…/, 'a very long name is cut visibly');
+      assert.match(line, /and \d+ more variables \(see the details\)/);
+      assert.ok(line.length < 600, `line length ${line.length}`);
+      for (const k of Object.keys(many)) assert.ok(f.questions[1].detail.includes(k), `details hold ${k.slice(0, 10)}…`);
+    });
+  });
+
   it('http grant: an allowed request to one origin is not followed by a redirect to another origin (the redirect comes back to the agent)', async () => {
     let secretHits = 0;
     const secret = http.createServer((_req, res) => {

@@ -127,8 +127,10 @@ export async function decideStart(ctx: AgentContext, params: unknown, d: Record<
   else if (!contained) flags.push('sandbox writes outside the workspace or allows network');
   else flags.push(injected ? 'sandboxed by your setting' : 'sandboxed');
   if (arg0 !== undefined && arg0 !== null && arg0 !== argv[0]) flags.push(`arg0 ${shown(arg0)}`);
-  const envChanges = Object.keys(env).length + Object.keys(envPolicy?.set ?? {}).length;
-  if (envChanges > 0) flags.push(`${envChanges} environment variable${envChanges === 1 ? '' : 's'} set`);
+  // Named, not counted: one variable (LD_PRELOAD, BASH_ENV, GIT_CONFIG_*, NODE_OPTIONS…) can
+  // make a harmless-looking command run anything, and the one line is what gets read.
+  const setNames = [...new Set([...Object.keys(envPolicy?.set ?? {}), ...Object.keys(env)])];
+  if (setNames.length > 0) flags.push(`sets ${namesForLine(setNames)}`);
   if (envPolicy && envPolicy.inherit !== 'none' && envPolicy.ignoreDefaultExcludes) flags.push('passes on your *KEY*/*SECRET*/*TOKEN* variables');
   const summary = `run ${command} in ${shown(cwdReal)}${flags.length ? ` (${flags.join('; ')})` : ''}; input to it will be allowed`;
   // The whole sandbox as the engine applies it (network, read-only carve-outs, hidden and
@@ -154,6 +156,23 @@ export async function decideStart(ctx: AgentContext, params: unknown, d: Record<
   }
   if (ctx.state.covered([need])) return { kind: 'allow', why: 'allowed for this session', params: out };
   return { kind: 'ask', needs: [need], what, params: out };
+}
+
+/** Variable names for the one-line question: the first few in full (shell-quoted), then how many more the details list. */
+function namesForLine(names: readonly string[]): string {
+  const MAX_NAMES = 6;
+  const MAX_CHARS = 200;
+  const out: string[] = [];
+  let chars = 0;
+  for (const n of names) {
+    // A name too long for the line is cut visibly (the details have it whole).
+    const q = n.length > 60 ? `${shown(n.slice(0, 48))}…` : shown(n);
+    if (out.length >= MAX_NAMES || (out.length > 0 && chars + q.length > MAX_CHARS)) break;
+    out.push(q);
+    chars += q.length;
+  }
+  const more = names.length - out.length;
+  return `${out.join(', ')}${more > 0 ? ` and ${more} more variable${more === 1 ? '' : 's'} (see the details)` : ''}`;
 }
 
 /**
