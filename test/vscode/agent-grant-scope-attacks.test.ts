@@ -170,6 +170,21 @@ describe('agent gate: grant scope attacks', () => {
     }
   });
 
+  it('path grant: "Allow for Session" on listing the home directory (or / or its parent) does not allow reading ~/.ssh-like files under it', async () => {
+    await withAgent({ policy: 'askOutsideWorkspace', homeDir: outside, answer: (q) => (q.message.includes('list the directory') ? 'Allow for Session' : 'Deny') }, async (f, a) => {
+      for (const dir of [outside, path.dirname(outside), '/']) {
+        const before = f.questions.length;
+        assert.ok((await a.send('fs/readDirectory', { path: uri(dir) })).result, `listing ${dir} allowed`);
+        assert.equal(f.questions.length, before + 1);
+        const r = await a.send('fs/readFile', { path: uri(path.join(outside, 'id_rsa')) });
+        assert.equal(f.questions.length, before + 2, `reading the key after listing ${dir} was asked, not covered`);
+        assert.ok(r.error, 'denied');
+        assert.doesNotMatch(JSON.stringify(r), /UFJJVkFURSBLRVk/, 'no key bytes');
+        assert.match(f.questions[before].detail, /allows this request only \(a folder that holds your home directory\)/, 'the question said so');
+      }
+    });
+  });
+
   it('path grant: "Allow for Session" for changes under a folder does not cover a file there that is a hard link to a file elsewhere', async () => {
     // A hard link in the granted folder to the user's ~/.bashrc (made by an earlier approved
     // command, or there already: package-manager stores link files this way).

@@ -4,7 +4,6 @@
 // engine's own decoders (so the gate judges exactly the paths the engine will use); paths are
 // judged by where they really lead. Unknown methods are refused.
 import { lstat } from 'node:fs/promises';
-import os from 'node:os';
 import path from 'node:path';
 import { ErrorCodes, RpcError } from '../../protocol/errors';
 import { METHODS } from '../../server/router';
@@ -43,6 +42,8 @@ interface PathFact {
   inside: boolean;
   protected: boolean;
   linkedElsewhere: boolean;
+  /** The user's home directory, real (a grant never spans it whole: see prefixFor). */
+  home: string;
 }
 
 async function pathFact(ctx: AgentContext, p: string, extraProtected = false): Promise<PathFact> {
@@ -53,7 +54,8 @@ async function pathFact(ctx: AgentContext, p: string, extraProtected = false): P
   const linkedElsewhere = st !== undefined && st.isFile() && st.nlink > 1;
   const inside = !linkedElsewhere && forms.every((f) => f !== undefined && ctx.workspaceRoots.some((r) => isInside(f, r)));
   const prot = extraProtected || [p, ...forms].some((f) => f === undefined || isProtectedPath(f, ctx.protectedRoots));
-  return { given: p, real, realParent, inside, protected: prot, linkedElsewhere };
+  const home = (await realPathOf(ctx.homeDir)) ?? ctx.homeDir;
+  return { given: p, real, realParent, inside, protected: prot, linkedElsewhere, home };
 }
 
 function showPath(f: PathFact): string {
@@ -62,12 +64,18 @@ function showPath(f: PathFact): string {
   return (real === f.given ? shown(f.given) : `${shown(f.given)} (really ${shown(real)})`) + links;
 }
 
-/** The grant prefix for a path: the directory itself, or a file's directory (never / or the home directory). */
-function prefixFor(f: PathFact, isDirectoryOp: boolean): string {
+/**
+ * The grant prefix for a path: the directory itself, or a file's directory. Never a directory
+ * that holds the home directory (/, /home, ~ itself): a grant there would cover ~/.ssh. A file
+ * directly in one is granted alone; a directory operation on one is not grantable (undefined):
+ * "Allow for Session" on listing ~ must not allow reading every file under it.
+ */
+function prefixFor(f: PathFact, isDirectoryOp: boolean): string | undefined {
   const real = f.real ?? f.given;
-  if (isDirectoryOp) return real;
+  const holdsHome = (d: string) => isInside(f.home, d);
+  if (isDirectoryOp) return holdsHome(real) ? undefined : real;
   const dir = path.dirname(real);
-  return dir === '/' || dir === os.homedir() ? real : dir;
+  return holdsHome(dir) ? real : dir;
 }
 
 /** Decision for requests that touch paths (reads and writes). */
@@ -82,9 +90,9 @@ function decidePaths(
   const asNeeds: Need[] = needs.map((n) => ({
     type: n.kind,
     path: n.fact.real ?? n.fact.given,
-    prefix: prefixFor(n.fact, n.dirOp),
+    prefix: prefixFor(n.fact, n.dirOp) ?? n.fact.given,
     // A file with other hard links is also somewhere else: a folder grant never covers it.
-    grantable: !n.fact.protected && n.fact.real !== undefined && !n.fact.linkedElsewhere,
+    grantable: !n.fact.protected && n.fact.real !== undefined && !n.fact.linkedElsewhere && prefixFor(n.fact, n.dirOp) !== undefined,
   }));
   const protectedAny = needs.some((n) => n.fact.protected);
   if (ctx.policy === 'neverAsk' && !protectedAny) return { kind: 'allow', why: 'policy neverAsk', params };
@@ -99,9 +107,10 @@ function decidePaths(
 function sessionScopeForPaths(needs: { kind: 'read' | 'write'; fact: PathFact; dirOp: boolean }[]): string {
   if (needs.some((n) => n.fact.protected || n.fact.real === undefined)) return 'Allow for Session allows this request only (protected path).';
   if (needs.some((n) => n.fact.linkedElsewhere)) return 'Allow for Session allows this request only (a file with other hard links).';
+  if (needs.some((n) => prefixFor(n.fact, n.dirOp) === undefined)) return 'Allow for Session allows this request only (a folder that holds your home directory).';
   return (
     'Allow for Session: later ' +
-    needs.map((n) => `${n.kind === 'read' ? 'reads' : 'changes'} under ${shown(prefixFor(n.fact, n.dirOp))}`).join(' and ') +
+    needs.map((n) => `${n.kind === 'read' ? 'reads' : 'changes'} under ${shown(prefixFor(n.fact, n.dirOp) ?? n.fact.given)}`).join(' and ') +
     ', on this connection only.'
   );
 }
