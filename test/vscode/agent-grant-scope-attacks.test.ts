@@ -2,12 +2,15 @@
 // the session") must not reach more than the question said. Each test is the attack, sent by an
 // agent holding the token over a real loopback websocket to a real endpoint (its own engine).
 import assert from 'node:assert/strict';
-import { existsSync, linkSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { existsSync, linkSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { managedSandbox, workspaceWriteEntries } from '../../src/protocol/codex-sandbox';
+import { descendants, isAlive } from '../support/process';
+import { waitFor } from '../support/wait';
 import { RawAgent, removeDir, sleep, startEndpoint, startParams, tmpDir, uri, type EndpointFixture } from './agent-attack-helpers';
 
 let ws: string; // the workspace folder
@@ -199,6 +202,84 @@ describe('agent gate: grant scope attacks', () => {
       assert.match(f.questions[1].detail, /other hard links/);
       assert.ok(w.error, 'denied');
       assert.equal(readFileSync(path.join(outside, '.bashrc'), 'utf8'), 'original\n');
+    });
+  });
+
+  it('symlink swap race in a granted folder: a directory there swapped for a link to the outside between check and act redirects no session-granted change or read', async () => {
+    // The granted folder is one an unasked sandboxed command may write (a temp dir: Codex's
+    // sandbox writes /tmp), so a concurrent swapper there needs no question either.
+    const granted = tmpDir('agent-grant-race-');
+    const target = tmpDir('agent-grant-race-out-');
+    const N = 300;
+    mkdirSync(path.join(granted, 'd'));
+    for (let i = 0; i < N; i++) {
+      writeFileSync(path.join(target, `x${i}`), 'keep');
+      writeFileSync(path.join(granted, 'd', `x${i}`), 'x');
+      writeFileSync(path.join(granted, 'd', `r${i}`), 'granted');
+      writeFileSync(path.join(target, `r${i}`), 'OUTSIDE-SECRET');
+    }
+    let leaked = 0;
+    let done = 0;
+    let granting = true;
+    const f = await startEndpoint({ policy: 'askOutsideWorkspace', roots: [ws], answer: () => (granting ? 'Allow for Session' : 'Deny') });
+    const loop = `cd ${granted}; while true; do mv d d.real; ln -s ${target} d; rm d; mv d.real d; done`;
+    let swapper: ReturnType<typeof spawn> | undefined;
+    try {
+      const a = await RawAgent.connect(f.url, f.token);
+      await a.handshake();
+      // The user allows changes under the folder for the session (one question).
+      assert.ok((await a.send('fs/writeFile', { path: uri(path.join(granted, 'first')), dataBase64: '' })).result);
+      assert.equal(f.questions.length, 1);
+      granting = false;
+      swapper = spawn('/usr/bin/bwrap', ['--ro-bind', '/', '/', '--bind', granted, granted, '--dev', '/dev', '--proc', '/proc', '--unshare-all', '--die-with-parent', '/bin/bash', '-c', loop], { stdio: 'ignore' });
+      for (let i = 0; i < N; i++) {
+        await Promise.all([
+          a.send('fs/writeFile', { path: uri(path.join(granted, 'd', `w${i}`)), dataBase64: '' }).then((r) => void (r.result && done++)),
+          a.send('fs/createDirectory', { path: uri(path.join(granted, 'd', `m${i}`)) }),
+          a.send('fs/remove', { path: uri(path.join(granted, 'd', `x${i}`)), recursive: false }),
+          a.send('fs/readFile', { path: uri(path.join(granted, 'd', `r${i}`)) }).then((r) => {
+            const data = (r.result as { dataBase64?: string } | undefined)?.dataBase64;
+            if (data !== undefined && Buffer.from(data, 'base64').toString() === 'OUTSIDE-SECRET') leaked++;
+          }),
+        ]);
+      }
+      a.close();
+    } finally {
+      if (swapper) {
+        const inside = descendants(swapper.pid!).map((p) => p.pid);
+        const gone = new Promise((r) => swapper!.once('exit', r));
+        swapper.kill('SIGKILL');
+        await gone;
+        await waitFor(() => inside.every((p) => !isAlive(p)), { what: "the swapper's children to die with it" });
+      }
+      await f.stop();
+    }
+    const landed = readdirSync(target).filter((n) => !/^[xr]\d+$/.test(n));
+    const removed = Array.from({ length: N }, (_, i) => `x${i}`).filter((n) => !existsSync(path.join(target, n)));
+    removeDir(granted);
+    removeDir(target);
+    assert.deepEqual(landed, [], 'nothing was created outside the granted folder');
+    assert.deepEqual(removed, [], 'nothing outside the granted folder was deleted');
+    assert.equal(leaked, 0, 'no session-granted read returned a file outside the granted folder');
+    assert.ok(done > 0, 'some granted writes went through between swaps');
+  });
+
+  it('a file granted alone (directly in the home directory) is still changed and read under its grant, held to that file', async () => {
+    const notes = path.join(outside, 'notes.txt');
+    await withAgent({ policy: 'askOutsideWorkspace', homeDir: outside, answer: () => 'Allow for Session' }, async (f, a) => {
+      assert.ok((await a.send('fs/writeFile', { path: uri(notes), dataBase64: b64('one') })).result);
+      assert.match(f.questions[0].detail, new RegExp(`changes under ${notes.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')},`));
+      const w = await a.send('fs/writeFile', { path: uri(notes), dataBase64: b64('two') });
+      assert.ok(w.result, `covered write: ${JSON.stringify(w.error)}`);
+      const r = await a.send('fs/readFile', { path: uri(notes) });
+      assert.equal(Buffer.from((r.result as { dataBase64: string }).dataBase64, 'base64').toString(), 'two');
+      const rm = await a.send('fs/remove', { path: uri(notes), recursive: false });
+      assert.ok(rm.result, `covered remove: ${JSON.stringify(rm.error)}`);
+      assert.equal(existsSync(notes), false);
+      assert.equal(f.questions.length, 1, 'one question for all of it');
+      // Its neighbour is not covered.
+      await a.send('fs/readFile', { path: uri(path.join(outside, 'id_rsa')) });
+      assert.equal(f.questions.length, 2);
     });
   });
 });

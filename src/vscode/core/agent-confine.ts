@@ -21,21 +21,22 @@ import { sandboxOf, writesStayInside, type AgentContext, type Verdict } from './
  * that sandbox writes only inside the workspace and temp dirs; otherwise it is asked.
  */
 export async function confineUnasked(ctx: AgentContext, method: string, v: Verdict): Promise<Verdict> {
-  if (v.kind !== 'allow' || v.why !== 'inside the workspace') return v;
+  if (v.kind !== 'allow' || !v.confine) return v;
+  const { roots, exact } = v.confine;
   const params = v.params as Record<string, unknown>;
   const own = sandboxOf(method, params, ctx, ctx.workspaceRoots[0] ?? '/');
   if (own.kind === 'managed') {
-    if (await writesStayInside(own, ctx)) return v;
+    if (await writesStayInside(own, { ...ctx, workspaceRoots: roots })) return v;
     return { kind: 'ask', needs: [], what: { summary: `${method} with a sandbox that writes outside the workspace`, details: [`Method: ${method}`, `Request: ${redactedJson(params)}`], complete: false, sessionScope: 'Allow for Session allows this request only.' }, params };
   }
-  const confined: Record<string, unknown> = { ...params, sandbox: await workspaceOnlySandbox(ctx.workspaceRoots) };
+  const confined: Record<string, unknown> = { ...params, sandbox: await workspaceOnlySandbox(roots) };
   // fs/writeFile already checks the file it really opened (above); the engine's own no-follow
   // check cannot walk /proc paths, so such requests keep their path.
   if (method === 'fs/writeFile' || params.followSymlinks === false) return { ...v, params: confined };
   const pins: Pinned[] = [];
   for (const key of method === 'fs/copy' || method === 'fs/rename' ? ['sourcePath', 'destinationPath'] : ['path']) {
     const mkdirP = method === 'fs/createDirectory' && params.recursive !== false;
-    const r = await pinParent(uriToPath(String(params[key])), ctx.workspaceRoots, ctx.protectedRoots, mkdirP);
+    const r = await pinParent(uriToPath(String(params[key])), roots, ctx.protectedRoots, mkdirP, exact);
     if (r.kind === 'busy') {
       await Promise.all(pins.map((p) => p.close()));
       return { kind: 'deny', error: busy() };
@@ -65,11 +66,12 @@ export async function confineUnasked(ctx: AgentContext, method: string, v: Verdi
  * /proc/self/fd/N (a symlink swapped in meanwhile cannot turn it into a read of ~/.ssh).
  */
 export function pinRead(ctx: AgentContext, method: string, v: Verdict, p: string): Verdict {
-  if (v.kind !== 'allow' || v.why !== 'inside the workspace') return v;
+  if (v.kind !== 'allow' || !v.confine) return v;
+  const roots = v.confine.roots;
   const params = v.params as Record<string, unknown>;
   if (params.followSymlinks === false) return v; // the engine's own no-follow walk cannot take /proc paths
   const prepare = async () => {
-    const r = await pinTarget(p, ctx.workspaceRoots, method === 'fs/readDirectory');
+    const r = await pinTarget(p, roots, method === 'fs/readDirectory');
     if (r.kind === 'error') throw fsError(r.error);
     if (r.kind === 'busy') throw busy();
     if (r.kind === 'moved') throw new RpcError(ErrorCodes.InvalidRequest, `permission denied: ${method}: the path changed while it was checked (now: ${r.real})`);

@@ -55,7 +55,7 @@ const O_DIR = constants.O_RDONLY | constants.O_DIRECTORY;
  * missing parents are created one at a time from the deepest existing ancestor, each opened
  * without following a symlink, so a link raced into the path is refused, not followed.
  */
-export async function pinParent(p: string, roots: readonly string[], protectedRoots: readonly string[], createParents = false): Promise<PinResult> {
+export async function pinParent(p: string, roots: readonly string[], protectedRoots: readonly string[], createParents = false, exactRoots = false): Promise<PinResult> {
   if (process.platform !== 'linux') return { kind: 'unpinned' };
   if (openPins >= MAX_PINS) return { kind: 'busy' };
   const name = path.basename(p);
@@ -81,9 +81,11 @@ export async function pinParent(p: string, roots: readonly string[], protectedRo
   let handle = fh;
   const closeAll = counted(() => handle.close().catch(() => undefined));
   try {
+    // `exactRoots`: a root may be the target itself (a file or folder granted alone), whose
+    // parent is not allowed; the target is then checked by name in the pinned directory.
     const check = async (): Promise<string | undefined> => {
       const real = await fsp.readlink(`/proc/self/fd/${handle.fd}`);
-      return roots.some((r) => isInside(real, r)) ? real : undefined;
+      return roots.some((r) => isInside(real, r) || (exactRoots && path.join(real, name) === r)) ? real : undefined;
     };
     let real = await check();
     for (const part of missing) {

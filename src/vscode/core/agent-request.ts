@@ -7,7 +7,7 @@ import { lstat } from 'node:fs/promises';
 import path from 'node:path';
 import { ErrorCodes, RpcError } from '../../protocol/errors';
 import { METHODS } from '../../server/router';
-import type { Need } from './agent-grants';
+import { covers, type Need } from './agent-grants';
 import { isInside, isProtectedPath, protectedChildren, realParentOf, realPathOf } from './agent-paths';
 import { confineUnasked, pinRead } from './agent-confine';
 import { decideStart } from './agent-start';
@@ -97,9 +97,14 @@ function decidePaths(
   const protectedAny = needs.some((n) => n.fact.protected);
   if (ctx.policy === 'neverAsk' && !protectedAny) return { kind: 'allow', why: 'policy neverAsk', params };
   if (ctx.policy === 'askOutsideWorkspace' && needs.every((n) => n.fact.inside && !n.fact.protected)) {
-    return { kind: 'allow', why: 'inside the workspace', params };
+    return { kind: 'allow', why: 'inside the workspace', params, confine: { roots: ctx.workspaceRoots, exact: false } };
   }
-  if (ctx.state.covered(asNeeds)) return { kind: 'allow', why: 'allowed for this session', params };
+  if (ctx.state.covered(asNeeds)) {
+    // Held to the granted folders while the engine acts, as workspace requests are held to the
+    // workspace: a folder the user granted may be one a concurrent process can change.
+    const roots = [...new Set(ctx.state.grants.filter((g) => asNeeds.some((n) => covers(g, n))).map((g) => (g as { prefix: string }).prefix))];
+    return { kind: 'allow', why: 'allowed for this session', params, confine: { roots, exact: true } };
+  }
   if (protectedAny) what.details.push('This touches .vscode/, .git/, a *.code-workspace file or VS Code’s own settings: asked every time, whatever the policy.');
   return { kind: 'ask', needs: asNeeds, what, params };
 }

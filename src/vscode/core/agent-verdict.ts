@@ -47,6 +47,13 @@ export type Verdict =
       answer?: unknown;
       /** Pinning deferred to just before the engine runs it (a queued read must not hold a descriptor while it waits). */
       prepare?: () => Promise<{ params: unknown; pins: Pinned[] }>;
+      /**
+       * A path request allowed because its paths lie in these folders (the workspace folders,
+       * or the prefixes of the session grants that cover it): the engine must act inside them
+       * even if a path changes after the check (agent-confine.ts). `exact`: roots that are a
+       * single file or folder granted alone, whose parent is not itself allowed.
+       */
+      confine?: { roots: readonly string[]; exact: boolean };
     }
   | { kind: 'deny'; error: RpcError }
   | { kind: 'ask'; needs: Need[]; what: Described; params: unknown };
