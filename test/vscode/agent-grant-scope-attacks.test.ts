@@ -188,6 +188,26 @@ describe('agent gate: grant scope attacks', () => {
     });
   });
 
+  it('path grant: a read grant for a folder does not cover a walk of it that follows directory symlinks (a link there leads to ~)', async () => {
+    const walked = tmpDir('agent-scope-walk-');
+    symlinkSync(outside, path.join(walked, 'home'));
+    await withAgent({ policy: 'askOutsideWorkspace', answer: (q) => (q.message.includes('list the directory') ? 'Allow for Session' : 'Deny') }, async (f, a) => {
+      assert.ok((await a.send('fs/readDirectory', { path: uri(walked) })).result);
+      assert.equal(f.questions.length, 1);
+      const options = { maxDepth: 4, maxDirectories: 100, maxEntries: 1000, followDirectorySymlinks: true };
+      const r = await a.send('fs/walk', { path: uri(walked), options });
+      assert.equal(f.questions.length, 2, 'the link-following walk was asked, not covered by the folder grant');
+      assert.ok(r.error, 'denied');
+      assert.doesNotMatch(JSON.stringify(r), /id_rsa/, 'no names from behind the link');
+      assert.match(f.questions[1].detail, /allows this request only \(a walk that follows directory symlinks/);
+      // The same walk without following links stays covered.
+      const plain = await a.send('fs/walk', { path: uri(walked), options: { ...options, followDirectorySymlinks: false } });
+      assert.ok(plain.result, `plain walk covered: ${JSON.stringify(plain.error)}`);
+      assert.equal(f.questions.length, 2);
+    });
+    removeDir(walked);
+  });
+
   it('path grant: "Allow for Session" for changes under a folder does not cover a file there that is a hard link to a file elsewhere', async () => {
     // A hard link in the granted folder to the user's ~/.bashrc (made by an earlier approved
     // command, or there already: package-manager stores link files this way).

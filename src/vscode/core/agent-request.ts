@@ -44,6 +44,8 @@ interface PathFact {
   linkedElsewhere: boolean;
   /** The user's home directory, real (a grant never spans it whole: see prefixFor). */
   home: string;
+  /** The request may leave the path (a walk following directory symlinks): no grant covers it. */
+  leaves?: boolean;
 }
 
 async function pathFact(ctx: AgentContext, p: string, extraProtected = false): Promise<PathFact> {
@@ -92,7 +94,7 @@ function decidePaths(
     path: n.fact.real ?? n.fact.given,
     prefix: prefixFor(n.fact, n.dirOp) ?? n.fact.given,
     // A file with other hard links is also somewhere else: a folder grant never covers it.
-    grantable: !n.fact.protected && n.fact.real !== undefined && !n.fact.linkedElsewhere && prefixFor(n.fact, n.dirOp) !== undefined,
+    grantable: !n.fact.protected && n.fact.real !== undefined && !n.fact.linkedElsewhere && !n.fact.leaves && prefixFor(n.fact, n.dirOp) !== undefined,
   }));
   const protectedAny = needs.some((n) => n.fact.protected);
   if (ctx.policy === 'neverAsk' && !protectedAny) return { kind: 'allow', why: 'policy neverAsk', params };
@@ -112,6 +114,7 @@ function decidePaths(
 function sessionScopeForPaths(needs: { kind: 'read' | 'write'; fact: PathFact; dirOp: boolean }[]): string {
   if (needs.some((n) => n.fact.protected || n.fact.real === undefined)) return 'Allow for Session allows this request only (protected path).';
   if (needs.some((n) => n.fact.linkedElsewhere)) return 'Allow for Session allows this request only (a file with other hard links).';
+  if (needs.some((n) => n.fact.leaves)) return 'Allow for Session allows this request only (a walk that follows directory symlinks can reach anywhere).';
   if (needs.some((n) => prefixFor(n.fact, n.dirOp) === undefined)) return 'Allow for Session allows this request only (a folder that holds your home directory).';
   return (
     'Allow for Session: later ' +
@@ -165,7 +168,10 @@ export async function classify(method: string, params: unknown, ctx: AgentContex
       const followsLinks = method === 'fs/walk' && (decoded.options as { followDirectorySymlinks?: boolean }).followDirectorySymlinks === true;
       const fact = await pathFact(ctx, p);
       // A walk that follows directory symlinks can leave any root it starts in.
-      if (followsLinks) fact.inside = false;
+      if (followsLinks) {
+        fact.inside = false;
+        fact.leaves = true;
+      }
       const verb = { 'fs/readFile': 'read the file', 'fs/readDirectory': 'list the directory', 'fs/open': 'open for reading', 'fs/walk': 'walk the tree under', 'fs/watch': 'watch' }[method];
       const recursive = method === 'fs/watch' && decoded.recursive === true ? ' (recursively)' : followsLinks ? ' (following directory symlinks)' : '';
       const needs = [{ kind: 'read' as const, fact, dirOp: method !== 'fs/readFile' && method !== 'fs/open' }];
