@@ -136,6 +136,20 @@ describe('agent gate: grant scope attacks', () => {
     });
   });
 
+  it('question: an http/request URL is shown as the engine reads it — a look-alike Unicode host, a user name passing for the host, a backslash', async () => {
+    await withAgent({ policy: 'askOutsideWorkspace', answer: () => 'Deny' }, async (f, a) => {
+      // Cyrillic 'а' (U+0430) in place of the Latin 'a'.
+      await a.send('http/request', { method: 'GET', url: 'http://ex\u0430mple.com/', headers: [], requestId: 'u1' });
+      assert.doesNotMatch(f.questions[0].message, /\u0430/, 'the look-alike letter is not shown as a letter');
+      assert.match(f.questions[0].message, /xn--/);
+      await a.send('http/request', { method: 'GET', url: 'http://github.com@127.0.0.1:9/x', headers: [], requestId: 'u2' });
+      assert.match(f.questions[1].message, /host 127\.0\.0\.1:9/, `the real host is named: ${f.questions[1].message}`);
+      await a.send('http/request', { method: 'GET', url: 'http://127.0.0.1:9\\@github.com/', headers: [], requestId: 'u3' });
+      assert.match(f.questions[2].message, /request to http:\/\/127\.0\.0\.1:9\/@github\.com\//, `the backslash as the engine reads it: ${f.questions[2].message}`);
+      assert.match(f.questions[2].detail, /URL as sent by the agent/);
+    });
+  });
+
   it('http grant: an allowed request to one origin is not followed by a redirect to another origin (the redirect comes back to the agent)', async () => {
     let secretHits = 0;
     const secret = http.createServer((_req, res) => {

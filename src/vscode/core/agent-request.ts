@@ -214,11 +214,19 @@ export async function classify(method: string, params: unknown, ctx: AgentContex
 function decideHttp(ctx: AgentContext, params: unknown, d: Record<string, unknown>): Verdict {
   const url = String(d.url);
   let origin = url;
+  let parsed: URL | undefined;
   try {
-    origin = new URL(url).origin;
+    parsed = new URL(url);
+    origin = parsed.origin;
   } catch {
     // the engine rejects it; the question still shows it
   }
+  // The question shows the URL as the engine will use it: the host in ASCII (a look-alike
+  // Unicode host shows as xn--…), `\` read as `/`, and the host named when a user name or
+  // password before an @ could pass for it (http://example.com@evil.example).
+  const target = parsed?.href ?? url;
+  const credentials = parsed !== undefined && (parsed.username !== '' || parsed.password !== '');
+  const hostNote = credentials ? ` (host ${shown(parsed!.host)}; the part before @ is a user name/password sent to it)` : '';
   const body = d.body as Buffer | undefined;
   const headers = (d.headers as { name: string; value: string }[]).map((h) => `${shown(h.name)}: ${shown(h.value)}`);
   const need: Need = { type: 'http', origin, grantable: true };
@@ -228,11 +236,12 @@ function decideHttp(ctx: AgentContext, params: unknown, d: Record<string, unknow
   // agent gets the 3xx with its Location; following it is a request of its own, judged anew.
   const stopped = { ...(params as Record<string, unknown>), redirectPolicy: 'stop' };
   if (ctx.state.covered([need])) return { kind: 'allow', why: 'allowed for this session', params: stopped };
-  const summary = `make an HTTP ${shown(String(d.method))} request to ${shown(url)}${body && body.length > 0 ? ` sending ${body.length} bytes` : ''}`;
+  const summary = `make an HTTP ${shown(String(d.method))} request to ${shown(target)}${hostNote}${body && body.length > 0 ? ` sending ${body.length} bytes` : ''}`;
   const details = [
     `Method: http/request`,
     `HTTP method: ${shown(String(d.method))}`,
-    `URL: ${shown(url)}`,
+    `URL: ${shown(target)}${hostNote}`,
+    ...(target !== url ? [`URL as sent by the agent: ${shown(url)}`] : []),
     `Headers: ${headers.length ? headers.join(', ') : '(none)'}`,
     'Redirects: not followed (a redirect comes back to the agent; following it is a new request)',
   ];
