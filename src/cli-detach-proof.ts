@@ -11,6 +11,7 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as http from 'node:http';
+import type { Readable, Writable } from 'node:stream';
 
 /** The proof's path on the detached server's port. */
 export const PROOF_PATH = '/detach-proof';
@@ -37,11 +38,13 @@ export function proofResponder(token: string, proven: () => void): (req: http.In
     const nonce = url.searchParams.get('nonce') ?? '';
     const client = req.headers[PROOF_HEADER];
     if (req.method !== 'GET' || !/^[0-9a-f]{64}$/.test(nonce) || typeof client !== 'string' || !sameHex(client, mac(token, 'client', nonce))) {
-      res.writeHead(401, { 'Content-Type': 'text/plain' }).end('no\n');
+      res.writeHead(401, { 'Content-Type': 'text/plain', 'Content-Length': '3' }).end('no\n');
       return true;
     }
     proven();
-    res.writeHead(200, { 'Content-Type': 'text/plain', 'Cache-Control': 'no-store' }).end(`${mac(token, 'server', nonce)}\n`);
+    // Content-Length (not chunked): the client over `ssh -W` reads this answer by hand, then upgrades on the same connection.
+    const body = `${mac(token, 'server', nonce)}\n`;
+    res.writeHead(200, { 'Content-Type': 'text/plain', 'Cache-Control': 'no-store', 'Content-Length': String(body.length) }).end(body);
     return true;
   };
 }
@@ -62,6 +65,50 @@ export function provesToken(port: number, token: string, timeoutMs = 3000): Prom
     });
     req.on('timeout', () => req.destroy());
     req.on('error', () => resolve(false));
+  });
+}
+
+/**
+ * The client over a byte stream to the server (Connect to Host's `ssh -W 127.0.0.1:PORT`): the
+ * proof on the very connection that will carry the websocket upgrade and its token, so the token
+ * goes to the listener that proved it knows it (it may have changed since --detach checked).
+ * 'proven'; 'unsupported': the listener answered 404 (a server without the proof); 'failed':
+ * anything else (wrong proof, 401, garbage, closed, timeout). Leaves `input` paused with nothing
+ * of it read past the answer.
+ */
+export function proveOverStream(input: Readable, output: Writable, port: number, token: string, timeoutMs: number): Promise<{ result: 'proven' | 'unsupported' | 'failed'; why: string }> {
+  const nonce = randomBytes(32).toString('hex');
+  return new Promise((resolve) => {
+    let buf = Buffer.alloc(0);
+    const done = (result: 'proven' | 'unsupported' | 'failed', why: string) => {
+      clearTimeout(timer);
+      input.off('data', onData);
+      input.off('end', onEnd);
+      input.pause();
+      resolve({ result, why });
+    };
+    const timer = setTimeout(() => done('failed', `no answer to the proof within ${timeoutMs} ms`), timeoutMs);
+    const onEnd = () => done('failed', 'the connection closed before the proof');
+    const onData = (d: Buffer) => {
+      buf = Buffer.concat([buf, d]);
+      if (buf.length > 8192) return done('failed', 'an oversized answer to the proof');
+      const headEnd = buf.indexOf('\r\n\r\n');
+      if (headEnd < 0) return;
+      const head = buf.subarray(0, headEnd).toString('latin1');
+      const status = Number(/^HTTP\/1\.[01] (\d{3})/.exec(head)?.[1]);
+      const length = Number(/\r\ncontent-length:\s*(\d+)/i.exec(head)?.[1]);
+      if (!Number.isInteger(length)) return done('failed', `an answer to the proof without a length (HTTP ${status || '?'})`);
+      const total = headEnd + 4 + length;
+      if (buf.length < total) return;
+      if (buf.length > total) return done('failed', 'bytes after the answer to the proof');
+      if (status === 404) return done('unsupported', 'the server does not know the proof (an older exec-server?)');
+      const body = buf.subarray(headEnd + 4).toString('utf8').trim();
+      if (status === 200 && sameHex(body, mac(token, 'server', nonce))) return done('proven', 'proven');
+      done('failed', `a wrong proof (HTTP ${status || '?'})`);
+    };
+    input.on('data', onData);
+    input.on('end', onEnd);
+    output.write(`GET ${PROOF_PATH}?nonce=${nonce} HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\n${PROOF_HEADER}: ${mac(token, 'client', nonce)}\r\nConnection: keep-alive\r\n\r\n`);
   });
 }
 

@@ -22,12 +22,14 @@ import { listenerHeldBy } from '../../src/cli-detach-proof';
 import { cliPath } from '../support/cli';
 import { isAlive } from '../support/process';
 import { tempDir } from '../support/tmp';
+import { killSquatters, squat, type Squatter } from './detach-squatter';
 
 const run = promisify(execFile);
 const work = tempDir('cli-detach-attack-');
 const children = new Set<ChildProcess>();
 const servers = new Set<number>();
 after(() => {
+  killSquatters();
   for (const c of children) c.kill('SIGKILL');
   for (const pid of servers) if (isAlive(pid)) process.kill(pid, 'SIGTERM');
 });
@@ -49,36 +51,6 @@ async function until(what: string, cond: () => boolean, ms = 15_000): Promise<vo
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 50));
   }
-}
-
-// The squatter: answers every plain request 200 (/readyz, and anything else with 64 hex digits,
-// as a proof would look), logs each websocket upgrade's Authorization header and drops it.
-const SQUATTER = `
-const http = require('http');
-const s = http.createServer((req, res) => {
-  process.stdout.write('REQUEST ' + req.url + '\\n');
-  res.writeHead(200, { 'Content-Type': 'text/plain' }).end(req.url.startsWith('/readyz') ? 'ok\\n' : require('crypto').randomBytes(32).toString('hex') + '\\n');
-});
-s.on('upgrade', (req, sock) => { process.stdout.write('UPGRADE ' + JSON.stringify(req.headers.authorization || '') + '\\n'); sock.destroy(); });
-s.listen(Number(process.argv[1]), '127.0.0.1', () => process.stdout.write('LISTENING ' + s.address().port + '\\n'));
-`;
-
-interface Squatter {
-  pid: number;
-  port: number;
-  log(): string;
-}
-
-/** The squatter on 127.0.0.1:`port`, run as `uid` (65534: another user; undefined: this user). */
-async function squat(port: number, uid?: number): Promise<Squatter> {
-  const child = spawn(process.execPath, ['-e', SQUATTER, String(port)], { stdio: ['ignore', 'pipe', 'inherit'], cwd: '/', ...(uid === undefined ? {} : { uid, gid: uid }) });
-  children.add(child);
-  let out = '';
-  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-  await until('the squatter to listen', () => /LISTENING \d+/.test(out) || child.exitCode !== null);
-  const m = /LISTENING (\d+)/.exec(out);
-  assert.ok(m, `the squatter did not listen: exit ${child.exitCode}`);
-  return { pid: child.pid!, port: Number(m[1]), log: () => out };
 }
 
 /**

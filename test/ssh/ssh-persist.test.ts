@@ -4,7 +4,8 @@
 // being killed (the client resumes through a new ssh) and a NEW client (a reloaded window)
 // resumes the same session and adopts the process with its output; the detached server exits
 // after --idle-exit with no client and no session; a host with AllowTcpForwarding no falls back
-// to the stdio command; the token is in no process's argv and in no log.
+// to the stdio command; the token is in no process's argv and in no log; a listener that took the
+// server's port gets no token (it cannot prove it knows it).
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
@@ -23,6 +24,7 @@ import { isAlive } from '../support/process';
 import { cliPath } from '../support/cli';
 import { tempDir } from '../support/tmp';
 import { binDir, startSshd, whichOrThrow, type TestSshd } from './sshd';
+import { killSquatters, squat } from './detach-squatter';
 
 const work = tempDir('ssh-persist-');
 const node = process.execPath;
@@ -46,6 +48,7 @@ before(async () => {
 });
 
 after(async () => {
+  killSquatters();
   // Detached servers the tests started (each HOME has its run record): stopped by their pid.
   for (const h of ['home-p', 'home-i', 'home-n']) {
     const rec = readRunRecord(runPaths(path.join(work, h)).record);
@@ -162,6 +165,24 @@ describe('persistent ssh connection (real sshd)', () => {
     );
     assert.ok(!(e instanceof PersistenceUnavailable), `not a fallback: ${e.message}`);
     assert.match(e.message, /nothing listens on the host's 127\.0\.0\.1:\d+/);
+  });
+
+  it('attack: another user took the port between --detach and ssh -W — the listener must prove the token on that connection before it is sent', async () => {
+    // The server --detach named died and another user (uid 65534) bound its port at once.
+    const squatter = await squat(0, 65534);
+    try {
+      const token = 'T0ken-of-a-dead-server-' + 'x'.repeat(20);
+      const e = await openForwardedChannel(spec, { port: squatter.port, token, pid: 0, started: false }).then(
+        () => assert.fail('a websocket to the squatter was opened'),
+        (err: Error) => err,
+      );
+      assert.doesNotMatch(squatter.log(), /UPGRADE/, 'the squatter got the websocket upgrade');
+      assert.ok(!squatter.log().includes(token), 'the squatter saw the token');
+      assert.match(e.message, /did not prove it is the detached server \(.+\); the token was not sent/);
+      assert.ok(!e.message.includes(token));
+    } finally {
+      squatter.kill();
+    }
   });
 
   it('the token is in no process argv (ps) and in no log; the run file is 0600 in a 0700 folder', async () => {

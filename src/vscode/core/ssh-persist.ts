@@ -9,10 +9,12 @@
 // Falls back to the plain stdio command (with a log line saying why) when the executor does not
 // know --detach (the reference codex, an older CLI) or the host refuses forwarding
 // (AllowTcpForwarding no, a key with no-port-forwarding). The token travels only through ssh's
-// stdout and the upgrade request: never in an argv, never in a log line or error. Free of `vscode`.
+// stdout and the upgrade request — sent only after the listener proved, on that same connection,
+// that it knows the token: never in an argv, never in a log line or error. Free of `vscode`.
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { ExecClient } from '../../client/api';
 import { ExecServerClient, type ChannelFactory, type ClientOptions } from '../../client/client';
+import { proveOverStream } from '../../cli-detach-proof';
 import { RpcChannel } from '../../rpc/channel';
 import { StreamSocket } from '../../transports/stream-socket';
 import { connectWebSocketTransport } from '../../transports/websocket-client';
@@ -121,6 +123,8 @@ const NOTHING_LISTENS = /open failed: connect failed/i;
 
 /** The detached server went away between --detach and ssh -W (it exited, was killed). */
 class ServerGone extends Error {}
+/** The listener on the port did not prove it knows the token (another listener took the port since): --detach checks again. */
+class NotProven extends ServerGone {}
 
 /** `ssh -W 127.0.0.1:PORT` to the host and a websocket (with the token) over its stdio. */
 export async function openForwardedChannel(spec: PersistentSshSpec, server: DetachedServer, opts: { timeoutMs?: number } = {}): Promise<{ channel: RpcChannel; child: ChildProcess }> {
@@ -134,9 +138,15 @@ export async function openForwardedChannel(spec: PersistentSshSpec, server: Deta
   });
   const exited = new Promise<void>((resolve) => child.once('close', () => resolve()));
   const spawnFailed = new Promise<never>((_, reject) => child.once('error', (e) => reject(new SshError('ssh-missing', spec.host, `${spec.ssh}: ${e.message}`))));
-  const socket = new StreamSocket(child.stdout!, child.stdin!);
-  socket.on('error', () => undefined);
   try {
+    // Before the token goes out: the listener at the end of this very connection proves it knows
+    // it (src/cli-detach-proof.ts). --detach checked the port a moment ago, but the server may
+    // have died since and someone else taken the port.
+    const proof = await Promise.race([proveOverStream(child.stdout!, child.stdin!, server.port, server.token, opts.timeoutMs ?? 20_000), spawnFailed]);
+    if (proof.result === 'unsupported') throw new PersistenceUnavailable(`the detached server on ${spec.host} cannot prove its token (${proof.why})`);
+    if (proof.result === 'failed') throw new NotProven(`the listener on the host's 127.0.0.1:${server.port} did not prove it is the detached server (${proof.why}); the token was not sent to it`);
+    const socket = new StreamSocket(child.stdout!, child.stdin!);
+    socket.on('error', () => undefined);
     const transport = await Promise.race([
       connectWebSocketTransport(`ws://127.0.0.1:${server.port}/`, { token: server.token, connectTimeoutMs: opts.timeoutMs ?? 20_000, createConnection: () => socket }),
       spawnFailed,
@@ -153,7 +163,7 @@ export async function openForwardedChannel(spec: PersistentSshSpec, server: Deta
     await Promise.race([exited, new Promise((r) => setTimeout(r, 2000))]);
     if (FORWARDING_REFUSED.test(stderr)) throw new PersistenceUnavailable(`${spec.host} refuses TCP forwarding (ssh: ${lastLines(stderr, 2)})`);
     if (NOTHING_LISTENS.test(stderr)) throw new ServerGone(`nothing listens on the host's 127.0.0.1:${server.port} any more (ssh: ${lastLines(stderr, 2)})`);
-    if (e instanceof SshError) throw e;
+    if (e instanceof SshError || e instanceof PersistenceUnavailable || e instanceof NotProven) throw e;
     const kind = classifySshFailure(stderr, child.exitCode);
     if (kind) throw new SshError(kind, spec.host, stderr);
     throw new Error(`${e instanceof Error ? e.message : String(e)}${stderr.trim() ? ` (ssh: ${lastLines(stderr, 2)})` : ''}`);
@@ -185,7 +195,8 @@ export async function connectPersistentSsh(spec: PersistentSshSpec, opts: Persis
       try {
         return (await openForwardedChannel(spec, server)).channel;
       } catch (e) {
-        // It exited between the two ssh calls (its idle exit): --detach starts a new one.
+        // It exited between the two ssh calls (its idle exit), or the port's listener is not it
+        // any more: --detach checks again and starts a new one if need be.
         if (!(e instanceof ServerGone) || attempt >= 2) throw e;
         opts.log?.('info', e.message);
       }

@@ -1,0 +1,54 @@
+// The attacker of the detached-server tests (cli-detach-attack, ssh-persist): a node http server
+// on 127.0.0.1 that squats a port — answers GET /readyz, answers anything else 200 with 64 hex
+// digits (what a proof looks like), and logs every request and every websocket upgrade's
+// Authorization header (then drops the upgrade). Run as another user with `uid` (65534), or as
+// this user. Its stderr goes nowhere (held by a leftover, the test runner's pipe would never end).
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+
+const SQUATTER = `
+const http = require('http');
+const s = http.createServer((req, res) => {
+  process.stdout.write('REQUEST ' + req.url + '\\n');
+  res.writeHead(200, { 'Content-Type': 'text/plain' }).end(req.url.startsWith('/readyz') ? 'ok\\n' : require('crypto').randomBytes(32).toString('hex') + '\\n');
+});
+s.on('upgrade', (req, sock) => { process.stdout.write('UPGRADE ' + JSON.stringify(req.headers.authorization || '') + '\\n'); sock.destroy(); });
+s.listen(Number(process.argv[1]), '127.0.0.1', () => process.stdout.write('LISTENING ' + s.address().port + '\\n'));
+`;
+
+const children = new Set<ChildProcess>();
+/** Kills every squatter (call from an `after` hook: a test file's process may end without its 'exit' event). */
+export function killSquatters(): void {
+  for (const c of children) c.kill('SIGKILL');
+  children.clear();
+}
+process.once('exit', killSquatters);
+
+export interface Squatter {
+  pid: number;
+  port: number;
+  /** Everything it logged: REQUEST <url>, UPGRADE "<authorization>". */
+  log(): string;
+  kill(): void;
+}
+
+/** A squatter on 127.0.0.1:`port` (0: any), run as `uid` (undefined: this user). */
+export async function squat(port: number, uid?: number): Promise<Squatter> {
+  const child = spawn(process.execPath, ['-e', SQUATTER, String(port)], { stdio: ['ignore', 'pipe', 'ignore'], cwd: '/', ...(uid === undefined ? {} : { uid, gid: uid }) });
+  children.add(child);
+  let out = '';
+  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  const deadline = Date.now() + 15_000;
+  while (!/LISTENING \d+/.test(out) && child.exitCode === null && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+  const m = /LISTENING (\d+)/.exec(out);
+  assert.ok(m, `the squatter did not listen: exit ${child.exitCode}`);
+  return {
+    pid: child.pid!,
+    port: Number(m[1]),
+    log: () => out,
+    kill: () => {
+      child.kill('SIGKILL');
+      children.delete(child);
+    },
+  };
+}
