@@ -2,11 +2,16 @@
 // on 127.0.0.1 that squats a port — answers GET /readyz, answers anything else 200 with 64 hex
 // digits (what a proof looks like), and logs every request and every websocket upgrade's
 // Authorization header (then drops the upgrade). Run as another user with `uid` (65534), or as
-// this user. Its stderr goes nowhere (held by a leftover, the test runner's pipe would never end).
+// this user (switching uid needs root: the tests run as root, as CI does). Its stdio are pipes to
+// the test, never the test runner's (a leftover would hold that open).
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 
+// Started as this user and then switched to the other uid (setuid) before its socket exists: the
+// node binary may live where that user cannot read it (under /root), builtins need no file access.
 const SQUATTER = `
+const uid = Number(process.argv[2]);
+if (uid >= 0) { process.setgroups([]); process.setgid(uid); process.setuid(uid); }
 const http = require('http');
 const s = http.createServer((req, res) => {
   process.stdout.write('REQUEST ' + req.url + '\\n');
@@ -34,14 +39,17 @@ export interface Squatter {
 
 /** A squatter on 127.0.0.1:`port` (0: any), run as `uid` (undefined: this user). */
 export async function squat(port: number, uid?: number): Promise<Squatter> {
-  const child = spawn(process.execPath, ['-e', SQUATTER, String(port)], { stdio: ['ignore', 'pipe', 'ignore'], cwd: '/', ...(uid === undefined ? {} : { uid, gid: uid }) });
+  const child = spawn(process.execPath, ['-e', SQUATTER, String(port), String(uid ?? -1)], { stdio: ['ignore', 'pipe', 'pipe'], cwd: '/' });
   children.add(child);
   let out = '';
+  let err = '';
   child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+  child.on('error', (e) => (err += e.message));
   const deadline = Date.now() + 15_000;
   while (!/LISTENING \d+/.test(out) && child.exitCode === null && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
   const m = /LISTENING (\d+)/.exec(out);
-  assert.ok(m, `the squatter did not listen: exit ${child.exitCode}`);
+  assert.ok(m, `the squatter did not listen: exit ${child.exitCode} ${err.slice(0, 500)}`);
   return {
     pid: child.pid!,
     port: Number(m[1]),
