@@ -316,4 +316,45 @@ describe('agent gate: grant scope attacks', () => {
       assert.equal(f.questions.length, 2);
     });
   });
+
+  it('answer window: a program rewritten, or a folder swapped for a symlink, while its question is open does not run / is not written on "Allow"', async () => {
+    const script = path.join(ws, 'deploy.sh');
+    writeFileSync(script, '#!/bin/sh\necho deploying\n', { mode: 0o755 });
+    const pwned = path.join(outside, 'pwned-window');
+    const folder = tmpDir('agent-scope-window-');
+    mkdirSync(path.join(folder, 'd'));
+    const elsewhere = tmpDir('agent-scope-window-out-');
+    await withAgent({ policy: 'askOutsideWorkspace', answer: () => 'wait' }, async (f, a) => {
+      // The user reads "run ./deploy.sh"; meanwhile the agent rewrites it (an unasked workspace write).
+      const start = a.send('process/start', startParams('w1', ['./deploy.sh'], ws));
+      await waitFor(() => f.questions.length === 1, { what: 'the question' });
+      assert.ok((await a.send('fs/writeFile', { path: uri(script), dataBase64: b64(`#!/bin/sh\necho owned > ${pwned}\n`) })).result);
+      f.questions[0].answer('Allow');
+      const r = await start;
+      await sleep(300);
+      assert.equal(existsSync(pwned), false, 'the rewritten script did not run on the answer given for the old one');
+      assert.ok(r.error, 'refused');
+      assert.match(r.error.message, /changed while the question was open/);
+      // The user reads "write … to <folder>/d/x"; meanwhile d becomes a link to another folder
+      // (a temp dir an unasked sandboxed command may change).
+      const write = a.send('fs/writeFile', { path: uri(path.join(folder, 'd', 'x')), dataBase64: b64('payload') });
+      await waitFor(() => f.questions.length === 2, { what: 'the second question' });
+      rmSync(path.join(folder, 'd'), { recursive: true });
+      symlinkSync(elsewhere, path.join(folder, 'd'));
+      f.questions[1].answer('Allow');
+      const w = await write;
+      assert.deepEqual(readdirSync(elsewhere), [], 'nothing was written where the question did not say');
+      assert.ok(w.error, 'refused');
+      // Unchanged, an allowed request still runs.
+      rmSync(path.join(folder, 'd'));
+      mkdirSync(path.join(folder, 'd'));
+      const ok = a.send('fs/writeFile', { path: uri(path.join(folder, 'd', 'y')), dataBase64: b64('fine') });
+      await waitFor(() => f.questions.length === 3, { what: 'the third question' });
+      f.questions[2].answer('Allow');
+      assert.ok((await ok).result, 'an unchanged request runs on Allow');
+      assert.equal(readFileSync(path.join(folder, 'd', 'y'), 'utf8'), 'fine');
+    });
+    removeDir(folder);
+    removeDir(elsewhere);
+  });
 });

@@ -26,7 +26,9 @@ export async function confineUnasked(ctx: AgentContext, method: string, v: Verdi
   const params = v.params as Record<string, unknown>;
   const own = sandboxOf(method, params, ctx, ctx.workspaceRoots[0] ?? '/');
   if (own.kind === 'managed') {
-    if (await writesStayInside(own, { ...ctx, workspaceRoots: roots })) return v;
+    // Allowed by the user (for the session or this once): their answer stands; the request's
+    // own sandbox is kept and the engine applies it (not pinned: see below for why not).
+    if (exact || (await writesStayInside(own, { ...ctx, workspaceRoots: roots }))) return v;
     return { kind: 'ask', needs: [], what: { summary: `${method} with a sandbox that writes outside the workspace`, details: [`Method: ${method}`, `Request: ${redactedJson(params)}`], complete: false, sessionScope: 'Allow for Session allows this request only.' }, params };
   }
   const confined: Record<string, unknown> = { ...params, sandbox: await workspaceOnlySandbox(roots) };

@@ -6,7 +6,7 @@
 // request of every question, minus bulk data and anything secret (session ids, tokens).
 import os from 'node:os';
 import { ErrorCodes, Messages, RpcError } from '../../protocol/errors';
-import { ConnectionState } from './agent-grants';
+import { ApprovedState, approvalGrants, ConnectionState } from './agent-grants';
 import type { Pinned } from './agent-pin';
 import { realPathOf } from './agent-paths';
 import { classify, type AgentContext, type Described } from './agent-request';
@@ -175,8 +175,18 @@ export class ConnectionGate {
     }
     const { allowed, why } = await this.ask(method, verdict.params, verdict.what, verdict.needs);
     if (!allowed) throw new RpcError(ErrorCodes.InvalidRequest, `permission denied: ${method} was not approved (${why})`);
+    if (this.closed) throw new RpcError(ErrorCodes.ConnectionClosed, Messages.connectionClosed);
+    // The answer is for what the question showed, seconds ago. Judged again now: a program
+    // rewritten or a folder swapped for a symlink meanwhile needs something else (refused), and
+    // the paths are held to where the question said while the engine acts.
+    const again = await classify(method, params, await this.gate.context(new ApprovedState(this.state, verdict.needs, await approvalGrants(verdict.needs))));
+    if (again.kind === 'deny') throw again.error;
+    if (again.kind === 'ask') {
+      this.host.log?.('info', `approval: ${this.label}: refused after the answer, the request changed: ${redactForLog(method, params)}`);
+      throw new RpcError(ErrorCodes.InvalidRequest, `permission denied: ${method}: what it would run or change changed while the question was open; ask again`);
+    }
     if (startId !== undefined) this.state.processes.add(startId);
-    return { params: verdict.params };
+    return { params: again.params, pins: again.pins, answer: again.answer, prepare: again.prepare };
   }
 
   private ask(method: string, params: unknown, what: Described, needs: Parameters<ConnectionState['grant']>[0]): Promise<{ allowed: boolean; why: string }> {

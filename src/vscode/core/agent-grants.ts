@@ -3,6 +3,8 @@
 // settings), a path prefix for reads or for writes, an HTTP origin. They live in one
 // connection's state only (a resumed session brings its own state back, see AgentGate);
 // nothing here is shared between connections.
+import { promises as fsp } from 'node:fs';
+import path from 'node:path';
 import { isInside } from './agent-paths';
 
 export type Grant =
@@ -48,4 +50,50 @@ export class ConnectionState {
   grant(needs: readonly Need[]): void {
     for (const n of needs) if (n.grantable) this.grants.push(grantOf(n));
   }
+}
+
+/**
+ * The connection's state as it is once the user answered "Allow" (or "Allow for Session") to
+ * one question: the request is judged again against it before it runs. Exactly the needs the
+ * question showed are covered (plus the connection's grants); if the request now needs
+ * anything else — its program file was rewritten, a folder on its path became a symlink while
+ * the question was open — it is not covered and is refused. The folders the approved paths
+ * are in stand as grants here (approvalGrants), so that the engine is held to them while it
+ * acts (agent-confine.ts).
+ */
+export class ApprovedState extends ConnectionState {
+  private readonly approved: Set<string>;
+
+  constructor(
+    private readonly base: ConnectionState,
+    approved: readonly Need[],
+    held: readonly Grant[],
+  ) {
+    super();
+    this.approved = new Set(approved.map((n) => JSON.stringify(n)));
+    this.grants.push(...base.grants, ...held);
+  }
+
+  override covered(needs: readonly Need[]): boolean {
+    return needs.length > 0 && needs.every((n) => this.approved.has(JSON.stringify(n)) || this.base.grants.some((g) => covers(g, n)));
+  }
+}
+
+/**
+ * For each approved path: the nearest existing directory holding it (what a sandbox can name
+ * and a pin can check; a `mkdir -p` target or a new file does not exist yet).
+ */
+export async function approvalGrants(needs: readonly Need[]): Promise<Grant[]> {
+  const out: Grant[] = [];
+  for (const n of needs) {
+    if (n.type !== 'read' && n.type !== 'write') continue;
+    let dir = path.dirname(n.path);
+    for (;;) {
+      const st = await fsp.stat(dir).catch(() => undefined);
+      if (st?.isDirectory() || path.dirname(dir) === dir) break;
+      dir = path.dirname(dir);
+    }
+    out.push({ type: n.type, prefix: dir });
+  }
+  return out;
 }

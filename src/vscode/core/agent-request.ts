@@ -103,8 +103,10 @@ function decidePaths(
   }
   if (ctx.state.covered(asNeeds)) {
     // Held to the granted folders while the engine acts, as workspace requests are held to the
-    // workspace: a folder the user granted may be one a concurrent process can change.
-    const roots = [...new Set(ctx.state.grants.filter((g) => asNeeds.some((n) => covers(g, n))).map((g) => (g as { prefix: string }).prefix))];
+    // workspace: a folder the user granted may be one a concurrent process can change. (A
+    // protected path is only ever allowed for the one request, and not pinned: a pin refuses it.)
+    if (protectedAny) return { kind: 'allow', why: 'allowed by the user', params };
+    const roots = [...new Set(ctx.state.grants.filter((g) => asNeeds.some((n) => covers(g, { ...n, grantable: true }))).map((g) => (g as { prefix: string }).prefix))];
     return { kind: 'allow', why: 'allowed for this session', params, confine: { roots, exact: true } };
   }
   if (protectedAny) what.details.push('This touches .vscode/, .git/, a *.code-workspace file or VS Code’s own settings: asked every time, whatever the policy.');
