@@ -138,13 +138,14 @@ describe('exec-server --detach: a stale run record and a squatter on its port', 
   it('the real server is still found (started: false), and each --detach that vouches for it restarts its idle time', async () => {
     const home = path.join(work, 'reuse');
     mkdirSync(home);
-    const a = await detach(home, ['--idle-exit', '3']);
-    assert.ok(await connectAsClient(a, 1500), 'a client came and went: 3 s from now it would idle out');
-    // --detach after --detach for 7 s, none connecting: each one's proof counts as activity, so
-    // the client it vouched to would still find the server (before: it exited 3 s after the client).
-    const deadline = Date.now() + 7000;
+    const a = await detach(home, ['--idle-exit', '5']);
+    assert.ok(await connectAsClient(a, 2500), 'a client came and went: 5 s from now it would idle out');
+    // --detach after --detach for 9 s, none connecting: each one's proof counts as activity, so
+    // the client it vouched to would still find the server (before: it exited 5 s after the client).
+    // The gap between two proofs is one --detach's run (well under a second; 5 s of margin for a loaded machine).
+    const deadline = Date.now() + 9000;
     while (Date.now() < deadline) {
-      const b = await detach(home, ['--idle-exit', '3']);
+      const b = await detach(home, ['--idle-exit', '5']);
       assert.deepEqual({ ...b, started: true }, a, 'the same server, found again');
       assert.equal(b.started, false);
     }
@@ -167,8 +168,9 @@ describe('exec-server --detach: the server removes its run record when it exits'
     const home = path.join(work, 'idle');
     mkdirSync(home);
     const a = await detach(home, ['--idle-exit', '1']);
-    // Connected across the server's 1 s idle check, so it counts as served (the 30 s first-connect grace ends).
-    assert.ok(await connectAsClient(a, 1500));
+    // Connected across the server's 1 s idle check, so it counts as served (the 30 s first-connect
+    // grace ends; were a check missed on a loaded machine, the grace only makes the wait longer).
+    assert.ok(await connectAsClient(a, 2500));
     // Someone else asking for proofs (they cannot make the client half) does not keep it alive.
     let refused = 0;
     const poll = setInterval(() => {
@@ -178,7 +180,7 @@ describe('exec-server --detach: the server removes its run record when it exits'
       }).on('error', () => undefined);
     }, 200);
     try {
-      await until('the idle exit', () => !isAlive(a.pid), 20_000);
+      await until('the idle exit', () => !isAlive(a.pid), 60_000);
     } finally {
       clearInterval(poll);
     }
@@ -191,12 +193,13 @@ describe('exec-server --detach: the server removes its run record when it exits'
     const home = path.join(work, 'replaced');
     mkdirSync(home);
     const a = await detach(home);
-    // Its watcher (checked every second) has seen the record name it once.
-    await new Promise((r) => setTimeout(r, 1500));
+    // Its watcher (checked every second) has seen the record name it once (if not, it stops after
+    // a minute as "never written": slower, the same check).
+    await new Promise((r) => setTimeout(r, 2500));
     // Both the exit path and the watcher (which stops a server its record no longer names) must leave it.
     const other = { ...readRunRecord(runPaths(home).record)!, pid: process.pid };
     writeFileSync(runPaths(home).record, JSON.stringify(other) + '\n', { mode: 0o600 });
-    await until('the server to exit (unreachable)', () => !isAlive(a.pid), 20_000);
+    await until('the server to exit (unreachable)', () => !isAlive(a.pid), 90_000);
     assert.deepEqual(readRunRecord(runPaths(home).record), other);
   });
 });
