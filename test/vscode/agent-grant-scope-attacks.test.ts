@@ -136,6 +136,22 @@ describe('agent gate: grant scope attacks', () => {
     });
   });
 
+  it('question: a bare program name that resolves into the workspace (a relative PATH entry) is named with its file in the one line', async () => {
+    const planted = path.join(ws, 'git');
+    writeFileSync(planted, '#!/bin/sh\necho planted\n', { mode: 0o755 });
+    try {
+      await withAgent({ policy: 'alwaysAsk', answer: () => 'Deny' }, async (f, a) => {
+        await a.send('process/start', startParams('g1', ['git', 'status'], ws, { env: { PATH: `.:${process.env.PATH ?? '/usr/bin:/bin'}` } }));
+        assert.ok(f.questions[0].message.includes(`git is ${planted}`), `the line says which git: ${f.questions[0].message}`);
+        // /bin/true found on an absolute PATH entry outside the workspace: no such note.
+        await a.send('process/start', startParams('g2', ['true'], ws));
+        assert.doesNotMatch(f.questions[1].message, / is \//);
+      });
+    } finally {
+      rmSync(planted);
+    }
+  });
+
   it('question: an http/request URL is shown as the engine reads it — a look-alike Unicode host, a user name passing for the host, a backslash', async () => {
     await withAgent({ policy: 'askOutsideWorkspace', answer: () => 'Deny' }, async (f, a) => {
       // Cyrillic 'а' (U+0430) in place of the Latin 'a'.

@@ -127,6 +127,12 @@ export async function decideStart(ctx: AgentContext, params: unknown, d: Record<
   else if (!contained) flags.push('sandbox writes outside the workspace or allows network');
   else flags.push(injected ? 'sandboxed by your setting' : 'sandboxed');
   if (arg0 !== undefined && arg0 !== null && arg0 !== argv[0]) flags.push(`arg0 ${shown(arg0)}`);
+  // A bare name found in the cwd, the workspace or a temp dir (a relative PATH entry, or PATH
+  // set to such a folder) is a program the agent could have written: `git` read as /usr/bin/git
+  // would under-state it.
+  if (!argv[0].includes('/') && program && [cwdReal, ...ctx.workspaceRoots, ...ctx.tmpRoots].some((r) => isInside(program.real, r))) {
+    flags.push(`${shown(argv[0])} is ${shown(program.real)}`);
+  }
   // Named, not counted: one variable (LD_PRELOAD, BASH_ENV, GIT_CONFIG_*, NODE_OPTIONS…) can
   // make a harmless-looking command run anything, and the one line is what gets read.
   const setNames = [...new Set([...Object.keys(envPolicy?.set ?? {}), ...Object.keys(env)])];
