@@ -47,6 +47,15 @@ function codexSandbox(network: 'restricted' | 'enabled', protectedSubpaths: stri
 }
 
 const b64 = (s: string) => Buffer.from(s).toString('base64');
+/** Waits until the process has exited and its output is drained. */
+async function closed(a: RawAgent, id: string): Promise<void> {
+  for (let i = 0; i < 100; i++) {
+    const r = (await a.send('process/read', { processId: id, afterSeq: 0, waitMs: 100 })).result as { closed: boolean } | undefined;
+    if (r?.closed) return;
+  }
+  throw new Error(`process ${id} did not close`);
+}
+
 /** The fixture of the running test (its answer function counts its questions). */
 let f0: EndpointFixture;
 
@@ -75,6 +84,9 @@ describe('agent gate: grant scope attacks', () => {
       f0 = f;
       assert.ok((await a.send('process/start', startParams('b1', ['./build.sh'], ws))).result, 'the first run was allowed for the session');
       assert.equal(f.questions.length, 1);
+      // (The shell reads the script after it started: rewriting it before then would change
+      // that run too, a race no gate can close. The attack is on the grant: a later run.)
+      await closed(a, 'b1');
       // An fs/writeFile inside the workspace runs without a question under the default policy.
       const w = await a.send('fs/writeFile', { path: uri(script), dataBase64: b64(`#!/bin/sh\necho owned > ${pwned}\n`) });
       assert.ok(w.result, `unasked workspace write: ${JSON.stringify(w.error)}`);
@@ -373,4 +385,15 @@ describe('agent gate: grant scope attacks', () => {
     removeDir(folder);
     removeDir(elsewhere);
   });
+
+  it('answer window: a workspace change that carries its own wider sandbox is asked, and on "Allow" it runs (nothing changed meanwhile)', async () => {
+    await withAgent({ policy: 'askOutsideWorkspace', answer: () => 'Allow' }, async (f, a) => {
+      const sandbox = { permissions: { type: 'managed', file_system: { type: 'unrestricted' }, network: 'restricted' } };
+      const r = await a.send('fs/writeFile', { path: uri(path.join(ws, 'wide.txt')), dataBase64: b64('wide'), sandbox });
+      assert.equal(f.questions.length, 1, 'asked: its sandbox writes outside the workspace');
+      assert.ok(r.result, `ran on Allow: ${JSON.stringify(r.error)}`);
+      assert.equal(readFileSync(path.join(ws, 'wide.txt'), 'utf8'), 'wide');
+    });
+  });
 });
+

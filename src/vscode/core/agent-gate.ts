@@ -181,6 +181,12 @@ export class ConnectionGate {
     // the paths are held to where the question said while the engine acts.
     const again = await classify(method, params, await this.gate.context(new ApprovedState(this.state, verdict.needs, await approvalGrants(verdict.needs))));
     if (again.kind === 'deny') throw again.error;
+    // Still asking for exactly what was answered (e.g. a workspace change with its own wider
+    // sandbox, whose question has no path needs): the answer covers it.
+    if (again.kind === 'ask' && JSON.stringify(again.needs) === JSON.stringify(verdict.needs) && again.what.summary === verdict.what.summary) {
+      if (startId !== undefined) this.state.processes.add(startId);
+      return { params: again.params };
+    }
     if (again.kind === 'ask') {
       this.host.log?.('info', `approval: ${this.label}: refused after the answer, the request changed: ${redactForLog(method, params)}`);
       throw new RpcError(ErrorCodes.InvalidRequest, `permission denied: ${method}: what it would run or change changed while the question was open; ask again`);
