@@ -191,10 +191,10 @@ describe('agent gate: grant scope attacks', () => {
       res.end();
     });
     await new Promise<void>((r) => redirector.listen(0, '127.0.0.1', r));
-    // Another origin than the secret one: localhost vs 127.0.0.1.
-    const allowedUrl = `http://localhost:${(redirector.address() as AddressInfo).port}/go`;
+    // Another origin than the secret one (another port; no name lookup involved).
+    const allowedUrl = `http://127.0.0.1:${(redirector.address() as AddressInfo).port}/go`;
     try {
-      await withAgent({ policy: 'askOutsideWorkspace', answer: (q) => (q.message.includes('localhost') ? 'Allow for Session' : 'Deny') }, async (f, a) => {
+      await withAgent({ policy: 'askOutsideWorkspace', answer: (q) => (q.message.includes(allowedUrl) ? 'Allow for Session' : 'Deny') }, async (f, a) => {
         const r = await a.send('http/request', { method: 'GET', url: allowedUrl, headers: [], requestId: 'h1', redirectPolicy: 'follow' });
         assert.equal(f.questions.length, 1);
         assert.equal(secretHits, 0, 'the redirect target (an origin the user was never asked about) was not contacted');
