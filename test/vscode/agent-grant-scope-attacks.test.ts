@@ -395,5 +395,43 @@ describe('agent gate: grant scope attacks', () => {
       assert.equal(readFileSync(path.join(ws, 'wide.txt'), 'utf8'), 'wide');
     });
   });
+
+  it('process control: another connection cannot drive, read or end a process by its id, and a process of its own with the same id is its own', async () => {
+    const f = await startEndpoint({ roots: [ws], policy: 'alwaysAsk', answer: () => 'Allow' });
+    const a = await RawAgent.connect(f.url, f.token);
+    const b = await RawAgent.connect(f.url, f.token);
+    try {
+      await a.handshake();
+      await b.handshake();
+      assert.ok((await a.send('process/start', startParams('p1', ['/bin/cat'], ws, { pipeStdin: true }))).result);
+      for (const [m, extra] of [
+        ['process/write', { chunk: b64('from b\n'), writeId: 'w' }],
+        ['process/read', { afterSeq: 0, waitMs: 0 }],
+        ['process/signal', { signal: 'interrupt' }],
+        ['process/terminate', {}],
+        ['process/closeStdin', {}],
+        ['process/resize', { cols: 10, rows: 10 }],
+      ] as const) {
+        const r = await b.send(m, { processId: 'p1', ...extra });
+        assert.match(String(r.error?.message), /not started by this connection/, `${m} from another connection refused`);
+      }
+      // b's own p1 is another process: ending it leaves a's running.
+      assert.ok((await b.send('process/start', startParams('p1', ['/bin/cat'], ws, { pipeStdin: true }))).result);
+      assert.ok((await b.send('process/terminate', { processId: 'p1' })).result);
+      assert.ok((await a.send('process/write', { processId: 'p1', chunk: b64('still here\n'), writeId: 'w1' })).result);
+      let out = '';
+      for (let i = 0; i < 50 && !out.includes('still here'); i++) {
+        const r = (await a.send('process/read', { processId: 'p1', afterSeq: 0, waitMs: 100 })).result as { chunks: { chunk: string }[]; closed: boolean };
+        out = r.chunks.map((c) => Buffer.from(c.chunk, 'base64').toString()).join('');
+        assert.equal(r.closed, false, "a's process was not ended by b");
+      }
+      assert.equal(out, 'still here\n', "a's process got a's input only");
+      await a.send('process/terminate', { processId: 'p1' });
+    } finally {
+      a.close();
+      b.close();
+      await f.stop();
+    }
+  });
 });
 
