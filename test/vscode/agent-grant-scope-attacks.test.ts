@@ -433,5 +433,31 @@ describe('agent gate: grant scope attacks', () => {
       await f.stop();
     }
   });
+
+  it('run grant: a cwd written as <link to the outside>/.. is the folder the gate judged (the engine reads the path as the gate did), not the parent of the link target', async () => {
+    const link = path.join(ws, 'to-deep');
+    const deep = path.join(outside, 'deep');
+    mkdirSync(deep, { recursive: true });
+    symlinkSync(deep, link);
+    try {
+      await withAgent({ policy: 'alwaysAsk', answer: () => 'Allow for Session' }, async (f, a) => {
+        assert.ok((await a.send('process/start', startParams('c1', ['/bin/pwd'], ws))).result);
+        for (const [id, cwd] of [
+          ['c2', `${uri(ws)}/to-deep/..`],
+          ['c3', `${uri(ws)}/to-deep/%2e%2e`],
+          ['c4', `${ws}/to-deep/..`],
+        ]) {
+          assert.ok((await a.send('process/start', { ...startParams(id, ['/bin/pwd'], ws), cwd })).result, `${cwd} started`);
+          await closed(a, id);
+          const r = (await a.send('process/read', { processId: id, afterSeq: 0, waitMs: 0 })).result as { chunks: { chunk: string }[] };
+          const out = r.chunks.map((c) => Buffer.from(c.chunk, 'base64').toString()).join('').trim();
+          assert.equal(out, ws, `${cwd} ran in the granted folder, not in ${outside}`);
+        }
+        assert.equal(f.questions.length, 1);
+      });
+    } finally {
+      rmSync(link);
+    }
+  });
 });
 
