@@ -1,7 +1,9 @@
 // Unasked changes and reads inside the workspace are held to the workspace while the engine
 // acts (agent-pin.ts): a concurrent process may swap a directory on the path for a symlink
 // after the gate's check. Changes carry a sandbox that writes only the workspace and get their
-// directory pinned; reads get their file pinned just before the engine reads it.
+// directory pinned; reads get their file pinned just before the engine reads it. Requests a
+// session grant covers, or the user just allowed, are held the same way to the granted
+// folders / the folders the question named (Verdict.confine says which).
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { ErrorCodes, RpcError } from '../../protocol/errors';
