@@ -129,6 +129,19 @@ export class RawAgent {
   }
 }
 
+/** An endpoint and one handshaken raw agent for `body`; both closed afterwards, whatever happens. */
+export async function withAgent(opts: FixtureOptions, body: (f: EndpointFixture, a: RawAgent) => Promise<void>): Promise<void> {
+  const f = await startEndpoint(opts);
+  const a = await RawAgent.connect(f.url, f.token);
+  try {
+    await a.handshake();
+    await body(f, a);
+  } finally {
+    a.close();
+    await f.stop();
+  }
+}
+
 export function tmpDir(prefix: string): string {
   return tempDir(prefix); // test/support: removed at exit even if a test fails before removeDir
 }

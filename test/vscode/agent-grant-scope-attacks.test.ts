@@ -11,7 +11,7 @@ import { after, before, describe, it } from 'node:test';
 import { managedSandbox, workspaceWriteEntries } from '../../src/protocol/codex-sandbox';
 import { descendants, isAlive } from '../support/process';
 import { waitFor } from '../support/wait';
-import { RawAgent, removeDir, sleep, startEndpoint, startParams, tmpDir, uri, type EndpointFixture } from './agent-attack-helpers';
+import { RawAgent, removeDir, withAgent as withAgentAt, sleep, startEndpoint, startParams, tmpDir, uri, type EndpointFixture } from './agent-attack-helpers';
 
 let ws: string; // the workspace folder
 let outside: string; // stands for $HOME
@@ -29,17 +29,8 @@ after(() => {
   removeDir(project);
 });
 
-async function withAgent(opts: Parameters<typeof startEndpoint>[0], body: (f: EndpointFixture, a: RawAgent) => Promise<void>): Promise<void> {
-  const f = await startEndpoint({ roots: [ws], ...opts });
-  const a = await RawAgent.connect(f.url, f.token);
-  try {
-    await a.handshake();
-    await body(f, a);
-  } finally {
-    a.close();
-    await f.stop();
-  }
-}
+/** An endpoint whose workspace is `ws` (unless `opts` names other roots) and a handshaken agent. */
+const withAgent = (opts: Parameters<typeof startEndpoint>[0], body: (f: EndpointFixture, a: RawAgent) => Promise<void>) => withAgentAt({ roots: [ws], ...opts }, body);
 
 /** Codex's workspace-write sandbox (protocol §6b) with the given network and protected subpaths. */
 function codexSandbox(network: 'restricted' | 'enabled', protectedSubpaths: string[] = ['.git']) {

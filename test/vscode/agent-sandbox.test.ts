@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { managedSandbox, workspaceWriteEntries } from '../../src/protocol/codex-sandbox';
 import { after, before, describe, it } from 'node:test';
-import { RawAgent, removeDir, startEndpoint, startParams, tmpDir, uri, type EndpointFixture } from './agent-attack-helpers';
+import { RawAgent, removeDir, withAgent as withAgentAt, startEndpoint, startParams, tmpDir, uri, type EndpointFixture } from './agent-attack-helpers';
 import { waitFor } from '../support/wait';
 
 let ws: string;
@@ -33,17 +33,8 @@ function codexSandbox(extra: unknown[] = [], network: 'restricted' | 'enabled' =
   });
 }
 
-async function withEndpoint(opts: Parameters<typeof startEndpoint>[0], body: (f: EndpointFixture, a: RawAgent) => Promise<void>): Promise<void> {
-  const f = await startEndpoint({ roots: [ws], ...opts });
-  const a = await RawAgent.connect(f.url, f.token);
-  try {
-    await a.handshake();
-    await body(f, a);
-  } finally {
-    a.close();
-    await f.stop();
-  }
-}
+/** An endpoint whose workspace is `ws` (unless `opts` names other roots) and a handshaken agent. */
+const withEndpoint = (opts: Parameters<typeof startEndpoint>[0], body: (f: EndpointFixture, a: RawAgent) => Promise<void>) => withAgentAt({ roots: [ws], ...opts }, body);
 
 /** Waits for the process to close; returns its output and exit facts (process/read). */
 async function finish(a: RawAgent, id: string): Promise<{ out: string; exitCode: number | null; sandboxDenied: boolean }> {
