@@ -19,7 +19,7 @@ import { RpcChannel } from '../../rpc/channel';
 import { StreamSocket } from '../../transports/stream-socket';
 import { connectWebSocketTransport } from '../../transports/websocket-client';
 import type { EnvironmentConfig } from './environment-store';
-import { runSsh, SshError, classifySshFailure } from './ssh-target';
+import { classifySshFailure, lastLines, runSsh, SshError } from './ssh-target';
 
 /** A Connect to Host environment whose connection can be persistent. */
 export interface PersistentSshSpec {
@@ -62,15 +62,6 @@ export function stdioOnlyReason(config: EnvironmentConfig): string | undefined {
   return undefined;
 }
 
-/** ssh's last lines (without the \r of a remote stderr) for a message. */
-const lastLines = (text: string, n: number) =>
-  text
-    .split(/\r?\n/)
-    .map((l) => l.trim())
-    .filter((l) => l && !/^Warning: Permanently added/.test(l))
-    .slice(-n)
-    .join(' | ');
-
 /** Why the persistent connection cannot be used on this host: the stdio command is used instead. */
 export class PersistenceUnavailable extends Error {
   constructor(message: string) {
@@ -95,7 +86,8 @@ export function detachCommand(spec: PersistentSshSpec, idleExitSec?: number): st
 export async function ensureDetachedServer(spec: PersistentSshSpec, opts: { idleExitSec?: number; timeoutMs?: number } = {}): Promise<DetachedServer> {
   const r = await runSsh({ sshPath: spec.ssh }, [...spec.options, '--', spec.host, detachCommand(spec, opts.idleExitSec)], { timeoutMs: opts.timeoutMs ?? 60_000, target: spec.host });
   const said = lastLines(r.stderr, 3);
-  if (r.code === 255 && classifySshFailure(r.stderr, r.code)) throw new SshError(classifySshFailure(r.stderr, r.code)!, spec.host, r.stderr);
+  const failure = r.code === 255 ? classifySshFailure(r.stderr, r.code) : undefined;
+  if (failure) throw new SshError(failure, spec.host, r.stderr);
   if (/unknown argument: --detach|unexpected argument '--detach'|unrecognized .*--detach|Usage: codex/i.test(r.stderr)) {
     throw new PersistenceUnavailable(`the executor on ${spec.host} does not support --detach (${said})`);
   }

@@ -159,7 +159,7 @@ export function classifySshFailure(stderr: string, exitCode: number | null): Ssh
 }
 
 /** The last `n` lines ssh (or the host) printed, each cut to 300 characters: a message, not a dump. */
-function lastLines(s: string, n = 3): string {
+export function lastLines(s: string, n = 3): string {
   return s
     .split(/\r?\n/)
     .map((l) => l.trim())
