@@ -97,7 +97,7 @@ export class WebSocketTransport extends MessageTransportBase implements MessageT
 
   send(message: object): void {
     if (this.isClosed || this.socket.readyState !== 1 /* OPEN */) return;
-    this.corkUntilNextTick();
+    this.corkForThisTurn();
     // A result carrying raw bytes (only for a client that negotiated binaryOutput): a kind 2 frame,
     // its bytes written as they are behind the header (./ws-direct-frame.ts) where possible.
     if (bytesMemberOf(message)) {
@@ -118,22 +118,25 @@ export class WebSocketTransport extends MessageTransportBase implements MessageT
    */
   sendOutputFrame(processId: string, seq: number, stream: OutputStream, data: Uint8Array): void {
     if (this.isClosed || this.socket.readyState !== 1 /* OPEN */) return;
-    this.corkUntilNextTick();
+    this.corkForThisTurn();
     if (sendDirect(this.socket, encodeOutputFrameHeader(processId, seq, stream), data)) return;
     this.socket.send(encodeOutputFrame(processId, seq, stream, data), { binary: true });
   }
 
   /**
-   * Every frame sent in one tick leaves in one writev: replies to a batch of pipelined requests
-   * then cost one syscall instead of one each.
+   * Every frame sent in one event-loop turn leaves in one writev: replies to a batch of pipelined
+   * requests cost one syscall instead of one each, and so do the output frames of all the pipe
+   * reads libuv makes in one poll phase. Uncorked in setImmediate (right after that poll phase)
+   * rather than nextTick (after each read's callback): streaming 128 MiB then took 5–10 % less
+   * wall time on this 2-core machine (one writev per 64 KiB read before).
    */
-  private corkUntilNextTick(): void {
+  private corkForThisTurn(): void {
     if (this.corked) return;
     const raw = (this.socket as unknown as { _socket?: import('node:net').Socket })._socket;
     if (!raw || typeof raw.cork !== 'function') return;
     this.corked = true;
     raw.cork();
-    process.nextTick(() => {
+    setImmediate(() => {
       this.corked = false;
       raw.uncork();
     });
