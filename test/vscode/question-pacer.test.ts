@@ -3,7 +3,7 @@
 // question that stopped mattering while it waited is never shown.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { QuestionPacer, type PacerClock } from '../../src/vscode/core/question-pacer';
+import { IDLE_REMEMBERED, QuestionPacer, type PacerClock } from '../../src/vscode/core/question-pacer';
 
 /** A clock whose time moves only when the test says; timers fire as it passes them. */
 class ManualClock implements PacerClock {
@@ -122,5 +122,39 @@ describe('question pacer', () => {
     pacer.schedule(() => void shown.push('B2'), () => false, 'B');
     clock.advance(1000);
     assert.deepEqual(shown, ['A1', 'B1', 'A2', 'B2', 'A3', 'A4', 'A5', 'A6']);
+  });
+
+  it('connections that come and go are forgotten: the per-connection memory stays bounded over a long window life', async () => {
+    const clock = new ManualClock();
+    const pacer = new QuestionPacer(3, 100, clock, Infinity);
+    const served = () => (pacer as unknown as { served: Map<string, number> }).served;
+    const flush = () => new Promise((r) => setImmediate(r));
+    let shownCount = 0;
+    // One connection keeps a question on screen all along: it is never forgotten.
+    pacer.schedule(() => new Promise<void>(() => undefined), () => false, 'long-lived');
+    // 500 connections, each: a question answered on screen, one that stopped mattering while it
+    // waited (its connection closed), then one more shown and gone.
+    for (let i = 0; i < 500; i++) {
+      const key = `agent connection #${i} (127.0.0.1:${10000 + i})`;
+      let answer!: () => void;
+      let closed = false;
+      clock.advance(100);
+      pacer.schedule(() => {
+        shownCount++;
+        return new Promise<void>((r) => (answer = r));
+      }, () => false, key);
+      pacer.schedule(() => void shownCount++, () => closed, key);
+      pacer.schedule(() => void shownCount++, () => closed, key);
+      pacer.schedule(() => void shownCount++, () => closed, key); // the window's budget is spent: waits
+      closed = true;
+      answer();
+      await flush();
+      clock.advance(100);
+      pacer.schedule(() => void shownCount++, () => false, key);
+    }
+    assert.equal(pacer.waiting, 0);
+    assert.equal(shownCount, 500 * 4, 'each connection\'s shown questions, not the closed one\'s');
+    assert.ok(served().has('long-lived'), 'the connection with a question on screen is remembered');
+    assert.ok(served().size <= IDLE_REMEMBERED + 1, `entries kept: ${served().size} (at most ${IDLE_REMEMBERED} idle connections + the busy one)`);
   });
 });

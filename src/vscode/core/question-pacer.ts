@@ -9,12 +9,21 @@
 // `windowMs`; the others wait here, in order, and one that stopped mattering while it waited
 // (timed out, agent gone) is never shown. Waiting questions are taken round-robin by
 // connection, so an agent that floods questions (up to the gate's pending bound) does not
-// hold back another agent's one. Free of `vscode`.
+// hold back another agent's one. Of connections with nothing waiting or on screen (closed, or
+// done asking) only the IDLE_REMEMBERED served most recently are remembered: a window lives for
+// days and sees any number of agent connections. One forgotten counts as never served when it
+// asks again (it was served longest ago anyway). Free of `vscode`.
 
 export interface PacerClock {
   now(): number;
   setTimeout(fn: () => void, ms: number): unknown;
 }
+
+/**
+ * Idle connections whose last turn is remembered. The recent ones matter: one served a moment
+ * ago must not overtake a connection that has been waiting when it asks again.
+ */
+export const IDLE_REMEMBERED = 32;
 
 const realClock: PacerClock = { now: () => Date.now(), setTimeout: (fn, ms) => setTimeout(fn, ms) };
 
@@ -30,8 +39,10 @@ export class QuestionPacer {
   private readonly queue: Waiting[] = [];
   private timerSet = false;
   private open = 0;
-  /** When each connection last had a question shown (a counter, not a time). */
+  /** When each connection last had a question shown (a counter, not a time), oldest first. */
   private readonly served = new Map<string, number>();
+  /** Questions on screen, by connection. */
+  private readonly openBy = new Map<string, number>();
   private turns = 0;
 
   /**
@@ -73,6 +84,7 @@ export class QuestionPacer {
   private drain(): void {
     for (;;) {
       for (let i = this.queue.length - 1; i >= 0; i--) if (this.queue[i].stale()) this.queue.splice(i, 1);
+      this.prune();
       if (this.queue.length === 0 || this.open >= this.maxOpen) return;
       const now = this.clock.now();
       while (this.shown.length > 0 && now - this.shown[0] >= this.windowMs) this.shown.shift();
@@ -88,6 +100,7 @@ export class QuestionPacer {
       }
       this.shown.push(now);
       const next = this.queue.splice(this.nextIndex(), 1)[0];
+      this.served.delete(next.key); // re-inserted last: the map stays ordered oldest turn first
       this.served.set(next.key, ++this.turns);
       let onScreen: Promise<unknown> | void;
       try {
@@ -97,11 +110,29 @@ export class QuestionPacer {
       }
       if (!onScreen) continue;
       this.open++;
+      this.openBy.set(next.key, (this.openBy.get(next.key) ?? 0) + 1);
       const release = () => {
         this.open--;
+        const left = (this.openBy.get(next.key) ?? 1) - 1;
+        if (left > 0) this.openBy.set(next.key, left);
+        else this.openBy.delete(next.key);
         this.drain();
       };
       onScreen.then(release, release);
+    }
+  }
+
+  /** Forgets the oldest turns of idle connections (nothing waiting, nothing on screen) beyond IDLE_REMEMBERED. */
+  private prune(): void {
+    if (this.served.size <= IDLE_REMEMBERED) return;
+    const busy = new Set([...this.openBy.keys(), ...this.queue.map((w) => w.key)]);
+    let idle = 0;
+    for (const k of this.served.keys()) if (!busy.has(k)) idle++;
+    for (const k of this.served.keys()) {
+      if (idle <= IDLE_REMEMBERED) break;
+      if (busy.has(k)) continue;
+      this.served.delete(k);
+      idle--;
     }
   }
 }
