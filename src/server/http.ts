@@ -3,11 +3,37 @@
 // read from the response only as fast as the client takes them (the next chunk is pulled once
 // the connection is not congested: fetch then stops reading the socket, and TCP slows the
 // sender). Without it the body is collected into the one answer, so it is bounded by what a
-// message can carry.
+// message can carry. A request whose addresses were pinned in process (the agent gate judged
+// where its host name leads, see PINNED_HTTP_ADDRESSES) connects to exactly those
+// (./http-pinned.ts); every other request resolves its host as fetch does.
 import { MAX_MESSAGE_BYTES } from '../protocol/limits';
 import { RpcError, internalError, invalidParams, invalidRequest } from '../protocol/errors';
 import { markVerbatim } from '../rpc/verbatim';
 import type { HttpBodyDeltaNotification, HttpHeader, HttpRequestResult } from '../protocol/types';
+import { pinnedRequest } from './http-pinned';
+
+/**
+ * The addresses a host name was judged by (in process only): the engine connects to these and
+ * to nothing else, whatever the name resolves to by then. `addresses` empty: the name did not
+ * resolve when judged (`error` says why); the request then fails without resolving it again.
+ */
+export interface PinnedAddresses {
+  host: string;
+  addresses: readonly { address: string; family: 4 | 6 }[];
+  error?: string;
+}
+
+/**
+ * The key under which an in-process caller (the agent gate) puts PinnedAddresses on the
+ * http/request params object. A symbol: params parsed from the wire can never carry it.
+ */
+export const PINNED_HTTP_ADDRESSES = Symbol('exec-server http/request pinned addresses');
+
+/** The pin an in-process caller put on raw http/request params, if any. */
+export function pinnedOf(raw: unknown): PinnedAddresses | undefined {
+  if (raw === null || typeof raw !== 'object') return undefined;
+  return (raw as { [PINNED_HTTP_ADDRESSES]?: PinnedAddresses })[PINNED_HTTP_ADDRESSES];
+}
 
 export interface HttpRequestInput {
   method: string;
@@ -18,6 +44,17 @@ export interface HttpRequestInput {
   redirectPolicy: 'follow' | 'stop';
   requestId: string;
   streamResponse: boolean;
+  /** Connect only to these (in process only, see PINNED_HTTP_ADDRESSES). */
+  pinned?: PinnedAddresses;
+}
+
+/** A response as both ways of fetching deliver it. */
+export interface Fetched {
+  status: number;
+  headers: HttpHeader[];
+  body: AsyncIterable<Uint8Array> | null;
+  /** Drops the body unread (the connection is closed). */
+  discard(): Promise<void>;
 }
 
 /**
@@ -51,48 +88,64 @@ export async function httpRequest(
   const signals = [cancel];
   if (req.timeoutMs !== undefined && req.timeoutMs > 0) signals.push(AbortSignal.timeout(req.timeoutMs));
   const signal = AbortSignal.any(signals);
-  let res: Response;
+  let res: Fetched;
   try {
-    res = await fetch(url, {
-      method: req.method,
-      headers: req.headers.map((h) => [h.name, h.value] as [string, string]),
-      body: req.body && req.body.length > 0 ? req.body : undefined,
-      redirect: req.redirectPolicy === 'stop' ? 'manual' : 'follow',
-      signal,
-    });
+    res = req.pinned ? await pinnedRequest(url, req, req.pinned, signal) : await fetched(url, req, signal);
   } catch (e) {
     const cause = (e as { cause?: { message?: string } }).cause?.message;
     throw internalError(`http/request failed: ${cause ?? (e as Error).message} (${req.url})`);
   }
-  const headers: HttpHeader[] = [];
-  res.headers.forEach((value, name) => headers.push({ name, value }));
   if (!req.streamResponse) {
     const body = await collect(res);
-    return markVerbatim({ status: res.status, headers, bodyBase64: body.toString('base64') }, 'bodyBase64');
+    return markVerbatim({ status: res.status, headers: res.headers, bodyBase64: body.toString('base64') }, 'bodyBase64');
   }
   // Stream the body after the result has been sent (the caller awaits the result first).
   setImmediate(() => void pump(res, req.requestId, emit, writable).finally(streamFinished));
-  return { status: res.status, headers, bodyBase64: '' };
+  return { status: res.status, headers: res.headers, bodyBase64: '' };
+}
+
+async function fetched(url: URL, req: HttpRequestInput, signal: AbortSignal): Promise<Fetched> {
+  const res = await fetch(url, {
+    method: req.method,
+    headers: req.headers.map((h) => [h.name, h.value] as [string, string]),
+    body: req.body && req.body.length > 0 ? req.body : undefined,
+    redirect: req.redirectPolicy === 'stop' ? 'manual' : 'follow',
+    signal,
+  });
+  return {
+    status: res.status,
+    headers: headerList(res.headers),
+    body: res.body as unknown as AsyncIterable<Uint8Array> | null,
+    discard: async () => void (await res.body?.cancel().catch(() => undefined)),
+  };
+}
+
+/** Response headers as fetch lists them: lower-case names in order, repeats joined (each set-cookie apart). */
+export function headerList(h: Headers): HttpHeader[] {
+  const headers: HttpHeader[] = [];
+  h.forEach((value, name) => headers.push({ name, value }));
+  return headers;
 }
 
 /** The whole body, refused (and the response cancelled) as soon as it is known to exceed the bound. */
-async function collect(res: Response): Promise<Buffer> {
-  const declared = Number(res.headers.get('content-length') ?? NaN);
+async function collect(res: Fetched): Promise<Buffer> {
+  const declared = Number(res.headers.find((h) => h.name === 'content-length')?.value ?? NaN);
   if (declared > MAX_BUFFERED_HTTP_BODY_BYTES) {
-    await res.body?.cancel().catch(() => undefined);
+    await res.discard();
     throw tooLarge();
   }
   if (!res.body) return Buffer.alloc(0);
-  const reader = res.body.getReader();
+  // Ending the iterator early (return()) cancels the body: fetch's stream, or the socket.
+  const reader = res.body[Symbol.asyncIterator]();
   const chunks: Uint8Array[] = [];
   let total = 0;
   try {
     for (;;) {
-      const { done, value } = await reader.read();
+      const { done, value } = await reader.next();
       if (done) break;
       total += value.length;
       if (total > MAX_BUFFERED_HTTP_BODY_BYTES) {
-        await reader.cancel().catch(() => undefined);
+        await reader.return?.().catch(() => undefined);
         throw tooLarge();
       }
       chunks.push(value);
@@ -104,11 +157,11 @@ async function collect(res: Response): Promise<Buffer> {
   return Buffer.concat(chunks, total);
 }
 
-async function pump(res: Response, requestId: string, emit: (n: HttpBodyDeltaNotification) => void, writable: () => Promise<void>): Promise<void> {
+async function pump(res: Fetched, requestId: string, emit: (n: HttpBodyDeltaNotification) => void, writable: () => Promise<void>): Promise<void> {
   let seq = 1;
   try {
     if (res.body) {
-      for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+      for await (const chunk of res.body) {
         emit(markVerbatim({ requestId, seq: seq++, deltaBase64: Buffer.from(chunk).toString('base64'), done: false, error: null }, 'deltaBase64'));
         // Backpressure: the next chunk is not pulled until the client caught up.
         await writable();

@@ -1,7 +1,7 @@
 // environment/*, environmentConfig/read and http/request method table.
 import { Messages, invalidParams } from '../../protocol/errors';
 import { environmentConfig, environmentInfo } from '../environment';
-import { httpRequest } from '../http';
+import { httpRequest, pinnedOf } from '../http';
 import * as P from '../params';
 import { spec, type FsMethod, type MethodTable, type ProcessMethod, type ServerMethod } from './spec';
 
@@ -63,6 +63,8 @@ export const otherMethods: MethodTable<Exclude<ServerMethod, ProcessMethod | FsM
         redirectPolicy: P.optVariant(o, 'redirectPolicy', ['follow', 'stop'] as const) ?? 'follow',
         requestId: P.str(o, 'requestId'),
         streamResponse: P.optBool(o, 'streamResponse') ?? false,
+        // In process only (never from the wire): the addresses the agent gate judged.
+        ...(pinnedOf(raw) ? { pinned: pinnedOf(raw) } : {}),
       };
     },
     (c, p) => c.http(p, httpRequest),

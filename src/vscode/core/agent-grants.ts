@@ -1,6 +1,7 @@
 // What one agent connection has been allowed "for the session", and which processes it
 // started. Grants are narrow on purpose: a program (argv[0] + cwd + the same environment
-// settings), a path prefix for reads or for writes, an HTTP origin. They live in one
+// settings), a path prefix for reads or for writes, an HTTP origin (with the local or private
+// addresses its host name was shown to resolve to, see agent-http.ts). They live in one
 // connection's state only (a resumed session brings its own state back, see AgentGate);
 // nothing here is shared between connections.
 import { promises as fsp } from 'node:fs';
@@ -10,18 +11,21 @@ import { isInside } from './agent-paths';
 export type Grant =
   | { type: 'run'; program: string; cwd: string; envKey: string }
   | { type: 'read' | 'write'; prefix: string }
-  | { type: 'http'; origin: string };
+  | { type: 'http'; origin: string; local?: readonly string[] };
 
 /** What one request needs allowed. `grantable: false` (protected paths) always asks. */
 export type Need =
   | { type: 'run'; program: string; cwd: string; envKey: string; grantable: boolean }
   | { type: 'read' | 'write'; path: string; prefix: string; grantable: boolean }
-  | { type: 'http'; origin: string; grantable: boolean };
+  /** `local`: the local or private addresses the host name leads to now (sorted; none: public only). */
+  | { type: 'http'; origin: string; grantable: boolean; local?: readonly string[] };
 
 export function covers(g: Grant, n: Need): boolean {
   if (!n.grantable) return false;
   if (g.type === 'run' && n.type === 'run') return g.program === n.program && g.cwd === n.cwd && g.envKey === n.envKey;
-  if (g.type === 'http' && n.type === 'http') return g.origin === n.origin;
+  // A name granted while it led to public addresses does not cover it once it leads to this
+  // machine or a private network (DNS rebinding): only local addresses the question showed.
+  if (g.type === 'http' && n.type === 'http') return g.origin === n.origin && (n.local ?? []).every((a) => (g.local ?? []).includes(a));
   if ((g.type === 'read' || g.type === 'write') && (n.type === 'read' || n.type === 'write')) {
     // A write grant also covers reads below the same prefix; a read grant never covers writes.
     if (g.type === 'read' && n.type === 'write') return false;
@@ -32,7 +36,7 @@ export function covers(g: Grant, n: Need): boolean {
 
 export function grantOf(n: Need): Grant {
   if (n.type === 'run') return { type: 'run', program: n.program, cwd: n.cwd, envKey: n.envKey };
-  if (n.type === 'http') return { type: 'http', origin: n.origin };
+  if (n.type === 'http') return { type: 'http', origin: n.origin, local: n.local ?? [] };
   return { type: n.type, prefix: n.prefix };
 }
 

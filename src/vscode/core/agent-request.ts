@@ -10,6 +10,7 @@ import { METHODS } from '../../server/router';
 import { covers, type Need } from './agent-grants';
 import { isInside, isProtectedPath, protectedChildren, realParentOf, realPathOf } from './agent-paths';
 import { confineUnasked, pinRead } from './agent-confine';
+import { decideHttp } from './agent-http';
 import { decideStart } from './agent-start';
 import { decode, type AgentContext, type Described, type Verdict } from './agent-verdict';
 import { shown } from './display-text';
@@ -211,42 +212,4 @@ export async function classify(method: string, params: unknown, ctx: AgentContex
       return decideStart(ctx, params, decoded);
   }
   return { kind: 'deny', error: new RpcError(ErrorCodes.MethodNotFound, `method ${method} is not available on the agent endpoint`) };
-}
-
-function decideHttp(ctx: AgentContext, params: unknown, d: Record<string, unknown>): Verdict {
-  const url = String(d.url);
-  let origin = url;
-  let parsed: URL | undefined;
-  try {
-    parsed = new URL(url);
-    origin = parsed.origin;
-  } catch {
-    // the engine rejects it; the question still shows it
-  }
-  // The question shows the URL as the engine will use it: the host in ASCII (a look-alike
-  // Unicode host shows as xn--…), `\` read as `/`, and the host named when a user name or
-  // password before an @ could pass for it (http://example.com@evil.example).
-  const target = parsed?.href ?? url;
-  const credentials = parsed !== undefined && (parsed.username !== '' || parsed.password !== '');
-  const hostNote = credentials ? ` (host ${shown(parsed!.host)}; the part before @ is a user name/password sent to it)` : '';
-  const body = d.body as Buffer | undefined;
-  const headers = (d.headers as { name: string; value: string }[]).map((h) => `${shown(h.name)}: ${shown(h.value)}`);
-  const need: Need = { type: 'http', origin, grantable: true };
-  if (ctx.policy === 'neverAsk') return { kind: 'allow', why: 'policy neverAsk', params };
-  // What the user allows is this origin: the engine must not follow a redirect to another one
-  // (an open redirect on an allowed site would reach localhost or the metadata service). The
-  // agent gets the 3xx with its Location; following it is a request of its own, judged anew.
-  const stopped = { ...(params as Record<string, unknown>), redirectPolicy: 'stop' };
-  if (ctx.state.covered([need])) return { kind: 'allow', why: 'allowed for this session', params: stopped };
-  const summary = `make an HTTP ${shown(String(d.method))} request to ${shown(target)}${hostNote}${body && body.length > 0 ? ` sending ${body.length} bytes` : ''}`;
-  const details = [
-    `Method: http/request`,
-    `HTTP method: ${shown(String(d.method))}`,
-    `URL: ${shown(target)}${hostNote}`,
-    ...(target !== url ? [`URL as sent by the agent: ${shown(url)}`] : []),
-    `Headers: ${headers.length ? headers.join(', ') : '(none)'}`,
-    'Redirects: not followed (a redirect comes back to the agent; following it is a new request)',
-  ];
-  if (body && body.length > 0) details.push(`Body: ${body.length} bytes: ${shown(body.subarray(0, 2048).toString('utf8'))}${body.length > 2048 ? ' … (cut)' : ''}`);
-  return { kind: 'ask', needs: [need], what: { summary, details, complete: headers.length === 0 && !body?.length, sessionScope: `Allow for Session: later HTTP requests to ${shown(origin)}, on this connection only.` }, params: stopped };
 }
