@@ -21,6 +21,7 @@ import type { HttpBodyDeltaNotification, HttpHeader, HttpRequestResult } from '.
 import { httpRequest, MAX_BUFFERED_HTTP_BODY_BYTES, PINNED_HTTP_ADDRESSES, type HttpRequestInput, type PinnedAddresses } from '../../src/server/http';
 import { METHODS } from '../../src/server/router';
 import { tempDir } from '../support/tmp';
+import { waitFor } from '../support/wait';
 
 const realLookup = dns.lookup;
 /** Names the process's resolver was asked for while a test ran. */
@@ -42,6 +43,7 @@ interface Seen {
 }
 
 const seen: Seen[] = [];
+let endlessClosed = 0;
 let server: http.Server;
 let port = 0;
 
@@ -78,6 +80,14 @@ describe('http/request to pinned addresses', () => {
         } else if (req.url === '/gzip') {
           res.writeHead(200, { 'content-encoding': 'gzip', 'set-cookie': ['a=1', 'b=2'], 'X-Two': ['x', 'y'] });
           res.end(zlib.gzipSync('decoded body'));
+        } else if (req.url === '/endless') {
+          res.writeHead(200);
+          const more = () => {
+            if (!res.destroyed && res.write(Buffer.alloc(16 * 1024, 'e'))) setImmediate(more);
+            else if (!res.destroyed) res.once('drain', more);
+          };
+          res.on('close', () => endlessClosed++);
+          more();
         } else if (req.url === '/huge') {
           res.writeHead(200, { 'content-length': String(MAX_BUFFERED_HTTP_BODY_BYTES + 1) });
           res.write('x');
@@ -178,6 +188,24 @@ describe('http/request to pinned addresses', () => {
     assert.equal(deltas.at(-1)?.done, true);
     assert.equal(deltas.at(-1)?.error, null);
     assert.equal(Buffer.concat(deltas.map((d) => Buffer.from(d.deltaBase64, 'base64'))).toString(), 'decoded body');
+  });
+
+  it('cancelling a streamed body stops it: the last delta carries the error and the server sees its connection closed', async () => {
+    const deltas: HttpBodyDeltaNotification[] = [];
+    let finished!: () => void;
+    const done = new Promise<void>((r) => (finished = r));
+    const cancel = new AbortController();
+    const closedBefore = endlessClosed;
+    const r = await httpRequest(input(`http://api.pinned.test:${port}/endless`, { pinned: pin('api.pinned.test'), streamResponse: true }), (n) => {
+      deltas.push(n);
+      if (deltas.length === 3) cancel.abort();
+    }, cancel.signal, finished);
+    assert.equal(r.status, 200);
+    await done;
+    const last = deltas.at(-1)!;
+    assert.equal(last.done, true);
+    assert.match(String(last.error), /abort/i);
+    await waitFor(() => endlessClosed > closedBefore, { what: 'the server side of the connection closed' });
   });
 
   it('https: the TLS server name is the pinned name, and the certificate is still checked against it', async () => {

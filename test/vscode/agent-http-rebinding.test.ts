@@ -10,6 +10,7 @@ import dns from 'node:dns';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
+import { isLocalAddress } from '../../src/vscode/core/agent-http';
 import { withAgent } from './agent-attack-helpers';
 
 /** The attacker's DNS for names under .rebind.test; other names go to the real resolver (the fixture's own). */
@@ -129,3 +130,13 @@ describe('agent http/request: DNS rebinding (attacks)', () => {
     });
   });
 });
+
+describe('agent http/request: which addresses count as this machine or a private network', () => {
+  it('loopback, private, link-local (metadata), CGNAT, unspecified, ULA and IPv4-mapped forms are local; public ones are not', () => {
+    const local = ['127.0.0.1', '127.1.2.3', '10.0.0.1', '172.16.5.4', '172.31.255.255', '192.168.1.1', '169.254.169.254', '100.64.0.1', '0.0.0.0', '198.18.0.1', '224.0.0.1', '255.255.255.255', '::1', '::', 'fd00::1', 'fe80::1', '::ffff:127.0.0.1', '::ffff:7f00:1', '::ffff:169.254.169.254', 'not-an-address'];
+    const remote = ['93.184.216.34', '8.8.8.8', '172.32.0.1', '192.0.2.10', '100.128.0.1', '2606:4700::1111', '::ffff:8.8.8.8'];
+    for (const a of local) assert.equal(isLocalAddress(a), true, a);
+    for (const a of remote) assert.equal(isLocalAddress(a), false, a);
+  });
+});
+
