@@ -17,11 +17,11 @@ export class ExecClientBench implements BenchClient {
     private readonly reconnectJson?: () => Promise<ExecClientBench>,
   ) {}
 
-  static async websocket(url: string, binaryOutput = true): Promise<ExecClientBench> {
+  static async websocket(url: string, binaryOutput = true, frameReader?: 'own' | 'ws'): Promise<ExecClientBench> {
     // reconnect: false — a stalled or dropped connection must be reported, not silently resumed.
     // maxPayload: a 100 MiB fs/readFile answer is ~134 MiB of base64 in one frame.
-    const c = await connectWebSocket(url, { clientName: 'exec-server-bench', reconnect: false, maxPayload: BENCH_MAX_PAYLOAD, binaryOutput });
-    return new ExecClientBench(c, 'ExecServerClient (websocket)', binaryOutput ? () => ExecClientBench.websocket(url, false) : undefined);
+    const c = await connectWebSocket(url, { clientName: 'exec-server-bench', reconnect: false, maxPayload: BENCH_MAX_PAYLOAD, binaryOutput, frameReader });
+    return new ExecClientBench(c, 'ExecServerClient (websocket)', binaryOutput ? () => ExecClientBench.websocket(url, false, frameReader) : undefined);
   }
 
   /** No socket, no JSON: the client calls the server's ServerConnection directly. */

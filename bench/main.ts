@@ -155,7 +155,8 @@ export async function main(repo: string): Promise<number> {
   const only = arg('only')?.split(',').filter(Boolean);
   const list = scenarios(cfg).filter((s) => !only || only.includes(s.id));
   const oursFlags = (arg('ours-node-flags') ?? '').split(' ').filter(Boolean);
-  const factory = await createTargetFactory({ raw: arg('raw-client') !== undefined, log: (m) => console.log(m) });
+  const frameReader = arg('ws-reader') === 'ws' ? 'ws' : undefined;
+  const factory = await createTargetFactory({ raw: arg('raw-client') !== undefined, frameReader, log: (m) => console.log(m) });
   const started = nowMs();
 
   console.log(`exec-server bench (${cfg.quick ? 'quick' : 'full'}): ${list.map((s) => s.id).join(', ')}`);

@@ -1,5 +1,5 @@
 // `npm run bench` entry: bundles bench/main.ts (TypeScript, importing src/) with esbuild into
-// out/bench-bundle/ and runs it. Flags: --quick, --only=rtt,spawn,…, --rounds=N, --pipelined=500,1000, --raw-client, --no-ours, --no-in-process,
+// out/bench-bundle/ and runs it. Flags: --quick, --only=rtt,spawn,…, --rounds=N, --pipelined=500,1000, --raw-client, --ws-reader=ws (the client parses frames with ws's receiver, not its own), --no-ours, --no-in-process,
 // --no-reference, --ours-node-flags="--cpu-prof --cpu-prof-dir=…", --ours-cli=PATH (a patched build), --ours-args="--max-in-flight 20000", --write-docs, --no-docs,
 // --no-telemetry (skip the telemetry off/on overhead), --telemetry-baseline=PATH (a pre-telemetry CLI build as an extra column),
 // --no-ceilings (skip the bare ws / bare pipe ceilings of the stream scenario, bench/bare-clients.ts).

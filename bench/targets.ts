@@ -15,7 +15,7 @@ export interface TargetFactory {
   dispose(): Promise<void>;
 }
 
-export async function createTargetFactory(opts: { raw: boolean; log: (m: string) => void }): Promise<TargetFactory> {
+export async function createTargetFactory(opts: { raw: boolean; frameReader?: 'own' | 'ws'; log: (m: string) => void }): Promise<TargetFactory> {
   // The in-process server lives in this process, with default options like the CLI's.
   const server = new ExecServer({ log: (level, m) => level === 'error' && opts.log(`in-process server: ${m}`) });
   const inProcess = () => ExecClientBench.inProcess(server);
@@ -23,5 +23,5 @@ export async function createTargetFactory(opts: { raw: boolean; log: (m: string)
   if (opts.raw) {
     return { websocketKind: 'raw RpcConnection', websocket: (url) => RawBenchClient.connect(url), inProcessKind: 'ExecServerClient', inProcess, dispose };
   }
-  return { websocketKind: 'ExecServerClient', websocket: (url) => ExecClientBench.websocket(url), inProcessKind: 'ExecServerClient', inProcess, dispose };
+  return { websocketKind: 'ExecServerClient', websocket: (url) => ExecClientBench.websocket(url, true, opts.frameReader), inProcessKind: 'ExecServerClient', inProcess, dispose };
 }

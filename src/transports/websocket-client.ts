@@ -5,6 +5,7 @@ import WebSocket from 'ws';
 import { MAX_MESSAGE_BYTES } from '../protocol/limits';
 import { ConnectError } from '../rpc/connect-error';
 import { WebSocketTransport } from './websocket-transport';
+import { ClientFrameReader } from './ws-client-reader';
 
 export interface WebSocketConnectOptions {
   /** Sent as `Authorization: Bearer <token>` on the upgrade request. */
@@ -23,6 +24,12 @@ export interface WebSocketConnectOptions {
    * (e.g. an `ssh -W` child's stdio: ./stream-socket.ts); the URL still names Host and path.
    */
   createConnection?: () => Duplex;
+  /**
+   * Who parses incoming frames on a plain ws:// connection: 'own' (default; ./ws-client-reader.ts,
+   * zero-copy slabs) or 'ws' (the library's receiver; `npm run bench -- --ws-reader=ws` compares).
+   * wss:// and `createConnection` streams always use ws's.
+   */
+  frameReader?: 'own' | 'ws';
 }
 
 /** A failed websocket connect: `status` for a refused upgrade, `code` for a network error (see ConnectError). */
@@ -37,17 +44,21 @@ export function connectWebSocketTransport(url: string, opts: WebSocketConnectOpt
   const timeoutMs = opts.connectTimeoutMs ?? 10_000;
   const headers: Record<string, string> = { ...(opts.headers ?? {}) };
   if (opts.token) headers.Authorization = `Bearer ${opts.token}`;
+  const maxPayload = opts.maxPayload ?? MAX_MESSAGE_BYTES;
+  // Plain ws:// over our own TCP socket: frames are read into slabs we own (./ws-client-reader.ts).
+  const reader = !opts.createConnection && /^ws:/i.test(url) && opts.frameReader !== 'ws' ? new ClientFrameReader(maxPayload) : undefined;
+  const createConnection = opts.createConnection ?? reader?.createConnection;
   return new Promise<WebSocketTransport>((resolve, reject) => {
     let ws: WebSocket;
     try {
       ws = new WebSocket(url, {
         headers,
-        maxPayload: opts.maxPayload ?? MAX_MESSAGE_BYTES,
+        maxPayload,
         perMessageDeflate: false,
         // No ws handshakeTimeout: its error carries no code; our own timer below (ETIMEDOUT) bounds connect + handshake.
         ca: opts.ca,
         rejectUnauthorized: opts.rejectUnauthorized,
-        ...(opts.createConnection ? { createConnection: opts.createConnection as unknown as WebSocket.ClientOptions['createConnection'] } : {}),
+        ...(createConnection ? { createConnection: createConnection as unknown as WebSocket.ClientOptions['createConnection'] } : {}),
       });
     } catch (e) {
       reject(new WebSocketConnectError(`invalid exec-server URL ${url}: ${e instanceof Error ? e.message : String(e)}`));
@@ -93,7 +104,8 @@ export function connectWebSocketTransport(url: string, opts: WebSocketConnectOpt
       clearTimeout(timer);
       ws.removeAllListeners('error');
       ws.removeAllListeners('unexpected-response');
-      resolve(new WebSocketTransport(ws, { keepaliveMs: opts.keepaliveMs ?? 30_000, maxMessageBytes: opts.maxPayload ?? MAX_MESSAGE_BYTES }));
+      reader?.attach(ws);
+      resolve(new WebSocketTransport(ws, { keepaliveMs: opts.keepaliveMs ?? 30_000, maxMessageBytes: maxPayload }));
     });
   });
 }

@@ -1,0 +1,233 @@
+// The client's own websocket frame reader (src/transports/ws-client-reader.ts), driven by a raw
+// TCP server that writes exactly the bytes each test wants: frames sent with the 101 response,
+// every length encoding, frames cut at every kind of boundary (including across the reader's
+// 1 MiB slabs), fragmentation with a ping in between, the peer's close code and reason, and the
+// protocol violations `ws` refuses (masked server frames, RSV bits, oversize, bad UTF-8).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import * as net from 'node:net';
+import { createHash } from 'node:crypto';
+import { connectWebSocketTransport } from '../../src/transports/websocket-client';
+import type { WebSocketTransport } from '../../src/transports/websocket-transport';
+import { decodeOutputFrame, encodeOutputFrame } from '../../src/transports/output-frame';
+import { waitFor } from '../support/wait';
+
+const GUID = '258EAFA5-E914-47DA-95CA-C5AB0DC85B11';
+
+/** A server frame (unmasked unless `mask`), with `first` byte overridable for RSV/opcode tests. */
+function frame(opcode: number, payload: Buffer, opts: { fin?: boolean; mask?: boolean; first?: number } = {}): Buffer {
+  const len = payload.length;
+  const head = len < 126 ? Buffer.from([0, len]) : len < 65536 ? Buffer.from([0, 126, len >> 8, len & 0xff]) : Buffer.alloc(10);
+  if (len >= 65536) {
+    head[1] = 127;
+    head.writeUInt32BE(Math.floor(len / 2 ** 32), 2);
+    head.writeUInt32BE(len >>> 0, 6);
+  }
+  head[0] = opts.first ?? ((opts.fin === false ? 0 : 0x80) | opcode);
+  if (opts.mask) head[1] |= 0x80;
+  return Buffer.concat([head, ...(opts.mask ? [Buffer.from([0, 0, 0, 0])] : []), payload]);
+}
+
+/** Client frames (always masked) parsed from what the server read. */
+function clientFrames(buf: Buffer): { opcode: number; payload: Buffer }[] {
+  const out: { opcode: number; payload: Buffer }[] = [];
+  let i = 0;
+  while (i + 2 <= buf.length) {
+    let len = buf[i + 1] & 0x7f;
+    let p = i + 2;
+    if (len === 126) (len = buf.readUInt16BE(p)), (p += 2);
+    else if (len === 127) (len = buf.readUInt32BE(p + 4)), (p += 8);
+    const mask = buf.subarray(p, p + 4);
+    p += 4;
+    if (p + len > buf.length) break;
+    const payload = Buffer.from(buf.subarray(p, p + len));
+    for (let k = 0; k < len; k++) payload[k] ^= mask[k & 3];
+    out.push({ opcode: buf[i] & 0x0f, payload });
+    i = p + len;
+  }
+  return out;
+}
+
+/**
+ * A raw websocket server: answers the upgrade, then writes `afterUpgrade` in pieces of `piece`
+ * bytes once the client sent its first frame (the test has subscribed by then) — or in the same
+ * write as the 101 with `withHandshake`. Records what the client sent.
+ */
+async function rawServer(afterUpgrade: Buffer, opts: { withHandshake?: boolean; piece?: (i: number) => number } = {}) {
+  const received: Buffer[] = [];
+  const sockets: net.Socket[] = [];
+  const server = net.createServer((s) => {
+    sockets.push(s);
+    let head = Buffer.alloc(0);
+    let upgraded = false;
+    let started = false;
+    const start = (all: Buffer) => {
+      if (started) return;
+      started = true;
+      void (async () => {
+        for (let off = 0, i = 0; off < all.length; i++) {
+          const n = Math.max(1, opts.piece?.(i) ?? all.length);
+          s.write(all.subarray(off, off + n));
+          off += n;
+          // Let the client read between pieces, so the cuts are real read boundaries.
+          if (opts.piece) await new Promise((r) => setImmediate(r));
+        }
+      })();
+    };
+    s.on('data', (d) => {
+      if (upgraded) {
+        received.push(d);
+        return void start(afterUpgrade);
+      }
+      head = Buffer.concat([head, d]);
+      const end = head.indexOf('\r\n\r\n');
+      if (end < 0) return;
+      upgraded = true;
+      const key = /sec-websocket-key: *(\S+)/i.exec(head.toString('latin1'))![1];
+      const accept = createHash('sha1').update(key + GUID).digest('base64');
+      const response = Buffer.from(`HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: ${accept}\r\n\r\n`);
+      if (opts.withHandshake) return start(Buffer.concat([response, afterUpgrade]));
+      s.write(response);
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const url = `ws://127.0.0.1:${(server.address() as net.AddressInfo).port}/`;
+  return {
+    url,
+    sent: () => clientFrames(Buffer.concat(received)),
+    close: () => {
+      for (const s of sockets) s.destroy();
+      server.close();
+    },
+  };
+}
+
+async function collect(url: string, maxPayload?: number) {
+  const t: WebSocketTransport = await connectWebSocketTransport(url, { keepaliveMs: 0, ...(maxPayload ? { maxPayload } : {}) });
+  const messages: unknown[] = [];
+  let closed: { reason: string; local: boolean } | undefined;
+  t.onMessage((m) => messages.push(m));
+  t.onClose((c) => (closed = c));
+  t.send({ jsonrpc: '2.0', method: 'go' });
+  return { t, messages, closed: () => closed };
+}
+
+test('a frame sent together with the 101 response is read (bytes ws puts back after the upgrade)', async () => {
+  // A ping: its answer shows the bytes were parsed (a message there would reach no subscriber yet).
+  const srv = await rawServer(frame(9, Buffer.from('with the 101')), { withHandshake: true });
+  try {
+    const c = await collect(srv.url);
+    await waitFor(() => srv.sent().some((f) => f.opcode === 10), { what: 'the pong for the ping sent with the handshake' });
+    assert.equal(srv.sent().find((f) => f.opcode === 10)!.payload.toString(), 'with the 101');
+    c.t.close();
+  } finally {
+    srv.close();
+  }
+});
+
+test('frames of every length encoding, cut at arbitrary read boundaries and across 1 MiB slabs, arrive whole and in order', async () => {
+  const payloads: Buffer[] = [];
+  const sizes = [0, 1, 125, 126, 65535, 65536, 70_000, 3 * 1024 * 1024 + 7, 33 * 1024, 10, 1024 * 1024, 2_000_001];
+  for (const [i, n] of sizes.entries()) {
+    const data = Buffer.allocUnsafe(n);
+    for (let k = 0; k < n; k++) data[k] = (k * 7 + i * 13) & 0xff;
+    payloads.push(data);
+  }
+  const wire = Buffer.concat([
+    ...payloads.map((p, i) => frame(2, encodeOutputFrame('proc-1', i, 'stdout', p))),
+    frame(1, Buffer.from(JSON.stringify({ jsonrpc: '2.0', method: 'done' }))),
+  ]);
+  // Odd piece sizes: headers and payloads split everywhere, some reads bigger than a slab.
+  const pieces = [1, 2, 3, 9, 1000, 65_537, 131_071, 1_500_000, 7];
+  const srv = await rawServer(wire, { piece: (i) => pieces[i % pieces.length] });
+  try {
+    const c = await collect(srv.url, 64 * 1024 * 1024);
+    await waitFor(() => c.messages.length === payloads.length + 1, { what: 'all frames' });
+    for (const [i, p] of payloads.entries()) {
+      const m = c.messages[i] as ReturnType<typeof decodeOutputFrame>;
+      assert.equal(m.params.seq, i);
+      assert.ok(Buffer.from(m.params.data).equals(p), `payload ${i} (${p.length} bytes) intact`);
+    }
+    assert.deepEqual(c.messages[payloads.length], { jsonrpc: '2.0', method: 'done' });
+    assert.equal(c.closed(), undefined);
+    c.t.close();
+  } finally {
+    srv.close();
+  }
+});
+
+test('a fragmented text message with a ping between its fragments: the ping is answered, the message assembled', async () => {
+  const text = JSON.stringify({ jsonrpc: '2.0', method: 'frag', params: { s: 'x'.repeat(50_000) + 'ü€' } });
+  const bytes = Buffer.from(text);
+  const a = bytes.subarray(0, 10);
+  const b = bytes.subarray(10, 40_000);
+  const c2 = bytes.subarray(40_000);
+  const wire = Buffer.concat([frame(1, a, { fin: false }), frame(9, Buffer.from('are you there')), frame(0, b, { fin: false }), frame(0, c2)]);
+  const srv = await rawServer(wire, { piece: () => 4096 });
+  try {
+    const c = await collect(srv.url);
+    await waitFor(() => c.messages.length === 1, { what: 'the assembled message' });
+    assert.equal(JSON.stringify(c.messages[0]), text);
+    await waitFor(() => srv.sent().some((f) => f.opcode === 10), { what: 'the pong' });
+    assert.equal(srv.sent().find((f) => f.opcode === 10)!.payload.toString(), 'are you there');
+    c.t.close();
+  } finally {
+    srv.close();
+  }
+});
+
+test('the server’s close frame: its reason reaches the transport and the close is answered', async () => {
+  const payload = Buffer.concat([Buffer.from([0x0f, 0xa1]), Buffer.from('session replaced')]); // 4001
+  const srv = await rawServer(Buffer.concat([frame(1, Buffer.from('{"jsonrpc":"2.0","method":"a"}')), frame(8, payload), frame(1, Buffer.from('{"jsonrpc":"2.0","method":"after close"}'))]));
+  try {
+    const c = await collect(srv.url);
+    await waitFor(() => c.closed() !== undefined, { what: 'transport closed' });
+    assert.equal(c.closed()!.reason, 'session replaced');
+    assert.equal(c.closed()!.local, false);
+    assert.deepEqual(c.messages, [{ jsonrpc: '2.0', method: 'a' }], 'nothing after the close frame is delivered');
+    await waitFor(() => srv.sent().some((f) => f.opcode === 8), { what: 'the close answer' });
+    assert.equal(srv.sent().find((f) => f.opcode === 8)!.payload.readUInt16BE(0), 4001);
+  } finally {
+    srv.close();
+  }
+});
+
+for (const [name, wire, expect] of [
+  ['a masked frame from the server', frame(1, Buffer.from('{}'), { mask: true }), /masked/],
+  ['RSV bits without an extension', frame(1, Buffer.from('{}'), { first: 0x80 | 0x40 | 1 }), /RSV/],
+  ['an unknown opcode', frame(3, Buffer.from('x')), /opcode/],
+  ['a continuation without a message', frame(0, Buffer.from('x')), /continuation/],
+  ['a control frame longer than 125 bytes', frame(9, Buffer.alloc(126)), /control/],
+  ['invalid UTF-8 in a text message', frame(1, Buffer.from([0x22, 0xff, 0xfe, 0x22])), /UTF-8/],
+  ['a message over maxPayload', frame(2, Buffer.alloc(5000)), /Max payload/],
+  ['a 64-bit length beyond 2^53', Buffer.from([0x82, 127, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0]), /length/],
+  ['an invalid close code', frame(8, Buffer.from([0x03, 0xed])), /close code/],
+] as const) {
+  test(`protocol violation: ${name} ends the connection with a clear error and delivers nothing`, async () => {
+    const srv = await rawServer(Buffer.concat([wire, frame(1, Buffer.from('{"jsonrpc":"2.0","method":"later"}'))]));
+    try {
+      const c = await collect(srv.url, 4096);
+      await waitFor(() => c.closed() !== undefined, { what: 'transport closed' });
+      assert.match(c.closed()!.reason, expect);
+      assert.deepEqual(c.messages, []);
+    } finally {
+      srv.close();
+    }
+  });
+}
+
+test('a binary payload under 32 KiB is a copy (a kept small chunk does not pin the 1 MiB read slab)', async () => {
+  const small = Buffer.alloc(100, 7);
+  const big = Buffer.alloc(40_000, 9);
+  const srv = await rawServer(Buffer.concat([frame(2, encodeOutputFrame('p', 1, 'stdout', small)), frame(2, encodeOutputFrame('p', 2, 'stdout', big))]));
+  try {
+    const c = await collect(srv.url);
+    await waitFor(() => c.messages.length === 2, { what: 'both frames' });
+    const [a, b] = c.messages as ReturnType<typeof decodeOutputFrame>[];
+    assert.ok(a.params.data.buffer.byteLength < 64 * 1024, `small chunk's backing store is ${a.params.data.buffer.byteLength} bytes`);
+    assert.ok(b.params.data.equals(big));
+    c.t.close();
+  } finally {
+    srv.close();
+  }
+});
