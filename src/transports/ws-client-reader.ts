@@ -79,14 +79,19 @@ export class ClientFrameReader {
     return socket;
   };
 
-  /** Takes over receiving for `ws` (call on 'open'). */
-  attach(ws: WebSocket): void {
+  /**
+   * Takes over receiving for `ws` (call on 'open'). Where `ws` is not on our socket (its
+   * internals changed), nothing is taken over: the bytes keep going to ws's own receiver as
+   * 'data' events, as during the handshake.
+   */
+  attach(ws: WebSocket): boolean {
     const socket = (ws as unknown as { _socket?: net.Socket })._socket;
-    if (!socket || socket !== this.socket) throw new Error('websocket is not on the reader’s socket');
+    if (!socket || socket !== this.socket) return false;
     this.ws = ws;
     // ws's listener would feed its own receiver; bytes ws put back (read with the 101) arrive here.
     socket.removeAllListeners('data');
     socket.on('data', (d: Buffer) => this.append(d));
+    return true;
   }
 
   private nextBuffer(): Uint8Array {
@@ -111,7 +116,7 @@ export class ClientFrameReader {
 
   private onRead(n: number): void {
     if (!this.ws) {
-      // Handshake: Node's HTTP client parses the response from 'data' events; it gets copies.
+      // Handshake (or not attached): Node's HTTP client, then ws, read 'data' events; they get copies.
       const bytes = Buffer.from(this.slab.subarray(this.end, this.end + n));
       this.socket?.emit('data', bytes);
       return;

@@ -10,6 +10,8 @@ import { createHash } from 'node:crypto';
 import { connectWebSocketTransport } from '../../src/transports/websocket-client';
 import type { WebSocketTransport } from '../../src/transports/websocket-transport';
 import { decodeOutputFrame, encodeOutputFrame } from '../../src/transports/output-frame';
+import WebSocket from 'ws';
+import { ClientFrameReader } from '../../src/transports/ws-client-reader';
 import { waitFor } from '../support/wait';
 
 const GUID = '258EAFA5-E914-47DA-95CA-C5AB0DC85B11';
@@ -228,6 +230,30 @@ test('a binary payload under 32 KiB is a copy (a kept small chunk does not pin t
     assert.ok(b.params.data.equals(big));
     c.t.close();
   } finally {
+    srv.close();
+  }
+});
+
+test('not attached (ws internals not as expected): the bytes still reach ws’s own receiver intact', async () => {
+  const payload = Buffer.alloc(3 * 1024 * 1024 + 5);
+  for (let k = 0; k < payload.length; k++) payload[k] = (k * 11) & 0xff;
+  const srv = await rawServer(Buffer.concat([frame(2, payload), frame(1, Buffer.from('{"last":true}'))]), { piece: () => 100_000 });
+  const reader = new ClientFrameReader(64 * 1024 * 1024);
+  const ws = new WebSocket(srv.url, { createConnection: reader.createConnection as unknown as WebSocket.ClientOptions['createConnection'], maxPayload: 64 * 1024 * 1024 });
+  try {
+    const got: { data: Buffer; binary: boolean }[] = [];
+    ws.on('message', (data, binary) => got.push({ data: Buffer.from(data as Buffer), binary }));
+    await new Promise((r, j) => ws.once('open', r).once('error', j));
+    const other = new WebSocket(srv.url);
+    await new Promise((r, j) => other.once('open', r).once('error', j));
+    assert.equal(reader.attach(other), false, 'a websocket on another socket is refused, not taken over');
+    other.terminate();
+    ws.send('{"go":1}');
+    await waitFor(() => got.length === 2, { what: 'both messages through ws' });
+    assert.ok(got[0].binary && got[0].data.equals(payload));
+    assert.equal(got[1].data.toString(), '{"last":true}');
+  } finally {
+    ws.terminate();
     srv.close();
   }
 });
