@@ -16,6 +16,8 @@
 // emits 'error' and ends the connection as `ws` does (close code 1002/1009/1007).
 //
 // Only for plain `ws://` connections that we open ourselves (no TLS, no caller-provided stream).
+// In VS Code's extension host the HTTP stack routes requests through its proxy agent, which
+// opens the socket itself: `ws` then is not on ours, attach() declines, and `ws` reads as usual.
 import * as net from 'node:net';
 import { isUtf8 } from 'node:buffer';
 import type WebSocket from 'ws';
