@@ -261,3 +261,96 @@ test('not attached (ws internals not as expected): the bytes still reach ws’s 
     srv.close();
   }
 });
+
+/** A small seeded PRNG (mulberry32): the same cases on every run, any failure reproducible. */
+function rng(seed: number): (n: number) => number {
+  let a = seed >>> 0;
+  return (n) => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return Math.floor((((t ^ (t >>> 14)) >>> 0) / 4294967296) * n);
+  };
+}
+
+test('random valid streams (text, binary up to 1.5 MiB, fragments with pings inside, random cuts) arrive exactly', async () => {
+  for (let seed = 1; seed <= 25; seed++) {
+    const r = rng(seed);
+    const expected: unknown[] = [];
+    const wire: Buffer[] = [];
+    let pings = 0;
+    const count = 1 + r(20);
+    for (let i = 0; i < count; i++) {
+      let opcode: number;
+      let payload: Buffer;
+      if (r(2) === 0) {
+        const msg = { jsonrpc: '2.0', method: 'm', params: { i, s: 'äx€😀'.repeat(r(3000)) } };
+        expected.push(msg);
+        opcode = 1;
+        payload = Buffer.from(JSON.stringify(msg));
+      } else {
+        const n = r(10) === 0 ? 1_500_000 + r(1000) : r(200_000);
+        const data = Buffer.allocUnsafe(n);
+        for (let k = 0; k < n; k += 997) data[k] = (k + seed) & 0xff;
+        for (let k = 0; k < n; k++) if (k % 997 !== 0) data[k] = (k * 3 + i) & 0xff;
+        expected.push({ seq: i, data });
+        opcode = 2;
+        payload = encodeOutputFrame('p', i, 'stdout', data);
+      }
+      const parts = r(3) === 0 ? 2 + r(3) : 1;
+      const cut = Math.ceil(payload.length / parts);
+      for (let p = 0; p < parts; p++) {
+        const piece = payload.subarray(p * cut, (p + 1) * cut);
+        wire.push(frame(p === 0 ? opcode : 0, piece, { fin: p === parts - 1 }));
+        if (r(4) === 0) {
+          wire.push(frame(9, Buffer.from(`ping ${seed}.${i}.${p}`)));
+          pings++;
+        }
+      }
+    }
+    wire.push(frame(1, Buffer.from('{"jsonrpc":"2.0","method":"end"}')));
+    const sizes = [1, 7, 100, 4096, 65_536, 300_000, 2_000_000];
+    const srv = await rawServer(Buffer.concat(wire), { piece: () => sizes[r(sizes.length)] });
+    try {
+      const c = await collect(srv.url, 64 * 1024 * 1024);
+      await waitFor(() => c.messages.length === expected.length + 1, { what: `all messages of case ${seed}` });
+      for (const [k, want] of expected.entries()) {
+        const got = c.messages[k] as { params: { seq: number; data: Buffer } };
+        if ('data' in (want as object)) {
+          const w = want as { seq: number; data: Buffer };
+          assert.equal(got.params.seq, w.seq, `case ${seed} message ${k}`);
+          assert.ok(Buffer.from(got.params.data).equals(w.data), `case ${seed} message ${k}: ${w.data.length} bytes intact`);
+        } else assert.deepEqual(got, want, `case ${seed} message ${k}`);
+      }
+      await waitFor(() => srv.sent().filter((f) => f.opcode === 10).length === pings, { what: `${pings} pongs of case ${seed}` });
+      assert.equal(c.closed(), undefined);
+      c.t.close();
+    } finally {
+      srv.close();
+    }
+  }
+});
+
+test('random bytes after a valid message: never a crash — the connection stays usable or ends with a reason', async () => {
+  for (let seed = 100; seed < 160; seed++) {
+    const r = rng(seed);
+    const garbage = Buffer.allocUnsafe(1 + r(3000));
+    for (let k = 0; k < garbage.length; k++) garbage[k] = r(256);
+    // Half the cases start the garbage with a plausible header byte, to get past the first checks.
+    if (r(2) === 0) garbage[0] = [0x81, 0x82, 0x89, 0x8a, 0x88, 0x01, 0x00][r(7)];
+    const srv = await rawServer(Buffer.concat([frame(1, Buffer.from('{"jsonrpc":"2.0","method":"first"}')), garbage]), { piece: () => 1 + r(700) });
+    try {
+      const c = await collect(srv.url, 64 * 1024);
+      await waitFor(() => c.messages.length >= 1, { what: `the valid message of case ${seed}` });
+      assert.deepEqual(c.messages[0], { jsonrpc: '2.0', method: 'first' });
+      // Whatever the garbage was, the transport is either open or closed with a reason.
+      await new Promise((res) => setTimeout(res, 20));
+      const closed = c.closed();
+      if (closed) assert.ok(closed.reason.length > 0, `case ${seed}: a reason`);
+      c.t.close();
+    } finally {
+      srv.close();
+    }
+  }
+});
