@@ -48,6 +48,13 @@ export function pinnedLookup(pin: PinnedAddresses): LookupFunction {
   };
 }
 
+/** Response headers as fetch lists them: lower-case names in order, repeats joined (each set-cookie apart). */
+export function headerList(h: Headers): HttpHeader[] {
+  const headers: HttpHeader[] = [];
+  h.forEach((value, name) => headers.push({ name, value }));
+  return headers;
+}
+
 export function pinnedRequest(url: URL, req: HttpRequestInput, pin: PinnedAddresses, signal: AbortSignal): Promise<Fetched> {
   if (url.username !== '' || url.password !== '') throw new Error(`Request cannot be constructed from a URL that includes credentials: ${url.href}`);
   const method = req.method;
@@ -95,8 +102,7 @@ function response(res: http.IncomingMessage, method: string): Fetched {
       // a header fetch would not accept either: left out, as fetch fails on none of them
     }
   }
-  const headers: HttpHeader[] = [];
-  list.forEach((value, name) => headers.push({ name, value }));
+  const headers = headerList(list);
   const status = res.statusCode ?? 0;
   let body: Readable = res;
   // fetch decodes gzip/deflate/br bodies (keeping the Content-Encoding header); so does this.

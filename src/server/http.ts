@@ -10,7 +10,7 @@ import { MAX_MESSAGE_BYTES } from '../protocol/limits';
 import { RpcError, internalError, invalidParams, invalidRequest } from '../protocol/errors';
 import { markVerbatim } from '../rpc/verbatim';
 import type { HttpBodyDeltaNotification, HttpHeader, HttpRequestResult } from '../protocol/types';
-import { pinnedRequest } from './http-pinned';
+import { headerList, pinnedRequest } from './http-pinned';
 
 /**
  * The addresses a host name was judged by (in process only): the engine connects to these and
@@ -118,13 +118,6 @@ async function fetched(url: URL, req: HttpRequestInput, signal: AbortSignal): Pr
     body: res.body as unknown as AsyncIterable<Uint8Array> | null,
     discard: async () => void (await res.body?.cancel().catch(() => undefined)),
   };
-}
-
-/** Response headers as fetch lists them: lower-case names in order, repeats joined (each set-cookie apart). */
-export function headerList(h: Headers): HttpHeader[] {
-  const headers: HttpHeader[] = [];
-  h.forEach((value, name) => headers.push({ name, value }));
-  return headers;
 }
 
 /** The whole body, refused (and the response cancelled) as soon as it is known to exceed the bound. */

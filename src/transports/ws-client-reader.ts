@@ -107,13 +107,19 @@ export class ClientFrameReader {
       this.end = pending;
       return this.slab.subarray(pending);
     }
-    const next = Buffer.allocUnsafeSlow(Math.max(SLAB_BYTES, want));
+    this.newSlab(want);
+    return this.slab.subarray(this.end);
+  }
+
+  /** Continues in a fresh slab with room for `room` bytes from the unparsed ones on (moved to its start). */
+  private newSlab(room: number): void {
+    const pending = this.end - this.start;
+    const next = Buffer.allocUnsafeSlow(Math.max(SLAB_BYTES, room));
     this.slab.copy(next, 0, this.start, this.end);
     this.slab = next;
     this.slabShared = false;
     this.start = 0;
     this.end = pending;
-    return next.subarray(pending);
   }
 
   private onRead(n: number): void {
@@ -129,15 +135,7 @@ export class ClientFrameReader {
 
   private append(d: Buffer): void {
     if (d.length === 0) return;
-    if (this.slab.length - this.end < d.length) {
-      const pending = this.end - this.start;
-      const next = Buffer.allocUnsafeSlow(Math.max(SLAB_BYTES, pending + d.length + MIN_READ));
-      this.slab.copy(next, 0, this.start, this.end);
-      this.slab = next;
-      this.slabShared = false;
-      this.start = 0;
-      this.end = pending;
-    }
+    if (this.slab.length - this.end < d.length) this.newSlab(this.end - this.start + d.length + MIN_READ);
     d.copy(this.slab, this.end);
     this.end += d.length;
     this.parse();

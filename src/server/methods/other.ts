@@ -64,7 +64,7 @@ export const otherMethods: MethodTable<Exclude<ServerMethod, ProcessMethod | FsM
         requestId: P.str(o, 'requestId'),
         streamResponse: P.optBool(o, 'streamResponse') ?? false,
         // In process only (never from the wire): the addresses the agent gate judged.
-        ...(pinnedOf(raw) ? { pinned: pinnedOf(raw) } : {}),
+        pinned: pinnedOf(raw),
       };
     },
     (c, p) => c.http(p, httpRequest),
