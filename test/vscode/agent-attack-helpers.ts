@@ -2,13 +2,17 @@
 // ExecServer, the agent gate) whose questions are answered by the test, and a raw websocket
 // agent that sends exactly the frames an attacker would (pipelined, never waiting, or never
 // reading its answers).
-import { rmSync } from 'node:fs';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, readdirSync, rmSync } from 'node:fs';
+import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import WebSocket from 'ws';
 import { AgentEndpoint } from '../../src/vscode/core/agent-endpoint';
 import type { AgentQuestion } from '../../src/vscode/core/agent-gate';
 import type { ApprovalPolicy } from '../../src/vscode/core/approval';
+import { descendants, isAlive } from '../support/process';
 import { tempDir } from '../support/tmp';
+import { waitFor } from '../support/wait';
 
 export interface Asked {
   message: string;
@@ -154,6 +158,33 @@ export const uri = (p: string) => pathToFileURL(p).href;
 
 export function startParams(id: string, argv: string[], cwd: string, extra: Record<string, unknown> = {}) {
   return { processId: id, argv, cwd: uri(cwd), env: { PATH: process.env.PATH ?? '/usr/bin:/bin' }, tty: false, pipeStdin: false, arg0: null, ...extra };
+}
+
+/**
+ * The symlink swap of the race tests: in `dir`, the directory `d` is swapped for a link to
+ * `target` and back, over and over — what a sandboxed command may do without a question. It
+ * runs confined like one (bubblewrap, only `dir` writable), so whatever lands outside was put
+ * there by the gate + engine.
+ */
+export function startSwapper(dir: string, target: string): ChildProcess {
+  const loop = `cd ${dir}; while true; do mv d d.real; ln -s ${target} d; rm d; mv d.real d; done`;
+  return spawn('/usr/bin/bwrap', ['--ro-bind', '/', '/', '--bind', dir, dir, '--dev', '/dev', '--proc', '/proc', '--unshare-all', '--die-with-parent', '/bin/bash', '-c', loop], { stdio: 'ignore' });
+}
+
+/** Kills the swapper and waits until its children are gone too (they die with bwrap, a moment later). */
+export async function stopSwapper(swapper: ChildProcess): Promise<void> {
+  const inside = descendants(swapper.pid!).map((p) => p.pid);
+  const gone = new Promise((r) => swapper.once('exit', r));
+  swapper.kill('SIGKILL');
+  await gone;
+  await waitFor(() => inside.every((p) => !isAlive(p)), { what: "the swapper's children to die with it" });
+}
+
+/** What a race changed in `target`: entries other than its x<i>/r<i> files, and x<i> files (i < n) gone. */
+export function changedOutside(target: string, n: number): { landed: string[]; removed: string[] } {
+  const landed = readdirSync(target).filter((name) => !/^[xr]\d+$/.test(name));
+  const removed = Array.from({ length: n }, (_, i) => `x${i}`).filter((name) => !existsSync(path.join(target, name)));
+  return { landed, removed };
 }
 
 export { sleep } from '../support/wait';

@@ -7,8 +7,7 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { ExecServer } from '../../src/server/exec-server';
 import { pinsOpen } from '../../src/vscode/core/agent-pin';
-import { RawAgent, removeDir, sleep, startEndpoint, startParams, tmpDir, uri, type EndpointFixture } from './agent-attack-helpers';
-import { descendants, isAlive } from '../support/process';
+import { changedOutside, RawAgent, removeDir, sleep, startEndpoint, startParams, startSwapper, stopSwapper, tmpDir, uri, type EndpointFixture } from './agent-attack-helpers';
 import { waitFor } from '../support/wait';
 
 let ws: string; // the workspace folder
@@ -418,8 +417,7 @@ describe('agent gate attacks', () => {
   });
 
   it('symlink swap race: a directory swapped for a link to the outside between check and act redirects no unasked change or read', async () => {
-    const { spawn } = await import('node:child_process');
-    const { readdirSync, rmSync } = await import('node:fs');
+    const { rmSync } = await import('node:fs');
     const raceWs = tmpDir('agent-race-ws-');
     const target = tmpDir('agent-race-out-');
     const N = 400;
@@ -435,10 +433,8 @@ describe('agent gate attacks', () => {
     let leaked = 0;
     const f = await startEndpoint({ policy: 'askOutsideWorkspace', roots: [raceWs], answer: () => 'Deny' });
     // What an agent's sandboxed command may do without a question: swap a workspace directory
-    // for a symlink to the outside, over and over. It runs confined like one (bubblewrap, only
-    // the workspace writable), so whatever lands outside was put there by the gate + engine.
-    const loop = `cd ${raceWs}; while true; do mv d d.real; ln -s ${target} d; rm d; mv d.real d; done`;
-    const swapper = spawn('/usr/bin/bwrap', ['--ro-bind', '/', '/', '--bind', raceWs, raceWs, '--dev', '/dev', '--proc', '/proc', '--unshare-all', '--die-with-parent', '/bin/bash', '-c', loop], { stdio: 'ignore' });
+    // for a symlink to the outside, over and over (confined: only the workspace writable).
+    const swapper = startSwapper(raceWs, target);
     try {
       const a = await RawAgent.connect(f.url, f.token);
       await a.handshake();
@@ -458,16 +454,10 @@ describe('agent gate attacks', () => {
       }
       a.close();
     } finally {
-      const inside = descendants(swapper.pid!).map((p) => p.pid);
-      const gone = new Promise((r) => swapper.once('exit', r));
-      swapper.kill('SIGKILL');
-      await gone;
-      // bwrap's children die with it (--die-with-parent), a moment later.
-      await waitFor(() => inside.every((p) => !isAlive(p)), { what: "the swapper's children to die with it" });
+      await stopSwapper(swapper);
       await f.stop();
     }
-    const landed = readdirSync(target).filter((n) => !/^[xr]\d+$/.test(n));
-    const removed = Array.from({ length: N }, (_, i) => `x${i}`).filter((n) => !existsSync(path.join(target, n)));
+    const { landed, removed } = changedOutside(target, N);
     rmSync(raceWs, { recursive: true, force: true, maxRetries: 5 });
     rmSync(target, { recursive: true, force: true, maxRetries: 5 });
     assert.deepEqual(landed, [], 'nothing was created outside the workspace');

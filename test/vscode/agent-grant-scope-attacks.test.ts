@@ -2,16 +2,14 @@
 // the session") must not reach more than the question said. Each test is the attack, sent by an
 // agent holding the token over a real loopback websocket to a real endpoint (its own engine).
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { existsSync, linkSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { managedSandbox, workspaceWriteEntries } from '../../src/protocol/codex-sandbox';
-import { descendants, isAlive } from '../support/process';
 import { waitFor } from '../support/wait';
-import { RawAgent, removeDir, withAgent as withAgentAt, sleep, startEndpoint, startParams, tmpDir, uri, type EndpointFixture } from './agent-attack-helpers';
+import { changedOutside, RawAgent, removeDir, startSwapper, stopSwapper, withAgent as withAgentAt, sleep, startEndpoint, startParams, tmpDir, uri, type EndpointFixture } from './agent-attack-helpers';
 
 let ws: string; // the workspace folder
 let outside: string; // stands for $HOME
@@ -275,8 +273,7 @@ describe('agent gate: grant scope attacks', () => {
     let done = 0;
     let granting = true;
     const f = await startEndpoint({ policy: 'askOutsideWorkspace', roots: [ws], answer: () => (granting ? 'Allow for Session' : 'Deny') });
-    const loop = `cd ${granted}; while true; do mv d d.real; ln -s ${target} d; rm d; mv d.real d; done`;
-    let swapper: ReturnType<typeof spawn> | undefined;
+    let swapper: ReturnType<typeof startSwapper> | undefined;
     try {
       const a = await RawAgent.connect(f.url, f.token);
       await a.handshake();
@@ -284,7 +281,7 @@ describe('agent gate: grant scope attacks', () => {
       assert.ok((await a.send('fs/writeFile', { path: uri(path.join(granted, 'first')), dataBase64: '' })).result);
       assert.equal(f.questions.length, 1);
       granting = false;
-      swapper = spawn('/usr/bin/bwrap', ['--ro-bind', '/', '/', '--bind', granted, granted, '--dev', '/dev', '--proc', '/proc', '--unshare-all', '--die-with-parent', '/bin/bash', '-c', loop], { stdio: 'ignore' });
+      swapper = startSwapper(granted, target);
       for (let i = 0; i < N; i++) {
         await Promise.all([
           a.send('fs/writeFile', { path: uri(path.join(granted, 'd', `w${i}`)), dataBase64: '' }).then((r) => void (r.result && done++)),
@@ -298,17 +295,10 @@ describe('agent gate: grant scope attacks', () => {
       }
       a.close();
     } finally {
-      if (swapper) {
-        const inside = descendants(swapper.pid!).map((p) => p.pid);
-        const gone = new Promise((r) => swapper!.once('exit', r));
-        swapper.kill('SIGKILL');
-        await gone;
-        await waitFor(() => inside.every((p) => !isAlive(p)), { what: "the swapper's children to die with it" });
-      }
+      if (swapper) await stopSwapper(swapper);
       await f.stop();
     }
-    const landed = readdirSync(target).filter((n) => !/^[xr]\d+$/.test(n));
-    const removed = Array.from({ length: N }, (_, i) => `x${i}`).filter((n) => !existsSync(path.join(target, n)));
+    const { landed, removed } = changedOutside(target, N);
     removeDir(granted);
     removeDir(target);
     assert.deepEqual(landed, [], 'nothing was created outside the granted folder');
