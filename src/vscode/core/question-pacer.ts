@@ -38,12 +38,18 @@ export class QuestionPacer {
   private readonly shown: number[] = [];
   private readonly queue: Waiting[] = [];
   private timerSet = false;
-  private open = 0;
   /** When each connection last had a question shown (a counter, not a time), oldest first. */
   private readonly served = new Map<string, number>();
   /** Questions on screen, by connection. */
   private readonly openBy = new Map<string, number>();
   private turns = 0;
+
+  /** Questions on screen (a handful at most: maxOpen). */
+  private get open(): number {
+    let n = 0;
+    for (const count of this.openBy.values()) n += count;
+    return n;
+  }
 
   /**
    * `limit` shows per `windowMs`: VS Code's guard is 3 per 800 ms; the default window has a
@@ -109,10 +115,8 @@ export class QuestionPacer {
         continue; // the host reports its own failures; the queue must keep moving
       }
       if (!onScreen) continue;
-      this.open++;
       this.openBy.set(next.key, (this.openBy.get(next.key) ?? 0) + 1);
       const release = () => {
-        this.open--;
         const left = (this.openBy.get(next.key) ?? 1) - 1;
         if (left > 0) this.openBy.set(next.key, left);
         else this.openBy.delete(next.key);
