@@ -20,6 +20,12 @@ export interface NotificationSink {
    * client opted in (binaryOutput); the Buffer must not be modified (it is also retained).
    */
   processOutput?(processId: string, seq: number, stream: OutputStream, data: Buffer): void;
+  /**
+   * processOutput keeps `data` only while it holds it (holdChunk/releaseChunk of
+   * ./process/read-blocks.ts), e.g. until the socket write completed. Without this flag the
+   * Buffer is the sink's to keep: its memory is never reused.
+   */
+  holdsRecycledOutput?: boolean;
 }
 
 /**

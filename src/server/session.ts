@@ -6,6 +6,7 @@ import type { NotificationMap, NotificationMethod, OutputStream } from '../proto
 import { markVerbatim } from '../rpc/verbatim';
 import type { NotificationSink } from './api';
 import { ManagedProcess, type ProcessHost } from './process/managed-process';
+import { donateChunk } from './process/read-blocks';
 import { NOOP_SERVER_TELEMETRY, type ProcessRecord, type ServerTelemetry } from '../telemetry/api';
 
 export interface SessionLimits {
@@ -99,7 +100,11 @@ export class Session implements ProcessHost {
     if (!sink || this.ended) return;
     if (this.telemetry.enabled) this.telemetry.processOutput(data.length);
     try {
-      if (sink.processOutput) sink.processOutput(processId, seq, stream, data);
+      if (sink.processOutput) {
+        // A sink that may keep the Buffer without holding it (read-blocks.ts) gets it for good.
+        if (!sink.holdsRecycledOutput) donateChunk(data);
+        sink.processOutput(processId, seq, stream, data);
+      }
       // Marked: the transport splices this base64 into the frame without a JSON escape scan.
       else sink.notify('process/output', markVerbatim({ processId, seq, stream, chunk: data.toString('base64') }, 'chunk'));
     } catch {

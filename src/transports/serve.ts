@@ -46,7 +46,11 @@ export function serveConnection(server: ConnectableServer, transport: MessageTra
     isCongested: () => (t.isCongested ? t.isCongested() : (t.bufferedAmount ?? 0) > threshold),
     onDrain: (listener): Disposable => (t.onDrain ? t.onDrain(() => listener()) : { dispose() {} }),
   };
-  if (t.sendOutputFrame) sink.processOutput = (processId, seq, stream, data) => t.sendOutputFrame!(processId, seq, stream, data);
+  if (t.sendOutputFrame) {
+    sink.processOutput = (processId, seq, stream, data) => t.sendOutputFrame!(processId, seq, stream, data);
+    // sendOutputFrame holds a recycled chunk until its socket write completed.
+    sink.holdsRecycledOutput = true;
+  }
   const connection = server.connect(sink, { terminateOnClose: opts.terminateOnClose, label });
   let inFlight = 0;
   rpc.setRequestHandler((method, params, _id, call) => {

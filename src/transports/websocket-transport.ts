@@ -9,6 +9,7 @@ import { MessageTransportBase } from './message-transport-base';
 import { bytesMemberOf } from '../rpc/bytes-members';
 import { decodeFrame, encodeOutputFrame, encodeOutputFrameHeader, encodeResponseBytesFrame, encodeResponseBytesHeader, isOutputFrame } from './output-frame';
 import { sendDirect } from './ws-direct-frame';
+import { holdChunk, releaseChunk } from '../server/process/read-blocks';
 
 export interface WebSocketTransportOptions {
   /** bufferedAmount above which the transport reports congestion (default 4 MiB). */
@@ -119,7 +120,12 @@ export class WebSocketTransport extends MessageTransportBase implements MessageT
   sendOutputFrame(processId: string, seq: number, stream: OutputStream, data: Uint8Array): void {
     if (this.isClosed || this.socket.readyState !== 1 /* OPEN */) return;
     this.corkForThisTurn();
-    if (sendDirect(this.socket, encodeOutputFrameHeader(processId, seq, stream), data)) return;
+    // `data` may be in a recycled read block (../server/process/read-blocks.ts): the socket
+    // keeps referring to it until the write completed, so it is held until then.
+    holdChunk(data);
+    if (sendDirect(this.socket, encodeOutputFrameHeader(processId, seq, stream), data, () => releaseChunk(data))) return;
+    releaseChunk(data);
+    // A copy: nothing refers to `data` after this call.
     this.socket.send(encodeOutputFrame(processId, seq, stream, data), { binary: true });
   }
 

@@ -43,12 +43,16 @@ export function directSocket(ws: WebSocket): Socket | undefined {
   return raw;
 }
 
-/** Writes `head` followed by `payload` as one binary message. False when it did not (use ws.send then). */
-export function sendDirect(ws: WebSocket, head: Buffer, payload: Uint8Array): boolean {
+/**
+ * Writes `head` followed by `payload` as one binary message. False when it did not (use ws.send
+ * then). `written` is called once the socket is done with `payload` (written, or failed).
+ */
+export function sendDirect(ws: WebSocket, head: Buffer, payload: Uint8Array, written?: () => void): boolean {
   const raw = directSocket(ws);
   if (!raw) return false;
   raw.write(wsBinaryHeader(head.length + payload.length));
   raw.write(head);
-  if (payload.length > 0) raw.write(payload);
+  if (payload.length > 0) raw.write(payload, written && (() => written()));
+  else written?.();
   return true;
 }

@@ -162,7 +162,7 @@ export class ManagedProcess {
     };
     const events: ChildEvents = {
       output: (stream, data) => {
-        if (this.closed || data.length === 0) return;
+        if (this.closed || this.disposed || data.length === 0) return;
         const seq = this.nextSeq++;
         this.producedBytes += data.length;
         this.fitRetention();
@@ -311,6 +311,8 @@ export class ManagedProcess {
     if (!this.child || this.closed) this.resolveClosed();
     this.congested = false;
     this.applyPause(); // disposed: never paused again, so the killed child's streams drain and close
+    // Nobody can read it any more; the killed child's last output is not retained either.
+    this.buffer.clear();
     this.wake();
   }
 }

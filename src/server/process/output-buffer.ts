@@ -2,6 +2,7 @@
 // dropped first, and the highest dropped seq is remembered so a reader can tell it missed
 // output (rather than silently receiving a gap).
 import type { OutputStream } from '../../protocol/types';
+import { holdChunk, releaseChunk } from './read-blocks';
 
 export interface RetainedChunk {
   seq: number;
@@ -26,7 +27,9 @@ export class OutputBuffer {
     return this.bytes;
   }
 
+  /** Retains the chunk; a chunk in a recycled read block is held until it is dropped. */
   push(chunk: RetainedChunk): void {
+    holdChunk(chunk.data);
     this.chunks.push(chunk);
     this.bytes += chunk.data.length;
     this.evictToCap();
@@ -42,6 +45,7 @@ export class OutputBuffer {
       // left the C heap (RSS) ~90 MiB bigger after one large stream — and fork, hence every
       // spawn, slower.
       this.chunks[this.head++] = EVICTED;
+      releaseChunk(old.data);
       this.bytes -= old.data.length;
       this.evictedThroughSeq = old.seq;
     }
@@ -49,6 +53,15 @@ export class OutputBuffer {
       this.chunks = this.chunks.slice(this.head);
       this.head = 0;
     }
+  }
+
+  /** Drops everything retained (the process is gone): recycled blocks go back for reuse. */
+  clear(): void {
+    for (let i = this.head; i < this.chunks.length; i++) releaseChunk(this.chunks[i].data);
+    if (this.chunks.length > this.head) this.evictedThroughSeq = this.chunks[this.chunks.length - 1].seq;
+    this.chunks = [];
+    this.head = 0;
+    this.bytes = 0;
   }
 
   /**

@@ -3,6 +3,7 @@
 import { spawn } from 'node:child_process';
 import type { ChildEvents, ChildHandle, SpawnRequest } from './child';
 import { exitCodeOf, killGroup } from './child';
+import { readRecycled } from './recycled-pipe-reader';
 
 export function spawnPipe(req: SpawnRequest, events: ChildEvents): Promise<ChildHandle> {
   return new Promise((resolve, reject) => {
@@ -26,8 +27,9 @@ export function spawnPipe(req: SpawnRequest, events: ChildEvents): Promise<Child
     child.stdin?.on('close', () => {
       stdinOpen = false;
     });
-    child.stdout!.on('data', (d: Buffer) => events.output('stdout', d));
-    child.stderr!.on('data', (d: Buffer) => events.output('stderr', d));
+    // Streaming pipes read into recycled blocks (./recycled-pipe-reader.ts).
+    readRecycled(child.stdout!, (d) => events.output('stdout', d));
+    readRecycled(child.stderr!, (d) => events.output('stderr', d));
     // A read error on an output pipe (e.g. EIO) must not crash the whole server through an
     // unhandled 'error' event; the stream is destroyed and the child's 'close' still follows.
     child.stdout!.on('error', () => {});

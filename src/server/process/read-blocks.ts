@@ -1,0 +1,79 @@
+// Recycled read blocks for children's output pipes, and the hold/release rules that make
+// reusing them safe.
+//
+// Why: for every pipe read Node allocates a new 64 KiB buffer. Streaming 128 MiB that is 2,048
+// fresh allocations, and each one touches memory the kernel must fault in and zero (~9,900
+// page faults per 128 MiB on the benchmark machine). The server's RSS also grew to ~150 MiB,
+// and every later spawn got slower with it (fork copies the page tables). A small set of
+// reused blocks keeps the streamed bytes in memory that is already mapped and warm.
+//
+// Ownership: the bytes of a block may be overwritten only when nothing refers to them any
+// more. Code that keeps a chunk beyond the synchronous output call holds it, and releases it
+// when done: the process's output retention (./output-buffer.ts) and a websocket write in
+// flight (../../transports/websocket-transport.ts). A consumer that cannot say when it is done
+// (the in-process client gets the Buffer itself) gets the block donated: it is never reused
+// and the garbage collector frees it, exactly as without recycling. A missing release only
+// costs reuse; a missing hold would let later output overwrite a chunk, so holds are taken
+// where the reference is stored, and session.ts donates for every sink that does not hold.
+
+/** Size of one block: Node's own read size for pipes. */
+export const READ_BLOCK_BYTES = 64 * 1024;
+
+/** Free blocks kept for reuse (16 MiB); beyond that a released block is left to the GC. */
+const MAX_FREE_BLOCKS = 256;
+
+interface Block {
+  readonly bytes: Buffer;
+  /** Holders: the reader (while it reads into the block) and every keeper of a chunk of it. */
+  refs: number;
+}
+
+const blockOf = new WeakMap<ArrayBufferLike, Block>();
+const free: Block[] = [];
+/** Counters for tests and the benchmark's diagnostics. */
+export const readBlockStats = { allocated: 0, reused: 0, donated: 0 };
+
+/**
+ * A block for a reader to read into, held once by that reader (release it, or hand the hold
+ * on with the chunk read into it). Every block is its own allocation, so `chunk.buffer`
+ * identifies the block of any chunk cut from it.
+ */
+export function takeReadBlock(): Buffer {
+  let block = free.pop();
+  if (block) readBlockStats.reused++;
+  else {
+    block = { bytes: Buffer.allocUnsafeSlow(READ_BLOCK_BYTES), refs: 0 };
+    blockOf.set(block.bytes.buffer, block);
+    readBlockStats.allocated++;
+  }
+  block.refs = 1;
+  return block.bytes;
+}
+
+/** Is this chunk (a view) in a recycled block? */
+export function isRecycled(data: Uint8Array): boolean {
+  return blockOf.has(data.buffer);
+}
+
+/** Keeps the chunk's bytes from being reused until releaseChunk (no-op for other buffers). */
+export function holdChunk(data: Uint8Array): void {
+  const block = blockOf.get(data.buffer);
+  if (block) block.refs++;
+}
+
+/** Ends one hold taken by holdChunk or takeReadBlock; the last one frees the block for reuse. */
+export function releaseChunk(data: Uint8Array): void {
+  const block = blockOf.get(data.buffer);
+  if (!block) return;
+  block.refs--;
+  if (block.refs === 0 && free.length < MAX_FREE_BLOCKS) free.push(block);
+}
+
+/** The chunk goes to a consumer that keeps it as long as it likes: its block is never reused. */
+export function donateChunk(data: Uint8Array): void {
+  const block = blockOf.get(data.buffer);
+  if (!block || block.refs === Infinity) return;
+  block.refs = Infinity;
+  blockOf.delete(data.buffer);
+  readBlockStats.donated++;
+}
