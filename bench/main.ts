@@ -100,7 +100,8 @@ async function runScenario(s: Scenario, targets: Target[], cfg: BenchConfig, fx:
   const isBare = (t: Target) => t.name === 'bareWs' || t.name === 'barePipe';
   const ws = targets.filter((t) => t.name !== 'inProcess' && (!isBare(t) || s.ceilings));
   const inProc = targets.find((t) => t.name === 'inProcess');
-  for (let round = 0; round < cfg.rounds; round++) {
+  const rounds = s.rounds?.(cfg) ?? cfg.rounds;
+  for (let round = 0; round < rounds; round++) {
     // Alternate who goes first so neither server always runs on a warmer (or busier) machine.
     const order = round % 2 === 0 ? ws : [...ws].reverse();
     const roundTargets = s.inProcess && inProc ? [...order, inProc] : order;
@@ -150,7 +151,7 @@ function machine(): BenchResult['machine'] {
 
 export async function main(repo: string): Promise<number> {
   const cfg = { ...(arg('quick') !== undefined ? QUICK : FULL) };
-  if (arg('rounds')) cfg.rounds = Math.max(1, Number(arg('rounds')));
+  if (arg('rounds')) cfg.rounds = cfg.streamRounds = Math.max(1, Number(arg('rounds')));
   if (arg('pipelined')) cfg.pipelined = arg('pipelined')!.split(',').map(Number).filter((n) => n > 0);
   const only = arg('only')?.split(',').filter(Boolean);
   const list = scenarios(cfg).filter((s) => !only || only.includes(s.id));
