@@ -98,13 +98,23 @@ interface TargetState {
 async function runScenario(s: Scenario, targets: Target[], cfg: BenchConfig, fx: ReturnType<typeof prepareFixtures>): Promise<Map<TargetName, TargetState>> {
   const state = new Map<TargetName, TargetState>(targets.map((t) => [t.name, { samples: {}, cpuMs: 0, cpuRounds: 0 }]));
   const isBare = (t: Target) => t.name === 'bareWs' || t.name === 'barePipe';
-  const ws = targets.filter((t) => t.name !== 'inProcess' && (!isBare(t) || s.ceilings));
-  const inProc = targets.find((t) => t.name === 'inProcess');
+  const wanted = targets.filter((t) => (t.name !== 'inProcess' || s.inProcess) && (!isBare(t) || s.ceilings));
+  // The servers being compared (ours, the reference) alternate in rounds of their own; the
+  // ceilings and the in-process client follow in theirs. Interleaved, every extra target's
+  // client work in this process (the in-process server's and the bare pipe reader's 128 MiB of
+  // output Buffers per stream round, the plain ws client's copies) left garbage that was
+  // collected during the next target's round: ours measured 1,330–1,440 MiB/s that way and
+  // 1,450–1,560 without the extra targets, the reference 440–490 and 450–520.
+  const extra = (t: Target) => t.name === 'inProcess' || isBare(t);
+  const phases = [wanted.filter((t) => !extra(t)), wanted.filter(extra)].filter((p) => p.length > 0);
   const rounds = s.rounds?.(cfg) ?? cfg.rounds;
-  for (let round = 0; round < rounds; round++) {
+  const warmup = s.warmupRounds?.(cfg) ?? 0;
+  const schedule: { targets: Target[]; measured: boolean }[] = [];
+  for (const phase of phases) {
     // Alternate who goes first so neither server always runs on a warmer (or busier) machine.
-    const order = round % 2 === 0 ? ws : [...ws].reverse();
-    const roundTargets = s.inProcess && inProc ? [...order, inProc] : order;
+    for (let round = 0; round < warmup + rounds; round++) schedule.push({ targets: round % 2 === 0 ? phase : [...phase].reverse(), measured: round >= warmup });
+  }
+  for (const { targets: roundTargets, measured } of schedule) {
     for (const t of roundTargets) {
       const st = state.get(t.name)!;
       if (st.failure) continue; // a stall or a wrong result is final for this scenario
@@ -115,6 +125,7 @@ async function runScenario(s: Scenario, targets: Target[], cfg: BenchConfig, fx:
         const child0 = t.childCpuMs?.();
         const got = await withTimeout(s.run(client, cfg, fx), s.timeoutMs(cfg), s.title);
         const cpu1 = t.cpuMs?.();
+        if (!measured) continue; // a warm-up round: verified (s.run throws), not counted
         const child1 = t.childCpuMs?.();
         for (const [k, v] of Object.entries(got)) (st.samples[k] ??= []).push(...v);
         if (cpu0 !== undefined && cpu1 !== undefined) {
