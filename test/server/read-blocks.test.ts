@@ -106,6 +106,42 @@ test('recycled reader: a streaming child is read into reused blocks; every byte 
   assert.ok(readBlockStats.reused - before.reused > 100, 'blocks were reused, not allocated per read');
 });
 
+test('recycled reader: a pipe that streamed and went quiet gives its block back (and takes one again when it streams)', async () => {
+  const py = [
+    'import sys, time',
+    'out = sys.stdout.buffer',
+    "out.write(b'a' * (1 << 20)); out.flush()",
+    'time.sleep(0.3)',
+    "out.write(b'quiet\\n'); out.flush()",
+    'sys.stdin.readline()', // the test looks at the blocks now
+    "out.write(b'b' * (1 << 20)); out.flush()",
+    'sys.stdin.readline()',
+  ].join('\n');
+  const child = spawn('python3', ['-c', py], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const heldBefore = readBlockStats.held;
+  let text = '';
+  let bytes = 0;
+  let recycled = 0;
+  readRecycled(child.stdout!, (d) => {
+    bytes += d.length;
+    if (isRecycled(d)) recycled++;
+    if (d.length < 100) text += d.toString();
+  });
+  try {
+    await waitFor(() => text.includes('quiet'), { what: 'the quiet line' });
+    assert.ok(recycled > 0, 'the burst was read into recycled blocks');
+    assert.equal(readBlockStats.held, heldBefore, 'no block held by the quiet pipe');
+    const recycledBefore = recycled;
+    child.stdin!.write('\n');
+    await waitFor(() => bytes === 2 * (1 << 20) + 6, { what: 'the second burst' });
+    assert.ok(recycled > recycledBefore + 4, 'streaming again: blocks again');
+  } finally {
+    child.stdin!.end('\n');
+    await new Promise((r) => child.once('close', r));
+  }
+  assert.equal(readBlockStats.held, heldBefore, 'nothing held after close');
+});
+
 test('recycled reader: a stream without the net internals (or a quiet pipe) stays on data events', async () => {
   const s = new PassThrough();
   const got: Buffer[] = [];

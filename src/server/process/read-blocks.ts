@@ -30,8 +30,8 @@ interface Block {
 
 const blockOf = new WeakMap<ArrayBufferLike, Block>();
 const free: Block[] = [];
-/** Counters for tests and the benchmark's diagnostics. */
-export const readBlockStats = { allocated: 0, reused: 0, donated: 0 };
+/** Counters for tests and diagnostics; `held`: blocks someone holds now (donated ones not counted). */
+export const readBlockStats = { allocated: 0, reused: 0, donated: 0, held: 0 };
 
 /**
  * A block for a reader to read into, held once by that reader (release it, or hand the hold
@@ -47,6 +47,7 @@ export function takeReadBlock(): Buffer {
     readBlockStats.allocated++;
   }
   block.refs = 1;
+  readBlockStats.held++;
   return block.bytes;
 }
 
@@ -66,7 +67,9 @@ export function releaseChunk(data: Uint8Array): void {
   const block = blockOf.get(data.buffer);
   if (!block) return;
   block.refs--;
-  if (block.refs === 0 && free.length < MAX_FREE_BLOCKS) free.push(block);
+  if (block.refs !== 0) return;
+  readBlockStats.held--;
+  if (free.length < MAX_FREE_BLOCKS) free.push(block);
 }
 
 /** The chunk goes to a consumer that keeps it as long as it likes: its block is never reused. */
@@ -76,4 +79,5 @@ export function donateChunk(data: Uint8Array): void {
   block.refs = Infinity;
   blockOf.delete(data.buffer);
   readBlockStats.donated++;
+  readBlockStats.held--;
 }

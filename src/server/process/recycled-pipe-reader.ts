@@ -4,14 +4,18 @@
 // the socket switches to reading into a block of ours, through the mechanism behind net's
 // public `onread` option (user buffers), which child_process pipes do not offer: the internal
 // symbols and `useUserBuffer` are looked up and, when this Node lacks them, the pipe simply
-// stays on 'data' events. Quiet pipes never hold a block; a streaming one holds one between reads.
+// stays on 'data' events. Quiet pipes never hold a block. One that streamed and went quiet (a
+// read below COPY_BELOW_BYTES) gives its block back and reads into a small buffer of its own
+// until a read fills that: a thousand such processes hold 4 MiB, not 64.
 import type { Readable } from 'node:stream';
 import { releaseChunk, takeReadBlock } from './read-blocks';
 
 /** A read at least this large makes the pipe switch to recycled blocks. */
 const SWITCH_AT_BYTES = 32 * 1024;
-/** Reads smaller than this are copied out and the block is read into again. */
+/** Reads smaller than this are copied out, and the pipe goes back to its small buffer. */
 const COPY_BELOW_BYTES = 16 * 1024;
+/** The buffer of a pipe that went quiet; a read that fills it takes a block again. */
+const QUIET_BUFFER_BYTES = 4 * 1024;
 
 interface UserBufferInternals {
   _handle?: { useUserBuffer?(buf: Uint8Array): void } | null;
@@ -47,11 +51,23 @@ export function readRecycled(socket: Readable, deliver: (data: Buffer) => void):
     const keys = userBufferKeys(socket);
     const handle = (socket as unknown as UserBufferInternals)._handle;
     if (!keys || !handle || typeof handle.useUserBuffer !== 'function') return;
-    let block = takeReadBlock();
-    const next = () => block;
+    // What the next read goes into: a recycled block (held by this reader), or `quiet`.
+    let block: Buffer | undefined = takeReadBlock();
+    let quiet: Buffer | undefined;
+    const next = () => block ?? (quiet ??= Buffer.allocUnsafeSlow(QUIET_BUFFER_BYTES));
     const onRead = (n: number) => {
+      if (!block) {
+        // Read into the small buffer: copied out; a full one means the pipe streams again.
+        const full = n === quiet!.length;
+        deliver(Buffer.from(quiet!.subarray(0, n)));
+        if (full) block = takeReadBlock();
+        return;
+      }
       if (n < COPY_BELOW_BYTES) {
         deliver(Buffer.from(block.subarray(0, n)));
+        // Gone quiet: the block goes back, the next reads use the small buffer.
+        releaseChunk(block);
+        block = undefined;
         return;
       }
       const chunk = block.subarray(0, n);
@@ -64,14 +80,17 @@ export function readRecycled(socket: Readable, deliver: (data: Buffer) => void):
       }
     };
     const s = socket as unknown as Record<symbol, unknown>;
-    s[keys.buffer] = block;
+    s[keys.buffer] = next();
     s[keys.generator] = next;
     s[keys.callback] = onRead;
-    handle.useUserBuffer(block);
+    handle.useUserBuffer(next());
     switched = true;
     socket.off('data', onData);
     // The block being read into: given back once the pipe can no longer be read.
-    socket.once('close', () => releaseChunk(block));
+    socket.once('close', () => {
+      if (block) releaseChunk(block);
+      block = undefined;
+    });
   };
 }
 
