@@ -124,8 +124,8 @@ async function runScenario(s: Scenario, targets: Target[], cfg: BenchConfig, fx:
         const cpu0 = t.cpuMs?.();
         const child0 = t.childCpuMs?.();
         const got = await withTimeout(s.run(client, cfg, fx), s.timeoutMs(cfg), s.title);
-        const cpu1 = t.cpuMs?.();
         if (!measured) continue; // a warm-up round: verified (s.run throws), not counted
+        const cpu1 = t.cpuMs?.();
         const child1 = t.childCpuMs?.();
         for (const [k, v] of Object.entries(got)) (st.samples[k] ??= []).push(...v);
         if (cpu0 !== undefined && cpu1 !== undefined) {

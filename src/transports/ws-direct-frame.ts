@@ -52,7 +52,7 @@ export function sendDirect(ws: WebSocket, head: Buffer, payload: Uint8Array, wri
   if (!raw) return false;
   raw.write(wsBinaryHeader(head.length + payload.length));
   raw.write(head);
-  if (payload.length > 0) raw.write(payload, written && (() => written()));
+  if (payload.length > 0) raw.write(payload, written);
   else written?.();
   return true;
 }

@@ -104,6 +104,13 @@ async function rawServer(afterUpgrade: Buffer, opts: { withHandshake?: boolean; 
   };
 }
 
+/** The payload of the first pong the server got (waits for it). */
+async function firstPong(srv: Awaited<ReturnType<typeof rawServer>>): Promise<string> {
+  const pong = () => srv.sent().find((f) => f.opcode === 10);
+  await waitFor(() => pong() !== undefined, { what: 'the pong' });
+  return pong()!.payload.toString();
+}
+
 async function collect(url: string, maxPayload?: number) {
   const t: WebSocketTransport = await connectWebSocketTransport(url, { keepaliveMs: 0, ...(maxPayload ? { maxPayload } : {}) });
   const messages: unknown[] = [];
@@ -119,8 +126,7 @@ test('a frame sent together with the 101 response is read (bytes ws puts back af
   const srv = await rawServer(frame(9, Buffer.from('with the 101')), { withHandshake: true });
   try {
     const c = await collect(srv.url);
-    await waitFor(() => srv.sent().some((f) => f.opcode === 10), { what: 'the pong for the ping sent with the handshake' });
-    assert.equal(srv.sent().find((f) => f.opcode === 10)!.payload.toString(), 'with the 101');
+    assert.equal(await firstPong(srv), 'with the 101');
     c.t.close();
   } finally {
     srv.close();
@@ -170,8 +176,7 @@ test('a fragmented text message with a ping between its fragments: the ping is a
     const c = await collect(srv.url);
     await waitFor(() => c.messages.length === 1, { what: 'the assembled message' });
     assert.equal(JSON.stringify(c.messages[0]), text);
-    await waitFor(() => srv.sent().some((f) => f.opcode === 10), { what: 'the pong' });
-    assert.equal(srv.sent().find((f) => f.opcode === 10)!.payload.toString(), 'are you there');
+    assert.equal(await firstPong(srv), 'are you there');
     c.t.close();
   } finally {
     srv.close();

@@ -39,11 +39,11 @@ export function readRecycled(socket: Readable, deliver: (data: Buffer) => void):
     }
   };
   let switchScheduled = false;
-  let switched = false;
   socket.on('data', onData);
 
   const trySwitch = () => {
-    if (switched || socket.destroyed || !socket.readable) return;
+    // (Once switched, onData is gone, so nothing schedules this again.)
+    if (socket.destroyed || !socket.readable) return;
     // Only while flowing with nothing buffered: chunks waiting in the stream (it was paused)
     // must come out first, and a paused pipe must not start delivering. A later large read
     // tries again.
@@ -84,7 +84,6 @@ export function readRecycled(socket: Readable, deliver: (data: Buffer) => void):
     s[keys.generator] = next;
     s[keys.callback] = onRead;
     handle.useUserBuffer(next());
-    switched = true;
     socket.off('data', onData);
     // The block being read into: given back once the pipe can no longer be read.
     socket.once('close', () => {
