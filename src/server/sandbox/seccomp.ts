@@ -8,12 +8,12 @@
 // belong to the network namespace); a socket FILE (ssh-agent, docker, D-Bus, tmux, VS Code IPC)
 // stays connectable through a read-only mount, since connect() asks only for write permission on
 // the socket inode and read-only mounts do not apply to sockets. The filter cannot see a path, so
-// it refuses connect() altogether (the reference's filter does too) and AF_UNIX datagram
-// sockets, from socket() and socketpair() alike (a datagram socket, even a connected one, can
-// sendto/sendmsg any socket path, e.g. /dev/log); a stream or seqpacket socket sends only to its
-// connected peer. Stream and seqpacket socketpair() stay allowed (the reference refuses
-// socketpair, which breaks every Node/libuv program that spawns a child with pipes), and so do
-// bind/listen.
+// it refuses connect() altogether (the reference's filter does too) and every AF_UNIX socket
+// type but stream and seqpacket, from socket() and socketpair() alike: a datagram socket, even a
+// connected one, can sendto/sendmsg any socket path (e.g. /dev/log), and SOCK_RAW is one (the
+// kernel turns it into SOCK_DGRAM); a stream or seqpacket socket sends only to its connected peer.
+// Stream and seqpacket socketpair() stay allowed (the reference refuses socketpair, which breaks
+// every Node/libuv program that spawns a child with pipes), and so do bind/listen.
 // A syscall from another ABI (i386 `int 0x80`, x32) kills the process: its numbers differ
 // and would slip past the list.
 
@@ -35,7 +35,9 @@ const RET_ERRNO = 0x00050000;
 const EPERM = 1;
 
 const AF_UNIX = 1;
-const SOCK_DGRAM = 2;
+// The only AF_UNIX socket types a restricted sandbox may create: both send only to a connected peer.
+const SOCK_STREAM = 1;
+const SOCK_SEQPACKET = 5;
 const SOCK_TYPE_MASK = 0xf; // the rest of socket()'s type argument is SOCK_NONBLOCK | SOCK_CLOEXEC
 const TIOCSTI = 0x5412;
 const TIOCLINUX = 0x541c;
@@ -125,15 +127,18 @@ export function seccompProgram(arch: string, restrictNetwork: boolean): Buffer |
     // connect(): no path-based unix socket of the host (see the top of this file).
     ins(JEQ_K, t.connect, 0, 1);
     ins(RET_K, RET_ERRNO | EPERM);
-    // socket(), socketpair(): AF_UNIX only, and not SOCK_DGRAM.
+    // socket(), socketpair(): AF_UNIX only, and only the types listed (an allow-list: the
+    // kernel makes AF_UNIX SOCK_RAW a datagram socket, so refusing SOCK_DGRAM alone let it by).
     ins(JEQ_K, t.socket, 1, 0);
-    ins(JEQ_K, t.socketpair, 0, 6);
+    ins(JEQ_K, t.socketpair, 0, 8);
     ins(LD_W_ABS, OFF_ARG0);
-    ins(JEQ_K, AF_UNIX, 0, 3);
+    ins(JEQ_K, AF_UNIX, 0, 4);
     ins(LD_W_ABS, OFF_ARG1);
     ins(AND_K, SOCK_TYPE_MASK);
-    ins(JEQ_K, SOCK_DGRAM, 0, 1);
+    ins(JEQ_K, SOCK_STREAM, 2, 0);
+    ins(JEQ_K, SOCK_SEQPACKET, 1, 0);
     ins(RET_K, RET_ERRNO | EPERM);
+    ins(RET_K, RET_ALLOW);
   }
   ins(RET_K, RET_ALLOW);
   const buf = Buffer.alloc(p.length * 8);
