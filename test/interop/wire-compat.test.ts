@@ -5,10 +5,10 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import * as os from 'node:os';
-import { commandOf, ourServer, referenceServer, type ServerCommand } from './helpers';
+import { commandOf, ourServer, referenceServers, type ServerCommand } from './helpers';
 import { waitFor } from '../support/wait';
 
-type Reply = { id: number; result?: Record<string, unknown>; error?: { code: number; message: string } };
+type Reply = { id: number; result?: Record<string, unknown>; error?: { code: number; message: string; data?: unknown } };
 
 /** Sends `lines` (one batch after another, waiting for the answers) and returns replies by id. */
 async function exchange(server: ServerCommand, batches: object[][]): Promise<Map<number, Reply>> {
@@ -63,7 +63,7 @@ const BATCHES: object[][] = [
 // Our server accepts plain absolute paths (a documented extension): 9 differs on purpose.
 const EXTENSION_DIFFERENCES = new Set([9]);
 
-test('wire compat: lifecycle and error replies match the reference code for code, message for message', async () => {
+for (const referenceServer of referenceServers()) test(`wire compat: lifecycle and error replies match ${referenceServer.name} code for code, message for message`, async () => {
   const [ours, ref] = await Promise.all([exchange(ourServer, BATCHES), exchange(referenceServer, BATCHES)]);
   for (const [id, r] of ref) {
     if (EXTENSION_DIFFERENCES.has(id)) continue;
