@@ -20,6 +20,8 @@ export interface SpawnRequest {
   pipeStdin: boolean;
   rows: number;
   cols: number;
+  /** argv already closes every inherited descriptor before the command runs (a sandbox wrapper). */
+  closesDescriptors?: boolean;
 }
 
 export interface ChildHandle {

@@ -3,6 +3,7 @@
 import { spawn } from 'node:child_process';
 import type { ChildEvents, ChildHandle, SpawnRequest } from './child';
 import { exitCodeOf, killGroup } from './child';
+import { pipeStdio } from './pty-masters';
 import { readRecycled } from './recycled-pipe-reader';
 
 export function spawnPipe(req: SpawnRequest, events: ChildEvents): Promise<ChildHandle> {
@@ -12,7 +13,8 @@ export function spawnPipe(req: SpawnRequest, events: ChildEvents): Promise<Child
       env: req.env,
       argv0: req.arg0,
       detached: true,
-      stdio: [req.pipeStdin ? 'pipe' : 'ignore', 'pipe', 'pipe'],
+      // Other terminals' PTY masters are overlaid with /dev/null (./pty-masters.ts).
+      stdio: pipeStdio([req.pipeStdin ? 'pipe' : 'ignore', 'pipe', 'pipe']),
       windowsHide: true,
     });
     let spawned = false;

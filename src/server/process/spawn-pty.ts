@@ -5,6 +5,7 @@ import path from 'node:path';
 import type { IPty } from 'node-pty';
 import type { ChildEvents, ChildHandle, SpawnRequest } from './child';
 import { exitCodeOf, foregroundGroupOf, killGroup } from './child';
+import { ptyCloser, trackMaster } from './pty-masters';
 
 type NodePty = typeof import('node-pty');
 let ptyModule: NodePty | undefined;
@@ -107,8 +108,10 @@ function holdUntilDrained(pty: IPty, busy: () => boolean, paused: () => boolean)
 export async function spawnPty(req: SpawnRequest, events: ChildEvents): Promise<ChildHandle> {
   const st = await fs.promises.stat(req.cwd); // ENOENT/ENOTDIR surface as spawn errors
   if (!st.isDirectory()) throw errno('ENOTDIR', 'chdir', req.cwd);
-  const file = resolveExecutable(req.argv[0], req.cwd, req.env);
-  const pty: IPty = loadPty().spawn(file, req.argv.slice(1), {
+  const resolved = resolveExecutable(req.argv[0], req.cwd, req.env);
+  // Started behind a descriptor closer: it would inherit other terminals' masters (./pty-masters.ts).
+  const { file, args } = req.closesDescriptors ? { file: resolved, args: req.argv.slice(1) } : ptyCloser(resolved, req.argv.slice(1));
+  const pty: IPty = loadPty().spawn(file, args, {
     name: req.env.TERM || 'xterm-256color',
     cols: req.cols,
     rows: req.rows,
@@ -116,6 +119,7 @@ export async function spawnPty(req: SpawnRequest, events: ChildEvents): Promise<
     env: req.env,
     encoding: null,
   } as Parameters<NodePty['spawn']>[2]);
+  trackMaster((pty as unknown as { _fd?: number })._fd);
   let exited = false;
   let stdinOpen = true;
   let paused = false;

@@ -34,7 +34,7 @@ export class BwrapBackend implements SandboxBackend {
   wrap(profile: ManagedSandboxProfile, req: SpawnRequest): SpawnRequest {
     ensureToolFiles(this.tools);
     const argv = wrapArgv(resolveProfile(profile), { argv: req.argv, cwd: req.cwd, arg0: req.arg0 }, this.tools);
-    return { ...req, argv, arg0: undefined };
+    return { ...req, argv, arg0: undefined, closesDescriptors: true };
   }
 }
 
