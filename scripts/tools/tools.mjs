@@ -135,6 +135,9 @@ function tools() {
     // The ssh tests (test/ssh) start their own sshd on 127.0.0.1; the package's own service is not used.
     deb('openssh-server', { keys: () => ({ SSHD: '/usr/sbin/sshd' }) }),
     deb('openssh-client', { command: 'ssh', keys: () => ({ SSH: which('ssh') }) }),
+    // Connect to Container tests: podman with Debian's runc (containers from a local root file system, no image pulled).
+    deb('podman', { command: 'podman', keys: () => ({ PODMAN: which('podman') }) }),
+    deb('runc', { command: 'runc', keys: () => ({ RUNC: which('runc') || (existsSync('/usr/sbin/runc') ? '/usr/sbin/runc' : '') }) }),
     deb('chromium', { command: 'chromium', keys: () => ({ CHROMIUM: which('chromium') }) }),
     deb('libkrb5-dev'),
     deb('pkg-config', { command: 'pkg-config' }),
@@ -198,9 +201,9 @@ function tools() {
 /** Named sets: what the unit/interop tests need, and what the VS Code e2e suite needs. */
 export const groups = {
   get unit() {
-    return ['bubblewrap', 'openssh-server', 'openssh-client', ...referenceVersions().map(referenceToolName)];
+    return ['bubblewrap', 'openssh-server', 'openssh-client', 'podman', 'runc', ...referenceVersions().map(referenceToolName)];
   },
-  e2e: ['openssh-server', 'openssh-client', 'chromium', 'libkrb5-dev', 'pkg-config', 'node24', 'code-server', 'playwright-core'],
+  e2e: ['openssh-server', 'openssh-client', 'podman', 'runc', 'chromium', 'libkrb5-dev', 'pkg-config', 'node24', 'code-server', 'playwright-core'],
 };
 
 /** The tool definitions for names and group names, dependencies first, each once. */

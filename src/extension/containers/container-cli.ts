@@ -1,0 +1,160 @@
+// Running the container CLIs (podman, docker, kubectl) for Connect to Container: which one to
+// use (the settings: `auto` tries podman then docker, or a name / path), one bounded runner
+// (argv only, no shell; stdout capped, stderr kept as its last lines) and the error that names
+// the CLI and quotes what it said — cut to a few lines, control characters and link syntax
+// removed, since it ends up in a notification. Free of `vscode`.
+import { spawn } from 'node:child_process';
+import { noLinks } from '../../vscode/core/notification-text';
+import { cliKindOf, type ContainerCliKind } from './container-target';
+
+/** execServer.containers.* / execServer.kubernetes.* (user settings). */
+export interface ContainerSettings {
+  /** 'auto' (podman, then docker), 'podman', 'docker' or a path to either. */
+  cli: string;
+  /** podman --connection / docker --context ('' = the CLI's default). */
+  context: string;
+  /** kubectl program ('' = kubectl on PATH). */
+  kubectl: string;
+  /** kubectl --context ('' = the current context). */
+  kubeContext: string;
+}
+
+export const DEFAULT_CONTAINER_SETTINGS: ContainerSettings = { cli: 'auto', context: '', kubectl: '', kubeContext: '' };
+
+/** The engine CLIs to try for a `cli` setting: [kind, program] pairs, in order. */
+export function engineCandidates(cli: string): { cli: 'podman' | 'docker'; program: string }[] {
+  const v = cli.trim();
+  if (!v || v === 'auto') return [{ cli: 'podman', program: 'podman' }, { cli: 'docker', program: 'docker' }];
+  const kind = cliKindOf(v);
+  if (kind === 'podman' || kind === 'docker') return [{ cli: kind, program: v }];
+  throw new ContainerCliError(v, `execServer.containers.cli is "${v}": give "auto", "podman", "docker" or the path of a podman or docker program`);
+}
+
+// eslint-disable-next-line no-control-regex
+const CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]|\u001b\[[0-9;?]*[A-Za-z]/g;
+
+/** What a CLI printed on stderr, fit for one notification: its last `lines` non-empty lines, each cut, no control characters, no links. */
+export function boundedStderr(stderr: string, lines = 3, width = 300): string {
+  const kept = stderr
+    .replace(CONTROL, '')
+    .split(/\r?\n/)
+    .map((l) => l.trim())
+    .filter(Boolean)
+    .slice(-lines)
+    .map((l) => (l.length > width ? `${l.slice(0, width)}…` : l));
+  return noLinks(kept.join(' | '));
+}
+
+export class ContainerCliError extends Error {
+  constructor(
+    /** The program that failed (podman, docker, kubectl, a path). */
+    readonly program: string,
+    message: string,
+    readonly stderr = '',
+  ) {
+    const said = boundedStderr(stderr);
+    super(noLinks(`${message.replace(CONTROL, '')}${said ? ` (${program}: ${said})` : ''}`));
+    this.name = 'ContainerCliError';
+  }
+}
+
+export interface CliResult {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** stdout a listing or probe may print (a container with thousands of entries stays far below). */
+const MAX_STDOUT = 16 * 1024 * 1024;
+/** stderr kept: its tail, where a CLI's error is. */
+const MAX_STDERR = 16 * 1024;
+
+export interface RunCliOptions {
+  input?: string | Buffer;
+  timeoutMs?: number;
+  signal?: AbortSignal;
+  env?: NodeJS.ProcessEnv;
+  /** Each stderr line as it comes (progress). */
+  onStderr?(line: string): void;
+}
+
+/** Runs `program argv…` (no shell); rejects with ContainerCliError when it cannot start, times out, or floods stdout. */
+export function runCli(program: string, argv: readonly string[], opts: RunCliOptions = {}): Promise<CliResult> {
+  return new Promise((resolve, reject) => {
+    let settled = false;
+    const child = spawn(program, argv as string[], { stdio: ['pipe', 'pipe', 'pipe'], env: opts.env ?? process.env, windowsHide: true });
+    const out: Buffer[] = [];
+    let outSize = 0;
+    let err = '';
+    let partial = '';
+    const timer = opts.timeoutMs
+      ? setTimeout(() => finish(new ContainerCliError(program, `${program} ${argv[0] ?? ''} gave no answer within ${Math.round(opts.timeoutMs! / 1000)} s`, err)), opts.timeoutMs)
+      : undefined;
+    const onAbort = () => finish(new Error('cancelled'));
+    opts.signal?.addEventListener('abort', onAbort, { once: true });
+    function finish(e?: Error, r?: CliResult) {
+      if (settled) return;
+      settled = true;
+      if (timer) clearTimeout(timer);
+      opts.signal?.removeEventListener('abort', onAbort);
+      if (e) {
+        child.kill('SIGKILL');
+        reject(e);
+      } else resolve(r!);
+    }
+    child.stdout.on('data', (d: Buffer) => {
+      outSize += d.length;
+      if (outSize > MAX_STDOUT) return finish(new ContainerCliError(program, `${program} printed more than ${MAX_STDOUT / 1048576} MiB where a listing was expected; stopped`));
+      out.push(d);
+    });
+    child.stderr.setEncoding('utf8');
+    child.stderr.on('data', (d: string) => {
+      err = (err + d).slice(-MAX_STDERR);
+      if (!opts.onStderr) return;
+      partial += d;
+      const lines = partial.split('\n');
+      partial = (lines.pop() ?? '').slice(-MAX_STDERR);
+      for (const l of lines) opts.onStderr(l.replace(/\r$/, ''));
+    });
+    child.on('error', (e: NodeJS.ErrnoException) =>
+      finish(e.code === 'ENOENT' ? new ContainerCliError(program, `${program} is not installed (not found on the PATH)`) : new ContainerCliError(program, `cannot run ${program}: ${e.message}`)),
+    );
+    child.on('close', (code, signal) => finish(undefined, { code, signal, stdout: Buffer.concat(out).toString(), stderr: err }));
+    // The CLI may exit (no such container) before it reads its input: not ours to report.
+    child.stdin.on('error', () => undefined);
+    if (opts.signal?.aborted) return onAbort();
+    child.stdin.end(opts.input ?? '');
+  });
+}
+
+/** Rejects with the CLI's words when it exited non-zero. */
+export async function runCliOk(program: string, argv: readonly string[], what: string, opts: RunCliOptions = {}): Promise<CliResult> {
+  const r = await runCli(program, argv, opts);
+  if (r.code !== 0) throw new ContainerCliError(program, `${what} failed (${program} exited ${r.code ?? r.signal})`, r.stderr);
+  return r;
+}
+
+export interface DetectedCli {
+  cli: ContainerCliKind;
+  program: string;
+  /** `podman version 4.3.1`; undefined when it did not run. */
+  version?: string;
+  /** Why it cannot be used (not installed, does not run). */
+  error?: string;
+}
+
+/** Runs `<program> --version` for each candidate. */
+export async function detectClis(candidates: { cli: ContainerCliKind; program: string }[], opts: { timeoutMs?: number } = {}): Promise<DetectedCli[]> {
+  return Promise.all(
+    candidates.map(async (c) => {
+      try {
+        const r = await runCli(c.program, ['--version'], { timeoutMs: opts.timeoutMs ?? 15_000 });
+        if (r.code !== 0) return { ...c, error: new ContainerCliError(c.program, `${c.program} --version exited ${r.code ?? r.signal}`, r.stderr).message };
+        return { ...c, version: boundedStderr(r.stdout.split('\n')[0] ?? '', 1, 120) };
+      } catch (e) {
+        return { ...c, error: (e as Error).message };
+      }
+    }),
+  );
+}
