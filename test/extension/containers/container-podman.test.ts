@@ -1,0 +1,93 @@
+// Connect to Container's logic against the REAL podman (no image: a container of this machine's
+// root file system, ./podman.ts): the listing of `podman ps --format json` as podman prints it,
+// the probe finds no executor, the install copies this repository's CLI + node-pty in with
+// `podman cp` and checks it inside, then the stdio transport `podman exec -i -- NAME …` serves a
+// session whose processes run in the container (its hostname, its pid namespace); stopping the
+// container ends the session with the reason "stopped", starting it again connects again. A
+// container without Node is refused with the reason, nothing copied.
+import assert from 'node:assert/strict';
+import { readlinkSync } from 'node:fs';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import type { ExecClient } from '../../../src/client/api';
+import { runCliOk } from '../../../src/extension/containers/container-cli';
+import { connectContainer, containerState } from '../../../src/extension/containers/container-connect';
+import { parseContainerList } from '../../../src/extension/containers/container-list';
+import { chooseContainerExecutor, ContainerInstallError, findBundle, installInContainer, planContainerInstall, probeContainer } from '../../../src/extension/containers/container-setup';
+import { listArgv, type ContainerTarget } from '../../../src/extension/containers/container-target';
+import { execIn, havePodman, PODMAN, removeContainer, startContainer, startTestContainer, stopContainer } from './podman';
+
+const REPO = path.resolve(__dirname, '..', '..', '..', '..');
+const NAME = `es-ctr-test-${process.pid}`;
+const target: ContainerTarget = { cli: 'podman', program: PODMAN, container: NAME };
+const version = '9.9.9-test';
+
+async function run(client: ExecClient, argv: string[]): Promise<string> {
+  const p = await client.startProcess({ argv, cwd: '/', tty: false } as Parameters<ExecClient['startProcess']>[0]);
+  let out = '';
+  p.onOutput((e) => (out += Buffer.from(e.data).toString()));
+  await p.exited;
+  await p.closed;
+  return out;
+}
+
+describe('containers: real podman', { skip: !havePodman() && 'podman/runc not installed (node scripts/tools/install.mjs podman runc)', timeout: 240_000 }, () => {
+  before(() => startTestContainer(NAME, { hostname: 'es-ctr-host' }));
+  after(() => removeContainer(NAME));
+
+  it('lists the running container from podman ps --format json', async () => {
+    const r = await runCliOk(PODMAN, listArgv('podman'), 'listing');
+    const { items } = parseContainerList('podman', r.stdout);
+    const c = items.find((x) => x.name === NAME);
+    assert.ok(c, `listed: ${items.map((x) => x.name).join(', ')}`);
+    assert.equal(c.state, 'running');
+    assert.match(c.id, /^[0-9a-f]{64}$/);
+  });
+
+  it('no executor inside → the CLI is copied in with podman cp, checked, and serves processes that run in the container; stop ends it as "stopped", start connects again', async () => {
+    const facts = await probeContainer(target);
+    assert.equal(facts.os, 'Linux');
+    assert.equal(chooseContainerExecutor(facts), undefined, 'nothing to run before the install');
+    const bundle = findBundle(REPO, version);
+    const plan = planContainerInstall(target, facts, bundle);
+    assert.equal(plan.mode, 'prebuilt');
+    const steps: string[] = [];
+    const launcher = await installInContainer(target, facts, bundle, plan, { onProgress: (l) => steps.push(l) });
+    assert.equal(launcher, path.posix.join(facts.home, '.exec-server', 'bin', 'exec-server'));
+    assert.ok(steps.some((s) => /podman container/.test(s) && /copying/.test(s)), steps.join('\n'));
+    assert.match(execIn(NAME, [launcher, '--version']), /exec-server/);
+
+    const after = chooseContainerExecutor(await probeContainer(target));
+    assert.equal(after?.kind, 'installed');
+    let client = await connectContainer(target, after.argv);
+    assert.equal((await run(client, ['hostname'])).trim(), 'es-ctr-host', "the process runs in the container (its hostname)");
+    const ns = (await run(client, ['readlink', '/proc/self/ns/pid'])).trim();
+    assert.match(ns, /^pid:\[\d+\]$/);
+    assert.notEqual(ns, readlinkSync('/proc/self/ns/pid'), "the container's pid namespace, not this machine's");
+
+    // Stop: the session ends with the container's state as its reason.
+    const p = await client.startProcess({ argv: ['sleep', '600'], cwd: '/' } as Parameters<ExecClient['startProcess']>[0]);
+    const closed = new Promise<string | undefined>((res) => p.onClose((e) => res(e.error)));
+    stopContainer(NAME);
+    const why = await closed;
+    assert.match(why ?? '', new RegExp(`podman container "${NAME}" stopped \\(exited\\)`), `the reason says it stopped: ${why}`);
+    assert.deepEqual(await containerState(target), { running: false, status: 'exited' });
+    await assert.rejects(connectContainer(target, after.argv), (e: Error) => new RegExp(`podman container "${NAME}" is not running`).test(e.message) && /podman:/.test(e.message));
+
+    startContainer(NAME);
+    client = await connectContainer(target, after.argv);
+    assert.equal((await run(client, ['hostname'])).trim(), 'es-ctr-host', 'connected again after the start (the installed CLI survived the restart)');
+    await client.close();
+  });
+
+  it('probe facts without Node (or with Node 18) are refused by the plan, with the reason, before anything is copied', async () => {
+    const facts = { ...(await probeContainer(target)), node: undefined, nodeVersion: undefined };
+    assert.throws(() => planContainerInstall(target, facts, findBundle(REPO, version)), (e: unknown) => e instanceof ContainerInstallError && e.kind === 'no-node' && /has no Node\.js on its PATH/.test(e.message) && /Node 20 or newer/.test(e.message));
+    const old = { ...facts, node: '/usr/bin/node', nodeVersion: 'v18.19.0' };
+    assert.throws(() => planContainerInstall(target, old, findBundle(REPO, version)), /Node v18\.19\.0 .* too old/);
+  });
+
+  it('a container that does not exist: the error names podman and quotes it', async () => {
+    await assert.rejects(probeContainer({ ...target, container: 'es-no-such-ctr' }), /podman: .*no container with name or ID "es-no-such-ctr" found/);
+  });
+});
