@@ -11,6 +11,9 @@ import type { SpawnRequest } from '../process/child';
 import { buildChildEnv } from '../process/env-policy';
 import { MAX_OUTPUT_WINDOW } from '../process/managed-process';
 import { resolveExecutable } from '../process/spawn-pty';
+import { decodeMetadata, decodeShellSnapshot } from '../process/start-options';
+import { decodeEnforce, decodeManagedNetwork, decodeNetworkProxy } from '../network/launch-config';
+import { FAIL_CLOSED_EXIT, NO_PROXY_TO_BRIDGE, networkMode } from '../network/start-mode';
 import { sandboxBackend } from '../sandbox/backend';
 import { parseSandbox } from '../sandbox/profile';
 import type { Access } from '../ordering';
@@ -35,6 +38,38 @@ function ptyDim(o: P.Obj, k: string): number | undefined {
   const v = P.optUint(o, k);
   if (v !== undefined && (v < 1 || v > MAX_PTY_DIM)) throw invalidParams(`${k} must be between 1 and ${MAX_PTY_DIM}`);
   return v;
+}
+
+/**
+ * Managed-proxy mode with no proxy to reach (./network/start-mode.ts): as on the reference the
+ * start is answered, the command never runs, and the process reports the reference's message,
+ * exit 101 and sandboxDenied. What runs is a fixed script with no client input at all.
+ */
+async function failClosed(
+  ctx: ConnectionContext,
+  p: { processId: string; tty: boolean; pipeStdin: boolean; rows: number; cols: number; sandbox: { kind: string }; outputWindow: number },
+): Promise<ProcessStartResult> {
+  // A managed profile still needs a usable sandbox host (-32600 otherwise), as any managed start.
+  const backend = p.sandbox.kind === 'managed' ? await sandboxBackend() : undefined;
+  const proc = ctx.session().reserve(p.processId);
+  if (p.outputWindow > 0) proc.setWindow(p.outputWindow);
+  const script = 'printf "%s\\n" "$1" >&2; exit "$2"';
+  const req: SpawnRequest = {
+    argv: ['/bin/sh', '-c', script, 'exec-server', NO_PROXY_TO_BRIDGE, String(FAIL_CLOSED_EXIT)],
+    cwd: '/',
+    env: { PATH: '/usr/bin:/bin' },
+    pipeStdin: p.pipeStdin,
+    rows: p.rows,
+    cols: p.cols,
+  };
+  try {
+    await proc.start(req, p.tty, 'denied');
+  } catch (e) {
+    ctx.session().release(proc);
+    proc.dispose();
+    throw e instanceof RpcError ? e : internalError(osMessage(e));
+  }
+  return { processId: p.processId, sandboxType: backend?.sandboxType ?? 'linuxSeccomp' };
 }
 
 /**
@@ -73,10 +108,18 @@ export const processMethods: MethodTable<ProcessMethod> = {
       const childEnv = buildChildEnv(env, envPolicy);
       // Decoded here so a malformed sandbox is a -32602 before anything else, as on the reference.
       const sandbox = parseSandbox(o.sandbox, { cwd, tmpDir: childEnv.TMPDIR || os.tmpdir(), homeDir: childEnv.HOME });
-      return { processId, argv, cwd, childEnv, tty, pipeStdin, arg0, rows, cols, sandbox, outputWindow };
+      decodeMetadata(o.metadata);
+      decodeShellSnapshot(o.shellSnapshot);
+      const enforce = decodeEnforce(o);
+      const managedNetwork = decodeManagedNetwork(o.managedNetwork);
+      const networkProxy = decodeNetworkProxy(o.networkProxy);
+      // Refused here (-32600) when it asks for a network policy this engine does not enforce.
+      const network = networkMode({ sandbox, enforce, managedNetwork, networkProxy, env: childEnv });
+      return { processId, argv, cwd, childEnv, tty, pipeStdin, arg0, rows, cols, sandbox, outputWindow, network };
     },
     async (ctx, p): Promise<ProcessStartResult> => {
       const session = ctx.session();
+      if (p.network.kind === 'failClosed') return failClosed(ctx, p);
       let req: SpawnRequest = { argv: p.argv, cwd: p.cwd, env: p.childEnv, arg0: p.arg0, pipeStdin: p.pipeStdin, rows: p.rows, cols: p.cols };
       // Refused before the id is taken: no usable sandbox → -32600, never an unconfined run.
       const backend = p.sandbox.kind === 'managed' ? await sandboxBackend() : undefined;

@@ -145,10 +145,12 @@ export class ManagedProcess {
 
   /**
    * Spawns the child; rejects with the OS error on failure (the caller frees the id).
-   * `sandboxed`: `req` already runs the command under a managed sandbox.
+   * `sandboxed`: `req` already runs the command under a managed sandbox; `'denied'`: the sandbox
+   * refused to run it at all (`req` only reports why), so a non-zero exit is always sandboxDenied.
    */
-  async start(req: SpawnRequest, tty: boolean, sandboxed = false): Promise<void> {
-    this.sandboxed = sandboxed;
+  async start(req: SpawnRequest, tty: boolean, sandboxed: boolean | 'denied' = false): Promise<void> {
+    this.sandboxed = sandboxed !== false;
+    const alwaysDenied = sandboxed === 'denied';
     let heldExit: { code: number; timer: ReturnType<typeof setTimeout> } | undefined;
     const reportExit = (exitCode: number) => {
       if (this.exited) return;
@@ -156,7 +158,7 @@ export class ManagedProcess {
       this.exitCode = exitCode;
       const seq = this.nextSeq++;
       this.exitSeq = seq;
-      this.denied = sandboxDenied(this.sandboxed, exitCode, () => this.buffer.tail(DENIAL_SCAN_BYTES));
+      this.denied = alwaysDenied ? exitCode !== 0 : sandboxDenied(this.sandboxed, exitCode, () => this.buffer.tail(DENIAL_SCAN_BYTES));
       this.host.notify('process/exited', { processId: this.id, seq, exitCode, sandboxDenied: this.denied });
       this.wake();
     };

@@ -1,0 +1,47 @@
+// What process/start does with its managed-network members (./launch-config.ts). The rule is
+// the reference's (codex 0.169, measured; docs/security.md "Managed network"): a start with a
+// `sandbox` object and `enforceManagedNetwork: true` runs in managed-proxy mode — network
+// unshared, only the proxy reachable — and without a proxy to reach it fails closed (exit 101,
+// sandboxDenied), never with the network open. Anything asked for that this engine does not
+// enforce is refused (-32600) before anything runs.
+import { invalidRequest } from '../../protocol/errors';
+import type { SandboxProfile } from '../sandbox/profile';
+import type { ManagedNetworkContext, NetworkProxyLaunch } from './launch-config';
+
+/** The variables a client-run proxy is named by in `env` (the reference's route list). */
+export const PROXY_ENV_KEYS = [
+  'HTTP_PROXY', 'HTTPS_PROXY', 'ALL_PROXY', 'FTP_PROXY', 'WS_PROXY', 'WSS_PROXY',
+  'http_proxy', 'https_proxy', 'all_proxy', 'ftp_proxy', 'ws_proxy', 'wss_proxy',
+];
+
+/** The reference's text when managed-proxy mode has no proxy to bridge. */
+export const NO_PROXY_TO_BRIDGE = 'failed to prepare host proxy routing bridge: managed proxy mode requires proxy environment variables';
+/** The reference helper's exit code for that failure (a Rust panic). */
+export const FAIL_CLOSED_EXIT = 101;
+
+export type NetworkMode =
+  /** Nothing managed: the sandbox's own `network` decides. */
+  | { kind: 'plain' }
+  /** Managed-proxy mode without a proxy: the command does not run; exit 101, sandboxDenied. */
+  | { kind: 'failClosed' };
+
+export interface NetworkRequest {
+  sandbox: SandboxProfile;
+  enforce: boolean;
+  networkProxy?: NetworkProxyLaunch;
+  managedNetwork?: ManagedNetworkContext;
+  env: Record<string, string>;
+}
+
+export function networkMode(r: NetworkRequest): NetworkMode {
+  if (r.networkProxy) {
+    throw invalidRequest('executor-local network proxy launches (networkProxy) are not supported by this exec-server; refusing to run without the requested network policy');
+  }
+  const sandboxGiven = !(r.sandbox.kind === 'none' && r.sandbox.type === 'absent');
+  // No sandbox object: nothing is confined, and the reference runs the command as it is.
+  if (!r.enforce || !sandboxGiven) return { kind: 'plain' };
+  if (r.managedNetwork && r.managedNetwork.loopbackPorts.length > 0 && PROXY_ENV_KEYS.some((k) => r.env[k] !== undefined)) {
+    throw invalidRequest('managedNetwork (bridging a client-run proxy on the executor host into the sandbox) is not supported by this exec-server; refusing to run without the requested network policy');
+  }
+  return { kind: 'failClosed' };
+}
