@@ -66,7 +66,7 @@ writeFileSync(path.join(stage, 'README.md'), readme);
 if (existsSync(path.join(root, 'LICENSE'))) copy('LICENSE');
 const pty = 'node_modules/node-pty';
 for (const rel of ['lib', 'build/Release/pty.node', 'LICENSE']) copy(`${pty}/${rel}`);
-// Connect to Host installs the CLI on hosts without an executor (src/vscode/core/ssh-install.ts):
+// Connect to Host installs the CLI on hosts without an executor (src/extension/ssh/install.ts):
 // the CLI bundle, and what a node-gyp build of node-pty needs where no prebuilt matches.
 copy('dist/cli.js');
 for (const rel of ['binding.gyp', 'src/unix']) copy(`${pty}/${rel}`);

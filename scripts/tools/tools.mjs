@@ -132,7 +132,7 @@ function tools() {
 
   const list = [
     deb('bubblewrap', { command: 'bwrap', keys: () => ({ BWRAP: which('bwrap') }) }),
-    // The ssh tests (test/ssh) start their own sshd on 127.0.0.1; the package's own service is not used.
+    // The ssh tests (test/extension/ssh, test/cli) start their own sshd on 127.0.0.1; the package's own service is not used.
     deb('openssh-server', { keys: () => ({ SSHD: '/usr/sbin/sshd' }) }),
     deb('openssh-client', { command: 'ssh', keys: () => ({ SSH: which('ssh') }) }),
     // Connect to Container tests: podman with Debian's runc (containers from a local root file system, no image pulled).

@@ -1,5 +1,5 @@
 // http/request to pinned addresses: the agent gate judged where the URL's host name leads
-// (src/vscode/core/agent-http.ts); the request must connect there and nowhere else, even if
+// (src/extension/agent/http.ts); the request must connect there and nowhere else, even if
 // the name resolves elsewhere a moment later (DNS rebinding). Node's fetch cannot be given a
 // lookup, so this goes through node:http/https with a `lookup` that answers only the pinned
 // addresses; the Host header and TLS server name (SNI, certificate check) stay the name. No

@@ -3,7 +3,7 @@
 // character split across chunks counted once, messages (pushText) counting nothing.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { OutputCoalescer } from '../../src/vscode/core/output-coalescer';
+import { OutputCoalescer } from '../../src/extension/terminals/output-coalescer';
 
 test('coalescer: onFlushed reports input bytes once their text is fully written', async () => {
   const flushed: number[] = [];

@@ -7,8 +7,8 @@
 // Behaviour on a manual clock, no timing.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { OutputCoalescer, RENDERER_PROBE, RENDERER_REPLY, type CoalescerClock } from '../../src/vscode/core/output-coalescer';
-import { VtState } from '../../src/vscode/core/vt-state';
+import { OutputCoalescer, RENDERER_PROBE, RENDERER_REPLY, type CoalescerClock } from '../../src/extension/terminals/output-coalescer';
+import { VtState } from '../../src/extension/terminals/vt-state';
 
 /** A clock that moves only when told to, running the timers that are due in order. */
 class ManualClock implements CoalescerClock {

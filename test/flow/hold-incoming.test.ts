@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { connectWebSocket } from '../../src/client/connect';
-import { ExecTerminal } from '../../src/vscode/core/exec-terminal';
+import { ExecTerminal } from '../../src/extension/terminals/exec-terminal';
 import { referenceServer, startWsServer } from '../interop/helpers';
 import { waitFor, sleep } from '../support/wait';
 import { LineChecker, numberedLines, tmpDir } from './helpers';

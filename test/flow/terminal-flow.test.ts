@@ -8,8 +8,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { ExecServerClient } from '../../src/client/client';
 import { connectWebSocket } from '../../src/client/connect';
-import type { CoalescerOptions } from '../../src/vscode/core/output-coalescer';
-import { ExecTerminal, TERMINAL_HIGH_WATERMARK } from '../../src/vscode/core/exec-terminal';
+import type { CoalescerOptions } from '../../src/extension/terminals/output-coalescer';
+import { ExecTerminal, TERMINAL_HIGH_WATERMARK } from '../../src/extension/terminals/exec-terminal';
 import { LineChecker, numberedLines, ourWsServer, progress, settled, tmpDir } from './helpers';
 
 const ENV = { PATH: process.env.PATH ?? '/usr/bin:/bin' };

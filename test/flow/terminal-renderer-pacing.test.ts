@@ -9,8 +9,8 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { connectWebSocket } from '../../src/client/connect';
-import { ExecTerminal } from '../../src/vscode/core/exec-terminal';
-import { RENDERER_PROBE, RENDERER_REPLY, TERMINAL_PACING } from '../../src/vscode/core/output-coalescer';
+import { ExecTerminal } from '../../src/extension/terminals/exec-terminal';
+import { RENDERER_PROBE, RENDERER_REPLY, TERMINAL_PACING } from '../../src/extension/terminals/output-coalescer';
 import { LineChecker, ourWsServer, progress, tmpDir } from './helpers';
 
 const ENV = { PATH: process.env.PATH ?? '/usr/bin:/bin' };

@@ -10,7 +10,7 @@ import * as path from 'node:path';
 import { after, before, test } from 'node:test';
 import { telemetryConfig } from '../../src/telemetry/config';
 import { startServerTelemetry } from '../../src/telemetry/load';
-import { AgentEndpoint } from '../../src/vscode/core/agent-endpoint';
+import { AgentEndpoint } from '../../src/extension/agent/endpoint';
 import { handshake, rawClient, startReceiver, type OtlpReceiver } from './helpers';
 import { waitFor } from '../support/wait';
 

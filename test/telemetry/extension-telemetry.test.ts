@@ -1,4 +1,4 @@
-// The extension's request telemetry core (src/vscode/core/request-telemetry.ts) in plain Node:
+// The extension's request telemetry core (src/extension/common/request-telemetry.ts) in plain Node:
 // statistics per environment without any collector (and without loading the SDK); with an
 // OTLP endpoint set, client spans carry the environment's name and the Local (in-process)
 // server's spans join the same traces; an invalid endpoint leaves traces off with a warning.
@@ -7,7 +7,7 @@ import { after, before, test } from 'node:test';
 import { connectInProcess } from '../../src/client/connect';
 import { ExecServer } from '../../src/server/exec-server';
 import { sdkLoaded } from '../../src/telemetry/load';
-import { RequestTelemetry, type TelemetrySettings } from '../../src/vscode/core/request-telemetry';
+import { RequestTelemetry, type TelemetrySettings } from '../../src/extension/common/request-telemetry';
 import { startReceiver, type OtlpReceiver } from './helpers';
 
 let rx: OtlpReceiver;

@@ -8,9 +8,9 @@
 import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { buildPayload, findBundle, MIN_NODE_MAJOR, parseNodeVersion, planInstall, InstallError, type CliBundle, type InstallPlan } from '../../vscode/core/ssh-install';
-import { INSTALL_DIR, parseProbeOutput, PROBE_SCRIPT, type HostFacts } from '../../vscode/core/ssh-probe';
-import { noLinks } from '../../vscode/core/notification-text';
+import { buildPayload, findBundle, MIN_NODE_MAJOR, parseNodeVersion, planInstall, InstallError, type CliBundle, type InstallPlan } from '../ssh/install';
+import { INSTALL_DIR, parseProbeOutput, PROBE_SCRIPT, type HostFacts } from '../ssh/probe';
+import { noLinks } from '../common/notification-text';
 import { ContainerCliError, runCli, runCliOk } from './container-cli';
 import { cpArgv, describeTarget, execArgv, type ContainerTarget } from './container-target';
 

@@ -1,7 +1,7 @@
 // A burst of agent questions in the real workbench. VS Code turns at most 3 notifications per
 // 800 ms into toasts; the rest only land in the notification center, where nobody sees them
 // and they time out as "denied" (an agent pipelining five requests got two silent refusals).
-// The extension paces its questions (src/vscode/core/question-pacer.ts) and shows how many
+// The extension paces its questions (src/extension/approval/question-pacer.ts) and shows how many
 // are open in the status bar; every question must reach the screen as a toast.
 import { pathToFileURL } from 'node:url';
 import { AgentClient } from './agent-client';

@@ -36,7 +36,7 @@ export function registerExtensionTests(): void {
     assertEqual(api.version, ext.packageJSON.version, 'API version equals the extension version');
     const names = api.getEnvironments().map((e) => e.name);
     assert(names.includes(LOCAL), `getEnvironments() lists ${LOCAL} (got ${JSON.stringify(names)})`);
-    // Every contributed command (= the command table, test/vscode/package.test.ts) has a handler.
+    // Every contributed command (= the command table, test/extension/common/ui/command-ids.package.test.ts) has a handler.
     const registered = await vscode.commands.getCommands(true);
     const contributed = (ext.packageJSON.contributes.commands as { command: string }[]).map((c) => c.command);
     assert(contributed.length >= 17, `package.json contributes the commands (got ${contributed.length})`);

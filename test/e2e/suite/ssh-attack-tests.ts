@@ -1,12 +1,12 @@
 // Attacks on Connect to Host and ssh environments, in the real workbench: a host (a REAL sshd,
-// test/ssh/sshd.ts) that answers with VS Code's link syntax `[label](command:…)` on stderr.
+// test/support/sshd.ts) that answers with VS Code's link syntax `[label](command:…)` on stderr.
 // Notifications render that syntax as a link, and a click on a command link runs the command
 // with the link's arguments (here: keystrokes into the open terminal). The harness reports every
 // <a> inside the notification's message; what the host printed must be there as text only.
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import * as vscode from 'vscode';
-import { binDir, startSshd, whichOrThrow, type TestSshd } from '../../ssh/sshd';
+import { binDir, startSshd, whichOrThrow, type TestSshd } from '../../support/sshd';
 import { findNotice, setSettingForTest } from './approval';
 import { config } from './config';
 import { afterAll, test } from './framework';

@@ -1,5 +1,5 @@
 // Connect to Host terminals that survive a window reload, in the real workbench against a REAL
-// sshd (test/ssh/sshd.ts, started so that it outlives this extension host): Connect to Host
+// sshd (test/support/sshd.ts, started so that it outlives this extension host): Connect to Host
 // (the quick pick) to a host running this repository's CLI, a terminal there, a window reload —
 // the terminal comes back with its earlier output, is the same shell (its pid, its variables) and
 // still takes input; the host's detached server (~/.exec-server/run/<version>-<hostname>.json) is the one
@@ -7,7 +7,7 @@
 import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import * as vscode from 'vscode';
-import { binDir, startSshd, stopDetachedSshd } from '../../ssh/sshd';
+import { binDir, startSshd, stopDetachedSshd } from '../../support/sshd';
 import { config } from './config';
 import { testAcrossReload } from './framework';
 import { quickInput, uiTexts } from './ux-driver';

@@ -1,4 +1,4 @@
-// Connect to Host… in the real workbench against a REAL sshd (test/ssh/sshd.ts: Debian
+// Connect to Host… in the real workbench against a REAL sshd (test/support/sshd.ts: Debian
 // openssh-server on 127.0.0.1, throwaway keys, execServer.ssh.configFile = its `ssh -F`
 // config): the quick pick lists the config's hosts, picking one with an exec-server on PATH
 // saves and connects an ssh command environment (in the view, the status indicator names it);
@@ -9,7 +9,7 @@ import { spawnSync } from 'node:child_process';
 import { appendFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import * as vscode from 'vscode';
-import { binDir, startSshd, whichOrThrow, type TestSshd } from '../../ssh/sshd';
+import { binDir, startSshd, whichOrThrow, type TestSshd } from '../../support/sshd';
 import { answerApprovalIfShown, findNotice, setExecServerSetting } from './approval';
 import { config } from './config';
 import { afterAll, test } from './framework';

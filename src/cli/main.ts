@@ -1,0 +1,332 @@
+// The standalone `exec-server` CLI (dist/cli.js, the package bin).
+//   exec-server [--listen ws://IP:PORT | stdio:// | stdio]
+// stdout carries only protocol (stdio) or the one line with the bound URL (websocket);
+// logs go to stderr. SIGINT/SIGTERM shut down cleanly (children are killed).
+import { setListenerErrorHandler } from '../rpc/event';
+import { ExecServer } from '../server/exec-server';
+import { serveConnection } from '../transports/serve';
+import { DEFAULT_MAX_IN_FLIGHT } from '../server/in-flight';
+import { StdioTransport } from '../transports/stdio';
+import { listenWebSocket, type WebSocketListenOptions } from '../transports/websocket-server';
+import { VERSION } from '../version';
+import { loadTlsMaterial } from '../transports/tls';
+import { createAuthenticator, SecurityConfigError } from '../transports/ws-auth';
+import { parseAuthArgs, SECURITY_FLAGS_HELP, validateListenSecurity, type SecurityOptions } from '../transports/ws-auth-args';
+import { rejectReason } from '../telemetry/api';
+import { TELEMETRY_FLAGS_HELP, TelemetryConfigError, telemetryConfig, type TelemetryConfig, type TelemetryFlags } from '../telemetry/config';
+import { startServerTelemetry } from '../telemetry/load';
+import { closeInheritedDescriptors } from '../server/inherited-fds';
+import { readFileSync } from 'node:fs';
+import { DEFAULT_DETACHED_IDLE_EXIT_SEC, ensureDetachedServer, removeOwnRunRecord, watchRunRecord } from './detach';
+import { proofResponder } from './detach-proof';
+
+type Level = 'debug' | 'info' | 'warn' | 'error';
+const LEVELS: Level[] = ['debug', 'info', 'warn', 'error'];
+
+const HELP = `exec-server ${VERSION} — run processes and filesystem operations for a remote client
+(JSON-RPC, wire-compatible with \`codex exec-server\`).
+
+Usage: exec-server [options]
+
+Options:
+  --listen URL          ws://IP:PORT (default ws://127.0.0.1:0), stdio:// or stdio
+  --max-in-flight N     concurrent requests per connection (default ${DEFAULT_MAX_IN_FLIGHT})
+  --log-level LEVEL     debug|info|warn|error (default info; also EXEC_SERVER_LOG)
+  --idle-exit SECONDS   websocket listener: exit after SECONDS with no connection and no
+                        session (a detached session's processes end with its 30 s TTL);
+                        before the first connection at least 30 s
+  --detach              find this user's detached server of this version or start one
+                        (127.0.0.1, random token, --idle-exit ${DEFAULT_DETACHED_IDLE_EXIT_SEC} unless given; recorded in
+                        ~/.exec-server/run/<version>-<hostname>.json, 0600), print {"port","token","pid",…}
+                        as one JSON line and exit. Connect to Host uses it over ssh.
+  --run-record FILE     (set by --detach, with --ws-token-file) exit once FILE no longer
+                        names this server, remove it on exit, prove the token on request
+  -h, --help            show this help
+  -V, --version         print the version
+With a websocket listener the bound URL is printed as one line on stdout once it accepts
+connections; GET /readyz on the same port answers 200.
+
+${SECURITY_FLAGS_HELP}
+${TELEMETRY_FLAGS_HELP}`;
+
+export class UsageError extends Error {}
+
+interface CliOptions {
+  listen: string;
+  maxInFlight: number;
+  logLevel: Level;
+  telemetry: TelemetryFlags;
+  /** --idle-exit (seconds). */
+  idleExitSec?: number;
+  detach: boolean;
+  /** --run-record (a server started by --detach). */
+  runRecord?: string;
+}
+
+/** Telemetry flags (src/telemetry/config.ts) → the TelemetryFlags field they set. */
+const TELEMETRY_FLAGS: Record<string, keyof TelemetryFlags> = {
+  '--otlp-endpoint': 'otlpEndpoint',
+  '--otlp-protocol': 'otlpProtocol',
+  '--service-name': 'serviceName',
+  '--trace-sampler': 'sampler',
+  '--trace-sampler-arg': 'samplerArg',
+  '--prometheus': 'prometheus',
+};
+
+function parseArgs(argv: string[]): CliOptions | 'help' | 'version' {
+  const o: CliOptions = {
+    listen: 'ws://127.0.0.1:0',
+    maxInFlight: DEFAULT_MAX_IN_FLIGHT,
+    logLevel: (LEVELS as string[]).includes(process.env.EXEC_SERVER_LOG ?? '') ? (process.env.EXEC_SERVER_LOG as Level) : 'info',
+    telemetry: {},
+    detach: false,
+  };
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    const eq = a.startsWith('--') ? a.indexOf('=') : -1;
+    const name = eq > 0 ? a.slice(0, eq) : a;
+    const value = (): string => {
+      const v = eq > 0 ? a.slice(eq + 1) : argv[++i];
+      if (v === undefined || v === '') throw new UsageError(`${name} requires a value`);
+      return v;
+    };
+    switch (name) {
+      case '-h':
+      case '--help':
+        return 'help';
+      case '-V':
+      case '--version':
+        return 'version';
+      case '--listen':
+        o.listen = value();
+        break;
+      case '--max-in-flight': {
+        const n = Number(value());
+        if (!Number.isInteger(n) || n < 1) throw new UsageError('--max-in-flight must be a positive integer');
+        o.maxInFlight = n;
+        break;
+      }
+      case '--idle-exit': {
+        const n = Number(value());
+        if (!Number.isInteger(n) || n < 1 || n > 30 * 86_400) throw new UsageError('--idle-exit must be a whole number of seconds (1 to 2592000)');
+        o.idleExitSec = n;
+        break;
+      }
+      case '--detach':
+        o.detach = true;
+        break;
+      case '--run-record':
+        o.runRecord = value();
+        break;
+      case '--log-level': {
+        const v = value();
+        if (!(LEVELS as string[]).includes(v)) throw new UsageError(`--log-level must be one of ${LEVELS.join(', ')}`);
+        o.logLevel = v as Level;
+        break;
+      }
+      // Security flags (--ws-auth ..., --tls-cert/--tls-key, --allow-origin) were already
+      // taken out by parseAuthArgs (src/transports/ws-auth-args.ts).
+      default:
+        if (Object.prototype.hasOwnProperty.call(TELEMETRY_FLAGS, name)) {
+          o.telemetry[TELEMETRY_FLAGS[name]] = value();
+          break;
+        }
+        throw new UsageError(`unknown argument: ${a}`);
+    }
+  }
+  return o;
+}
+
+type Listen = { kind: 'stdio' } | { kind: 'ws'; host: string; port: number };
+
+function parseListen(listen: string): Listen {
+  if (listen === 'stdio' || listen === 'stdio://' || listen === '-') return { kind: 'stdio' };
+  let url: URL;
+  try {
+    url = new URL(listen);
+  } catch {
+    throw new UsageError(`invalid --listen value ${JSON.stringify(listen)}: expected ws://IP:PORT, stdio:// or stdio`);
+  }
+  if (url.protocol !== 'ws:' && url.protocol !== 'wss:') throw new UsageError(`unsupported --listen scheme ${url.protocol} (expected ws://, wss:// or stdio://)`);
+  if (url.pathname !== '/' && url.pathname !== '') throw new UsageError(`--listen ${listen}: a path is not supported`);
+  const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
+  if (!url.port) throw new UsageError(`--listen ${listen}: a port is required (use :0 for any free port)`);
+  return { kind: 'ws', host: host === 'localhost' ? '127.0.0.1' : host, port: Number(url.port) };
+}
+
+export async function main(argv: string[]): Promise<number> {
+  let opts: ReturnType<typeof parseArgs>;
+  let listen: Listen;
+  let security: SecurityOptions;
+  let wsSecurity: Pick<WebSocketListenOptions, 'authenticate' | 'allowedOrigins' | 'tls'>;
+  /** --run-record's server: its capability token, for the proof --detach asks before trusting it. */
+  let detachedToken: string | undefined;
+  let telemetryOptions: TelemetryConfig;
+  try {
+    // Security flags (ws-auth-args.ts) are taken out first; the rest is parsed below.
+    const parsedSecurity = parseAuthArgs(argv);
+    security = parsedSecurity.options;
+    opts = parseArgs(parsedSecurity.rest);
+    if (opts === 'help') {
+      process.stdout.write(HELP);
+      return 0;
+    }
+    if (opts === 'version') {
+      process.stdout.write(`exec-server ${VERSION}\n`);
+      return 0;
+    }
+    if (opts.detach) {
+      try {
+        const answer = await ensureDetachedServer({ idleExitSec: opts.idleExitSec });
+        // The token goes to stdout only (the caller's pipe), never to stderr or a log.
+        process.stdout.write(JSON.stringify(answer) + '\n');
+        process.stderr.write(`exec-server: detached server pid ${answer.pid} on 127.0.0.1:${answer.port} (${answer.started ? 'started' : 'already running'})\n`);
+        return 0;
+      } catch (e) {
+        process.stderr.write(`exec-server: --detach failed: ${e instanceof Error ? e.message : String(e)}\n`);
+        return 1;
+      }
+    }
+    listen = parseListen(opts.listen);
+    if ((opts.idleExitSec !== undefined || opts.runRecord) && listen.kind !== 'ws') throw new UsageError('--idle-exit and --run-record need a websocket listener');
+    telemetryOptions = telemetryConfig(process.env, opts.telemetry);
+    // Non-loopback needs --ws-auth; wss:// needs a cert; reads and checks secrets now.
+    validateListenSecurity(opts.listen, security);
+    wsSecurity = {
+      authenticate: security.auth ? createAuthenticator(security.auth) : undefined,
+      allowedOrigins: security.allowedOrigins,
+      tls: security.tls ? loadTlsMaterial(security.tls) : undefined,
+    };
+    if (opts.runRecord) {
+      const auth = security.auth;
+      if (auth?.mode !== 'capability-token' || !auth.tokenFile) throw new UsageError('--run-record needs --ws-auth capability-token --ws-token-file');
+      // Read now: --detach deletes the file once the URL line is out. Trimmed as the authenticator does.
+      detachedToken = readFileSync(auth.tokenFile, 'utf8').trim();
+      if (!detachedToken) throw new UsageError('--run-record: the token file is empty');
+    }
+  } catch (e) {
+    if (e instanceof UsageError || e instanceof SecurityConfigError || e instanceof TelemetryConfigError) {
+      process.stderr.write(`exec-server: ${e.message}\nRun \`exec-server --help\` for usage.\n`);
+      return 2;
+    }
+    throw e;
+  }
+
+  const minLevel = LEVELS.indexOf(opts.logLevel);
+  const log = (level: Level, message: string) => {
+    if (LEVELS.indexOf(level) >= minLevel) process.stderr.write(`${new Date().toISOString()} ${level.toUpperCase()} exec-server: ${message}\n`);
+  };
+  process.stdout.on('error', () => {}); // a closed stdout must not crash the server (EPIPE)
+  // A descriptor a parent leaked into this process would reach every child (src/server/inherited-fds.ts).
+  const closedFds = closeInheritedDescriptors();
+  if (closedFds.length > 0) log('debug', `closed inherited descriptors ${closedFds.join(', ')} (not close-on-exec; children must not get them)`);
+
+  // Off (the default): the no-op, and the OpenTelemetry SDK is never loaded.
+  let telemetry: Awaited<ReturnType<typeof startServerTelemetry>>;
+  try {
+    telemetry = await startServerTelemetry(telemetryOptions, log, { diagnostics: true });
+  } catch (e) {
+    log('error', e instanceof Error ? e.message : String(e));
+    return 1;
+  }
+  // The engine's own per-connection cap follows --max-in-flight too (it would otherwise stay at its own default).
+  const server = new ExecServer({ log, maxInFlightPerConnection: opts.maxInFlight, telemetry });
+  setListenerErrorHandler((e) => log('error', `an event listener threw: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`));
+  // Whatever ends this process (a fatal error, process.exit anywhere, an uncaught exception),
+  // the children's process groups go with it: shutdown() sends SIGKILL synchronously, before its
+  // first await, so calling it from 'exit' (where nothing async runs) still kills them.
+  process.once('exit', () => void server.shutdown());
+  // A record left behind names a port another user could take over: it goes with this process
+  // (only a SIGKILL or a crash of node itself skips this; --detach verifies what it finds anyway).
+  const runRecord = opts.runRecord;
+  if (runRecord) process.once('exit', () => removeOwnRunRecord(runRecord));
+  process.on('uncaughtException', (e) => {
+    log('error', `fatal: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
+    process.exit(1);
+  });
+  let stopping: Promise<number> | undefined;
+  let closeListener: () => Promise<void> = async () => {};
+  const stop = (why: string, code = 0): Promise<number> => {
+    stopping ??= (async () => {
+      log('info', `shutting down (${why})`);
+      // Before the listener closes: no --detach finds a record whose server is going away.
+      if (runRecord) removeOwnRunRecord(runRecord);
+      await closeListener().catch(() => {});
+      await server.shutdown().catch((e: unknown) => log('error', `shutdown: ${String(e)}`));
+      // Spans of the last requests and processes are exported before the process exits.
+      await telemetry.shutdown().catch((e: unknown) => log('warn', `telemetry: ${String(e)}`));
+      return code;
+    })();
+    return stopping;
+  };
+
+  let finish: (code: number) => void = () => {};
+  /** When --detach last had this server prove its token: it is about to hand this server to a client. */
+  let provenAt = 0;
+  // --idle-exit: checked every second; any connection or session (attached or detached) resets
+  // it. Until the first connection at least 30 s: --detach's caller connects in a second ssh login.
+  // A proof to --detach resets it too: the server it vouched for is still there when the client
+  // connects (through `ssh -W`), not gone with a port free for someone else to take.
+  const exitWhenIdle = (ms: number) => {
+    let idleSince = Date.now();
+    let served = false;
+    const timer = setInterval(() => {
+      idleSince = Math.max(idleSince, provenAt);
+      if (server.connectionCount > 0 || server.sessionCount > 0) {
+        idleSince = Date.now();
+        served = true;
+      } else if (Date.now() - idleSince >= (served ? ms : Math.max(ms, 30_000))) {
+        clearInterval(timer);
+        void stop(`no connection and no session for ${ms / 1000} s (--idle-exit)`).then(finish);
+      }
+    }, Math.min(1000, ms));
+  };
+  const done = new Promise<number>((resolve) => {
+    finish = resolve;
+    for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.once(sig, () => void stop(sig).then(resolve));
+    if (listen.kind === 'stdio') {
+      const transport = new StdioTransport(process.stdin, process.stdout);
+      const served = serveConnection(server, transport, { terminateOnClose: true, label: 'stdio', maxInFlight: opts.maxInFlight, log });
+      void served.closed.then(() => stop('end of input').then(resolve));
+    }
+  });
+
+  if (listen.kind === 'ws') {
+    const wsOptions: WebSocketListenOptions = {
+      host: listen.host,
+      port: listen.port,
+      log,
+      onReject: (status) => telemetry.connectionRejected(rejectReason(status)),
+      onHttpRequest: detachedToken ? proofResponder(detachedToken, () => (provenAt = Date.now())) : undefined,
+      onConnection: (transport, req) => {
+        const label = `ws ${req.socket.remoteAddress}:${req.socket.remotePort}`;
+        serveConnection(server, transport, { label, maxInFlight: opts.maxInFlight, log });
+      },
+      ...wsSecurity,
+    };
+    try {
+      const listener = await listenWebSocket(wsOptions);
+      closeListener = () => listener.close();
+      process.stdout.write(`${listener.url}\n`);
+      log('info', `listening on ${listener.url}`);
+      if (opts.idleExitSec !== undefined) exitWhenIdle(opts.idleExitSec * 1000);
+      if (opts.runRecord) watchRunRecord(opts.runRecord, (why) => void stop(`unreachable: ${why}`).then(finish));
+    } catch (e) {
+      log('error', `cannot listen on ${opts.listen}: ${e instanceof Error ? e.message : String(e)}`);
+      await server.shutdown().catch(() => {});
+      await telemetry.shutdown().catch(() => {});
+      return 1;
+    }
+  }
+  return done;
+}
+
+if (require.main === module) {
+  main(process.argv.slice(2)).then(
+    (code) => process.exit(code),
+    (e) => {
+      process.stderr.write(`exec-server: fatal: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
+      process.exit(1);
+    },
+  );
+}

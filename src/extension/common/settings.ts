@@ -1,0 +1,116 @@
+// The extension's settings: one typed snapshot of every execServer.* setting, and one owner
+// that re-reads it when the host reports a configuration change (or after writing a value
+// itself) and tells its listeners which settings changed. Every setting is read from the
+// user (global) scope only — the source given here must return the user value or the
+// default, never a workspace/folder value: an agent can write workspace files, so they must
+// not loosen the approval policy or add commands to run (docs/security.md, "Boundaries").
+// No VS Code import: src/extension/common/ui/settings.ts binds it to vscode.workspace.
+import { Emitter, type Event } from '../../rpc/event';
+import { DEFAULT_AGENT_TIMEOUT_SECONDS } from '../agent/gate';
+import { APPROVAL_POLICIES, type ApprovalPolicy } from '../approval/policy';
+import type { TelemetrySettings } from './request-telemetry';
+
+export interface ExtensionSettings {
+  /** execServer.environments as stored (EnvironmentStore validates the entries). */
+  environments: unknown;
+  approvalPolicy: ApprovalPolicy;
+  approvalTimeoutMs: number;
+  sandboxAgentCommands: boolean;
+  /** 0 = a free port. */
+  agentEndpointPort: number;
+  telemetry: TelemetrySettings;
+  /** Connect to Host: the ssh binary ('' = ssh on PATH) and `ssh -F` file ('' = ~/.ssh/config). */
+  ssh: { path: string; configFile: string };
+}
+
+/** Setting keys (under "execServer.") and the field of ExtensionSettings each one feeds. */
+export const SETTING_KEYS = {
+  environments: 'environments',
+  'approval.policy': 'approvalPolicy',
+  'approval.timeoutSeconds': 'approvalTimeoutMs',
+  'approval.sandboxAgentCommands': 'sandboxAgentCommands',
+  'agentEndpoint.port': 'agentEndpointPort',
+  'telemetry.otlpEndpoint': 'telemetry',
+  'telemetry.otlpProtocol': 'telemetry',
+  'ssh.path': 'ssh',
+  'ssh.configFile': 'ssh',
+} as const satisfies Record<string, keyof ExtensionSettings>;
+export type SettingKey = keyof typeof SETTING_KEYS;
+
+/** Declared in package.json but never read: the endpoint binds 127.0.0.1 whatever it says. */
+export const DECLARED_ONLY_SETTINGS = ['agentEndpoint.host'] as const;
+
+/** A setting's user value, else its default (undefined when neither). */
+export type UserSettingSource = (key: SettingKey) => unknown;
+
+const text = (v: unknown) => (typeof v === 'string' ? v.trim() : '');
+
+/** The snapshot a source describes; a value of the wrong type or range reads as the default. */
+export function readSettings(source: UserSettingSource): ExtensionSettings {
+  const policy = source('approval.policy');
+  const timeout = source('approval.timeoutSeconds');
+  const port = source('agentEndpoint.port');
+  const endpoint = source('telemetry.otlpEndpoint');
+  return {
+    environments: source('environments'),
+    approvalPolicy: (APPROVAL_POLICIES as readonly unknown[]).includes(policy) ? (policy as ApprovalPolicy) : 'askOutsideWorkspace',
+    approvalTimeoutMs: (typeof timeout === 'number' && timeout > 0 ? timeout : DEFAULT_AGENT_TIMEOUT_SECONDS) * 1000,
+    sandboxAgentCommands: source('approval.sandboxAgentCommands') === true,
+    agentEndpointPort: typeof port === 'number' && Number.isInteger(port) && port >= 0 && port < 65536 ? port : 0,
+    telemetry: {
+      otlpEndpoint: typeof endpoint === 'string' ? endpoint.trim() : '',
+      otlpProtocol: source('telemetry.otlpProtocol') === 'http/json' ? 'http/json' : 'http/protobuf',
+    },
+    ssh: { path: text(source('ssh.path')), configFile: text(source('ssh.configFile')) },
+  };
+}
+
+export interface SettingsChange {
+  /** The fields whose value differs from the previous snapshot (never empty). */
+  changed: ReadonlySet<keyof ExtensionSettings>;
+  previous: ExtensionSettings;
+  current: ExtensionSettings;
+}
+
+export class SettingsOwner {
+  private snapshot: ExtensionSettings;
+  private readonly emitter = new Emitter<SettingsChange>();
+  /** Fires once per actual change, whether VS Code reported it or write() made it. */
+  readonly onDidChange: Event<SettingsChange> = this.emitter.event;
+
+  constructor(
+    private readonly source: UserSettingSource,
+    private readonly writer: (key: SettingKey, value: unknown) => Promise<void>,
+  ) {
+    this.snapshot = readSettings(source);
+  }
+
+  get current(): ExtensionSettings {
+    return this.snapshot;
+  }
+
+  /**
+   * Re-reads the source (the host calls this on every configuration change of the section).
+   * Fires only if a value differs, so a change seen twice (write() then the host's event) fires once.
+   */
+  refresh(): void {
+    const previous = this.snapshot;
+    const current = readSettings(this.source);
+    const changed = new Set<keyof ExtensionSettings>();
+    for (const field of Object.keys(current) as (keyof ExtensionSettings)[]) {
+      if (JSON.stringify(current[field]) !== JSON.stringify(previous[field])) changed.add(field);
+    }
+    this.snapshot = current;
+    if (changed.size) this.emitter.fire({ changed, previous, current });
+  }
+
+  /** Writes a user setting, then refreshes: listeners see the change before this resolves. */
+  async write(key: SettingKey, value: unknown): Promise<void> {
+    await this.writer(key, value);
+    this.refresh();
+  }
+
+  dispose(): void {
+    this.emitter.dispose();
+  }
+}

@@ -1,0 +1,90 @@
+// Environment commands: connect, disconnect, add (quick input with a connection test, or
+// args from another extension) and remove.
+import * as os from 'node:os';
+import * as vscode from 'vscode';
+import { askForEnvironment, freshAnswers, testConnection } from './add';
+import type { CommandDeps } from '../../ui/command-deps';
+import { executeCommand, str, strArray } from '../../common/ui/command-registry';
+import { LOCAL_ENVIRONMENT, type AddEnvironmentInput, type EnvironmentConfig } from '../store';
+
+export function registerEnvironmentCommands(d: CommandDeps): void {
+  d.register('execServer.connect', async (args) => {
+    const env = str(args, 'environment') ? d.known(str(args, 'environment')!) : await d.pickEnvironment('Environment to connect');
+    if (!env) return undefined;
+    const client = await d.clientFor(env);
+    return { environment: env, sessionId: client.sessionId };
+  });
+
+  d.register('execServer.disconnect', async (args) => {
+    const env = str(args, 'environment') ?? (await d.pickEnvironment('Environment to disconnect', (n) => d.manager.state(n) !== 'disconnected'));
+    if (!env) return false;
+    const was = await d.manager.disconnect(env);
+    d.registry.forgetEnvironment(env);
+    d.log.info(`${env}: disconnected`);
+    return was;
+  });
+
+  const addDeps = { store: d.store, connect: (c: EnvironmentConfig, t: string | undefined) => d.testConnect(c, t), log: d.log };
+
+  async function save(input: AddEnvironmentInput) {
+    const config = await d.store.add(input); // validates first: bad input changes nothing
+    // Replacing an entry: drop the live connection so the next use takes the new settings.
+    await d.manager.disconnect(config.name);
+    d.log.info(`environment ${config.name} saved (${config.kind})`);
+    d.refresh();
+    return { name: config.name, kind: config.kind };
+  }
+
+  d.register('execServer.addEnvironment', async (args) => {
+    if (args && str(args, 'name')) {
+      const input = { name: str(args, 'name')!, url: str(args, 'url'), token: str(args, 'token'), command: str(args, 'command'), args: strArray(args, 'args') };
+      // A command environment runs its command on this machine at connect time: when another
+      // extension supplies it (args), it passes the approval gate like any programmatic command line.
+      if (input.command) await d.approve(LOCAL_ENVIRONMENT, [input.command, ...(input.args ?? [])], os.homedir());
+      return save(input);
+    }
+    const answers = freshAnswers();
+    for (;;) {
+      const input = await askForEnvironment(addDeps, answers);
+      if (!input) {
+        d.log.info('Add Environment: cancelled, nothing saved');
+        return undefined;
+      }
+      const problem = await testConnection(addDeps, input);
+      if (problem) {
+        d.log.warn(`Add Environment: connection test of ${input.name} failed: ${problem}`);
+        const choice = await vscode.window.showErrorMessage(
+          `Exec Server: could not connect to ${input.name}: ${problem}`,
+          { modal: true, detail: 'Edit the settings, or save them anyway (e.g. the server is not running yet).' },
+          'Edit',
+          'Save Anyway',
+        );
+        if (choice === 'Edit') {
+          answers.step = 2;
+          continue;
+        }
+        if (choice !== 'Save Anyway') {
+          d.log.info('Add Environment: cancelled after the failed connection test, nothing saved');
+          return undefined;
+        }
+      }
+      const saved = await save(input);
+      void vscode.window.showInformationMessage(`Exec Server: environment ${saved.name} saved${problem ? ' (not reachable yet)' : ' — connection tested'}.`, 'New Terminal', 'Open Remote Folder').then((c) => {
+        if (c === 'New Terminal') void executeCommand('execServer.newTerminal', { environment: saved.name });
+        if (c === 'Open Remote Folder') void executeCommand('execServer.openRemoteFolder', { environment: saved.name });
+      });
+      return saved;
+    }
+  });
+
+  d.register('execServer.removeEnvironment', async (args) => {
+    const env = str(args, 'name') ?? str(args, 'environment') ?? (await d.pickEnvironment('Environment to remove', (n) => n !== LOCAL_ENVIRONMENT));
+    if (!env) return false;
+    await d.manager.disconnect(env);
+    d.registry.forgetEnvironment(env);
+    const removed = await d.store.remove(env);
+    if (!removed) throw new Error(`Exec Server: unknown environment "${env}"`);
+    d.refresh();
+    return true;
+  });
+}

@@ -1,0 +1,162 @@
+// Environments in the UI: the connector (in-process Local server, websocket, command), lazy
+// connects with progress, clear notifications on failures, and the status-bar item.
+import * as vscode from 'vscode';
+import type { ExecClient } from '../../../client/api';
+import type { CommandId } from '../../common/ui/command-ids';
+import { connectCommand, connectInProcess, connectWebSocket } from '../../../client/connect';
+import { ExecServer } from '../../../server/exec-server';
+import { EnvironmentConnectError, EnvironmentManager, type Connector } from '../manager';
+import { EnvironmentStore, LOCAL_ENVIRONMENT, type EnvironmentConfig } from '../store';
+import type { ClientTelemetry, ServerTelemetry } from '../../../telemetry/api';
+import { shownState, statusText } from '../status-text';
+import { connectPersistentSsh, persistentSshSpec, stdioOnlyReason } from '../../ssh/persist';
+import { noLinks } from '../../common/notification-text';
+
+const CLIENT_NAME = 'vscode-exec-server';
+
+/** The in-process server behind `Local` (the agent endpoint runs its own); created on first use. */
+export class LocalServerHolder implements vscode.Disposable {
+  private server: ExecServer | undefined;
+  constructor(
+    private readonly log: vscode.LogOutputChannel,
+    /** Server spans of the Local server (read when it is created). */
+    private readonly telemetry?: () => ServerTelemetry,
+  ) {}
+  get(): ExecServer {
+    this.server ??= new ExecServer({
+      log: (level, message) => this.log[level](`[local server] ${message}`),
+      telemetry: this.telemetry?.(),
+    });
+    return this.server;
+  }
+  async shutdown(): Promise<void> {
+    const s = this.server;
+    this.server = undefined;
+    await s?.shutdown();
+  }
+  dispose(): void {
+    void this.shutdown();
+  }
+}
+
+/**
+ * `telemetry`: the request hook of a new connection to an environment (statistics, spans);
+ * `log`: lines about how a connection is made (a Connect to Host environment's persistence).
+ */
+export function createConnector(local: LocalServerHolder, telemetry?: (environment: string) => ClientTelemetry, log?: vscode.LogOutputChannel): Connector {
+  return {
+    connect(config: EnvironmentConfig, token: string | undefined, opts?: { resumeSessionId?: string }): Promise<ExecClient> {
+      const t = telemetry?.(config.name);
+      switch (config.kind) {
+        case 'local':
+          return connectInProcess(local.get(), { clientName: CLIENT_NAME, label: 'vscode', telemetry: t });
+        case 'websocket':
+          // '' (not undefined): never fall back to the extension host's CODEX_EXEC_SERVER_CONNECTION_TOKEN.
+          return connectWebSocket(config.url!, {
+            clientName: CLIENT_NAME,
+            token: token ?? '',
+            resumeSessionId: opts?.resumeSessionId,
+            connectTimeoutMs: 10_000,
+            initializeTimeoutMs: 10_000,
+            telemetry: t,
+          });
+        case 'command': {
+          const stdio = () => connectCommand(config.command!, config.args ?? [], { clientName: CLIENT_NAME, initializeTimeoutMs: 20_000, telemetry: t });
+          // A Connect to Host environment running this project's CLI: its server outlives the
+          // window (src/extension/ssh/persist.ts); else (codex, AllowTcpForwarding no) the stdio command.
+          const spec = persistentSshSpec(config);
+          if (!spec) {
+            const why = stdioOnlyReason(config);
+            if (why) log?.info(`${config.name}: stdio connection (${why})`);
+            return stdio();
+          }
+          return connectPersistentSsh(spec, {
+            clientName: CLIENT_NAME,
+            initializeTimeoutMs: 20_000,
+            telemetry: t,
+            resumeSessionId: opts?.resumeSessionId,
+            log: (level, message) => log?.[level](`${config.name}: ${message}`),
+            fallback: stdio,
+          });
+        }
+      }
+    },
+  };
+}
+
+/** Errors already shown to the user (commands must not show them a second time). */
+const reported = new WeakSet<object>();
+export function wasReported(e: unknown): boolean {
+  return typeof e === 'object' && e !== null && reported.has(e);
+}
+
+/** Connect with a progress notification and a clear error message (rethrown for callers, marked as reported). */
+export async function connectWithProgress(manager: EnvironmentManager, name: string, log: vscode.LogOutputChannel): Promise<ExecClient> {
+  const live = manager.connectedClient(name);
+  if (live) return live;
+  try {
+    return await vscode.window.withProgress(
+      { location: vscode.ProgressLocation.Notification, title: `Exec Server: connecting to ${name}…` },
+      () => manager.getClient(name),
+    );
+  } catch (e) {
+    const msg = e instanceof Error ? e.message : String(e);
+    log.error(msg);
+    if (typeof e === 'object' && e !== null) reported.add(e);
+    const hint = e instanceof EnvironmentConnectError && e.kind === 'unauthorized' ? 'Add Environment' : undefined;
+    // noLinks: msg may quote the command's stderr (an ssh host's words); notifications make [x](command:…) a link.
+    void vscode.window.showErrorMessage(`Exec Server: ${noLinks(msg)}`, ...(hint ? [hint, 'Show Log'] : ['Show Log'])).then((choice) => {
+      if (choice === 'Show Log') log.show();
+      if (choice === 'Add Environment') void vscode.commands.executeCommand('execServer.addEnvironment' satisfies CommandId);
+    });
+    throw e;
+  }
+}
+
+/** Status bar: connected environments and the agent endpoint (its changes also refresh the view). */
+export class StatusBar implements vscode.Disposable {
+  private readonly item = vscode.window.createStatusBarItem('execServer.status', vscode.StatusBarAlignment.Left, 50);
+  private endpointPort: number | undefined;
+  private readonly endpointEmitter = new vscode.EventEmitter<number | undefined>();
+  /** The agent endpoint started (its port) or stopped (undefined). */
+  readonly onDidChangeEndpoint = this.endpointEmitter.event;
+
+  constructor(
+    private readonly store: EnvironmentStore,
+    private readonly manager: EnvironmentManager,
+  ) {
+    this.item.name = 'Exec Server';
+    this.item.command = 'execServer.showProcesses' satisfies CommandId;
+    this.update();
+    this.item.show();
+  }
+
+  setEndpoint(port: number | undefined): void {
+    this.endpointPort = port;
+    this.update();
+    this.endpointEmitter.fire(port);
+  }
+
+  get endpoint(): number | undefined {
+    return this.endpointPort;
+  }
+
+  update(): void {
+    const envs = this.store.list().map((e) => ({ name: e.name, kind: e.kind, state: this.manager.state(e.name) }));
+    this.item.text = statusText({ envs, endpointPort: this.endpointPort });
+    const lines = envs.map(({ name, kind, state }) => {
+      const error = state === 'failed' ? this.manager.lastError(name) : undefined;
+      return `${name}: ${shownState(kind, state)}${error ? ` — ${error}` : ''}`;
+    });
+    lines.push(this.endpointPort !== undefined ? `Agent endpoint: ws://127.0.0.1:${this.endpointPort}` : 'Agent endpoint: stopped');
+    this.item.tooltip = `Exec Server (click: the Exec Server view)\n${lines.join('\n')}`;
+    this.item.backgroundColor = envs.some((e) => e.state === 'failed') ? new vscode.ThemeColor('statusBarItem.warningBackground') : undefined;
+  }
+
+  dispose(): void {
+    this.endpointEmitter.dispose();
+    this.item.dispose();
+  }
+}
+
+export { LOCAL_ENVIRONMENT };

@@ -1,0 +1,188 @@
+// Entry point of the VS Code extension: wires the environments, terminals, file system,
+// views, agent endpoint and commands, and returns the exported API (see ./api.ts).
+import * as vscode from 'vscode';
+import { AgentEndpointService, vscodeAgentGateHost, vscodeApprovalHost } from '../agent/ui/endpoint-service';
+import type { ExecServerApi } from './api';
+import { ENVIRONMENTS_VIEW, TERMINAL_PROFILE } from '../common/ui/command-ids';
+import { registerCommands } from './commands';
+import { registerCommand } from '../common/ui/command-registry';
+import { registerSshCommands } from '../ssh/ui/connect';
+import { ApprovalGate } from '../approval/policy';
+import { EnvironmentManager } from '../environments/manager';
+import { EnvironmentStore, LOCAL_ENVIRONMENT, parseEnvironments, type EnvironmentSetting } from '../environments/store';
+import { ProcessRegistry } from '../terminals/process-registry';
+import { connectWithProgress, createConnector, LocalServerHolder, StatusBar } from '../environments/ui/connect';
+import { ExecFileSystemProvider } from '../files/ui/file-system-provider';
+import { SCHEME, TerminalService } from '../terminals/ui/terminal-service';
+import { TerminalRecords } from '../terminals/survival';
+import { isStdioFallback, persistentSshSpec } from '../ssh/persist';
+import { createSettingsOwner } from '../common/ui/settings';
+import { ExecServerTree } from '../environments/ui/tree';
+import { registerRequestTelemetry } from '../common/ui/telemetry';
+import { noLinks } from '../common/notification-text';
+
+let cleanup: (() => Promise<void>) | undefined;
+
+export function activate(ctx: vscode.ExtensionContext): ExecServerApi {
+  const log = vscode.window.createOutputChannel('Exec Server', { log: true });
+  ctx.subscriptions.push(log);
+
+  // Every setting through one owner, user scope only (./settings.ts); it refreshes itself on
+  // configuration changes and after its own writes, and tells onDidChange listeners.
+  const settings = createSettingsOwner(ctx);
+  const store = new EnvironmentStore(
+    {
+      // User settings only: a workspace (which an agent can write) must not add commands to run.
+      read: () => settings.current.environments,
+      // Writes the user (global) list: never copies workspace-level entries into it.
+      write: (value: EnvironmentSetting[]) => settings.write('environments', value),
+    },
+    {
+      get: (k) => Promise.resolve(ctx.secrets.get(k)),
+      store: (k, v) => Promise.resolve(ctx.secrets.store(k, v)),
+      delete: (k) => Promise.resolve(ctx.secrets.delete(k)),
+    },
+  );
+  for (const p of store.problems()) log.warn(`settings: ${p}`);
+
+  const { telemetry, showStatistics } = registerRequestTelemetry(ctx, settings, log);
+  const local = new LocalServerHolder(log, () => telemetry.server());
+  const connector = createConnector(local, (env) => telemetry.client(env), log);
+  const manager = new EnvironmentManager(store, connector, {
+    log: (level, message) => log[level](message),
+  });
+  const registry = new ProcessRegistry();
+  const gate = new ApprovalGate(vscodeApprovalHost(settings, log));
+  const statusBar = new StatusBar(store, manager);
+  const terminals = new TerminalService({
+    getClient: (env) => connectWithProgress(manager, env, log),
+    registry,
+    log,
+    // Shells of websocket environments outlive a window reload (the server keeps a detached
+    // session), and those of Connect to Host environments with a persistent server (src/extension/ssh/persist.ts).
+    records: new TerminalRecords(ctx.workspaceState),
+    // Not one that fell back to stdio (AllowTcpForwarding no, an older CLI): its shells are not
+    // recorded, so a reload does not bring back terminals that cannot be re-attached.
+    restorable: (env) => {
+      const c = store.get(env);
+      return c?.kind === 'websocket' || (!!c && !!persistentSshSpec(c) && !isStdioFallback(manager.connectedClient(env)));
+    },
+    resumeClient: (env, sessionId) => manager.getClient(env, { resumeSessionId: sessionId }),
+  });
+  const agentGateHost = vscodeAgentGateHost(ctx, settings, log);
+  ctx.subscriptions.push(agentGateHost);
+  const agent = new AgentEndpointService({
+    gateHost: agentGateHost, terminals, statusBar, log, settings, serverTelemetry: () => telemetry.server(),
+    persistence: { secrets: ctx.secrets, globalState: ctx.globalState, workspaceState: ctx.workspaceState },
+  });
+  const tree = new ExecServerTree(store, manager, registry, () => agent.running?.url);
+  ctx.subscriptions.push(statusBar, terminals, agent, tree);
+
+  const refresh = () => {
+    tree.refresh();
+    statusBar.update();
+  };
+  ctx.subscriptions.push(
+    manager.onDidChangeState(refresh),
+    registry.onDidChange(refresh),
+    statusBar.onDidChangeEndpoint(() => tree.refresh()),
+    manager.onDidLoseConnection(({ environment, reason }) => {
+      registry.forgetEnvironment(environment);
+      // The reason may quote the host (the command's stderr): no [x](command:…) link in a notification.
+      void vscode.window.showWarningMessage(`Exec Server: ${noLinks(reason)}; reconnecting…`);
+    }),
+    manager.onDidGiveUp(({ environment, reason }) => {
+      void vscode.window.showErrorMessage(`Exec Server: could not reconnect to ${environment} (${noLinks(reason)})`, 'Retry').then((c) => {
+        if (c === 'Retry') void vscode.commands.executeCommand('execServer.connect', { environment });
+      });
+    }),
+    manager.onDidReconnect(({ environment }) => log.info(`${environment}: reconnected with a new session`)),
+    settings.onDidChange(({ changed, previous, current }) => {
+      if (!changed.has('environments')) return;
+      const now = parseEnvironments(current.environments);
+      for (const p of now.problems) log.warn(`settings: ${p}`);
+      // An environment edited or removed in the settings (by hand or by a command): drop its live connection.
+      const entry = new Map(now.configs.map((e) => [e.name, JSON.stringify(e)]));
+      for (const was of parseEnvironments(previous.environments).configs) {
+        if (entry.get(was.name) !== JSON.stringify(was) && manager.state(was.name) !== 'disconnected') {
+          log.info(`${was.name}: settings changed; disconnecting`);
+          registry.forgetEnvironment(was.name);
+          void manager.disconnect(was.name);
+        }
+      }
+      refresh();
+    }),
+    vscode.window.createTreeView(ENVIRONMENTS_VIEW, { treeDataProvider: tree, showCollapseAll: false }),
+  );
+
+  // exec-server://<environment>/<abs path>; authorities may come back lower-cased.
+  const resolveEnvironment = (authority: string) =>
+    store.get(authority)?.name ?? store.list().find((e) => e.name.toLowerCase() === authority.toLowerCase())?.name ?? authority;
+  const fsProvider = new ExecFileSystemProvider({ getClient: (env) => manager.getClient(env) }, resolveEnvironment, log);
+  ctx.subscriptions.push(vscode.workspace.registerFileSystemProvider(SCHEME, fsProvider, { isCaseSensitive: true }), fsProvider);
+
+  ctx.subscriptions.push(
+    vscode.window.registerTerminalProfileProvider(TERMINAL_PROFILE, {
+      async provideTerminalProfile() {
+        const envs = store.list();
+        let env = LOCAL_ENVIRONMENT;
+        if (envs.length > 1) {
+          const pick = await vscode.window.showQuickPick(envs.map((e) => e.name), { placeHolder: 'Environment for the terminal' });
+          if (!pick) return undefined;
+          env = pick;
+        }
+        const { name, pty } = await terminals.profilePty(env);
+        return new vscode.TerminalProfile({ name, pty, iconPath: new vscode.ThemeIcon('server-process') });
+      },
+    }),
+  );
+
+  const approve = async (environment: string, argv: string[], cwd: string) => {
+    const d = await gate.check({ kind: 'run', argv, cwd, environment }, 'api');
+    if (!d.allowed) throw new Error(`Exec Server: running ${argv.join(' ')} was not approved (${d.reason})`);
+  };
+  registerCommands(ctx, { store, manager, registry, terminals, agent, log, refresh, approve, showRequestStatistics: showStatistics,
+    testConnect: (c, token) => connector.connect(c, token),
+  });
+  registerSshCommands({ ctx, log, store, manager, refresh, approve, register: (id, handler) => registerCommand(ctx, log, id, handler),
+    sshOptions: () => ({ sshPath: settings.current.ssh.path || undefined, configFile: settings.current.ssh.configFile || undefined }),
+  });
+  const api: ExecServerApi = {
+    version: String((ctx.extension.packageJSON as { version?: string }).version ?? '0.0.0'),
+    getEnvironments: () => store.list().map((e) => ({ name: e.name, kind: e.kind, state: manager.state(e.name) })),
+    getClient: (environment) => manager.getClient(environment),
+    // Connect first without the progress/error UI (API callers handle their own failures);
+    // TerminalService then resolves the default cwd/argv and asks the gate with the final ones.
+    async run(environment, argv, opts = {}) {
+      await manager.getClient(environment);
+      return terminals.run(environment, argv, { ...opts, approve: (a, c) => approve(environment, a, c) });
+    },
+    async openTerminal(environment, opts = {}) {
+      await manager.getClient(environment);
+      return terminals.newTerminal(environment, { ...opts, origin: 'api', approve: (a, c) => approve(environment, a, c) });
+    },
+  };
+
+  // After a window reload: re-attach the shells of remote environments whose session lives on.
+  void terminals.restoreTerminals().catch((e: unknown) => log.warn(`re-attaching terminals: ${e instanceof Error ? e.message : String(e)}`));
+  // …and the agent endpoint, with the same port and token, if it was running.
+  void agent.restoreAfterReload().catch((e: unknown) => log.warn(`restarting the agent endpoint: ${e instanceof Error ? e.message : String(e)}`));
+
+  cleanup = async () => {
+    // First: closing the connections must not end (or forget) the shells a reloaded window re-attaches.
+    terminals.detachAll();
+    await agent.stop({ shutdown: true }).catch(() => undefined);
+    await manager.dispose().catch(() => undefined);
+    await local.shutdown().catch(() => undefined);
+    await telemetry.shutdown().catch(() => undefined);
+    registry.dispose();
+  };
+  log.info(`Exec Server ${api.version} activated`);
+  return api;
+}
+
+export async function deactivate(): Promise<void> {
+  const c = cleanup;
+  cleanup = undefined;
+  await c?.();
+}
