@@ -51,6 +51,9 @@ export const Messages = {
   missingField: (f: string) => `missing field \`${f}\``,
   connectionClosed: 'connection closed',
   handleExists: (id: string) => `file handle \`${id}\` already exists`,
+  /** process/start: a NUL byte in argv / arg0, and in the environment (Rust's Command texts). */
+  nulInArgs: 'nul byte found in provided data',
+  nulInEnv: 'data provided contains a nul byte',
   /** [extension fs/watch] */
   watchExists: (id: string) => `watch \`${id}\` already exists`,
 } as const;

@@ -63,6 +63,11 @@ export interface ProcessStartParams {
    */
   outputWindow?: number;
 }
+/** `error.data.kind` of a failed process/start (reference 0.171; 0.169 sends no `data`). */
+export type SpawnErrorKind = 'spawnNotFound' | 'spawnPermissionDenied' | 'spawnFailed' | 'sandboxUnavailable' | 'sandboxPreparation';
+export interface ProcessStartErrorData {
+  kind: SpawnErrorKind;
+}
 export interface ProcessStartResult {
   processId: string;
   sandboxType?: string;

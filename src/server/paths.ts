@@ -15,7 +15,10 @@ export const uriToPathCounts = { fast: 0, parsed: 0 };
 
 /** Turns a wire URI (or absolute path) into a local absolute path; throws RpcError on bad input. */
 export function uriToPath(uri: string): string {
-  if (uri.startsWith('/')) return path.normalize(uri); // [extension] plain absolute path
+  if (uri.startsWith('/')) {
+    if (uri.includes('\0')) throw invalidParams(`'${uri}' is invalid on '${process.platform}'`);
+    return path.normalize(uri); // [extension] plain absolute path
+  }
   // Fast path for the common case (~5 µs of URL parsing per request here): a file URI whose
   // path has nothing the URL parser would change — no escapes, dot segments, `//`, query,
   // fragment or characters it percent-encodes — is its own path.
@@ -33,12 +36,16 @@ export function uriToPath(uri: string): string {
   } catch {
     throw invalidParams('invalid URI: relative URL without a base');
   }
+  let p: string;
   try {
-    return fileURLToPath(url);
+    p = fileURLToPath(url);
   } catch {
     // Same wording as the reference for `file://host/x` and friends.
     throw invalidRequest(`'${uri}' is invalid on '${process.platform}'`);
   }
+  // A NUL (%00) cannot name a file: the reference answers -32602 with this text (fs and process/start alike).
+  if (p.includes('\0')) throw invalidParams(`'${uri}' is invalid on '${process.platform}'`);
+  return p;
 }
 
 /** Local absolute path → `file://` URI (percent-encoded like a URL). */

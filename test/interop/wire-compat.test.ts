@@ -3,42 +3,9 @@
 // the same shape. Run `npm run build` first.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import * as os from 'node:os';
-import { commandOf, ourServer, referenceServers, type ServerCommand } from './helpers';
-import { waitFor } from '../support/wait';
-
-type Reply = { id: number; result?: Record<string, unknown>; error?: { code: number; message: string; data?: unknown } };
-
-/** Sends `lines` (one batch after another, waiting for the answers) and returns replies by id. */
-async function exchange(server: ServerCommand, batches: object[][]): Promise<Map<number, Reply>> {
-  const child = spawn(commandOf(server), server.args('stdio'), { env: server.env(), stdio: ['pipe', 'pipe', 'ignore'] });
-  const replies = new Map<number, Reply>();
-  let buf = '';
-  child.stdout.on('data', (d) => {
-    buf += d;
-    let nl: number;
-    while ((nl = buf.indexOf('\n')) >= 0) {
-      const msg = JSON.parse(buf.slice(0, nl));
-      buf = buf.slice(nl + 1);
-      if (typeof msg.id === 'number') replies.set(msg.id, msg);
-    }
-  });
-  try {
-    for (const batch of batches) {
-      for (const m of batch) child.stdin.write(JSON.stringify(m) + '\n');
-      const ids = batch.filter((m) => 'id' in m).map((m) => (m as { id: number }).id);
-      await waitFor(() => ids.every((id) => replies.has(id)), {
-        what: `${server.name}: replies to ${ids}`,
-        detail: () => `no reply to ${ids.filter((id) => !replies.has(id))}`,
-      });
-    }
-  } finally {
-    child.stdin.end();
-    await new Promise((r) => (child.exitCode !== null ? r(null) : child.once('exit', r)));
-  }
-  return replies;
-}
+import { ourServer, referenceServers } from './helpers';
+import { exchange } from './wire';
 
 const cwd = new URL(`file://${os.tmpdir()}`).href;
 const BATCHES: object[][] = [

@@ -9,6 +9,7 @@ import * as P from '../params';
 import { uriToPath } from '../paths';
 import type { SpawnRequest } from '../process/child';
 import { buildChildEnv } from '../process/env-policy';
+import { nulByteError, sandboxError, spawnError } from '../process/spawn-error';
 import { MAX_OUTPUT_WINDOW } from '../process/managed-process';
 import { resolveExecutable } from '../process/spawn-pty';
 import { decodeMetadata, decodeShellSnapshot } from '../process/start-options';
@@ -122,23 +123,29 @@ export const processMethods: MethodTable<ProcessMethod> = {
       if (p.network.kind === 'failClosed') return failClosed(ctx, p);
       let req: SpawnRequest = { argv: p.argv, cwd: p.cwd, env: p.childEnv, arg0: p.arg0, pipeStdin: p.pipeStdin, rows: p.rows, cols: p.cols };
       // Refused before the id is taken: no usable sandbox → -32600, never an unconfined run.
-      const backend = p.sandbox.kind === 'managed' ? await sandboxBackend() : undefined;
+      const backend = p.sandbox.kind === 'managed' ? await sandboxBackend().catch((e) => Promise.reject(sandboxError(e, 'sandboxUnavailable'))) : undefined;
       const proc = session.reserve(p.processId); // synchronous: a concurrent duplicate fails here
       if (p.outputWindow > 0) proc.setWindow(p.outputWindow);
       try {
+        const nul = nulByteError(p.argv, p.arg0, p.childEnv);
+        if (nul) throw nul;
         if (backend && p.sandbox.kind === 'managed') {
           // What an unsandboxed spawn reports as a spawn error is checked first, on the host
           // (same files: the sandbox sees the host's paths); inside, bwrap would only print it.
           const st = await fs.promises.stat(p.cwd);
           if (!st.isDirectory()) throw Object.assign(new Error(`ENOTDIR: ${p.cwd}`), { code: 'ENOTDIR' });
           resolveExecutable(p.argv[0], p.cwd, p.childEnv);
-          req = backend.wrap(p.sandbox, req);
+          try {
+            req = backend.wrap(p.sandbox, req);
+          } catch (e) {
+            throw sandboxError(e, 'sandboxPreparation');
+          }
         }
         await proc.start(req, p.tty, backend !== undefined);
       } catch (e) {
         session.release(proc);
         proc.dispose();
-        throw e instanceof RpcError ? e : internalError(osMessage(e));
+        throw spawnError(e);
       }
       return { processId: p.processId, sandboxType: backend ? backend.sandboxType : 'none' };
     },
