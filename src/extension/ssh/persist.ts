@@ -140,7 +140,7 @@ export async function openForwardedChannel(spec: PersistentSshSpec, server: Deta
     const socket = new StreamSocket(child.stdout!, child.stdin!);
     socket.on('error', () => undefined);
     const transport = await Promise.race([
-      connectWebSocketTransport(`ws://127.0.0.1:${server.port}/`, { token: server.token, connectTimeoutMs: opts.timeoutMs ?? 20_000, createConnection: () => socket }),
+      connectWebSocketTransport(`ws://127.0.0.1:${server.port}/`, { token: server.token, connectTimeoutMs: opts.timeoutMs ?? 20_000, stream: socket }),
       spawnFailed,
     ]);
     const channel = new RpcChannel(transport, () => {
