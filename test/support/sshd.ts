@@ -4,12 +4,15 @@
 // scenarios — so the user's ~/.ssh is never read or touched. Each scenario's key carries
 // `environment="HOME=…,PATH=…"` in authorized_keys (PermitUserEnvironment), which is how a
 // test gives the "host" a temp HOME or a PATH without node/compiler on the same machine.
+// With `netns` the server runs on a host of its own (./netns.ts): its own network namespace and
+// hostname, reached through a veth pair, its 127.0.0.1 not ours — what every real remote host is.
 // Imports only Node built-ins: the VS Code e2e suite uses it too.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { chmodSync, closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { createNetNamespace, destroyNamespace, type NetNamespace } from './netns';
 
 export const SSHD = process.env.EXEC_SERVER_SSHD ?? '/usr/sbin/sshd';
 
@@ -28,7 +31,11 @@ export interface Scenario {
 
 export interface TestSshd {
   dir: string;
+  /** The address the client config names (127.0.0.1, or the namespace's address). */
+  host: string;
   port: number;
+  /** The host's own namespaces (with `netns`). */
+  netns?: NetNamespace;
   /** The client config for `ssh -F`. */
   configFile: string;
   /** The OS user the logins run as. */
@@ -73,19 +80,28 @@ export async function startSshd(
      * in a file. End it with stop() or stopDetachedSshd(pid, dir).
      */
     outliveSec?: number;
+    /** Run on a host of its own: a network + UTS namespace made now (needs root; ./netns.ts). */
+    netns?: boolean | { hostname?: string };
   } = {},
 ): Promise<TestSshd> {
   if (!existsSync(SSHD)) throw new Error(`${SSHD} not found: the ssh tests need Debian's openssh-server (node scripts/tools/install.mjs openssh-server)`);
   const dir = mkdtempSync(path.join(opts.parent ?? os.tmpdir(), 'exec-sshd-'));
+  const ns = opts.netns
+    ? await createNetNamespace({ hostname: typeof opts.netns === 'object' ? opts.netns.hostname : undefined, lifetimeSec: (opts.outliveSec ?? 1800) + 60, detached: !!opts.outliveSec })
+    : undefined;
+  // For a reloaded window's stopDetachedSshd.
+  if (ns) writeFileSync(path.join(dir, 'netns.json'), JSON.stringify({ holderPid: ns.holderPid, link: ns.link }));
+  const listenHost = ns ? ns.address : '127.0.0.1';
   // sshd refuses to start without its privilege separation directory (the package's service makes it).
   if (!existsSync('/run/sshd') && process.getuid?.() === 0) mkdirSync('/run/sshd', { mode: 0o755, recursive: true });
   const user = os.userInfo().username;
   const hostPub = keygen(path.join(dir, 'host_key'));
-  const port = await freePort();
+  // A host of its own has all its ports: sshd's usual one.
+  const port = ns ? 22 : await freePort();
   const authorized: string[] = [];
   const hosts: string[] = [];
   const known = path.join(dir, 'known_hosts');
-  writeFileSync(known, `[127.0.0.1]:${port} ${hostPub.split(' ').slice(0, 2).join(' ')}\n`);
+  writeFileSync(known, `${port === 22 ? listenHost : `[${listenHost}]:${port}`} ${hostPub.split(' ').slice(0, 2).join(' ')}\n`);
   for (const s of scenarios) {
     const key = path.join(dir, `key-${s.alias}`);
     const pub = keygen(key);
@@ -96,7 +112,7 @@ export async function startSshd(
     hosts.push(
       [
         `Host ${s.alias}`,
-        `  HostName 127.0.0.1`,
+        `  HostName ${listenHost}`,
         `  Port ${s.closedPort ?? port}`,
         `  User ${user}`,
         `  IdentityFile ${key}`,
@@ -118,7 +134,7 @@ export async function startSshd(
   writeFileSync(
     sshdConfig,
     [
-      `ListenAddress 127.0.0.1`,
+      `ListenAddress ${listenHost}`,
       `Port ${port}`,
       `HostKey ${path.join(dir, 'host_key')}`,
       `AuthorizedKeysFile ${authFile}`,
@@ -140,17 +156,21 @@ export async function startSshd(
   let log = '';
   const logFile = path.join(dir, 'sshd.log');
   let child: ChildProcess;
+  const sshdArgv = [...(ns?.enter ?? []), SSHD, '-D', '-e', '-f', sshdConfig];
   if (opts.outliveSec) {
     const fd = openSync(logFile, 'a');
-    child = spawn('timeout', ['-s', 'KILL', String(opts.outliveSec), SSHD, '-D', '-e', '-f', sshdConfig], { stdio: ['ignore', 'ignore', fd], detached: true });
+    child = spawn('timeout', ['-s', 'KILL', String(opts.outliveSec), ...sshdArgv], { stdio: ['ignore', 'ignore', fd], detached: true });
     closeSync(fd);
     child.unref();
   } else {
-    child = spawn(SSHD, ['-D', '-e', '-f', sshdConfig], { stdio: ['ignore', 'ignore', 'pipe'] });
+    child = spawn(sshdArgv[0], sshdArgv.slice(1), { stdio: ['ignore', 'ignore', 'pipe'] });
     child.stderr!.on('data', (d: Buffer) => (log += d.toString()));
   }
   const currentLog = () => (opts.outliveSec ? (existsSync(logFile) ? readFileSync(logFile, 'utf8') : log) : log);
-  const killAtExit = () => child.kill('SIGKILL');
+  const killAtExit = () => {
+    child.kill('SIGKILL');
+    ns?.destroy();
+  };
   if (!opts.outliveSec) process.on('exit', killAtExit);
   await new Promise<void>((resolve, reject) => {
     let exited = '';
@@ -158,11 +178,12 @@ export async function startSshd(
     const deadline = Date.now() + 20_000;
     const poll = setInterval(() => {
       const now = currentLog();
-      if (/Server listening on 127\.0\.0\.1 port/.test(now)) {
+      if (now.includes(`Server listening on ${listenHost} port`)) {
         clearInterval(poll);
         resolve();
       } else if (exited || Date.now() > deadline) {
         clearInterval(poll);
+        ns?.destroy();
         reject(new Error(exited ? `sshd exited (${exited}) before listening: ${now}` : `sshd did not start listening within 20 s: ${now}`));
       }
     }, 50);
@@ -170,7 +191,9 @@ export async function startSshd(
   let stopped: Promise<void> | undefined;
   return {
     dir,
+    host: listenHost,
     port,
+    netns: ns,
     configFile,
     user,
     pid: child.pid!,
@@ -179,6 +202,7 @@ export async function startSshd(
       stopped ??= new Promise<void>((resolve) => {
         process.off('exit', killAtExit);
         const done = () => {
+          ns?.destroy();
           rmSync(dir, { recursive: true, force: true });
           resolve();
         };
@@ -205,6 +229,12 @@ export async function stopDetachedSshd(pid: number, dir: string): Promise<void> 
       break;
     }
     await new Promise((r) => setTimeout(r, 100));
+  }
+  try {
+    const ns = JSON.parse(readFileSync(path.join(dir, 'netns.json'), 'utf8')) as { holderPid: number; link: string };
+    destroyNamespace(ns.holderPid, ns.link);
+  } catch {
+    /* not a namespaced host */
   }
   rmSync(dir, { recursive: true, force: true });
 }
