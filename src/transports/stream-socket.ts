@@ -1,6 +1,7 @@
 // A socket-like Duplex over a readable/writable pair (a child's stdout/stdin, e.g. `ssh -W
-// host:port`), for `ws`'s createConnection: the http client and ws call setNoDelay/setTimeout/
-// setKeepAlive on the socket they get, which mean nothing for a pipe and are no-ops here.
+// host:port`), for a websocket upgraded on it (./ws-upgrade.ts, the `stream` option of
+// ./websocket-client.ts): ws calls setNoDelay/setTimeout on the socket it gets, which mean
+// nothing for a pipe and are no-ops here.
 // Backpressure passes through both ways; the end of the readable ends this stream.
 import { Duplex, type Readable, type Writable } from 'node:stream';
 

@@ -6,8 +6,8 @@
 // which with 64 KiB output frames is nearly every frame). Streaming 128 MiB of process output,
 // the client process spent a fifth to a quarter less CPU with it (measured: bench `stream`).
 //
-// How: `ws` still does the handshake (its status/auth errors, headers, redirects refused),
-// all sending (masking, ping, close) and the close handshake's bookkeeping. Until the upgrade
+// How: the handshake is done on this socket (./ws-upgrade.ts for loopback hosts, ws's client
+// for others), `ws` does all sending (masking, ping, close) and the close handshake's bookkeeping. Until the upgrade
 // the bytes read are passed on as 'data' events (copies: Node's HTTP client reads those); once
 // `ws` reports 'open', its socket 'data' listener is replaced by this parser, which emits the
 // same WebSocket events `ws`'s receiver would: 'message' (data, isBinary), 'ping' (answered
@@ -16,8 +16,9 @@
 // emits 'error' and ends the connection as `ws` does (close code 1002/1009/1007).
 //
 // Only for plain `ws://` connections that we open ourselves (no TLS, no caller-provided stream).
-// In VS Code's extension host the HTTP stack routes requests through its proxy agent, which
-// opens the socket itself: `ws` then is not on ours, attach() declines, and `ws` reads as usual.
+// For a non-loopback host ws's client goes through Node's HTTP stack, which VS Code's proxy agent
+// replaces in the extension host (it opens the socket itself): `ws` then is not on ours,
+// attach() declines, and `ws` reads as usual.
 import * as net from 'node:net';
 import { isUtf8 } from 'node:buffer';
 import type WebSocket from 'ws';
