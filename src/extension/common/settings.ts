@@ -21,6 +21,8 @@ export interface ExtensionSettings {
   telemetry: TelemetrySettings;
   /** Connect to Host: the ssh binary ('' = ssh on PATH) and `ssh -F` file ('' = ~/.ssh/config). */
   ssh: { path: string; configFile: string };
+  /** Connect to Container: the engine CLI ('auto', podman, docker, a path) and its context; kubectl and its context ('' = defaults). */
+  containers: { cli: string; context: string; kubectl: string; kubeContext: string };
 }
 
 /** Setting keys (under "execServer.") and the field of ExtensionSettings each one feeds. */
@@ -34,6 +36,10 @@ export const SETTING_KEYS = {
   'telemetry.otlpProtocol': 'telemetry',
   'ssh.path': 'ssh',
   'ssh.configFile': 'ssh',
+  'containers.cli': 'containers',
+  'containers.context': 'containers',
+  'kubernetes.kubectlPath': 'containers',
+  'kubernetes.context': 'containers',
 } as const satisfies Record<string, keyof ExtensionSettings>;
 export type SettingKey = keyof typeof SETTING_KEYS;
 
@@ -62,6 +68,12 @@ export function readSettings(source: UserSettingSource): ExtensionSettings {
       otlpProtocol: source('telemetry.otlpProtocol') === 'http/json' ? 'http/json' : 'http/protobuf',
     },
     ssh: { path: text(source('ssh.path')), configFile: text(source('ssh.configFile')) },
+    containers: {
+      cli: text(source('containers.cli')) || 'auto',
+      context: text(source('containers.context')),
+      kubectl: text(source('kubernetes.kubectlPath')),
+      kubeContext: text(source('kubernetes.context')),
+    },
   };
 }
 

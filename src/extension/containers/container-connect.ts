@@ -126,3 +126,18 @@ export async function connectContainer(t: ContainerTarget, executor: readonly st
   }
   return client;
 }
+
+/**
+ * Polls the container's state until it runs again (resolves true), it was removed or `signal`
+ * aborted / `timeoutMs` passed (false). The stopped → restarted watcher of the UI.
+ */
+export async function waitUntilRunning(t: ContainerTarget, opts: { intervalMs?: number; timeoutMs?: number; signal?: AbortSignal } = {}): Promise<boolean> {
+  const deadline = Date.now() + (opts.timeoutMs ?? 30 * 60_000);
+  while (!opts.signal?.aborted && Date.now() < deadline) {
+    const s = await containerState(t);
+    if (s?.running) return true;
+    if (s?.gone && t.cli !== 'kubectl') return false;
+    await new Promise((r) => setTimeout(r, opts.intervalMs ?? 2000));
+  }
+  return false;
+}

@@ -189,3 +189,26 @@ export function targetOfCommand(command: string, args: readonly string[]): { tar
   }
   return { target, command: [...rest] };
 }
+
+/**
+ * The name to save a container environment under: `wanted` (or the target's name) when free,
+ * the same entry when it is this very definition (`existing`: nothing to save) or the same
+ * container with another executor (updated), else the first free `name-N`.
+ */
+export function chooseContainerEnvironmentName(
+  base: string,
+  input: { command: string; args: string[] },
+  list: readonly { name: string; kind: string; command?: string; args?: string[] }[],
+): { name: string; existing: boolean } {
+  const mine = targetOfCommand(input.command, input.args);
+  for (let i = 1; i < 100; i++) {
+    const name = i === 1 ? base : `${base.slice(0, 60)}-${i}`;
+    const e = list.find((x) => x.name.toLowerCase() === name.toLowerCase());
+    if (!e) return { name, existing: false };
+    if (e.kind !== 'command' || e.command !== input.command) continue;
+    if (JSON.stringify(e.args ?? []) === JSON.stringify(input.args)) return { name: e.name, existing: true };
+    const theirs = targetOfCommand(e.command, e.args ?? []);
+    if (mine && theirs && JSON.stringify(theirs.target) === JSON.stringify(mine.target)) return { name: e.name, existing: false };
+  }
+  throw new Error(`no free environment name for ${base}`);
+}

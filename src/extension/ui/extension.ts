@@ -20,6 +20,7 @@ import { createSettingsOwner } from '../common/ui/settings';
 import { ExecServerTree } from '../environments/ui/tree';
 import { registerRequestTelemetry } from '../common/ui/telemetry';
 import { noLinks } from '../common/notification-text';
+import { registerContainerCommands } from '../containers/ui/connect-container';
 
 let cleanup: (() => Promise<void>) | undefined;
 
@@ -147,6 +148,7 @@ export function activate(ctx: vscode.ExtensionContext): ExecServerApi {
   registerSshCommands({ ctx, log, store, manager, refresh, approve, register: (id, handler) => registerCommand(ctx, log, id, handler),
     sshOptions: () => ({ sshPath: settings.current.ssh.path || undefined, configFile: settings.current.ssh.configFile || undefined }),
   });
+  registerContainerCommands({ ctx, log, store, manager, refresh, approve, register: (id, handler) => registerCommand(ctx, log, id, handler), settings: () => settings.current.containers });
   const api: ExecServerApi = {
     version: String((ctx.extension.packageJSON as { version?: string }).version ?? '0.0.0'),
     getEnvironments: () => store.list().map((e) => ({ name: e.name, kind: e.kind, state: manager.state(e.name) })),

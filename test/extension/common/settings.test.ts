@@ -17,6 +17,10 @@ function userSettings(initial: Partial<Record<SettingKey, unknown>> = {}) {
     'telemetry.otlpProtocol': 'http/protobuf',
     'ssh.path': '',
     'ssh.configFile': '',
+    'containers.cli': 'auto',
+    'containers.context': '',
+    'kubernetes.kubectlPath': '',
+    'kubernetes.context': '',
   };
   const values = new Map<SettingKey, unknown>(Object.entries(initial) as [SettingKey, unknown][]);
   const writes: SettingKey[] = [];
@@ -44,6 +48,7 @@ describe('settings owner', () => {
       agentEndpointPort: 4567,
       telemetry: { otlpEndpoint: 'http://127.0.0.1:4318', otlpProtocol: 'http/json' },
       ssh: { path: '/opt/ssh', configFile: '~/cfg' },
+      containers: { cli: 'auto', context: '', kubectl: '', kubeContext: '' },
     });
     const bad = readSettings((k) => ({ 'approval.policy': 'yolo', 'approval.timeoutSeconds': -1, 'approval.sandboxAgentCommands': 'yes', 'agentEndpoint.port': 70000, 'telemetry.otlpEndpoint': 42, 'telemetry.otlpProtocol': 'grpc', 'ssh.path': 7 })[k as string]);
     assert.deepEqual(bad, {
@@ -54,6 +59,7 @@ describe('settings owner', () => {
       agentEndpointPort: 0,
       telemetry: { otlpEndpoint: '', otlpProtocol: 'http/protobuf' },
       ssh: { path: '', configFile: '' },
+      containers: { cli: 'auto', context: '', kubectl: '', kubeContext: '' },
     });
   });
 

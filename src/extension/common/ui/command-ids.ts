@@ -44,6 +44,7 @@ export const COMMANDS = {
   'execServer.goToFile': { title: 'Go to File (Remote Folder)', icon: '$(go-to-file)' },
   'execServer.clearSearchResults': { title: 'Clear Remote Search Results', icon: '$(clear-all)' },
   'execServer.connectToHost': { title: 'Connect to Host…', icon: '$(remote)' },
+  'execServer.connectToContainer': { title: 'Connect to Container…', icon: '$(package)' },
 } as const satisfies Record<`execServer.${string}`, CommandContribution>;
 
 export type CommandId = keyof typeof COMMANDS;
@@ -106,6 +107,15 @@ export interface CommandSignatures {
   /** Without `host`: a quick pick of the ssh config's hosts (or a typed user@host[:port]). `install`: install the CLI without asking when the host has no executor. */
   'execServer.connectToHost': {
     args: { host?: string; name?: string; install?: boolean; trustNewHostKey?: boolean };
+    result: { environment: string; executor: 'exec-server' | 'installed' | 'codex'; installed: boolean } | undefined;
+  };
+  /**
+   * Without args: a quick pick of the running containers (podman, docker) and pods (kubectl).
+   * `cli` + `container` (podman/docker) or `cli: 'kubectl'` + `namespace`, `pod`, `container?`;
+   * `install`: install the CLI without asking when the container has no executor.
+   */
+  'execServer.connectToContainer': {
+    args: { cli?: 'podman' | 'docker' | 'kubectl'; container?: string; namespace?: string; pod?: string; name?: string; install?: boolean };
     result: { environment: string; executor: 'exec-server' | 'installed' | 'codex'; installed: boolean } | undefined;
   };
 }

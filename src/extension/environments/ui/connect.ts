@@ -11,6 +11,8 @@ import type { ClientTelemetry, ServerTelemetry } from '../../../telemetry/api';
 import { shownState, statusText } from '../status-text';
 import { connectPersistentSsh, persistentSshSpec, stdioOnlyReason } from '../../ssh/persist';
 import { noLinks } from '../../common/notification-text';
+import { connectContainer } from '../../containers/container-connect';
+import { targetOfCommand } from '../../containers/container-target';
 
 const CLIENT_NAME = 'vscode-exec-server';
 
@@ -61,6 +63,9 @@ export function createConnector(local: LocalServerHolder, telemetry?: (environme
             telemetry: t,
           });
         case 'command': {
+          // A container environment (Connect to Container): the same stdio command, whose end names the container's state.
+          const container = targetOfCommand(config.command!, config.args ?? []);
+          if (container) return connectContainer(container.target, container.command, { clientName: CLIENT_NAME, initializeTimeoutMs: 20_000, telemetry: t });
           const stdio = () => connectCommand(config.command!, config.args ?? [], { clientName: CLIENT_NAME, initializeTimeoutMs: 20_000, telemetry: t });
           // A Connect to Host environment running this project's CLI: its server outlives the
           // window (src/extension/ssh/persist.ts); else (codex, AllowTcpForwarding no) the stdio command.
