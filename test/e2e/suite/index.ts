@@ -14,6 +14,7 @@ import { afterAll, registerWithMocha, resumeTests, ResultsFile, runTests } from 
 import { registerFsTests } from './fs-tests';
 import { registerSearchTests } from './search-tests';
 import { registerSshAttackTests } from './ssh-attack-tests';
+import { registerContainerTests } from './container-tests';
 import { registerSshTests } from './ssh-tests';
 import { registerSshSurviveTests } from './ssh-survive-tests';
 import { disposeTerminals, registerTerminalTests } from './terminal-tests';
@@ -39,6 +40,7 @@ registerUxMarkupTests();
 registerSearchTests();
 registerSshTests();
 registerSshAttackTests();
+registerContainerTests();
 registerRemoteLifecycleTests();
 // Last: the window reloads in the middle of these (module state of the tests above is gone after it).
 registerTerminalSurvivalTests();
