@@ -2,7 +2,7 @@
 // drives this repository's CLI over two stdio transports: `podman exec -i -- NAME exec-server
 // --listen stdio://` (a container made from this machine's root file system with `--rootfs /:O`,
 // the CLI installed in it by Connect to Container's own installer) and `ssh -F … alias
-// exec-server --listen stdio://` to a local sshd (test/ssh/sshd.ts). Measured per transport:
+// exec-server --listen stdio://` to a local sshd (test/support/sshd.ts). Measured per transport:
 // JSON-RPC round trip (fs/getMetadata /), command round trip (process/start of `true` until
 // closed), and 64 MiB of process output (`head -c 64M /dev/zero`, every byte counted).
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
@@ -10,11 +10,11 @@ import os from 'node:os';
 import path from 'node:path';
 import type { ExecClient } from '../src/client/api';
 import { connectCommand } from '../src/client/connect';
-import { connectContainer } from '../src/extension/containers/container-connect';
-import { chooseContainerExecutor, findBundle, installInContainer, planContainerInstall, probeContainer } from '../src/extension/containers/container-setup';
-import type { ContainerTarget } from '../src/extension/containers/container-target';
-import { havePodman, PODMAN, removeContainer, startTestContainer } from '../test/extension/containers/podman';
-import { binDir, startSshd } from '../test/ssh/sshd';
+import { connectContainer } from '../src/extension/containers/connect';
+import { chooseContainerExecutor, findBundle, installInContainer, planContainerInstall, probeContainer } from '../src/extension/containers/setup';
+import type { ContainerTarget } from '../src/extension/containers/target';
+import { havePodman, PODMAN, removeContainer, startTestContainer } from '../test/support/podman';
+import { binDir, startSshd } from '../test/support/sshd';
 import { median, MiB, nowMs, percentile } from './stats';
 
 const OUTPUT_BYTES = 64 * MiB;

@@ -20,7 +20,7 @@ import { createSettingsOwner } from '../common/ui/settings';
 import { ExecServerTree } from '../environments/ui/tree';
 import { registerRequestTelemetry } from '../common/ui/telemetry';
 import { noLinks } from '../common/notification-text';
-import { registerContainerCommands } from '../containers/ui/connect-container';
+import { registerContainerCommands } from '../containers/ui/connect';
 
 let cleanup: (() => Promise<void>) | undefined;
 

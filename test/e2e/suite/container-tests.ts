@@ -1,14 +1,14 @@
 // Connect to Container… in the real workbench against REAL podman (Debian's podman + runc; the
 // container is made from this machine's root file system with `--rootfs /:O`, so no image is
 // pulled and it has this machine's Node; the flags these machines need to CREATE a container
-// are the test's, test/extension/containers/podman.ts — the product runs only exec/cp/inspect):
+// are the test's, test/support/podman.ts — the product runs only exec/cp/inspect):
 // the quick pick lists the container, the install modal is answered "Install" (the VSIX's CLI
 // is copied in with podman cp), a terminal of the environment runs inside (the container's
 // hostname and pid namespace), a folder of the container opens in the Explorer, stopping the
 // container makes the terminal say so, starting it again reconnects (a new shell runs inside).
 import { readlinkSync } from 'node:fs';
 import * as vscode from 'vscode';
-import { execIn, havePodman, removeContainer, startContainer, startTestContainer, stopContainer } from '../../extension/containers/podman';
+import { execIn, havePodman, removeContainer, startContainer, startTestContainer, stopContainer } from '../../support/podman';
 import { answerApprovalIfShown, findNotice } from './approval';
 import { afterAll, test } from './framework';
 import { quickInput, uiScreenshot, uiTexts } from './ux-driver';

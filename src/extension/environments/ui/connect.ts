@@ -11,8 +11,8 @@ import type { ClientTelemetry, ServerTelemetry } from '../../../telemetry/api';
 import { shownState, statusText } from '../status-text';
 import { connectPersistentSsh, persistentSshSpec, stdioOnlyReason } from '../../ssh/persist';
 import { noLinks } from '../../common/notification-text';
-import { connectContainer } from '../../containers/container-connect';
-import { targetOfCommand } from '../../containers/container-target';
+import { connectContainer } from '../../containers/connect';
+import { targetOfCommand } from '../../containers/target';
 
 const CLIENT_NAME = 'vscode-exec-server';
 

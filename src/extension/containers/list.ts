@@ -4,7 +4,7 @@
 // List of pods with their containers. Everything here is what a container's creator chose
 // (names, images, labels): rows whose name could not go on a command line are left out with a
 // problem, the rest is data for the picker, never markup. Free of `vscode`.
-import { checkEngineName, checkKubeName } from './container-target';
+import { checkEngineName, checkKubeName } from './target';
 
 export interface ContainerInfo {
   cli: 'podman' | 'docker';

@@ -1,7 +1,7 @@
 // What runs inside a container: the probe (Connect to Host's POSIX script, fed to `sh -s` through
 // `<cli> exec -i`), the executor it found as an argv (`exec-server --listen stdio://`, the CLI
 // installed earlier, or `codex exec-server …`), and installing this project's CLI when there is
-// none: the same payload as for an ssh host (dist/cli.js + node-pty, ./ssh-install.ts) staged in
+// none: the same payload as for an ssh host (dist/cli.js + node-pty, ../ssh/install.ts) staged in
 // a local temp folder, copied in with `<cli> cp`, then checked inside by the container's own
 // `node` (a PTY starts, `cli.js --version` answers) before it moves into ~/.exec-server/<version>
 // and the launcher is written. Refusals say what is missing in the container (Node ≥ 20). Free of `vscode`.
@@ -11,8 +11,8 @@ import path from 'node:path';
 import { buildPayload, findBundle, MIN_NODE_MAJOR, parseNodeVersion, planInstall, InstallError, type CliBundle, type InstallPlan } from '../ssh/install';
 import { INSTALL_DIR, parseProbeOutput, PROBE_SCRIPT, type HostFacts } from '../ssh/probe';
 import { noLinks } from '../common/notification-text';
-import { ContainerCliError, runCli, runCliOk } from './container-cli';
-import { cpArgv, describeTarget, execArgv, type ContainerTarget } from './container-target';
+import { ContainerCliError, runCli, runCliOk } from './cli';
+import { cpArgv, describeTarget, execArgv, type ContainerTarget } from './target';
 
 export type { HostFacts as ContainerFacts };
 

@@ -12,11 +12,11 @@ import type { EnvironmentManager } from '../../environments/manager';
 import { LOCAL_ENVIRONMENT, type EnvironmentStore } from '../../environments/store';
 import { noIcons, noLinks } from '../../common/notification-text';
 import { isOutdated } from '../../ssh/install';
-import { engineCandidates, runCli, type ContainerSettings } from '../container-cli';
-import { containerState, waitUntilRunning } from '../container-connect';
-import { parseContainerList, parsePodList } from '../container-list';
-import { chooseContainerExecutor, factsSummary, findBundle, installInContainer, planContainerInstall, probeContainer, type ContainerExecutor } from '../container-setup';
-import { checkTarget, chooseContainerEnvironmentName, describeTarget, environmentNameFor, execArgv, listArgv, targetOfCommand, type ContainerTarget } from '../container-target';
+import { engineCandidates, runCli, type ContainerSettings } from '../cli';
+import { containerState, waitUntilRunning } from '../connect';
+import { parseContainerList, parsePodList } from '../list';
+import { chooseContainerExecutor, factsSummary, findBundle, installInContainer, planContainerInstall, probeContainer, type ContainerExecutor } from '../setup';
+import { checkTarget, chooseContainerEnvironmentName, describeTarget, environmentNameFor, execArgv, listArgv, targetOfCommand, type ContainerTarget } from '../target';
 
 const TITLE = 'Exec Server: Connect to Container';
 

@@ -6,7 +6,7 @@
 // two-container pod. Names a creator chose that could not go on a command line are left out.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { parseContainerList, parsePodList, parseRunning } from '../../../src/extension/containers/container-list';
+import { parseContainerList, parsePodList, parseRunning } from '../../../src/extension/containers/list';
 
 const PODMAN = `[
   {

@@ -10,12 +10,12 @@ import { readlinkSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { ExecClient } from '../../../src/client/api';
-import { runCliOk } from '../../../src/extension/containers/container-cli';
-import { connectContainer, containerState } from '../../../src/extension/containers/container-connect';
-import { parseContainerList } from '../../../src/extension/containers/container-list';
-import { chooseContainerExecutor, ContainerInstallError, findBundle, installInContainer, planContainerInstall, probeContainer } from '../../../src/extension/containers/container-setup';
-import { listArgv, type ContainerTarget } from '../../../src/extension/containers/container-target';
-import { execIn, havePodman, PODMAN, removeContainer, startContainer, startTestContainer, stopContainer } from './podman';
+import { runCliOk } from '../../../src/extension/containers/cli';
+import { connectContainer, containerState } from '../../../src/extension/containers/connect';
+import { parseContainerList } from '../../../src/extension/containers/list';
+import { chooseContainerExecutor, ContainerInstallError, findBundle, installInContainer, planContainerInstall, probeContainer } from '../../../src/extension/containers/setup';
+import { listArgv, type ContainerTarget } from '../../../src/extension/containers/target';
+import { execIn, havePodman, PODMAN, removeContainer, startContainer, startTestContainer, stopContainer } from '../../support/podman';
 
 const REPO = path.resolve(__dirname, '..', '..', '..', '..');
 const NAME = `es-ctr-test-${process.pid}`;

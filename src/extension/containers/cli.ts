@@ -5,7 +5,7 @@
 // removed, since it ends up in a notification. Free of `vscode`.
 import { spawn } from 'node:child_process';
 import { noLinks } from '../common/notification-text';
-import { cliKindOf, type ContainerCliKind } from './container-target';
+import { cliKindOf, type ContainerCliKind } from './target';
 
 /** execServer.containers.* / execServer.kubernetes.* (user settings). */
 export interface ContainerSettings {

@@ -11,9 +11,9 @@ import { RpcChannel } from '../../rpc/channel';
 import { Emitter } from '../../rpc/event';
 import type { CloseInfo, MessageTransport } from '../../rpc/transport';
 import { spawnCommandTransport } from '../../transports/command';
-import { boundedStderr, runCli } from './container-cli';
-import { parseRunning } from './container-list';
-import { describeTarget, execArgv, inspectArgv, type ContainerTarget } from './container-target';
+import { boundedStderr, runCli } from './cli';
+import { parseRunning } from './list';
+import { describeTarget, execArgv, inspectArgv, type ContainerTarget } from './target';
 
 /** Asks the CLI whether the container runs; undefined when it cannot tell (CLI gone, no answer). */
 export async function containerState(t: ContainerTarget, opts: { timeoutMs?: number } = {}): Promise<{ running: boolean; status: string; gone?: boolean } | undefined> {

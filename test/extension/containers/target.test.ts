@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { describe, it } from 'node:test';
-import { checkTarget, cpArgv, environmentNameFor, execArgv, inspectArgv, listArgv, targetOfCommand, type ContainerTarget } from '../../../src/extension/containers/container-target';
+import { checkTarget, cpArgv, environmentNameFor, execArgv, inspectArgv, listArgv, targetOfCommand, type ContainerTarget } from '../../../src/extension/containers/target';
 
 const podman = (container: string, context?: string): ContainerTarget => ({ cli: 'podman', program: 'podman', container, ...(context ? { context } : {}) });
 const docker = (container: string, context?: string): ContainerTarget => ({ cli: 'docker', program: 'docker', container, ...(context ? { context } : {}) });
