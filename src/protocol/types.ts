@@ -314,7 +314,10 @@ export interface EnvironmentConfigReadResult {
 
 export interface HttpHeader {
   name: string;
+  /** With valueEnvVar: the prefix of the value (e.g. "Bearer "). */
   value: string;
+  /** [httpHeaderEnvVars] An environment variable of the executor whose value is appended to `value`; unset or empty → -32602, nothing sent. */
+  valueEnvVar?: string;
 }
 export interface HttpRequestParams {
   method: string;

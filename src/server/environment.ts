@@ -22,6 +22,8 @@ export async function environmentInfo(): Promise<EnvironmentInfo> {
     capabilities: {
       fsWatchMissing: true,
       environmentConfigRead: true,
+      // http/request header valueEnvVar (./http-headers.ts).
+      httpHeaderEnvVars: true,
       // [extension] What a managed `sandbox` gets here (docs/security.md "Managed sandbox"):
       // process/start confined by bubblewrap (false: refused with -32600, never run unconfined),
       // with our seccomp filter when the kernel took it; fs/* checked in-process against the

@@ -100,7 +100,15 @@ export async function decideHttp(ctx: AgentContext, params: unknown, d: Record<s
   const credentials = parsed !== undefined && (parsed.username !== '' || parsed.password !== '');
   const hostNote = credentials ? ` (host ${shown(parsed!.host)}; the part before @ is a user name/password sent to it)` : '';
   const body = d.body as Buffer | undefined;
-  const headers = (d.headers as { name: string; value: string }[]).map((h) => `${shown(h.name)}: ${shown(h.value)}`);
+  const given = d.headers as { name: string; value: string; valueEnvVar?: string }[];
+  // valueEnvVar sends a variable of THIS process's environment (the extension host's: tokens,
+  // keys) to the URL: never covered by a session grant, always asked, the variable named.
+  const envVars = given.filter((h) => h.valueEnvVar !== undefined).map((h) => h.valueEnvVar!);
+  const headers = given.map((h) =>
+    h.valueEnvVar === undefined
+      ? `${shown(h.name)}: ${shown(h.value)}`
+      : `${shown(h.name)}: ${shown(h.value)}<the value of the environment variable ${shown(h.valueEnvVar)} of VS Code's extension host>`,
+  );
   const need: Need = { type: 'http', origin, grantable: true, local };
   // What the user allows is this origin: the engine must not follow a redirect to another one
   // (an open redirect on an allowed site would reach localhost or the metadata service). The
@@ -108,9 +116,10 @@ export async function decideHttp(ctx: AgentContext, params: unknown, d: Record<s
   // A name connects to the addresses judged here and to no others.
   const pin: PinnedAddresses | undefined = resolved?.isName ? { host: resolved.host, addresses: resolved.addresses, error: resolved.error } : undefined;
   const stopped = { ...(params as Record<string, unknown>), redirectPolicy: 'stop', ...(pin ? { [PINNED_HTTP_ADDRESSES]: pin } : {}) };
-  if (ctx.state.covered([need])) return { kind: 'allow', why: 'allowed for this session', params: stopped };
+  if (envVars.length === 0 && ctx.state.covered([need])) return { kind: 'allow', why: 'allowed for this session', params: stopped };
   const leads = resolved ? whereItLeads(resolved, local, SHOWN_ADDRESSES) : '';
-  const summary = `make an HTTP ${shown(String(d.method))} request to ${shown(target)}${hostNote}${leads ? ` (${leads})` : ''}${body && body.length > 0 ? ` sending ${body.length} bytes` : ''}`;
+  const secrets = envVars.length > 0 ? ` sending the value of the environment variable${envVars.length > 1 ? 's' : ''} ${envVars.map(shown).join(', ')} of VS Code's extension host` : '';
+  const summary = `make an HTTP ${shown(String(d.method))} request to ${shown(target)}${hostNote}${leads ? ` (${leads})` : ''}${secrets}${body && body.length > 0 ? ` sending ${body.length} bytes` : ''}`;
   const details = [
     `Method: http/request`,
     `HTTP method: ${shown(String(d.method))}`,
@@ -132,7 +141,7 @@ export async function decideHttp(ctx: AgentContext, params: unknown, d: Record<s
       summary,
       details,
       complete: headers.length === 0 && !body?.length && (resolved?.addresses.length ?? 0) <= SHOWN_ADDRESSES,
-      sessionScope: `Allow for Session: later HTTP requests to ${shown(origin)}, on this connection only${scope}.`,
+      sessionScope: `Allow for Session: later HTTP requests to ${shown(origin)}, on this connection only${scope}${envVars.length > 0 ? '; a request that sends an environment variable is asked again' : ''}.`,
     },
     params: stopped,
   };

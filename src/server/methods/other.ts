@@ -2,6 +2,7 @@
 import { Messages, invalidParams } from '../../protocol/errors';
 import { environmentConfig, environmentInfo } from '../environment';
 import { httpRequest, pinnedOf } from '../http';
+import { decodeHeaders, resolveHeaders } from '../http-headers';
 import * as P from '../params';
 import { spec, type FsMethod, type MethodTable, type ProcessMethod, type ServerMethod } from './spec';
 
@@ -38,13 +39,8 @@ export const otherMethods: MethodTable<Exclude<ServerMethod, ProcessMethod | FsM
       const o = P.object(raw, 'WireHttpRequestParams');
       const method = P.str(o, 'method');
       const url = P.str(o, 'url');
-      const hv = o.headers;
-      if (hv === undefined) throw invalidParams(Messages.missingField('headers'));
-      if (!Array.isArray(hv)) throw invalidParams('invalid type: map, expected a sequence');
-      const headers = hv.map((h) => {
-        const ho = P.object(h, 'HttpHeader');
-        return { name: P.str(ho, 'name'), value: P.str(ho, 'value') };
-      });
+      if (o.headers === undefined) throw invalidParams(Messages.missingField('headers'));
+      const headers = decodeHeaders(o.headers);
       const bodyB64 = P.optStr(o, 'bodyBase64');
       let body: Buffer | undefined;
       if (bodyB64 !== undefined) {
@@ -67,7 +63,8 @@ export const otherMethods: MethodTable<Exclude<ServerMethod, ProcessMethod | FsM
         pinned: pinnedOf(raw),
       };
     },
-    (c, p) => c.http(p, httpRequest),
+    // valueEnvVar is read from this process's environment when the request runs.
+    (c, p) => c.http({ ...p, headers: resolveHeaders(p.headers, process.env) }, httpRequest),
   ),
 };
 
