@@ -55,7 +55,8 @@ const files = listFiles('test', (n) => n.endsWith('.test.ts'))
 const e2e = 'test/e2e/run.mjs';
 const runE2e = existsSync(e2e) && process.env.EXEC_SERVER_SKIP_E2E !== '1' && filters.length === 0;
 
-// Install stage: the tools the tests need (bubblewrap, openssh-server/-client and the reference codex for the unit and
+// Install stage: the tools the tests need (bubblewrap, openssh-server/-client, the reference codex, and qemu-user + the arm64
+// cross toolchain + an arm64 Node for the linux-arm64 VSIX, for the unit and
 // interop tests; Chromium, Node 24, code-server, playwright-core for the VS Code suite) are
 // installed here, once, before any test starts; the tests only look them up. The installer
 // (scripts/tools/install.mjs) locks, installs atomically with a clean env and names the tool,

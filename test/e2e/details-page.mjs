@@ -56,7 +56,7 @@ async function main() {
 
   log(`packing the VSIX with --base-url ${base}`);
   const vsix = path.join(tmp, 'exec-server.vsix');
-  const pack = spawnSync(process.execPath, [path.join(repo, 'scripts/package-vsix.mjs'), '--base-url', base, '--out', vsix], { encoding: 'utf8' });
+  const pack = spawnSync(process.execPath, [path.join(repo, 'scripts/package-vsix.mjs'), '--target', 'universal', '--base-url', base, '--out', vsix], { encoding: 'utf8' });
   if (pack.status !== 0) throw new Error(`package-vsix failed:\n${pack.stdout}${pack.stderr}`);
 
   const t = tools();

@@ -2,7 +2,7 @@
 // @vscode/test-electron cannot download VS Code on these machines, so this harness runs VS Code's
 // own server + web workbench (code-server, from npm) and drives it with headless Chromium:
 //   1. test/e2e/setup.sh installs code-server, Node 24, Chromium and playwright-core (cached);
-//   2. builds the product VSIX (npm run package → dist/exec-server.vsix) and the separate
+//   2. builds the product VSIX of this machine's target (package-vsix.mjs --target linux-x64 → dist/exec-server-linux-x64.vsix) and the separate
 //      test-runner VSIX (build-runner.mjs), installs both into a fresh extensions dir;
 //   3. starts code-server on 127.0.0.1, opens a temp workspace in Chromium; the runner extension
 //      runs the suite in the extension host and writes a results file;

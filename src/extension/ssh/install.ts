@@ -61,14 +61,15 @@ export function findBundle(root: string, version: string): CliBundle {
   if (!existsSync(path.join(root, 'dist', 'cli.js'))) throw new InstallError('no-bundle', `the extension has no CLI to install (${path.join(root, 'dist', 'cli.js')} is missing)`);
   const pty = path.join(root, 'node_modules', 'node-pty');
   const prebuilt = new Map<string, string>();
-  // node-pty built for this machine at install time (what the extension itself loads).
+  // node-pty built for this machine at npm install time (a development tree).
   if (existsSync(path.join(pty, 'build', 'Release', 'pty.node'))) prebuilt.set(platformKey(process.platform, process.arch, process.platform === 'linux' ? localLibc() : undefined), path.join(pty, 'build', 'Release'));
-  // node-pty's own prebuilds (macOS, Windows) where the package still holds them.
+  // prebuilds/<platform>-<arch>: where a VSIX keeps its native parts (scripts/package-vsix.mjs;
+  // Linux ones are glibc builds), and node-pty's own package its macOS/Windows ones.
   const pre = path.join(pty, 'prebuilds');
   if (existsSync(pre)) {
     for (const d of readdirSync(pre)) {
       const [platform, arch] = d.split('-');
-      if (platform && arch && platform !== 'linux' && existsSync(path.join(pre, d, 'pty.node'))) prebuilt.set(platformKey(platform, arch), path.join(pre, d));
+      if (platform && arch && existsSync(path.join(pre, d, 'pty.node'))) prebuilt.set(platformKey(platform, arch, platform === 'linux' ? 'glibc' : undefined), path.join(pre, d));
     }
   }
   const canBuild = existsSync(path.join(pty, 'binding.gyp')) && existsSync(path.join(pty, 'src', 'unix', 'pty.cc')) && existsSync(path.join(root, 'node_modules', 'node-addon-api', 'package.json'));
@@ -162,7 +163,7 @@ export function buildPayload(bundle: CliBundle, plan: InstallPlan): PayloadFile[
   const ptyPkg = JSON.parse(readFileSync(path.join(pty, 'package.json'), 'utf8')) as Record<string, unknown>;
   delete ptyPkg.devDependencies;
   // A build runs node-gyp through npm (which carries its own node-gyp); node-pty's prebuild
-  // check is skipped: we never ship its prebuilds folder.
+  // check is skipped: the host never gets a prebuilds folder.
   ptyPkg.scripts = plan.mode === 'build' ? { install: 'node-gyp rebuild' } : {};
   files.push({ path: 'node_modules/node-pty/package.json', data: Buffer.from(JSON.stringify(ptyPkg, null, 2) + '\n'), mode: 0o644 });
   for (const r of walk(path.join(pty, 'lib'), (f) => f.endsWith('.js') && !f.endsWith('.test.js'))) add(`node_modules/node-pty/lib/${r}`, path.join(pty, 'lib', r));

@@ -44,10 +44,13 @@ function buildProductVsix() {
   const b = process.env.EXEC_SERVER_E2E_SKIP_BUILD === '1' ? { status: 0 } : npmRun('build');
   if (b.status !== 0) throw new Error(`npm run build failed (exit ${b.status}):\n${(b.stdout + b.stderr).split('\n').slice(-30).join('\n')}`);
   if (process.env.EXEC_SERVER_E2E_VSIX) return path.resolve(process.env.EXEC_SERVER_E2E_VSIX);
-  const r = npmRun('package');
-  const vsix = path.join(repo, 'dist', 'exec-server.vsix');
+  // The VSIX of this machine's target only (what the Marketplace would serve here): `npm run
+  // package` builds all five, which the package tests (test/package) check.
+  const target = `${process.platform}-${process.arch}`;
+  const vsix = path.join(repo, 'dist', `exec-server-${target}.vsix`);
+  const r = spawnSync(process.execPath, [path.join(repo, 'scripts', 'package-vsix.mjs'), '--target', target, '--out', vsix], { cwd: repo, encoding: 'utf8', timeout: 5 * 60_000 });
   if (r.status !== 0 || !existsSync(vsix)) {
-    throw new Error(`npm run package failed (exit ${r.status}):\n${(r.stdout + r.stderr).split('\n').slice(-30).join('\n')}`);
+    throw new Error(`packaging the ${target} VSIX failed (exit ${r.status}):\n${(r.stdout + r.stderr).split('\n').slice(-30).join('\n')}`);
   }
   return vsix;
 }
@@ -102,7 +105,7 @@ export async function startWorkbench(state, opts) {
   log('setup (code-server, Chromium, Node 24, playwright-core)');
   const tools = setup();
   state.tools = tools;
-  log('building the CLI and the product VSIX (npm run build, npm run package)');
+  log('building the CLI and the product VSIX (npm run build, package-vsix.mjs --target ' + process.platform + '-' + process.arch + ')');
   const productVsix = buildProductVsix();
   log('building the test-runner VSIX');
   const runnerVsix = execFileSync(process.execPath, [path.join(e2eDir, 'build-runner.mjs')], { cwd: repo, encoding: 'utf8' }).trim().split('\n').pop();

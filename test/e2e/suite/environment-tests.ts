@@ -54,7 +54,7 @@ export function registerExtensionTests(): void {
       }
     };
     walk(ext.extensionPath);
-    for (const f of ['dist/extension.js', 'node_modules/node-pty/build/Release/pty.node']) {
+    for (const f of ['dist/extension.js', `node_modules/node-pty/prebuilds/${process.platform}-${process.arch}/pty.node`]) {
       assert(files.includes(f), `the installed extension contains ${f}`);
     }
     const testish = files.filter((f) => /(^|\/)(test|tests|e2e|suite|runner-ext)\/|\.test\.|\.spec\./.test(f) || /^(src|out)\//.test(f));
