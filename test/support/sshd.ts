@@ -21,6 +21,8 @@ export interface Scenario {
   alias: string;
   /** Variables the login gets (authorized_keys environment=); HOME and PATH override the account's. */
   env?: Record<string, string>;
+  /** A forced command (authorized_keys command=): runs instead of what the client asks, which it gets as $SSH_ORIGINAL_COMMAND. */
+  command?: string;
   /** Log in with a key the server does not accept. */
   badKey?: boolean;
   /** Use a known_hosts file that does not hold the server's key (StrictHostKeyChecking yes). */
@@ -105,7 +107,7 @@ export async function startSshd(
   for (const s of scenarios) {
     const key = path.join(dir, `key-${s.alias}`);
     const pub = keygen(key);
-    const envOpts = Object.entries(s.env ?? {}).map(([k, v]) => `environment=${optQuote(`${k}=${v}`)}`);
+    const envOpts = [...Object.entries(s.env ?? {}).map(([k, v]) => `environment=${optQuote(`${k}=${v}`)}`), ...(s.command ? [`command=${optQuote(s.command)}`] : [])];
     if (!s.badKey) authorized.push(`${envOpts.length ? `${envOpts.join(',')} ` : ''}${pub}`);
     const kh = s.unknownHostKey ? path.join(dir, `known_hosts-${s.alias}`) : known;
     if (s.unknownHostKey) writeFileSync(kh, '');
