@@ -8,12 +8,12 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
 import { connectCommand } from '../../src/client/connect';
-import { sshEnvironmentInput } from '../../src/vscode/core/ssh-environment';
-import { findBundle, installOnHost, planInstall } from '../../src/vscode/core/ssh-install';
-import { chooseExecutor, INSTALL_DIR, probeHost } from '../../src/vscode/core/ssh-probe';
+import { sshEnvironmentInput } from '../../src/extension/ssh/environment';
+import { findBundle, installOnHost, planInstall } from '../../src/extension/ssh/install';
+import { chooseExecutor, INSTALL_DIR, probeHost } from '../../src/extension/ssh/probe';
 import { repoRoot } from '../support/cli';
 import { tempDir } from '../support/tmp';
-import { binDir, startSshd, whichOrThrow, type TestSshd } from '../ssh/sshd';
+import { binDir, startSshd, whichOrThrow, type TestSshd } from '../support/sshd';
 import { binaryKind, packAndUnpack, PTY, tool } from './helpers';
 
 const work = tempDir('vsix-arm64-host-');
