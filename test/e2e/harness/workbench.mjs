@@ -161,7 +161,8 @@ export async function startWorkbench(state, opts) {
   state.page = page;
   state.pageErrors = [];
   page.on('pageerror', (e) => state.pageErrors.push(String(e)));
-  await page.goto(`http://127.0.0.1:${port}/?workspace=${encodeURIComponent(workspaceFile)}`);
+  // Under load (the shared 2 cores) the workbench page took over 30 s, Playwright's default, to load.
+  await page.goto(`http://127.0.0.1:${port}/?workspace=${encodeURIComponent(workspaceFile)}`, { timeout: 120_000 });
   state.opened = Date.now();
   return state;
 }
