@@ -31,7 +31,8 @@ export function engineCandidates(cli: string): { cli: 'podman' | 'docker'; progr
 }
 
 // eslint-disable-next-line no-control-regex
-const CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]|\u001b\[[0-9;?]*[A-Za-z]/g;
+// An escape sequence first (else its ESC alone goes and "[31m" stays), then any other control character.
+const CONTROL = /\u001b\[[0-9;?]*[A-Za-z]|[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g;
 
 /** What a CLI printed on stderr, fit for one notification: its last `lines` non-empty lines, each cut, no control characters, no links. */
 export function boundedStderr(stderr: string, lines = 3, width = 300): string {
