@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { after, before, test } from 'node:test';
 import { type Client, rejectsWith, serverWithTmpDir, uri } from './helpers';
 import { sleep, waitFor } from '../support/wait';
@@ -37,6 +38,23 @@ test('fs/walk: breadth-first, sorted, depth/hidden pruning (shapes as the refere
   assert.equal(ent3.truncated, true);
   const file = await c.call('fs/walk', { path: uri(path.join(dir, 't/c')), options: opts() });
   assert.deepEqual(file, { entries: [], errors: [], truncated: false });
+});
+
+test('fs/walk: entry URIs are pathToFileURL of the entry, for names that need encoding and roots given with a trailing slash or an empty segment', async () => {
+  // The walk builds each URI from its directory's URI plus one encoded segment; every name
+  // here is one pathToFileURL percent-encodes (or leaves alone) in its own way.
+  const names = ['a b', '%41', '#x', '?q', 'é', 'ü\u0301', '日本', 'tab\tx', 'nl\nx', 'cr\rx', 'back\\slash', '[x]', '{y}', '"q"', 'semi;colon', '`t`', '^c', '|p', '<>', 'plus+eq=', "it's", '~tilde', '.dot', '..dots', '-'];
+  const root = path.join(dir, 'enc');
+  fs.mkdirSync(root);
+  for (const n of names) fs.writeFileSync(path.join(root, n), '');
+  fs.mkdirSync(path.join(root, 'é dir', '#sub%'), { recursive: true });
+  fs.writeFileSync(path.join(root, 'é dir', '#sub%', 'f ?'), '');
+  const expected = [...names.map((n) => path.join(root, n)), path.join(root, 'é dir'), path.join(root, 'é dir', '#sub%'), path.join(root, 'é dir', '#sub%', 'f ?')].map((p) => pathToFileURL(p).href).sort();
+  for (const given of [uri(root), `${uri(root)}/`, `${root}/`, root.replace(/\/enc$/, '//enc')]) {
+    const r = await c.call('fs/walk', { path: given, options: opts() });
+    assert.deepEqual(r.entries.map((e: any) => e.path).sort(), expected, given);
+    assert.deepEqual(r.errors, []);
+  }
 });
 
 test('fs/walk: limits and bad input', async () => {

@@ -9,6 +9,37 @@ import type { FsWalkOptions, FsWalkResult } from '../../protocol/types';
 import { fsError, osMessage } from '../os-errors';
 import { pathToUri } from '../paths';
 
+/**
+ * The ASCII characters this runtime's pathToFileURL leaves as they are in a path segment,
+ * asked of pathToFileURL itself (its set differs between Node versions: `~` is encoded in some).
+ */
+const PLAIN_CHAR = (() => {
+  const plain = new Uint8Array(128);
+  for (let c = 0x20; c < 0x7f; c++) {
+    const ch = String.fromCharCode(c);
+    if (ch !== '/' && pathToUri(`/a${ch}b`) === `file:///a${ch}b`) plain[c] = 1;
+  }
+  return plain;
+})();
+
+/**
+ * The URI segment of one directory entry's name: pathToUri(dir + '/' + name) is the URI of
+ * dir + '/' + this. A name of plain characters is its own segment; any other goes through
+ * pathToFileURL, whose encoding is per character, so the two ways give the same URI.
+ */
+function uriSegment(name: string): string {
+  for (let i = 0; i < name.length; i++) {
+    const c = name.charCodeAt(i);
+    if (c >= 128 || PLAIN_CHAR[c] === 0) return pathToUri(`/${name}`).slice('file:///'.length);
+  }
+  return name;
+}
+
+/** `dir` with one trailing separator, for appending a name (path.join's result for a normalized dir and a plain name). */
+function withSlash(s: string): string {
+  return s.endsWith('/') ? s : `${s}/`;
+}
+
 export const WALK_MAX_DEPTH = 64;
 export const WALK_MAX_DIRECTORIES = 10_000;
 export const WALK_MAX_ENTRIES = 50_000;
@@ -47,7 +78,10 @@ export async function walk(root: string, o: FsWalkOptions, canEnter?: (dir: stri
   const visited = new Set<string>();
   const realRoot = await fs.promises.realpath(root).catch(() => root);
   visited.add(realRoot);
-  const queue: { dir: string; depth: number }[] = [{ dir: root, depth: 0 }];
+  // Each queued directory carries its own URI: an entry's URI is its directory's plus one
+  // encoded segment, instead of pathToFileURL (URL parsing) per entry.
+  const rootDir = path.normalize(root);
+  const queue: { dir: string; uri: string; depth: number }[] = [{ dir: rootDir, uri: pathToUri(rootDir), depth: 0 }];
   let dirsRead = 0;
   let bytes = 64;
   for (let qi = 0; qi < queue.length; qi++) {
@@ -56,9 +90,9 @@ export async function walk(root: string, o: FsWalkOptions, canEnter?: (dir: stri
       break;
     }
     dirsRead++;
-    const { dir, depth } = queue[qi];
-    const denied = () => Object.assign(new Error('EACCES'), { code: 'EACCES' });
-    if (canEnter && !pinned && dir !== root && !canEnter(dir)) {
+    const { dir, uri, depth } = queue[qi];
+    const isRoot = qi === 0;
+    if (canEnter && !pinned && !isRoot && !canEnter(dir)) {
       result.errors.push({ path: pathToUri(dir), message: osMessage(denied()) });
       continue;
     }
@@ -68,32 +102,37 @@ export async function walk(root: string, o: FsWalkOptions, canEnter?: (dir: stri
     let dirents: fs.Dirent[];
     try {
       if (pinned) {
-        const noFollow = dir !== root && !o.followDirectorySymlinks ? fs.constants.O_NOFOLLOW : 0;
+        const noFollow = !isRoot && !o.followDirectorySymlinks ? fs.constants.O_NOFOLLOW : 0;
         fh = await fs.promises.open(dir, fs.constants.O_RDONLY | fs.constants.O_DIRECTORY | noFollow);
         if (canEnter && !canEnter(fs.readlinkSync(`/proc/self/fd/${fh.fd}`))) throw denied();
         listed = `/proc/self/fd/${fh.fd}`;
       }
       // Dirent types come with the listing: only symlinks need an extra stat.
-      dirents = (await fs.promises.readdir(listed, { withFileTypes: true })).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+      dirents = (await fs.promises.readdir(listed, { withFileTypes: true })).sort(byName);
     } catch (e) {
       await fh?.close().catch(() => undefined);
-      if (dir === root) throw fsError(e);
+      if (isRoot) throw fsError(e);
       result.errors.push({ path: pathToUri(dir), message: osMessage(e) });
       continue;
     }
     try {
-      if (await listDirectory(dir, listed, depth, dirents)) return result;
+      if (await listDirectory(dir, uri, listed, depth, dirents)) return result;
     } finally {
       await fh?.close().catch(() => undefined);
     }
   }
   return result;
 
+  function denied(): Error {
+    return Object.assign(new Error('EACCES'), { code: 'EACCES' });
+  }
+
   /** Adds one directory's entries (and queues its subdirectories); true when a limit ended the walk. */
-  async function listDirectory(dir: string, listed: string, depth: number, dirents: fs.Dirent[]): Promise<boolean> {
+  async function listDirectory(dir: string, dirUri: string, listed: string, depth: number, dirents: fs.Dirent[]): Promise<boolean> {
+    const dirPrefix = withSlash(dir);
+    const uriPrefix = withSlash(dirUri);
     for (const dirent of dirents) {
       const name = dirent.name;
-      const full = path.join(dir, name);
       let isDir = dirent.isDirectory();
       let isFile = dirent.isFile();
       if (dirent.isSymbolicLink()) {
@@ -101,7 +140,7 @@ export async function walk(root: string, o: FsWalkOptions, canEnter?: (dir: stri
         try {
           isDir = (await fs.promises.stat(path.join(listed, name))).isDirectory();
         } catch (e) {
-          if ((e as NodeJS.ErrnoException).code !== 'ENOENT') result.errors.push({ path: pathToUri(full), message: osMessage(e) });
+          if ((e as NodeJS.ErrnoException).code !== 'ENOENT') result.errors.push({ path: uriPrefix + uriSegment(name), message: osMessage(e) });
           continue; // dangling link
         }
         if (!isDir) continue; // only directory symlinks are followed
@@ -113,7 +152,7 @@ export async function walk(root: string, o: FsWalkOptions, canEnter?: (dir: stri
         result.truncated = true;
         return true;
       }
-      const uri = pathToUri(full);
+      const uri = uriPrefix + uriSegment(name);
       bytes += uri.length + 32;
       if (bytes > WALK_MAX_RESPONSE_BYTES) {
         result.truncated = true;
@@ -122,14 +161,19 @@ export async function walk(root: string, o: FsWalkOptions, canEnter?: (dir: stri
       result.entries.push({ path: uri, kind });
       if (kind !== 'directory' || depth >= o.maxDepth) continue;
       if (o.pruneHiddenDirectories && name.startsWith('.')) continue;
+      const full = dirPrefix + name;
       if (o.followDirectorySymlinks) {
         // Only followed links can make cycles or a second route to a directory.
         const real = await fs.promises.realpath(full).catch(() => full);
         if (visited.has(real)) continue;
         visited.add(real);
       }
-      queue.push({ dir: full, depth: depth + 1 });
+      queue.push({ dir: full, uri, depth: depth + 1 });
     }
     return false;
   }
+}
+
+function byName(a: fs.Dirent, b: fs.Dirent): number {
+  return a.name < b.name ? -1 : a.name > b.name ? 1 : 0;
 }
