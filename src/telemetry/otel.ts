@@ -18,7 +18,6 @@ import {
   type Attributes,
   type Context,
   type Counter,
-  type Histogram,
   type Span,
   type Tracer,
   type UpDownCounter,
@@ -35,6 +34,8 @@ import {
   BasicTracerProvider,
   BatchSpanProcessor,
   ParentBasedSampler,
+  type ReadableSpan,
+  type SpanProcessor,
   TraceIdRatioBasedSampler,
   type Sampler,
 } from '@opentelemetry/sdk-trace-base';
@@ -44,14 +45,13 @@ import { VERSION } from '../version';
 import type { CallError, ClientCall, ClientTelemetry, ProcessRecord, RejectReason, RequestRecord, ServerTelemetry } from './api';
 import type { TelemetryConfig } from './config';
 import { methodLabel, sandboxLabel } from './methods';
+import { RequestMeter } from './request-meter';
 
 /** Set when this module is evaluated: tests check that telemetry off never loads it. */
 (globalThis as Record<symbol, unknown>)[Symbol.for('exec-server.telemetry.sdkLoaded')] = true;
 
 type Log = (level: 'debug' | 'info' | 'warn' | 'error', message: string) => void;
 
-/** Request duration buckets, seconds (most requests take well under a millisecond). */
-const DURATION_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 /** Longest method name recorded on a span (a client may send any string). */
 const MAX_METHOD_CHARS = 128;
 /** Longest traceparent/tracestate considered (W3C: 55 and 512 chars). */
@@ -76,6 +76,63 @@ function sampler(c: TelemetryConfig['sampler']): Sampler {
   }
 }
 
+/**
+ * The probability that a request without a parent trace context starts a sampled trace, when
+ * the sampler decides such a root by ratio alone (every sampler but always_on and
+ * parentbased_always_on): the request path then decides by itself and, for a root it does not
+ * sample, creates no span at all (the SDK would create a non-recording span, its ids and a
+ * context for nothing). A trace ID ratio sampler's decision is a deterministic function of a
+ * trace ID that, for a root, is itself random: deciding first with Math.random() samples the
+ * same fraction. Requests with a parent still go through the SDK's sampler.
+ */
+function rootSampleRate(c: TelemetryConfig['sampler']): number | undefined {
+  switch (c.name) {
+    case 'always_off':
+    case 'parentbased_always_off':
+      return 0;
+    case 'traceidratio':
+    case 'parentbased_traceidratio':
+      return c.ratio;
+    default:
+      return undefined;
+  }
+}
+
+/**
+ * Hands ended spans to the BatchSpanProcessor after the current event-loop turn, not inside
+ * `span.end()`: the batch processor serializes and sends a full batch (512 spans) synchronously
+ * in the `end` that filled it, which put the whole export on one request's path.
+ */
+class DeferredSpanProcessor implements SpanProcessor {
+  private pending: ReadableSpan[] = [];
+  private scheduled = false;
+  constructor(private readonly next: BatchSpanProcessor) {}
+  onStart(): void {}
+  onEnd(span: ReadableSpan): void {
+    // The batch processor keeps at most 2048 spans and drops the rest; so does this queue.
+    if (this.pending.length >= 2048) return;
+    this.pending.push(span);
+    if (!this.scheduled) {
+      this.scheduled = true;
+      setImmediate(() => this.drain());
+    }
+  }
+  private drain(): void {
+    this.scheduled = false;
+    const spans = this.pending;
+    this.pending = [];
+    for (const span of spans) this.next.onEnd(span);
+  }
+  forceFlush(): Promise<void> {
+    this.drain();
+    return this.next.forceFlush();
+  }
+  shutdown(): Promise<void> {
+    this.drain();
+    return this.next.shutdown();
+  }
+}
+
 function resource(c: TelemetryConfig): Resource {
   return defaultResource().merge(resourceFromAttributes({ [ATTR_SERVICE_NAME]: c.serviceName, [ATTR_SERVICE_VERSION]: VERSION }));
 }
@@ -84,7 +141,7 @@ function resource(c: TelemetryConfig): Resource {
 function tracerProvider(c: TelemetryConfig): BasicTracerProvider | undefined {
   if (!c.traces) return undefined;
   const exporter = c.traces.protocol === 'http/json' ? new OtlpJsonExporter({ url: c.traces.endpoint }) : new OtlpProtoExporter({ url: c.traces.endpoint });
-  return new BasicTracerProvider({ resource: resource(c), sampler: sampler(c.sampler), spanProcessors: [new BatchSpanProcessor(exporter)] });
+  return new BasicTracerProvider({ resource: resource(c), sampler: sampler(c.sampler), spanProcessors: [new DeferredSpanProcessor(new BatchSpanProcessor(exporter))] });
 }
 
 /** The parent context of a wire `trace` member; anything malformed is ignored (a new root). */
@@ -112,45 +169,46 @@ function failSpan(span: Span, e: CallError): void {
 }
 
 interface Instruments {
-  requests: Counter;
-  duration: Histogram;
+  /** Requests, their durations and process output bytes (recorded without the SDK on the request path). */
+  meter: RequestMeter;
   connections: UpDownCounter;
   sessions: UpDownCounter;
   processes: UpDownCounter;
   processesStarted: Counter;
   processesExited: Counter;
-  outputBytes: Counter;
   rejected: Counter;
 }
 
-function instruments(mp: MeterProvider): Instruments {
+function instruments(mp: MeterProvider, meter: RequestMeter): Instruments {
   const m = mp.getMeter('exec-server', VERSION);
   return {
-    requests: m.createCounter('exec_server_requests', { description: 'Requests handled, by method and outcome (ok or error)' }),
-    duration: m.createHistogram('exec_server_request_duration_seconds', {
-      description: 'Time from receiving a request to handing its response to the transport',
-      unit: 's',
-      advice: { explicitBucketBoundaries: DURATION_BUCKETS },
-    }),
+    meter,
     connections: m.createUpDownCounter('exec_server_connections', { description: 'Open client connections' }),
     sessions: m.createUpDownCounter('exec_server_sessions', { description: 'Live sessions (attached or detached)' }),
     processes: m.createUpDownCounter('exec_server_processes', { description: 'Running processes' }),
     processesStarted: m.createCounter('exec_server_processes_started', { description: 'Processes started, by sandbox type' }),
     processesExited: m.createCounter('exec_server_processes_exited', { description: 'Processes exited, by outcome (success, failure, sandbox_denied)' }),
-    outputBytes: m.createCounter('exec_server_process_output_bytes', { description: 'Bytes of process output sent to clients', unit: 'By' }),
     rejected: m.createCounter('exec_server_connections_rejected', { description: 'Connections refused before JSON-RPC, by reason (401, 403, limit, other)' }),
   };
 }
 
+/**
+ * One request: its start time, its span when sampled, its metric series. The span's context
+ * (for a child process span) is made only when a process asks for it.
+ */
 class OtelRequest implements RequestRecord {
   private readonly t0 = performance.now();
   private done = false;
   constructor(
-    readonly ctx: Context,
-    private readonly span: Span | undefined,
-    private readonly method: string,
+    readonly span: Span | undefined,
+    private readonly label: string,
     private readonly inst: Instruments | undefined,
+    /** True when this request's trace is not sampled: its children are not either. */
+    readonly unsampled = false,
   ) {}
+  get ctx(): Context {
+    return this.span ? trace.setSpan(ROOT_CONTEXT, this.span) : ROOT_CONTEXT;
+  }
   end(error?: CallError): void {
     if (this.done) return;
     this.done = true;
@@ -158,11 +216,7 @@ class OtelRequest implements RequestRecord {
       if (error) failSpan(this.span, error);
       this.span.end();
     }
-    if (this.inst) {
-      const attrs: Attributes = { method: this.method, outcome: error ? 'error' : 'ok' };
-      this.inst.requests.add(1, attrs);
-      this.inst.duration.record((performance.now() - this.t0) / 1000, attrs);
-    }
+    if (this.inst) this.inst.meter.record(this.inst.meter.series(this.label, error !== undefined), (performance.now() - this.t0) / 1000);
   }
 }
 
@@ -229,15 +283,18 @@ export async function startServerTelemetry(c: TelemetryConfig, log: Log = () => 
   }
   const tp = tracerProvider(c);
   const tracer: Tracer | undefined = tp?.getTracer('exec-server', VERSION);
+  const rootRate = tp ? rootSampleRate(c.sampler) : undefined;
   let mp: MeterProvider | undefined;
   let inst: Instruments | undefined;
   let metricsServer: http.Server | undefined;
   let metricsUrl: string | undefined;
   if (c.metrics) {
     // The exporter renders; the HTTP server is ours: it can bind port 0 and report the bound port.
-    const exporter = new PrometheusExporter({ preventServerStart: true, withoutScopeInfo: true });
-    mp = new MeterProvider({ resource: resource(c), readers: [exporter] });
-    inst = instruments(mp);
+    const res = resource(c);
+    const meter = new RequestMeter(res);
+    const exporter = new PrometheusExporter({ preventServerStart: true, withoutScopeInfo: true, metricProducers: [meter] });
+    mp = new MeterProvider({ resource: res, readers: [exporter] });
+    inst = instruments(mp, meter);
     const server = http.createServer((req, res) => {
       if (req.method === 'GET' && (req.url ?? '/').split('?')[0] === '/metrics') exporter.getMetricsRequestHandler(req, res);
       else res.writeHead(404, { 'Content-Type': 'text/plain' }).end('not found (metrics are at /metrics)\n');
@@ -263,18 +320,19 @@ export async function startServerTelemetry(c: TelemetryConfig, log: Log = () => 
     log('info', `metrics: Prometheus endpoint ${metricsUrl}`);
   }
   if (c.traces) log('info', `traces: OTLP ${c.traces.protocol} to ${c.traces.endpoint} (service.name ${c.serviceName}, sampler ${c.sampler.name})`);
-  return serverTelemetry(tp, tracer, mp, inst, metricsServer, metricsUrl, log);
+  return serverTelemetry(tp, tracer, rootRate, mp, inst, metricsServer, metricsUrl, log);
 }
 
 /** Server spans only (no metrics endpoint), created synchronously: the extension's in-process server. */
 export function createServerTracing(c: TelemetryConfig, log: Log = () => {}): OtelServerTelemetry {
   const tp = tracerProvider(c);
-  return serverTelemetry(tp, tp?.getTracer('exec-server', VERSION), undefined, undefined, undefined, undefined, log);
+  return serverTelemetry(tp, tp?.getTracer('exec-server', VERSION), tp ? rootSampleRate(c.sampler) : undefined, undefined, undefined, undefined, undefined, log);
 }
 
 function serverTelemetry(
   tp: BasicTracerProvider | undefined,
   tracer: Tracer | undefined,
+  rootRate: number | undefined,
   mp: MeterProvider | undefined,
   inst: Instruments | undefined,
   metricsServer: http.Server | undefined,
@@ -287,22 +345,26 @@ function serverTelemetry(
     metricsUrl,
     request(method: string, id: RequestId | undefined, wireTrace: unknown): RequestRecord {
       const label = methodLabel(method);
-      let span: Span | undefined;
-      let ctx: Context = ROOT_CONTEXT;
-      if (tracer) {
-        const attributes: Attributes = { 'rpc.system': 'jsonrpc', 'rpc.method': method.slice(0, MAX_METHOD_CHARS) };
-        if (id !== undefined) attributes['rpc.jsonrpc.request_id'] = String(id).slice(0, MAX_METHOD_CHARS);
-        span = tracer.startSpan(label, { kind: SpanKind.SERVER, attributes }, extractTrace(wireTrace));
-        ctx = trace.setSpan(ROOT_CONTEXT, span);
+      if (!tracer) return new OtelRequest(undefined, label, inst);
+      const parent = wireTrace === undefined || wireTrace === null ? ROOT_CONTEXT : extractTrace(wireTrace);
+      // A root the sampler would decide by ratio: decided here, and no span when not sampled.
+      if (rootRate !== undefined && parent === ROOT_CONTEXT && !(Math.random() < rootRate)) return new OtelRequest(undefined, label, inst, true);
+      const span = tracer.startSpan(label, { kind: SpanKind.SERVER }, parent);
+      // Attributes only on a span that records them (the SDK drops them on a non-sampled one).
+      if (span.isRecording()) {
+        span.setAttribute('rpc.system', 'jsonrpc');
+        span.setAttribute('rpc.method', method.length > MAX_METHOD_CHARS ? method.slice(0, MAX_METHOD_CHARS) : method);
+        if (id !== undefined) span.setAttribute('rpc.jsonrpc.request_id', String(id).slice(0, MAX_METHOD_CHARS));
       }
-      return new OtelRequest(ctx, span, label, inst);
+      return new OtelRequest(span, label, inst);
     },
     process(parent: RequestRecord): ProcessRecord {
-      const span = tracer?.startSpan('process', { kind: SpanKind.INTERNAL }, parent instanceof OtelRequest ? parent.ctx : ROOT_CONTEXT);
+      const req = parent instanceof OtelRequest ? parent : undefined;
+      const span = req?.unsampled ? undefined : tracer?.startSpan('process', { kind: SpanKind.INTERNAL }, req ? req.ctx : ROOT_CONTEXT);
       return new OtelProcess(span, inst);
     },
     processOutput(bytes: number): void {
-      inst?.outputBytes.add(bytes);
+      inst?.meter.addOutput(bytes);
     },
     connectionOpened: () => inst?.connections.add(1),
     connectionClosed: () => inst?.connections.add(-1),
