@@ -4,6 +4,7 @@
 // logs go to stderr. SIGINT/SIGTERM shut down cleanly (children are killed).
 import { setListenerErrorHandler } from '../rpc/event';
 import { ExecServer } from '../server/exec-server';
+import { startIdleCollector } from '../server/idle-gc';
 import { serveConnection } from '../transports/serve';
 import { DEFAULT_MAX_IN_FLIGHT } from '../server/in-flight';
 import { StdioTransport } from '../transports/stdio';
@@ -231,6 +232,8 @@ export async function main(argv: string[]): Promise<number> {
   }
   // The engine's own per-connection cap follows --max-in-flight too (it would otherwise stay at its own default).
   const server = new ExecServer({ log, maxInFlightPerConnection: opts.maxInFlight, telemetry });
+  // A server of its own: memory held after a burst of work goes back once it idles (../server/idle-gc.ts).
+  startIdleCollector();
   setListenerErrorHandler((e) => log('error', `an event listener threw: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`));
   // Whatever ends this process (a fatal error, process.exit anywhere, an uncaught exception),
   // the children's process groups go with it: shutdown() sends SIGKILL synchronously, before its

@@ -72,6 +72,12 @@ export function releaseChunk(data: Uint8Array): void {
   if (free.length < MAX_FREE_BLOCKS) free.push(block);
 }
 
+/** Forgets the free blocks kept for reuse (an idle server's memory goes back); held blocks are untouched. */
+export function dropFreeBlocks(): void {
+  for (const block of free) blockOf.delete(block.bytes.buffer);
+  free.length = 0;
+}
+
 /** The chunk goes to a consumer that keeps it as long as it likes: its block is never reused. */
 export function donateChunk(data: Uint8Array): void {
   const block = blockOf.get(data.buffer);
