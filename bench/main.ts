@@ -200,6 +200,18 @@ export async function main(repo: string): Promise<number> {
 
     const metrics: MetricResult[] = [];
     const serverCpu: ServerCpu[] = [];
+    {
+      // The idle baseline of the RSS columns: each server started, one connection made and closed.
+      const idle = new Map<TargetName, number>();
+      for (const t of targets) {
+        if ((t.name !== 'ours' && t.name !== 'reference') || !t.rssMiB) continue;
+        const c = await withTimeout(t.connect(), 15_000, 'connect');
+        await c.close().catch(() => undefined);
+      }
+      await new Promise((r) => setTimeout(r, 1000));
+      for (const t of targets) if ((t.name === 'ours' || t.name === 'reference') && t.rssMiB) idle.set(t.name, t.rssMiB());
+      serverCpu.push({ scenario: 'idle', title: 'idle (started, one connection made and closed)', oursMs: null, referenceMs: null, oursRssMiB: idle.get('ours') ?? null, referenceRssMiB: idle.get('reference') ?? null });
+    }
     for (const s of list) {
       console.log(`- ${s.title}`);
       const state = await runScenario(s, targets, cfg, fx);
@@ -208,6 +220,12 @@ export async function main(repo: string): Promise<number> {
         return st && st.cpuRounds > 0 && !st.failure ? st.cpuMs / st.cpuRounds : null;
       };
       const rss = (t: TargetName) => state.get(t)?.rssMiB ?? null;
+      // What the servers still hold once the work is done: RSS again after 5 s without requests.
+      const later = new Map<TargetName, number>();
+      if (arg('no-settle') === undefined) {
+        await new Promise((r) => setTimeout(r, 5000));
+        for (const t of targets) if ((t.name === 'ours' || t.name === 'reference') && t.rssMiB) later.set(t.name, t.rssMiB());
+      }
       serverCpu.push({
         scenario: s.id,
         title: s.title,
@@ -215,6 +233,8 @@ export async function main(repo: string): Promise<number> {
         referenceMs: perRound('reference'),
         oursRssMiB: rss('ours'),
         referenceRssMiB: rss('reference'),
+        oursRssLaterMiB: later.get('ours') ?? null,
+        referenceRssLaterMiB: later.get('reference') ?? null,
         ...(s.ceilings && state.has('bareWs') ? { bareWsMs: perRound('bareWs') } : {}),
       });
       for (const m of s.metrics(cfg)) {

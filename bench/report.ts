@@ -40,6 +40,9 @@ export interface ServerCpu {
   /** Resident memory after the scenario (MiB). */
   oursRssMiB?: number | null;
   referenceRssMiB?: number | null;
+  /** Resident memory 5 s after the scenario's last round (MiB): what stays held once the work is done. */
+  oursRssLaterMiB?: number | null;
+  referenceRssLaterMiB?: number | null;
   /** bench/bare-ws-server.mjs, when the scenario measured the bare ceilings. */
   bareWsMs?: number | null;
 }
@@ -145,6 +148,10 @@ export function failures(result: BenchResult): string[] {
   return [...new Set(out)];
 }
 
+function ratio(a: number | null | undefined, b: number | null | undefined): string {
+  return typeof a === 'number' && typeof b === 'number' && b > 0 && !Number.isNaN(a) ? (a / b).toFixed(2) : '—';
+}
+
 export function cpuRows(result: BenchResult): string[][] {
   const f = (v: number | null) => (v === null ? '—' : `${v.toFixed(0)} ms`);
   const mib = (v: number | null | undefined) => (v === null || v === undefined || Number.isNaN(v) ? '—' : `${v.toFixed(0)} MiB`);
@@ -157,6 +164,9 @@ export function cpuRows(result: BenchResult): string[][] {
     ...(bare ? [f(c.bareWsMs ?? null)] : []),
     mib(c.oursRssMiB),
     mib(c.referenceRssMiB),
+    ratio(c.oursRssMiB, c.referenceRssMiB),
+    mib(c.oursRssLaterMiB),
+    mib(c.referenceRssLaterMiB),
   ]);
-  return [['server CPU time per round (user+sys, /proc)', 'ours', 'reference', 'ours/ref', ...(bare ? ['bare ws'] : []), 'ours RSS after', 'ref RSS after'], ...rows];
+  return [['server CPU time per round (user+sys, /proc)', 'ours', 'reference', 'ours/ref', ...(bare ? ['bare ws'] : []), 'ours RSS after', 'ref RSS after', 'RSS ours/ref', 'ours RSS 5 s later', 'ref RSS 5 s later'], ...rows];
 }

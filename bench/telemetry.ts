@@ -1,7 +1,8 @@
 // Telemetry overhead (`npm run bench`, scenario id `telemetry`): the same workloads against
-// our CLI with telemetry off (the default) and on (every request and process traced, sampled
-// always, exported over OTLP/HTTP protobuf to a local sink, plus the Prometheus endpoint),
-// alternating which runs first each round. Optional `--telemetry-baseline=PATH`: a CLI build
+// our CLI with telemetry off (the default), on (every request and process traced: parent-based
+// sampling at 100 %, exported over OTLP/HTTP protobuf to a local sink, plus the Prometheus
+// endpoint) and on with the sampler at 1 % (parentbased_traceidratio 0.01, metrics for every
+// request), alternating which runs first each round. Optional `--telemetry-baseline=PATH`: a CLI build
 // from before telemetry existed, to show that "off" costs nothing. The "on" server is checked
 // to have really exported spans and counted every request (a silently broken exporter would
 // look free).
@@ -15,7 +16,7 @@ import type { BenchConfig } from './scenarios';
 import { startServer, type ServerCommand, type ServerUnderTest } from './servers';
 import { nowMs, percentile } from './stats';
 
-type Mode = 'baseline' | 'off' | 'on';
+type Mode = 'baseline' | 'off' | 'on' | 'on1';
 
 export interface TelemetryRow {
   metric: string;
@@ -24,6 +25,8 @@ export interface TelemetryRow {
   baseline: number | null;
   off: number;
   on: number;
+  /** On with the sampler at 1 %. */
+  on1: number;
 }
 export interface TelemetryBenchResult {
   rows: TelemetryRow[];
@@ -117,14 +120,15 @@ export async function telemetryOverhead(
     const base = ['--listen', 'ws://127.0.0.1:0'];
     if (mode === 'baseline') return { name: 'ours', command: process.execPath, args: [opts.baselineCli!, ...base], env };
     if (mode === 'off') return { name: 'ours', command: process.execPath, args: [cli, ...base], env };
+    const sampling = mode === 'on' ? ['--trace-sampler', 'parentbased_always_on'] : ['--trace-sampler', 'parentbased_traceidratio', '--trace-sampler-arg', '0.01'];
     return {
       name: 'ours',
       command: process.execPath,
-      args: [cli, ...base, '--otlp-endpoint', sink.url, '--otlp-protocol', 'http/protobuf', '--trace-sampler', 'always_on', '--prometheus', '127.0.0.1:0'],
+      args: [cli, ...base, '--otlp-endpoint', sink.url, '--otlp-protocol', 'http/protobuf', ...sampling, '--prometheus', '127.0.0.1:0'],
       env,
     };
   };
-  const modes: Mode[] = opts.baselineCli ? ['baseline', 'off', 'on'] : ['off', 'on'];
+  const modes: Mode[] = opts.baselineCli ? ['baseline', 'off', 'on', 'on1'] : ['off', 'on', 'on1'];
   const samples = new Map<Mode, Samples>(modes.map((m) => [m, { rttUs: [], pipelinedPerSec: [], spawnMs: [], cpuMsPer1k: [] }]));
   let requestsSent = 0;
   let requestsCounted = 0;
@@ -137,7 +141,7 @@ export async function telemetryOverhead(
         try {
           client = await connect(server.url);
           const sent = await workload(client, server.pid, cfg, fx, samples.get(mode)!);
-          if (mode === 'on') {
+          if (mode === 'on' || mode === 'on1') {
             requestsSent += sent;
             requestsCounted += await scrapeRequests(server);
           }
@@ -160,6 +164,7 @@ export async function telemetryOverhead(
     baseline: opts.baselineCli ? reduce('baseline', f) : null,
     off: reduce('off', f),
     on: reduce('on', f),
+    on1: reduce('on1', f),
   });
   return {
     rows: [
@@ -196,7 +201,7 @@ export function telemetryTable(r: TelemetryBenchResult): string {
     const d = better === 'lower' ? (b - a) / a : (a - b) / a;
     return `${d >= 0 ? '+' : ''}${(d * 100).toFixed(1)}%`;
   };
-  const head = ['metric', 'unit', ...(hasBase ? ['before telemetry', 'off vs before'] : []), 'off', 'on (traces+metrics)', 'on vs off (cost)'];
+  const head = ['metric', 'unit', ...(hasBase ? ['before telemetry', 'off vs before'] : []), 'off', 'on (traces 100 % + metrics)', 'on vs off (cost)', 'on, traces 1 %', '1 % vs off (cost)'];
   const rows = r.rows.map((x) => [
     x.metric,
     x.unit,
@@ -204,8 +209,10 @@ export function telemetryTable(r: TelemetryBenchResult): string {
     fmt(x.off),
     fmt(x.on),
     pct(x.off, x.on, x.better),
+    fmt(x.on1),
+    pct(x.off, x.on1, x.better),
   ]);
   const lines = [`| ${head.join(' | ')} |`, `|${head.map(() => '---').join('|')}|`, ...rows.map((c) => `| ${c.join(' | ')} |`)];
-  lines.push('', `"on": its Prometheus endpoints counted ${r.requestsCounted} requests (the workload sent at least ${r.requestsSent}); ${r.exportRequests} OTLP exports (${(r.exportBytes / 1024).toFixed(0)} KiB of spans) received by the sink.`);
+  lines.push('', `"on" (both samplers): their Prometheus endpoints counted ${r.requestsCounted} requests (the workload sent at least ${r.requestsSent}); ${r.exportRequests} OTLP exports (${(r.exportBytes / 1024).toFixed(0)} KiB of spans) received by the sink.`);
   return lines.join('\n');
 }
