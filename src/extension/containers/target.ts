@@ -127,8 +127,9 @@ export function inspectArgv(t: ContainerTarget): string[] {
 export function listArgv(cli: ContainerCliKind, context?: string, namespace?: string): string[] {
   const g = contextArgs(cli, context);
   if (cli === 'kubectl') return [...g, 'get', 'pods', namespace ? `--namespace=${checkKubeName('namespace', namespace)}` : '--all-namespaces', '--output=json'];
-  // docker: one JSON object per line; podman: one JSON array.
-  return [...g, 'ps', '--no-trunc', '--format=json'];
+  // podman: one JSON array. docker: one JSON object per line — `{{json .}}` rather than `json`,
+  // which docker clients before 23 print as the literal word.
+  return [...g, 'ps', '--no-trunc', cli === 'docker' ? '--format={{json .}}' : '--format=json'];
 }
 
 /** What is shown and what the environment is called: `podman-web`, `docker-my-db`, `pod-ns-name-container`. */

@@ -1,6 +1,6 @@
 // The container listings as the CLIs print them. podman's sample is real output of podman 4.3.1
 // (`podman ps --no-trunc --format json`, Debian 12, a container from `--rootfs /:O`); docker's
-// are the `docker ps --format json` shape of docker 23+ (one object per line, every field a
+// are the `docker ps --format '{{json .}}'` shape (one object per line, every field a
 // string, Names comma-separated, Labels "k=v,k=v"), written down from the docker CLI's
 // formatter (no docker engine runs here); kubectl's is `kubectl get pods -o json` of a
 // two-container pod. Names a creator chose that could not go on a command line are left out.

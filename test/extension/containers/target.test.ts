@@ -55,6 +55,7 @@ describe('container argv', () => {
     assert.deepEqual(inspectArgv(docker('web')), ['inspect', '--type=container', '--format=json', '--', 'web']);
     assert.deepEqual(inspectArgv(pod()), ['get', 'pod', '--namespace=dev-ns', '--output=json', '--', 'api-7d9f-x2']);
     assert.deepEqual(listArgv('podman'), ['ps', '--no-trunc', '--format=json']);
+    assert.deepEqual(listArgv('docker', 'ctx'), ['--context=ctx', 'ps', '--no-trunc', '--format={{json .}}']);
     assert.deepEqual(listArgv('kubectl', 'prod'), ['--context=prod', 'get', 'pods', '--all-namespaces', '--output=json']);
     assert.deepEqual(listArgv('kubectl', undefined, 'team-a'), ['get', 'pods', '--namespace=team-a', '--output=json']);
   });
@@ -88,6 +89,8 @@ describe('container argv', () => {
     // Without `--` the same name is an option (-u root) and the command becomes the container: why the `--` is there.
     const naive = run(['exec', '-i', '-uroot', 'true']);
     assert.match(naive.stderr, /requires at least 2 arguments/, naive.stderr);
+    const list = run(listArgv('docker'));
+    assert.match(list.stderr, /Cannot connect to the Docker daemon/, `the listing's argv parses too: ${list.stderr}`);
     assert.ok(checkTarget(docker('ok')));
   });
 
