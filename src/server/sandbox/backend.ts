@@ -17,6 +17,7 @@ import { invalidRequest } from '../../protocol/errors';
 import type { SpawnRequest } from '../process/child';
 import { wrapArgv, type BwrapTools } from './bwrap';
 import type { ManagedSandboxProfile } from './profile';
+import { withCarveOuts } from './carve-outs';
 import { resolveProfile } from './resolve';
 import { ensureToolFiles, sandboxSupport } from './support';
 
@@ -33,7 +34,8 @@ export class BwrapBackend implements SandboxBackend {
 
   wrap(profile: ManagedSandboxProfile, req: SpawnRequest): SpawnRequest {
     ensureToolFiles(this.tools);
-    const argv = wrapArgv(resolveProfile(profile), { argv: req.argv, cwd: req.cwd, arg0: req.arg0 }, this.tools);
+    // The engine's own read-only carve-outs below the writable roots (./carve-outs.ts).
+    const argv = wrapArgv(withCarveOuts(resolveProfile(profile)).profile, { argv: req.argv, cwd: req.cwd, arg0: req.arg0 }, this.tools);
     return { ...req, argv, arg0: undefined, closesDescriptors: true };
   }
 }

@@ -87,7 +87,8 @@ export function bwrapArgs(
   for (const p of paths) {
     const access = accessFor(profile, p);
     if (access === 'write') args.push('--bind', p, p);
-    else if (access === 'read') args.push('--ro-bind', p, p);
+    // A carve-out the engine's scan found (./carve-outs.ts) may vanish before bwrap runs.
+    else if (access === 'read') args.push(profile.rules.some((r) => r.path === p && r.scanned) ? '--ro-bind-try' : '--ro-bind', p, p);
     else if (probe.kind(p) === 'directory') {
       // An empty, read-only, mode-000 directory: listing and creating fail with EACCES. With
       // something re-exposed below it, search (x) only, so that path can be reached.

@@ -16,6 +16,7 @@ import path from 'node:path';
 import type { RpcError } from '../../protocol/errors';
 import { fsError } from '../os-errors';
 import { accessFor, isInside, type ManagedSandboxProfile, type SandboxProfile } from './profile';
+import { withCarveOuts } from './carve-outs';
 import { realFs, resolvePath, resolveProfile, type FsProbe } from './resolve';
 
 function errno(code: 'EROFS' | 'EACCES' | 'ENOENT', p: string): RpcError {
@@ -50,7 +51,7 @@ function target(p: string, followFinal: boolean, probe: FsProbe): { path: string
 /** Throws the reference's error when `profile` does not allow the access; resolved profiles may be passed in. */
 export function checkFsAccess(profile: SandboxProfile, req: FsAccessRequest, probe: FsProbe = realFs, resolved?: ManagedSandboxProfile): void {
   if (profile.kind !== 'managed') return;
-  const prof = resolved ?? resolveProfile(profile, probe);
+  const prof = resolved ?? protectedFor(resolveProfile(profile, probe), req.intent, probe);
   let t: { path: string; parentExists: boolean };
   try {
     t = target(req.path, req.followFinal ?? true, probe);
@@ -58,6 +59,15 @@ export function checkFsAccess(profile: SandboxProfile, req: FsAccessRequest, pro
     throw fsError(e); // ELOOP
   }
   judge(prof, t.path, t.parentExists, req);
+}
+
+/**
+ * Writes are judged against the profile with the engine's own carve-outs (./carve-outs.ts), as
+ * a sandboxed process gets them: a nested `.git` or a hard-linked file is read-only to both.
+ * Reads need no scan (carve-outs only take writing away). Fake probes (unit tests) get none.
+ */
+function protectedFor(prof: ManagedSandboxProfile, intent: 'read' | 'write', probe: FsProbe): ManagedSandboxProfile {
+  return intent === 'write' && probe === realFs ? withCarveOuts(prof).profile : prof;
 }
 
 /** The decision on a resolved path `at` (no link left in it). */
@@ -92,12 +102,16 @@ export interface Confinement {
 /** The profile resolved once, for the checks an operation makes on what it really opened. */
 export function confinement(profile: ManagedSandboxProfile, probe: FsProbe = realFs): Confinement {
   const prof = resolveProfile(profile, probe);
-  return { check: (real, intent, tree = false) => judge(prof, real, true, { path: real, intent, tree }) };
+  let forWrites: ManagedSandboxProfile | undefined;
+  return {
+    check: (real, intent, tree = false) =>
+      judge(intent === 'write' ? (forWrites ??= protectedFor(prof, 'write', probe)) : prof, real, true, { path: real, intent, tree }),
+  };
 }
 
 /** Several accesses against one profile (resolved once). */
 export function checkFsAccesses(profile: SandboxProfile, reqs: FsAccessRequest[], probe: FsProbe = realFs): void {
   if (profile.kind !== 'managed') return;
-  const resolved = resolveProfile(profile, probe);
+  const resolved = protectedFor(resolveProfile(profile, probe), reqs.some((r) => r.intent === 'write') ? 'write' : 'read', probe);
   for (const r of reqs) checkFsAccess(profile, r, probe, resolved);
 }

@@ -17,6 +17,8 @@ export interface SandboxRule {
   path: string;
   access: SandboxAccess;
   missing: MissingPathBehavior;
+  /** Added by the engine's carve-out scan (./carve-outs.ts), not sent by the client. */
+  scanned?: boolean;
 }
 
 export type SandboxProfile =
