@@ -1,0 +1,104 @@
+// The engine's carve-out scan (src/server/sandbox/carve-outs.ts) on a workspace of 50 000 files
+// and 200 nested repositories (`git init`, so each `.git` is a real one): its cost cold (the first
+// sandboxed start in a server process) and cached (every later start), and what it adds to a real
+// sandboxed start (bwrap, `true`) against the same start in an empty workspace. The reference has
+// no such scan (its sandbox does not protect nested repositories), so there is no column for it.
+// Run: `npm run build && node bench/carve-outs.mjs`.
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { managedSandbox, workspaceWriteEntries } from '../src/protocol/codex-sandbox';
+import { ExecServer } from '../src/server/exec-server';
+import type { NotificationSink } from '../src/server/api';
+import { withCarveOuts } from '../src/server/sandbox/carve-outs';
+import { parseSandbox, type ManagedSandboxProfile } from '../src/server/sandbox/profile';
+import { resolveProfile } from '../src/server/sandbox/resolve';
+
+const FILES = 50_000;
+const REPOS = 200;
+const ROUNDS = 20;
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor(s.length / 2)];
+}
+
+function makeWorkspace(root: string, files: number, repos: number): void {
+  fs.mkdirSync(root, { recursive: true });
+  const dirs = 250;
+  for (let d = 0; d < dirs; d++) {
+    const dir = path.join(root, `pkg${d}`, 'src');
+    fs.mkdirSync(dir, { recursive: true });
+    for (let f = 0; f < files / dirs; f++) fs.writeFileSync(path.join(dir, `f${f}.ts`), 'x');
+  }
+  for (let r = 0; r < repos; r++) {
+    const res = spawnSync('git', ['init', '-q', path.join(root, `pkg${r}`)]);
+    if (res.status !== 0) throw new Error(`git init failed: ${res.stderr}`);
+  }
+}
+
+function profileFor(root: string): ManagedSandboxProfile {
+  const sb = managedSandbox({ entries: workspaceWriteEntries({ slashTmp: false }), cwd: pathToFileURL(root).href });
+  return resolveProfile(parseSandbox(sb, { cwd: root, tmpDir: os.tmpdir() }) as ManagedSandboxProfile);
+}
+
+async function sandboxedStarts(root: string): Promise<number[]> {
+  const server = new ExecServer({ log: () => {} });
+  let wake = () => {};
+  const closed = new Set<string>();
+  const sink: NotificationSink = {
+    notify(method, params) {
+      if (method === 'process/closed') closed.add((params as { processId: string }).processId);
+      wake();
+    },
+  } as NotificationSink;
+  const conn = server.connect(sink, { terminateOnClose: true, label: 'bench' });
+  await conn.requestUntyped('initialize', { clientName: 'bench' });
+  conn.notification('initialized', {});
+  const sandbox = managedSandbox({ entries: workspaceWriteEntries({ slashTmp: false }), cwd: pathToFileURL(root).href });
+  const times: number[] = [];
+  for (let i = 0; i <= ROUNDS; i++) {
+    const id = `p${i}`;
+    const t0 = performance.now();
+    await conn.requestUntyped('process/start', { processId: id, argv: ['true'], cwd: pathToFileURL(root).href, env: { PATH: '/usr/bin:/bin' }, tty: false, sandbox });
+    await new Promise<void>((resolve) => {
+      wake = () => closed.has(id) && resolve();
+      wake();
+    });
+    if (i > 0) times.push(performance.now() - t0); // the first start pays the cold scan (measured apart)
+  }
+  await server.shutdown();
+  return times;
+}
+
+export async function main(): Promise<number> {
+  const base = fs.mkdtempSync(path.join(os.tmpdir(), 'es-bench-carve-'));
+  try {
+    const big = path.join(base, 'big');
+    const empty = path.join(base, 'empty');
+    fs.mkdirSync(empty);
+    makeWorkspace(big, FILES, REPOS);
+    const prof = profileFor(big);
+    let t0 = performance.now();
+    const first = withCarveOuts(prof);
+    const cold = performance.now() - t0;
+    const cached: number[] = [];
+    for (let i = 0; i < ROUNDS; i++) {
+      t0 = performance.now();
+      withCarveOuts(prof);
+      cached.push(performance.now() - t0);
+    }
+    const carved = first.profile.readOnlyCarveouts.length;
+    const startsEmpty = await sandboxedStarts(empty);
+    const startsBig = await sandboxedStarts(big);
+    console.log(`workspace: ${FILES} files, ${REPOS} nested repositories; ${carved} read-only carve-outs (complete: ${first.complete})`);
+    console.log(`scan cold (first start of a server): ${cold.toFixed(1)} ms`);
+    console.log(`scan cached (later starts): median ${median(cached).toFixed(1)} ms, max ${Math.max(...cached).toFixed(1)} ms over ${ROUNDS}`);
+    console.log(`sandboxed start of \`true\`: empty workspace median ${median(startsEmpty).toFixed(1)} ms; this workspace median ${median(startsBig).toFixed(1)} ms (added: ${(median(startsBig) - median(startsEmpty)).toFixed(1)} ms)`);
+    return 0;
+  } finally {
+    fs.rmSync(base, { recursive: true, force: true });
+  }
+}
