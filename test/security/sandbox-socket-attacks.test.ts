@@ -29,7 +29,7 @@ after(() => close());
 async function run(id: string, argv: string[]): Promise<string> {
   const sandbox = managedSandbox({ entries: workspaceWriteEntries({ slashTmp: false }), cwd: uri(W), network: 'restricted' });
   await c.call('process/start', startParams(id, argv, { cwd: uri(W), sandbox }));
-  await c.sink.waitFor(() => c.sink.closed(id), 20_000, `${id} closed`);
+  await c.sink.waitFor(() => c.sink.closed(id), 60_000, `${id} closed`);
   return c.sink.outputText(id);
 }
 
@@ -38,7 +38,7 @@ test('sandboxed attack: network restricted — AF_UNIX SOCK_RAW (a datagram sock
   const receiver = spawn('python3', ['-c', 'import socket,sys\ns=socket.socket(socket.AF_UNIX,socket.SOCK_DGRAM); s.bind(sys.argv[1]); print("ready",flush=True)\nwhile True:\n  d=s.recv(100); print(d.decode(),flush=True)\n  if d==b"END": break', dgramPath]);
   let received = '';
   receiver.stdout.on('data', (d: Buffer) => (received += d.toString()));
-  await waitFor(() => received.includes('ready'), { what: 'datagram receiver ready', timeout: 10_000 });
+  await waitFor(() => received.includes('ready'), { what: 'datagram receiver ready', timeout: 60_000 });
   try {
     // Types 1..15 (the kernel masks the type with 0xf), plain and with NONBLOCK|CLOEXEC.
     const probe = [
@@ -68,7 +68,7 @@ test('sandboxed attack: network restricted — AF_UNIX SOCK_RAW (a datagram sock
     const ok = await run('raw2', ['python3', '-c', 'import socket\nfor t in (socket.SOCK_STREAM, socket.SOCK_SEQPACKET):\n  a,b=socket.socketpair(socket.AF_UNIX,t|socket.SOCK_CLOEXEC); a.send(b"x"); print("pair-ok" if b.recv(1)==b"x" else "bad")\ns=socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET); print("seqpacket-ok")']);
     assert.equal(ok, 'pair-ok\npair-ok\nseqpacket-ok\n');
     spawnSync('python3', ['-c', 'import socket,sys\nsocket.socket(socket.AF_UNIX,socket.SOCK_DGRAM).sendto(b"END", sys.argv[1])', dgramPath]);
-    await waitFor(() => received.includes('END'), { what: 'END received', timeout: 10_000 });
+    await waitFor(() => received.includes('END'), { what: 'END received', timeout: 60_000 });
     assert.equal(received, 'ready\nEND\n', 'the host datagram socket got nothing from the sandbox');
   } finally {
     receiver.kill();
