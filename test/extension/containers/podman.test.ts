@@ -44,7 +44,7 @@ describe('containers: real podman', { skip: !havePodman() && 'podman/runc not in
     assert.match(c.id, /^[0-9a-f]{64}$/);
   });
 
-  it('no executor inside → the CLI is copied in with podman cp, checked, and serves processes that run in the container; stop ends it as "stopped", start connects again', async () => {
+  it('no executor inside → the CLI is copied in with podman cp, checked, and serves processes that run in the container; stop ends it as "stopped", start connects again, removal ends it as "removed"', async () => {
     const facts = await probeContainer(target);
     assert.equal(facts.os, 'Linux');
     assert.equal(chooseContainerExecutor(facts), undefined, 'nothing to run before the install');
@@ -77,7 +77,13 @@ describe('containers: real podman', { skip: !havePodman() && 'podman/runc not in
     startContainer(NAME);
     client = await connectContainer(target, after.argv);
     assert.equal((await run(client, ['hostname'])).trim(), 'es-ctr-host', 'connected again after the start (the installed CLI survived the restart)');
+    // Removed while connected: the reason says so.
+    const q = await client.startProcess({ argv: ['sleep', '600'], cwd: '/' } as Parameters<ExecClient['startProcess']>[0]);
+    const gone = new Promise<string | undefined>((res) => q.onClose((e) => res(e.error)));
+    removeContainer(NAME);
+    assert.match((await gone) ?? '', new RegExp(`podman container "${NAME}" was removed`));
     await client.close();
+    startTestContainer(NAME, { hostname: 'es-ctr-host' }); // for the tests after this one
   });
 
   it('probe facts without Node (or with Node 18) are refused by the plan, with the reason, before anything is copied', async () => {
