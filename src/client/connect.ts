@@ -59,9 +59,12 @@ export async function connectCommand(
       if (early.length > 5) early.shift();
     },
   });
+  const notServer = notAnExecServer(command, child);
   try {
-    client = await ExecServerClient.connect(async () => new RpcChannel(transport, () => child.kill('SIGKILL')), { ...opts, reconnect: false });
+    client = await Promise.race([ExecServerClient.connect(async () => new RpcChannel(transport, () => child.kill('SIGKILL')), { ...opts, reconnect: false }), notServer.failed]);
+    notServer.stop();
   } catch (e) {
+    notServer.stop();
     transport.close('initialize failed');
     // Its last words (ssh's "Permission denied", what the host said) often come after stdout
     // ended — the reason the initialize failed: wait (briefly) for the end of stderr.
@@ -70,6 +73,48 @@ export async function connectCommand(
     throw new RpcError(e instanceof RpcError ? e.code : ErrorCodes.ConnectionClosed, `${e instanceof Error ? e.message : String(e)}${detail}`);
   }
   return client;
+}
+
+/**
+ * Rejects as soon as the command shows it is not an exec-server — its first non-blank stdout
+ * line is not a JSON-RPC message, quoted (a shell's greeting, a usage text), or it exits — instead
+ * of waiting for the initialize timeout. stop() once initialized.
+ */
+function notAnExecServer(command: string, child: ChildProcess): { failed: Promise<never>; stop(): void } {
+  let stop = () => undefined as void;
+  const failed = new Promise<never>((_, reject) => {
+    let seen = '';
+    const onData = (d: Buffer | string) => {
+      seen += d.toString();
+      for (;;) {
+        const nl = seen.indexOf('\n');
+        if (nl < 0 && seen.length < 4096) return;
+        const line = (nl < 0 ? seen : seen.slice(0, nl)).replace(/\r$/, '');
+        seen = nl < 0 ? '' : seen.slice(nl + 1);
+        if (line.trim() === '') continue;
+        stop();
+        let message: unknown;
+        try {
+          message = JSON.parse(line);
+        } catch {
+          message = undefined;
+        }
+        if (typeof message === 'object' && message !== null && ('jsonrpc' in message || 'id' in message || 'method' in message)) return;
+        const quoted = JSON.stringify(line.length > 200 ? `${line.slice(0, 200)}…` : line);
+        return reject(new RpcError(ErrorCodes.ConnectionClosed, `${command} is not an exec-server: it printed ${quoted} where a JSON-RPC answer to initialize was expected`));
+      }
+    };
+    const onExit = (code: number | null, signal: NodeJS.Signals | null) =>
+      reject(new RpcError(ErrorCodes.ConnectionClosed, `${command} exited (${signal ?? `code ${code}`}) before answering initialize`));
+    child.stdout?.on('data', onData);
+    child.once('exit', onExit);
+    stop = () => {
+      child.stdout?.off('data', onData);
+      child.off('exit', onExit);
+    };
+  });
+  failed.catch(() => undefined);
+  return { failed, stop: () => stop() };
 }
 
 /** Resolves when the child's stderr has ended (its last lines were delivered), or after `ms`. */

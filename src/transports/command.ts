@@ -34,7 +34,10 @@ export function spawnCommandTransport(command: string, args: string[], opts: Com
     };
     child.once('error', (e) => {
       process.off('exit', killOnParentExit);
-      reject(new ConnectError(`cannot start ${command}: ${e.message}`, (e as NodeJS.ErrnoException).code));
+      const code = (e as NodeJS.ErrnoException).code;
+      // "spawn x ENOENT" says neither what is missing nor where it was looked for.
+      const why = code === 'ENOENT' ? (/[/\\]/.test(command) ? 'no such file' : 'not found on PATH') : code === 'EACCES' ? 'not executable (permission denied)' : e.message;
+      reject(new ConnectError(`cannot start ${command}: ${why}`, code));
     });
     child.once('spawn', () => {
       process.on('exit', killOnParentExit);

@@ -49,7 +49,26 @@ test('command: the child is killed when the parent process exits abruptly', asyn
 });
 
 test('command: a command that cannot be spawned rejects clearly', async () => {
-  await assert.rejects(connectCommand('/nonexistent/exec-server-xyz', []), /cannot start \/nonexistent\/exec-server-xyz: .*ENOENT/);
+  await assert.rejects(connectCommand('/nonexistent/exec-server-xyz', []), /cannot start \/nonexistent\/exec-server-xyz: no such file/);
+});
+
+test('command: a command not on PATH says so (not "spawn … ENOENT")', async () => {
+  await assert.rejects(connectCommand('exec-server-not-installed-xyz', []), (e: Error) => /cannot start exec-server-not-installed-xyz: not found on PATH/.test(e.message) && !/ENOENT/.test(e.message));
+});
+
+test('command: a command that is not an exec-server fails at its first non-protocol line, quoting it (not at the initialize timeout)', async () => {
+  const started = Date.now();
+  await assert.rejects(
+    connectCommand(process.execPath, ['-e', 'console.log(""); console.log("Welcome to the build box"); setTimeout(() => {}, 30_000)'], { initializeTimeoutMs: 20_000 }),
+    /is not an exec-server: it printed "Welcome to the build box"/,
+  );
+  assert.ok(Date.now() - started < 10_000, `failed after ${Date.now() - started} ms`);
+});
+
+test('command: a command that exits before answering initialize says so at once, with its exit code', async () => {
+  const started = Date.now();
+  await assert.rejects(connectCommand('/bin/sh', ['-c', 'exit 3'], { initializeTimeoutMs: 20_000 }), /exited \(code 3\) before answering initialize|connection closed/);
+  assert.ok(Date.now() - started < 10_000, `failed after ${Date.now() - started} ms`);
 });
 
 test('command: a command that exits instead of serving rejects with its stderr', async () => {

@@ -17,6 +17,7 @@ import { registerSshAttackTests } from './ssh-attack-tests';
 import { registerContainerTests } from './container-tests';
 import { registerSshTests } from './ssh-tests';
 import { registerSshSurviveTests } from './ssh-survive-tests';
+import { registerSshRemoteHostTests } from './ssh-remote-host-tests';
 import { disposeTerminals, registerTerminalTests } from './terminal-tests';
 import { registerTerminalSurvivalTests } from './terminal-survival-tests';
 import { registerUxMarkupTests } from './ux-markup-tests';
@@ -45,6 +46,7 @@ registerRemoteLifecycleTests();
 // Last: the window reloads in the middle of these (module state of the tests above is gone after it).
 registerTerminalSurvivalTests();
 registerSshSurviveTests();
+registerSshRemoteHostTests();
 afterAll(disposeTerminals);
 
 const reload = async () => {
