@@ -25,7 +25,8 @@ export function startTestContainer(name: string, opts: { hostname?: string; env?
     'run', '-d', '--name', name, '--hostname', opts.hostname ?? name.replace(/[^a-z0-9-]/gi, '-').slice(0, 60),
     '--network=none', '--ulimit', 'nofile=1024:1024', '--ulimit', 'nproc=1000:1000',
     ...Object.entries(opts.env ?? {}).flatMap(([k, v]) => ['--env', `${k}=${v}`]),
-    '--rootfs', '/:O', 'sleep', 'infinity',
+    // sleep by its path: a test may give the container a PATH without it.
+    '--rootfs', '/:O', existsSync('/usr/bin/sleep') ? '/usr/bin/sleep' : '/bin/sleep', 'infinity',
   ]);
   return name;
 }

@@ -6,7 +6,8 @@
 // container ends the session with the reason "stopped", starting it again connects again. A
 // container without Node is refused with the reason, nothing copied.
 import assert from 'node:assert/strict';
-import { readlinkSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readlinkSync, rmSync, symlinkSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { ExecClient } from '../../../src/client/api';
@@ -86,10 +87,26 @@ describe('containers: real podman', { skip: !havePodman() && 'podman/runc not in
     startTestContainer(NAME, { hostname: 'es-ctr-host' }); // for the tests after this one
   });
 
-  it('probe facts without Node (or with Node 18) are refused by the plan, with the reason, before anything is copied', async () => {
-    const facts = { ...(await probeContainer(target)), node: undefined, nodeVersion: undefined };
-    assert.throws(() => planContainerInstall(target, facts, findBundle(REPO, version)), (e: unknown) => e instanceof ContainerInstallError && e.kind === 'no-node' && /has no Node\.js on its PATH/.test(e.message) && /Node 20 or newer/.test(e.message));
-    const old = { ...facts, node: '/usr/bin/node', nodeVersion: 'v18.19.0' };
+  it('a real container whose PATH has no node: the refusal names the container, its PATH and Node 20; nothing is copied', async () => {
+    // A PATH of only what the probe script uses (symlinks on this machine's file system, which the container's root is).
+    const bin = mkdtempSync(path.join(REPO, 'out', 'ctr-no-node-'));
+    for (const p of ['sh', 'uname', 'grep', 'ls', 'head', 'dirname', 'ldd']) symlinkSync(execFileSync('sh', ['-c', `command -v ${p}`], { encoding: 'utf8' }).trim(), path.join(bin, p));
+    const name = `${NAME}-nonode`;
+    try {
+      startTestContainer(name, { env: { PATH: bin } });
+      const t: ContainerTarget = { ...target, container: name };
+      const facts = await probeContainer(t);
+      assert.equal(facts.node, undefined, 'the probe finds no node');
+      assert.throws(() => planContainerInstall(t, facts, findBundle(REPO, version)), (e: unknown) => e instanceof ContainerInstallError && e.kind === 'no-node' && e.message.includes(`podman container "${name}" has no Node.js on its PATH (${bin})`) && /Node 20 or newer/.test(e.message));
+      assert.match(execIn(name, ['sh', '-c', 'ls -a "$HOME"']), /^(?![\s\S]*\.exec-server)/, 'nothing copied into the container');
+    } finally {
+      removeContainer(name);
+      rmSync(bin, { recursive: true, force: true });
+    }
+  });
+
+  it('probe facts with Node 18 are refused by the plan, with the reason, before anything is copied', async () => {
+    const old = { ...(await probeContainer(target)), node: '/usr/bin/node', nodeVersion: 'v18.19.0' };
     assert.throws(() => planContainerInstall(target, old, findBundle(REPO, version)), /Node v18\.19\.0 .* too old/);
   });
 
