@@ -20,6 +20,7 @@ import { createSettingsOwner } from '../common/ui/settings';
 import { ExecServerTree } from '../environments/ui/tree';
 import { registerRequestTelemetry } from '../common/ui/telemetry';
 import { noLinks } from '../common/notification-text';
+import { localUnsupported } from '../environments/local-platform';
 import { registerContainerCommands } from '../containers/ui/connect';
 
 let cleanup: (() => Promise<void>) | undefined;
@@ -27,6 +28,12 @@ let cleanup: (() => Promise<void>) | undefined;
 export function activate(ctx: vscode.ExtensionContext): ExecServerApi {
   const log = vscode.window.createOutputChannel('Exec Server', { log: true });
   ctx.subscriptions.push(log);
+  // Windows: Local cannot run yet; say so once, plainly (remote environments still work).
+  const unsupported = localUnsupported();
+  if (unsupported) {
+    log.warn(unsupported);
+    void vscode.window.showWarningMessage(`Exec Server: ${unsupported}`);
+  }
 
   // Every setting through one owner, user scope only (./settings.ts); it refreshes itself on
   // configuration changes and after its own writes, and tells onDidChange listeners.

@@ -8,6 +8,7 @@ import { ExecServer } from '../../../server/exec-server';
 import { EnvironmentConnectError, EnvironmentManager, type Connector } from '../manager';
 import { EnvironmentStore, LOCAL_ENVIRONMENT, type EnvironmentConfig } from '../store';
 import type { ClientTelemetry, ServerTelemetry } from '../../../telemetry/api';
+import { localUnsupported } from '../local-platform';
 import { shownState, statusText } from '../status-text';
 import { connectPersistentSsh, persistentSshSpec, stdioOnlyReason } from '../../ssh/persist';
 import { noLinks } from '../../common/notification-text';
@@ -50,8 +51,12 @@ export function createConnector(local: LocalServerHolder, telemetry?: (environme
     connect(config: EnvironmentConfig, token: string | undefined, opts?: { resumeSessionId?: string }): Promise<ExecClient> {
       const t = telemetry?.(config.name);
       switch (config.kind) {
-        case 'local':
+        case 'local': {
+          // Windows: refused in plain words (also said once at activation) rather than a node-pty crash.
+          const unsupported = localUnsupported();
+          if (unsupported) return Promise.reject(new Error(unsupported));
           return connectInProcess(local.get(), { clientName: CLIENT_NAME, label: 'vscode', telemetry: t });
+        }
         case 'websocket':
           // '' (not undefined): never fall back to the extension host's CODEX_EXEC_SERVER_CONNECTION_TOKEN.
           return connectWebSocket(config.url!, {
