@@ -10,3 +10,6 @@ export const MAX_READ_BLOCK = 1024 * 1024;
  * on the server and on the client (ws's own default is 100 MiB).
  */
 export const MAX_MESSAGE_BYTES = 64 * 1024 * 1024;
+
+/** fs/writeBlock's largest chunk (the reference's limit): empty or larger is refused with -32600. */
+export const MAX_WRITE_BLOCK = 1024 * 1024;

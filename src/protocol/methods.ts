@@ -24,6 +24,7 @@ const ALL: Record<RequestMethod, true> = {
   'fs/walk': true,
   'fs/open': true,
   'fs/readBlock': true,
+  'fs/writeBlock': true,
   'fs/close': true,
   'fs/rename': true,
   'fs/watch': true,

@@ -220,6 +220,14 @@ export interface FsWalkResult {
 }
 export interface FsOpenParams extends FsPathParams {
   handleId: string;
+  /** [fileWriteStreaming] `read` (default) or `replace`: fs/writeBlock, then fs/close replaces the file atomically (this server; the reference truncates in place). */
+  mode?: 'read' | 'replace';
+}
+export interface FsWriteBlockParams {
+  handleId: string;
+  offset: number;
+  /** base64, 1..MAX_WRITE_BLOCK bytes. */
+  chunk: string;
 }
 export interface FsOpenResult {
   handleId: string;
@@ -370,6 +378,7 @@ export interface RequestMap {
   'fs/walk': [FsWalkParams, FsWalkResult];
   'fs/open': [FsOpenParams, FsOpenResult];
   'fs/readBlock': [FsReadBlockParams, FsReadBlockResult];
+  'fs/writeBlock': [FsWriteBlockParams, Record<string, never>];
   'fs/close': [FsCloseParams, Record<string, never>];
   'fs/rename': [FsRenameParams, Record<string, never>];
   'fs/watch': [FsWatchParams, FsWatchResult];

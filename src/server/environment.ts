@@ -24,6 +24,10 @@ export async function environmentInfo(): Promise<EnvironmentInfo> {
       environmentConfigRead: true,
       // http/request header valueEnvVar (./http-headers.ts).
       httpHeaderEnvVars: true,
+      // fs/open mode replace + fs/writeBlock (./fs/replace-stream.ts); fs/open honours `sandbox`
+      // with the same profile as the other fs methods (./sandbox/fs-guard.ts).
+      fileWriteStreaming: true,
+      sandboxedFileStreaming: true,
       // [extension] What a managed `sandbox` gets here (docs/security.md "Managed sandbox"):
       // process/start confined by bubblewrap (false: refused with -32600, never run unconfined),
       // with our seccomp filter when the kernel took it; fs/* checked in-process against the

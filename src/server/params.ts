@@ -119,7 +119,9 @@ export function optVariant<T extends string>(o: Obj, k: string, allowed: readonl
 }
 function checkVariant<T extends string>(v: string, allowed: readonly T[]): T {
   if (!(allowed as readonly string[]).includes(v)) {
-    const exp = allowed.length === 1 ? `\`${allowed[0]}\`` : `one of ${allowed.map((a) => `\`${a}\``).join(', ')}`;
+    // serde's wording: one variant, two (`a` or `b`), or more.
+    const q = allowed.map((a) => `\`${a}\``);
+    const exp = q.length === 1 ? q[0] : q.length === 2 ? `${q[0]} or ${q[1]}` : `one of ${q.join(', ')}`;
     throw invalidParams(`unknown variant \`${v}\`, expected ${exp}`);
   }
   return v as T;

@@ -73,6 +73,7 @@ test('sandbox gate: a managed sandbox is refused by every method outside SANDBOX
       'fs/walk': { path: u(dir), options: { maxDepth: 2, maxDirectories: 10, maxEntries: 10, followDirectorySymlinks: false } },
       'fs/open': { path: u(file), handleId: 'h1' },
       'fs/readBlock': { handleId: 'h0', offset: 0, len: 1 },
+      'fs/writeBlock': { handleId: 'h0', offset: 0, chunk: 'eA==' },
       'fs/close': { handleId: 'h0' },
       'fs/rename': { sourcePath: u(file), destinationPath: u(path.join(dir, 'renamed.txt')) },
       'fs/watch': { watchId: 'w1', path: u(dir) },

@@ -142,15 +142,21 @@ const DECIDED_METHODS = new Set([
   'process/start',
 ]);
 
+/** Refused on the agent endpoint: fs/writeBlock writes into a replace stream, which fs/open never opens for an agent (see below). */
+const REFUSED_METHODS = new Set(['fs/writeBlock']);
+
 /** Every method the gate has a rule for; any other engine method is refused until it gets one. */
 export function gatedMethods(): string[] {
-  return ['initialize', ...FREE_METHODS, ...OWN_PROCESS_METHODS, ...DECIDED_METHODS];
+  return ['initialize', ...FREE_METHODS, ...OWN_PROCESS_METHODS, ...DECIDED_METHODS, ...REFUSED_METHODS];
 }
 
 export async function classify(method: string, params: unknown, ctx: AgentContext): Promise<Verdict> {
   if (method === 'initialize') return { kind: 'allow', why: 'handshake', params };
   if (!Object.prototype.hasOwnProperty.call(METHODS, method)) {
     return { kind: 'deny', error: new RpcError(ErrorCodes.MethodNotFound, `method ${method} is not available on the agent endpoint`) };
+  }
+  if (REFUSED_METHODS.has(method)) {
+    return { kind: 'deny', error: new RpcError(ErrorCodes.InvalidRequest, `${method} is not available on the agent endpoint: write with fs/writeFile`) };
   }
   const raw = decode(method, params);
   // Some decoders return the bare id/path string, the others an object.
@@ -167,6 +173,11 @@ export async function classify(method: string, params: unknown, ctx: AgentContex
     case 'fs/open':
     case 'fs/walk':
     case 'fs/watch': {
+      // A replace stream writes (fs/writeBlock, and fs/close alone replaces the file with an
+      // empty one); the gate judges fs/open as a read, so an agent gets no write streams.
+      if (method === 'fs/open' && decoded.mode === 'replace') {
+        return { kind: 'deny', error: new RpcError(ErrorCodes.InvalidRequest, 'fs/open with mode `replace` is not available on the agent endpoint: write with fs/writeFile') };
+      }
       const p = String(decoded.path);
       const followsLinks = method === 'fs/walk' && (decoded.options as { followDirectorySymlinks?: boolean }).followDirectorySymlinks === true;
       const fact = await pathFact(ctx, p);

@@ -1,7 +1,7 @@
 // fs/* method table: decoding of params (paths → local absolute paths) and dispatch to
 // the implementations in ../fs.
 import os from 'node:os';
-import { invalidRequest } from '../../protocol/errors';
+import { invalidParams, invalidRequest } from '../../protocol/errors';
 import * as confined from '../fs/confined';
 import * as fsm from '../fs/fs-methods';
 import { walk } from '../fs/walk';
@@ -233,12 +233,14 @@ export const fsMethods: MethodTable<FsMethod> = {
     'filesystem',
     (raw) => {
       const o = P.object(raw, 'WireFsOpenParams');
-      return { handleId: P.str(o, 'handleId'), path: pathParam(o, 'path'), sandbox: sandboxParam(o) };
+      const mode = P.optVariant(o, 'mode', ['read', 'replace'] as const) ?? 'read';
+      return { handleId: P.str(o, 'handleId'), path: pathParam(o, 'path'), sandbox: sandboxParam(o), mode };
     },
     (c, p) => {
-      checkFsAccess(p.sandbox, { path: p.path, intent: 'read' });
+      const intent = p.mode === 'replace' ? 'write' : 'read';
+      checkFsAccess(p.sandbox, { path: p.path, intent });
       const conf = pinned(p.sandbox);
-      return c.handles.open(p.handleId, p.path, conf && ((real) => conf.check(real, 'read')));
+      return c.handles.open(p.handleId, p.path, conf && ((real) => conf.check(real, intent)), p.mode);
     },
     (p) => ({ key: `handle:${p.handleId}`, access: 'write' }),
   ),
@@ -250,6 +252,24 @@ export const fsMethods: MethodTable<FsMethod> = {
     },
     (c, p) => c.handles.readBlock(p.handleId, p.offset, p.len, c.binaryOutput),
     (p) => ({ key: `handle:${p.handleId}`, access: 'read' }),
+  ),
+  'fs/writeBlock': spec(
+    'filesystem',
+    (raw) => {
+      const o = P.object(raw, 'WireFsWriteBlockParams');
+      const handleId = P.str(o, 'handleId');
+      const offset = P.uint(o, 'offset');
+      let data: Buffer;
+      try {
+        data = P.base64(P.str(o, 'chunk'), 'chunk');
+      } catch (e) {
+        // The reference's text: just "Invalid symbol 33, offset 0." (as process/write).
+        throw invalidParams((e as Error).message.replace(/^chunk: /, ''));
+      }
+      return { handleId, offset, data };
+    },
+    (c, p) => c.handles.writeBlock(p.handleId, p.offset, p.data),
+    (p) => ({ key: `handle:${p.handleId}`, access: 'write' }),
   ),
   'fs/close': spec(
     'filesystem',

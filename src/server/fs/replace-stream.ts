@@ -1,0 +1,118 @@
+// fs/open {mode: "replace"} + fs/writeBlock: a write stream that replaces a file atomically.
+// The blocks go into a temporary file beside the target, in the target's directory held open
+// (O_PATH) from the open on; fs/close renames it over the target within that same directory.
+// A reader sees the old file or the whole new one, never part of it; a stream that fails or is
+// never closed (the connection went away) leaves the old file as it was. The reference instead
+// truncates the target in place at open and writes through (docs/protocol.md).
+// Under a managed sandbox, `verify` is given where the file will really land (the held
+// directory's real path + name) at open and again at close: a directory swapped for a symlink
+// mid-stream changes neither where the blocks go nor where the rename happens.
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { CAN_PIN } from './confined';
+
+const O_PATH = 0o10000000; // Linux
+
+function errno(code: string, syscall: string, p: string): NodeJS.ErrnoException {
+  return Object.assign(new Error(`${code}: ${syscall} '${p}'`), { code, syscall, path: p });
+}
+
+export class ReplaceStream {
+  private failed = false;
+  private done = false;
+
+  private constructor(
+    private readonly dirFd: number | undefined,
+    private readonly dir: string,
+    private readonly name: string,
+    private readonly tmp: string,
+    private readonly fh: fs.promises.FileHandle,
+    /** The sandbox check again, on where the file lands now (at close). */
+    private readonly recheck?: () => void,
+  ) {}
+
+  /** Opens the stream for `p` (a symlink as the last component is followed, as an in-place write would). */
+  static async open(p: string, verify?: (real: string) => void): Promise<ReplaceStream> {
+    let target: string;
+    try {
+      target = await fs.promises.realpath(p);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
+      target = path.join(await fs.promises.realpath(path.dirname(p)), path.basename(p)); // ENOENT: no parent
+    }
+    const name = path.basename(target);
+    let dirFd: number | undefined;
+    let dir = path.dirname(target);
+    if (CAN_PIN) {
+      dirFd = fs.openSync(dir, O_PATH | fs.constants.O_DIRECTORY);
+      dir = `/proc/self/fd/${dirFd}`;
+    }
+    try {
+      const real = () => (dirFd === undefined ? target : path.join(fs.readlinkSync(dir), name));
+      verify?.(real());
+      let mode = 0o666;
+      const st = await fs.promises.lstat(path.join(dir, name)).catch(() => undefined);
+      if (st?.isDirectory()) throw errno('EISDIR', 'open', target);
+      if (st?.isFile()) mode = st.mode & 0o7777;
+      const tmp = `.${name.slice(0, 180)}.${randomBytes(6).toString('hex')}.exec-server-tmp`;
+      const c = fs.constants;
+      const fh = await fs.promises.open(path.join(dir, tmp), c.O_WRONLY | c.O_CREAT | c.O_EXCL | c.O_NOFOLLOW, 0o600);
+      // The replaced file keeps its permission bits (the temporary one is private until then).
+      await fh.chmod(st?.isFile() ? mode : 0o666 & ~process.umask()).catch(async (e) => {
+        await fh.close().catch(() => undefined);
+        await fs.promises.unlink(path.join(dir, tmp)).catch(() => undefined);
+        throw e;
+      });
+      return new ReplaceStream(dirFd, dir, name, tmp, fh, verify && (() => verify(real())));
+    } catch (e) {
+      if (dirFd !== undefined) fs.closeSync(dirFd);
+      throw e;
+    }
+  }
+
+  /** A positional write (a gap reads as NUL bytes, an overlap overwrites). A failure poisons the stream: close then keeps the old file. */
+  async write(offset: number, data: Buffer): Promise<void> {
+    if (this.done) throw errno('EBADF', 'write', this.name);
+    try {
+      let at = 0;
+      while (at < data.length) {
+        const { bytesWritten } = await this.fh.write(data, at, data.length - at, offset + at);
+        at += bytesWritten;
+      }
+    } catch (e) {
+      this.failed = true;
+      throw e;
+    }
+  }
+
+  /** Renames the new file over the target (or, after a failed write, discards it). Once. */
+  async close(): Promise<void> {
+    if (this.done) return;
+    if (this.failed) return this.discard();
+    this.done = true;
+    try {
+      await this.fh.close();
+      this.recheck?.();
+      await fs.promises.rename(path.join(this.dir, this.tmp), path.join(this.dir, this.name));
+    } catch (e) {
+      await fs.promises.unlink(path.join(this.dir, this.tmp)).catch(() => undefined);
+      throw e;
+    } finally {
+      this.closeDir();
+    }
+  }
+
+  /** Drops the new file: the target stays as it was. */
+  async discard(): Promise<void> {
+    if (this.done) return;
+    this.done = true;
+    await this.fh.close().catch(() => undefined);
+    await fs.promises.unlink(path.join(this.dir, this.tmp)).catch(() => undefined);
+    this.closeDir();
+  }
+
+  private closeDir(): void {
+    if (this.dirFd !== undefined) fs.closeSync(this.dirFd);
+  }
+}
