@@ -402,6 +402,24 @@ export interface NotificationMap {
   'http/request/bodyDelta': HttpBodyDeltaNotification;
   /** Sent once after `fs/watchMissing` when one of the missing paths appeared (reference shape). */
   'fs/missingChanged': FsMissingChangedNotification;
+  /** One managed-proxy policy evaluation (networkProxyLaunch; 12 fields, as the reference). */
+  'network/policyDecision': NetworkPolicyDecisionNotification;
+}
+
+export interface NetworkPolicyDecisionNotification {
+  processId: string;
+  timestamp: string;
+  scope: 'domain';
+  decision: 'allow' | 'deny' | 'ask';
+  source: 'baseline_policy' | 'mode_guard' | 'decider';
+  reason: string;
+  protocol: 'http' | 'https_connect' | 'socks5_tcp' | 'socks5_udp';
+  host: string;
+  port: number;
+  /** Absent for SOCKS5. */
+  method?: string;
+  client: string;
+  policyOverride: boolean;
 }
 export type NotificationMethod = keyof NotificationMap;
 

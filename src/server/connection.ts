@@ -52,6 +52,8 @@ export interface ConnectionContext {
   /** [extension] The client negotiated binaryOutput: byte payloads (fs/readBlock) may be raw Buffers. */
   readonly binaryOutput: boolean;
   http(input: HttpRequestInput, run: HttpRunner): Promise<HttpRequestResult>;
+  /** The server's log (ServerOptions.log). */
+  log(level: 'debug' | 'info' | 'warn' | 'error', message: string): void;
 }
 
 export class Connection implements ServerConnection, ConnectionContext {
@@ -65,6 +67,9 @@ export class Connection implements ServerConnection, ConnectionContext {
   private readonly ordering = new KeyedOrder();
   readonly closedSignal = this.closeController.signal;
   binaryOutput = false;
+  log(level: 'debug' | 'info' | 'warn' | 'error', message: string): void {
+    this.server.log(level, message);
+  }
   readonly handles: FileHandles;
   readonly watches: Watches;
   readonly missingWatches: MissingWatches;

@@ -120,15 +120,17 @@ test('a managed sandbox with network enabled and no managed-network request keep
   assert.equal(reached, before + 1);
 });
 
-test('attack: a networkProxy launch this engine cannot run yet is refused (-32600) and nothing starts', async () => {
+test('attack: a networkProxy launch this engine cannot confine (no managed sandbox, a PTY, credential masking) is refused (-32600) and nothing starts', async () => {
   const before = reached;
   const proxy = { enabled: true, enableSocks5: true, enableSocks5Udp: true, allowUpstreamProxy: true, dangerouslyAllowAllUnixSockets: false, mode: 'full', allowLocalBinding: false, domains: { localhost: 'allow' } };
-  for (const [i, sb] of [sandbox('enabled'), null].entries()) {
-    await rejectsWith(
-      c.call('process/start', startParams(`fc-np${i}`, ['/bin/bash', '-c', connectScript()], { cwd: uri(W), sandbox: sb, enforceManagedNetwork: true, networkProxy: { proxy } })),
-      -32600,
-      /networkProxy/,
-    );
+  const cases: [Record<string, unknown>, RegExp][] = [
+    [{ sandbox: null, networkProxy: { proxy } }, /needs a managed sandbox/],
+    [{ sandbox: { permissions: { type: 'disabled' }, cwd: uri(W) }, networkProxy: { proxy } }, /needs a managed sandbox/],
+    [{ sandbox: sandbox('enabled'), tty: true, networkProxy: { proxy } }, /PTY/],
+    [{ sandbox: sandbox('enabled'), networkProxy: { proxy: { ...proxy, credentialMasking: true } } }, /credential masking/],
+  ];
+  for (const [i, [extra, why]] of cases.entries()) {
+    await rejectsWith(c.call('process/start', startParams(`fc-np${i}`, ['/bin/bash', '-c', connectScript()], { cwd: uri(W), enforceManagedNetwork: true, ...extra })), -32600, why);
     assert.equal(c.sink.forProcess(`fc-np${i}`).length, 0);
   }
   assert.equal(reached, before);

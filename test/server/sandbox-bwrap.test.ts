@@ -181,7 +181,7 @@ test('sandboxDenied heuristic: non-zero exit + a denial message; exit 0 or unsan
 
 test('bwrap: the server\'s private dir is hidden (tmpfs) from a sandbox that could write it; seccomp program on fd 3 through sh', () => {
   const fsWithPrivate = fakeFs({ '/': 'directory', '/run': 'directory', '/run/es': 'directory', '/w': 'directory', '/w/proj': 'directory', '/usr': 'directory' });
-  const tools = { ...TOOLS, seccomp: { restricted: '/run/es/sr.bpf', enabled: '/run/es/se.bpf' } };
+  const tools = { ...TOOLS, seccomp: { restricted: '/run/es/sr.bpf', enabled: '/run/es/se.bpf', proxied: '/run/es/sp.bpf' } };
   const mk = (entries: unknown[], network = 'restricted') =>
     resolveProfile(parseSandbox({ permissions: { type: 'managed', file_system: { type: 'restricted', entries }, network }, workspaceRoots: ['file:///w/proj'] }, CTX) as ManagedSandboxProfile, fsWithPrivate);
   const canWrite = mk([{ path: special('root'), access: 'read' }, { path: { type: 'path', path: 'file:///run' }, access: 'write' }]);

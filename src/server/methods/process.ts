@@ -15,6 +15,10 @@ import { resolveExecutable } from '../process/spawn-pty';
 import { decodeMetadata, decodeShellSnapshot } from '../process/start-options';
 import { decodeEnforce, decodeManagedNetwork, decodeNetworkProxy } from '../network/launch-config';
 import { FAIL_CLOSED_EXIT, NO_PROXY_TO_BRIDGE, networkMode } from '../network/start-mode';
+import { attachProxy, HTTP_PROXY_KEYS, SOCKS_PROXY_KEYS, staticProxyEnv } from '../network/proxy-launch';
+import { RELAY_FD, RELAY_SOURCE } from '../network/relay-source';
+import type { NetworkProxyLaunch } from '../network/launch-config';
+import type { ProxiedSandbox } from '../sandbox/bwrap';
 import { sandboxBackend } from '../sandbox/backend';
 import { parseSandbox } from '../sandbox/profile';
 import type { Access } from '../ordering';
@@ -39,6 +43,17 @@ function ptyDim(o: P.Obj, k: string): number | undefined {
   const v = P.optUint(o, k);
   if (v !== undefined && (v < 1 || v > MAX_PTY_DIM)) throw invalidParams(`${k} must be between 1 and ${MAX_PTY_DIM}`);
   return v;
+}
+
+/** How the sandbox starts this launch's relay (../sandbox/bwrap.ts PROXIED_SCRIPT). */
+function proxiedSandbox(launch: NetworkProxyLaunch): ProxiedSandbox {
+  return {
+    node: process.execPath,
+    relaySource: RELAY_SOURCE,
+    httpKeys: HTTP_PROXY_KEYS,
+    socksKeys: SOCKS_PROXY_KEYS,
+    socksScheme: launch.proxy.enableSocks5 ? 'socks5h' : 'http',
+  };
 }
 
 /**
@@ -68,7 +83,7 @@ async function failClosed(
   } catch (e) {
     ctx.session().release(proc);
     proc.dispose();
-    throw e instanceof RpcError ? e : internalError(osMessage(e));
+    throw spawnError(e);
   }
   return { processId: p.processId, sandboxType: backend?.sandboxType ?? 'linuxSeccomp' };
 }
@@ -115,7 +130,7 @@ export const processMethods: MethodTable<ProcessMethod> = {
       const managedNetwork = decodeManagedNetwork(o.managedNetwork);
       const networkProxy = decodeNetworkProxy(o.networkProxy);
       // Refused here (-32600) when it asks for a network policy this engine does not enforce.
-      const network = networkMode({ sandbox, enforce, managedNetwork, networkProxy, env: childEnv });
+      const network = networkMode({ sandbox, enforce, managedNetwork, networkProxy, env: childEnv, tty });
       return { processId, argv, cwd, childEnv, tty, pipeStdin, arg0, rows, cols, sandbox, outputWindow, network };
     },
     async (ctx, p): Promise<ProcessStartResult> => {
@@ -136,7 +151,24 @@ export const processMethods: MethodTable<ProcessMethod> = {
           if (!st.isDirectory()) throw Object.assign(new Error(`ENOTDIR: ${p.cwd}`), { code: 'ENOTDIR' });
           resolveExecutable(p.argv[0], p.cwd, p.childEnv);
           try {
-            req = backend.wrap(p.sandbox, req);
+            if (p.network.kind === 'proxy') {
+              const launch = p.network.launch;
+              req = { ...req, env: { ...req.env, ...staticProxyEnv(launch) } };
+              req = backend.wrap(p.sandbox, req, proxiedSandbox(launch));
+              req.extraSocket = {
+                fd: RELAY_FD,
+                onStream: (relay) => {
+                  attachProxy(relay, {
+                    processId: p.processId,
+                    launch,
+                    notify: (params) => session.notify('network/policyDecision', params),
+                    log: (level, message) => ctx.log(level, message),
+                  });
+                },
+              };
+            } else {
+              req = backend.wrap(p.sandbox, req);
+            }
           } catch (e) {
             throw sandboxError(e, 'sandboxPreparation');
           }

@@ -23,7 +23,9 @@ export type NetworkMode =
   /** Nothing managed: the sandbox's own `network` decides. */
   | { kind: 'plain' }
   /** Managed-proxy mode without a proxy: the command does not run; exit 101, sandboxDenied. */
-  | { kind: 'failClosed' };
+  | { kind: 'failClosed' }
+  /** An executor-local proxy for this process (./proxy-launch.ts), network unshared. */
+  | { kind: 'proxy'; launch: NetworkProxyLaunch };
 
 export interface NetworkRequest {
   sandbox: SandboxProfile;
@@ -31,11 +33,20 @@ export interface NetworkRequest {
   networkProxy?: NetworkProxyLaunch;
   managedNetwork?: ManagedNetworkContext;
   env: Record<string, string>;
+  tty: boolean;
 }
 
 export function networkMode(r: NetworkRequest): NetworkMode {
   if (r.networkProxy) {
-    throw invalidRequest('executor-local network proxy launches (networkProxy) are not supported by this exec-server; refusing to run without the requested network policy');
+    const refuse = (why: string) => invalidRequest(`networkProxy: ${why}; refusing to run without the requested network policy`);
+    // The proxy is reachable only from inside a sandbox's own network namespace; without a
+    // managed sandbox there is no namespace to put it in (the reference then listens on the host
+    // and leaves the child unconfined).
+    if (r.sandbox.kind !== 'managed') throw refuse('an executor-local proxy needs a managed sandbox here');
+    // node-pty gives a PTY child no descriptor beyond its terminal for the relay.
+    if (r.tty) throw refuse('a proxied process cannot be a PTY here (tty: true)');
+    if (r.networkProxy.proxy.credentialMasking) throw refuse('credential masking is not supported by this exec-server');
+    return { kind: 'proxy', launch: r.networkProxy };
   }
   const sandboxGiven = !(r.sandbox.kind === 'none' && r.sandbox.type === 'absent');
   // No sandbox object: nothing is confined, and the reference runs the command as it is.

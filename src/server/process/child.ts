@@ -22,6 +22,11 @@ export interface SpawnRequest {
   cols: number;
   /** argv already closes every inherited descriptor before the command runs (a sandbox wrapper). */
   closesDescriptors?: boolean;
+  /**
+   * Pipes only: one more descriptor, a socketpair at number `fd` in the child (the managed
+   * network relay's, ../network); `onStream` gets the server's end once the child is spawned.
+   */
+  extraSocket?: { fd: number; onStream(s: import('node:stream').Duplex): void };
 }
 
 export interface ChildHandle {

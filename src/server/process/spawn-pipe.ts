@@ -1,10 +1,19 @@
 // Pipe-backed child. `detached: true` makes the child lead its own process group, so
 // interrupt/terminate reach everything it started (a shell and its pipeline).
-import { spawn } from 'node:child_process';
+import { spawn, type StdioOptions } from 'node:child_process';
 import type { ChildEvents, ChildHandle, SpawnRequest } from './child';
 import { exitCodeOf, killGroup } from './child';
 import { pipeStdio } from './pty-masters';
 import { readRecycled } from './recycled-pipe-reader';
+
+/** `stdio` with a socketpair at `fd` (slots before it that are not set: not opened). */
+function withExtraSocket(stdio: StdioOptions, fd: number | undefined): StdioOptions {
+  if (fd === undefined) return stdio;
+  const out = [...(stdio as unknown[])];
+  while (out.length < fd) out.push('ignore');
+  out[fd] = 'pipe';
+  return out as StdioOptions;
+}
 
 export function spawnPipe(req: SpawnRequest, events: ChildEvents): Promise<ChildHandle> {
   return new Promise((resolve, reject) => {
@@ -14,7 +23,7 @@ export function spawnPipe(req: SpawnRequest, events: ChildEvents): Promise<Child
       argv0: req.arg0,
       detached: true,
       // Other terminals' PTY masters are overlaid with /dev/null (./pty-masters.ts).
-      stdio: pipeStdio([req.pipeStdin ? 'pipe' : 'ignore', 'pipe', 'pipe']),
+      stdio: withExtraSocket(pipeStdio([req.pipeStdin ? 'pipe' : 'ignore', 'pipe', 'pipe']), req.extraSocket?.fd),
       windowsHide: true,
     });
     let spawned = false;
@@ -38,6 +47,10 @@ export function spawnPipe(req: SpawnRequest, events: ChildEvents): Promise<Child
     child.stderr!.on('error', () => {});
     child.once('spawn', () => {
       spawned = true;
+      if (req.extraSocket) {
+        const extra = child.stdio[req.extraSocket.fd] as import('node:stream').Duplex | null;
+        if (extra) req.extraSocket.onStream(extra);
+      }
       const pid = child.pid!;
       child.once('exit', (code, signal) => events.exit(exitCodeOf(code, signal)));
       child.once('close', () => events.close());

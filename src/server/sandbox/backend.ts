@@ -15,7 +15,7 @@
 // and every process in it die with bwrap, even ones that left the group.
 import { invalidRequest } from '../../protocol/errors';
 import type { SpawnRequest } from '../process/child';
-import { wrapArgv, type BwrapTools } from './bwrap';
+import { wrapArgv, type BwrapTools, type ProxiedSandbox } from './bwrap';
 import type { ManagedSandboxProfile } from './profile';
 import { withCarveOuts } from './carve-outs';
 import { resolveProfile } from './resolve';
@@ -24,18 +24,21 @@ import { ensureToolFiles, sandboxSupport } from './support';
 export interface SandboxBackend {
   /** What process/start answers in `sandboxType` (the value Codex knows for Linux). */
   readonly sandboxType: string;
-  /** The request that runs `req` confined by `profile` (argv replaced; arg0 handled inside). */
-  wrap(profile: ManagedSandboxProfile, req: SpawnRequest): SpawnRequest;
+  /**
+   * The request that runs `req` confined by `profile` (argv replaced; arg0 handled inside);
+   * `proxied`: behind the managed network proxy's relay (../network), network unshared.
+   */
+  wrap(profile: ManagedSandboxProfile, req: SpawnRequest, proxied?: ProxiedSandbox): SpawnRequest;
 }
 
 export class BwrapBackend implements SandboxBackend {
   readonly sandboxType = 'linuxSeccomp';
   constructor(private readonly tools: BwrapTools) {}
 
-  wrap(profile: ManagedSandboxProfile, req: SpawnRequest): SpawnRequest {
+  wrap(profile: ManagedSandboxProfile, req: SpawnRequest, proxied?: ProxiedSandbox): SpawnRequest {
     ensureToolFiles(this.tools);
     // The engine's own read-only carve-outs below the writable roots (./carve-outs.ts).
-    const argv = wrapArgv(withCarveOuts(resolveProfile(profile)).profile, { argv: req.argv, cwd: req.cwd, arg0: req.arg0 }, this.tools);
+    const argv = wrapArgv(withCarveOuts(resolveProfile(profile)).profile, { argv: req.argv, cwd: req.cwd, arg0: req.arg0, proxied }, this.tools);
     return { ...req, argv, arg0: undefined, closesDescriptors: true };
   }
 }

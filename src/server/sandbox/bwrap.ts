@@ -22,6 +22,36 @@ export const SECCOMP_FD = '3';
  */
 export const CLOSE_FDS_SCRIPT = 'for f in /proc/self/fd/*; do f=${f##*/}; if [[ $f -gt 2 ]]; then exec {f}>&-; fi; done; exec "$@"';
 
+/**
+ * The first program of a proxied sandbox (managed network proxy, ../network): closes every
+ * descriptor above 2 but the relay's (4), starts the relay (../network/relay-source.ts) under
+ * `env -i` with that descriptor, reads the two ports it listens on inside the sandbox's network
+ * namespace, closes the relay's descriptors, sets the proxy variables to those ports and execs the
+ * command (the relay stays in the sandbox and dies with it). Arguments: env, node, relay source,
+ * HTTP variable names, SOCKS variable names, the SOCKS URL scheme (`http` without SOCKS5).
+ */
+export const PROXIED_SCRIPT = [
+  "IFS=$' \\t\\n'",
+  'for f in /proc/self/fd/*; do f=${f##*/}; if [[ $f -gt 2 && $f -ne 4 ]]; then exec {f}>&-; fi; done',
+  'e=$1 n=$2 s=$3 hk=$4 sk=$5 ss=$6; shift 6',
+  'exec {r}< <(exec "$e" -i ELECTRON_RUN_AS_NODE=1 "$n" -e "$s" </dev/null 2>/dev/null)',
+  'read -r hp sp <&$r || { echo "exec-server: the network proxy relay did not start" >&2; exit 101; }',
+  'exec {r}<&- 4>&-',
+  'for k in $hk; do export "$k=http://127.0.0.1:$hp"; done',
+  'if [[ $ss = http ]]; then u=http://127.0.0.1:$hp; else u=$ss://127.0.0.1:$sp; fi',
+  'for k in $sk; do export "$k=$u"; done',
+  'exec "$@"',
+].join('\n');
+
+export interface ProxiedSandbox {
+  /** The node (or Electron, run as node) binary that runs the relay. */
+  node: string;
+  relaySource: string;
+  httpKeys: string[];
+  socksKeys: string[];
+  socksScheme: 'socks5h' | 'http';
+}
+
 /** Signals a terminal sends to its foreground group; see wrapArgv for why they matter. */
 export const TTY_SIGNALS = 'INT,QUIT,TSTP';
 
@@ -38,8 +68,8 @@ export interface BwrapTools {
   privateDir: string;
   /** An empty file with mode 000, bound over files whose access is `none`. */
   denyFile: string;
-  /** Seccomp programs (./seccomp.ts) for restricted / enabled network; absent: no filter. */
-  seccomp?: { restricted: string; enabled: string };
+  /** Seccomp programs (./seccomp.ts) for restricted / enabled / proxied network; absent: no filter. */
+  seccomp?: { restricted: string; enabled: string; proxied: string };
 }
 
 /** Paths a sandbox may never re-bind: the fresh /proc and /dev are what isolate it. */
@@ -128,15 +158,27 @@ export function bwrapArgs(
  */
 export function wrapArgv(
   profile: ManagedSandboxProfile,
-  req: { argv: string[]; cwd: string; arg0?: string },
+  req: { argv: string[]; cwd: string; arg0?: string; proxied?: ProxiedSandbox },
   tools: BwrapTools,
   probe: FsProbe = realFs,
 ): string[] {
-  const inner = [tools.bash, '--norc', '-p', '-c', CLOSE_FDS_SCRIPT, 'exec-server-close-fds', tools.env, `--default-signal=${TTY_SIGNALS}`];
+  const proxied = req.proxied;
+  const first = proxied
+    ? [tools.bash, '--norc', '-p', '-c', PROXIED_SCRIPT, 'exec-server-relay', tools.env, proxied.node, proxied.relaySource, proxied.httpKeys.join(' '), proxied.socksKeys.join(' '), proxied.socksScheme]
+    : [tools.bash, '--norc', '-p', '-c', CLOSE_FDS_SCRIPT, 'exec-server-close-fds'];
+  const inner = [...first, tools.env, `--default-signal=${TTY_SIGNALS}`];
   // --norc: see CLOSE_FDS_SCRIPT (~/.bashrc would otherwise run before the command).
   if (req.arg0 !== undefined && req.arg0 !== req.argv[0]) inner.push(tools.bash, '--norc', '-c', 'exec -a "$0" -- "$@"', req.arg0);
-  const outer = [tools.env, `--ignore-signal=${TTY_SIGNALS}`, tools.bwrap, ...bwrapArgs(profile, req.cwd, tools, probe), '--', ...inner, ...req.argv];
+  // Proxied: the network namespace is unshared whatever the profile's `network` says, and the
+  // relay's node binary (and the directory it loads from) is made readable when it is not.
+  const netProfile = proxied ? { ...profile, network: 'restricted' as const } : profile;
+  const extra = proxied && accessFor(profile, path.dirname(proxied.node)) === 'none' ? ['--ro-bind', path.dirname(proxied.node), path.dirname(proxied.node)] : [];
+  const args = bwrapArgs(netProfile, req.cwd, tools, probe);
+  // The extra binds go before the namespace flags (bwrapArgs ends with them), after the mounts.
+  const at = args.indexOf('--unshare-user');
+  args.splice(at, 0, ...extra);
+  const outer = [tools.env, `--ignore-signal=${TTY_SIGNALS}`, tools.bwrap, ...args, '--', ...inner, ...req.argv];
   if (!tools.seccomp) return outer;
-  const program = profile.network === 'restricted' ? tools.seccomp.restricted : tools.seccomp.enabled;
+  const program = proxied ? tools.seccomp.proxied : profile.network === 'restricted' ? tools.seccomp.restricted : tools.seccomp.enabled;
   return [tools.sh, '-c', `exec ${SECCOMP_FD}<"$0" && exec "$@"`, program, ...outer];
 }

@@ -35,6 +35,8 @@ const RET_ERRNO = 0x00050000;
 const EPERM = 1;
 
 const AF_UNIX = 1;
+const AF_INET = 2;
+const AF_INET6 = 10;
 // The only AF_UNIX socket types a restricted sandbox may create: both send only to a connected peer.
 const SOCK_STREAM = 1;
 const SOCK_SEQPACKET = 5;
@@ -97,7 +99,7 @@ interface Insn {
  * The filter for `arch` (a Node `process.arch` value), or undefined when there is no table
  * for it (the sandbox then runs without seccomp; environment/info says so).
  */
-export function seccompProgram(arch: string, restrictNetwork: boolean): Buffer | undefined {
+export function seccompProgram(arch: string, restrictNetwork: boolean | 'proxied'): Buffer | undefined {
   const t = ARCHES[arch];
   if (!t) return undefined;
   const p: Insn[] = [];
@@ -123,7 +125,27 @@ export function seccompProgram(arch: string, restrictNetwork: boolean): Buffer |
   ins(JEQ_K, TIOCLINUX, 0, 1);
   ins(RET_K, RET_ERRNO | EPERM);
   ins(RET_K, RET_ALLOW);
-  if (restrictNetwork) {
+  if (restrictNetwork === 'proxied') {
+    // Managed proxy (../network): the network namespace holds only the relay's listeners, which
+    // the command must connect() to over TCP. So connect() and AF_INET/AF_INET6 sockets stay
+    // allowed, and AF_UNIX ones are refused instead (as the reference does in this mode): no new
+    // unix socket can reach a host socket file. socketpair() as in restricted mode.
+    ins(JEQ_K, t.socket, 0, 5);
+    ins(LD_W_ABS, OFF_ARG0);
+    ins(JEQ_K, AF_INET, 2, 0);
+    ins(JEQ_K, AF_INET6, 1, 0);
+    ins(RET_K, RET_ERRNO | EPERM);
+    ins(RET_K, RET_ALLOW);
+    ins(JEQ_K, t.socketpair, 0, 7);
+    ins(LD_W_ABS, OFF_ARG0);
+    ins(JEQ_K, AF_UNIX, 0, 4);
+    ins(LD_W_ABS, OFF_ARG1);
+    ins(AND_K, SOCK_TYPE_MASK);
+    ins(JEQ_K, SOCK_STREAM, 2, 0);
+    ins(JEQ_K, SOCK_SEQPACKET, 1, 0);
+    ins(RET_K, RET_ERRNO | EPERM);
+    ins(RET_K, RET_ALLOW);
+  } else if (restrictNetwork) {
     // connect(): no path-based unix socket of the host (see the top of this file).
     ins(JEQ_K, t.connect, 0, 1);
     ins(RET_K, RET_ERRNO | EPERM);

@@ -90,7 +90,14 @@ async function probe(bwrap: string): Promise<SandboxSupport> {
   const tools: BwrapTools = { bwrap, env, bash, sh, privateDir, denyFile: path.join(privateDir, 'denied') };
   const restricted = seccompProgram(process.arch, true);
   const enabled = seccompProgram(process.arch, false);
-  if (restricted && enabled) tools.seccomp = { restricted: programFile(privateDir, 'restricted', restricted), enabled: programFile(privateDir, 'enabled', enabled) };
+  const proxied = seccompProgram(process.arch, 'proxied');
+  if (restricted && enabled && proxied) {
+    tools.seccomp = {
+      restricted: programFile(privateDir, 'restricted', restricted),
+      enabled: programFile(privateDir, 'enabled', enabled),
+      proxied: programFile(privateDir, 'proxied', proxied),
+    };
+  }
   ensureToolFiles(tools);
   // The same namespaces, capability drop, signal wrappers and seccomp program a real sandbox uses.
   const attempt = (withSeccomp: boolean): ReturnType<typeof run> => {
@@ -167,5 +174,6 @@ export function ensureToolFiles(tools: BwrapTools): void {
   if (tools.seccomp) {
     writeExact(tools.seccomp.restricted, seccompProgram(process.arch, true)!, 0o400);
     writeExact(tools.seccomp.enabled, seccompProgram(process.arch, false)!, 0o400);
+    writeExact(tools.seccomp.proxied, seccompProgram(process.arch, 'proxied')!, 0o400);
   }
 }
