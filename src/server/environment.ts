@@ -35,6 +35,11 @@ export async function environmentInfo(): Promise<EnvironmentInfo> {
       managedSandboxProcesses: sandbox.ok,
       managedSandboxSeccomp: sandbox.ok && sandbox.tools.seccomp !== undefined,
       managedSandboxFs: true,
+      // process/start.networkProxy: an executor-local proxy per process, reachable only from
+      // inside its sandbox's network namespace (docs/security.md "Managed network"); needs the
+      // sandbox. Review domains are enforced (without the decision callback: refused).
+      networkProxyLaunch: sandbox.ok,
+      networkProxyReviewDomains: sandbox.ok,
     },
   };
 }
