@@ -10,7 +10,7 @@
 // never through any process's argv. The server exits after `--idle-exit` seconds with no
 // connection and no session (a detached session's processes end with its TTL) and removes its
 // record when it exits. A record can still outlive its server (SIGKILL, a crash): it is reused
-// only when the listener on its port is provably that server (src/cli/detach-proof.ts: on Linux
+// only when the listener on its port is provably that server (src/transports/detach-proof.ts: on Linux
 // the socket is ours and held by the recorded pid; everywhere it proves it knows the token) —
 // otherwise another local user who binds the port would receive the token and the client's
 // keystrokes and file writes. When in doubt a new server is started and the record replaced.
@@ -20,7 +20,7 @@ import * as fs from 'node:fs';
 import * as http from 'node:http';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { listenerHeldBy, provesToken } from './detach-proof';
+import { listenerHeldBy, provesToken } from '../transports/detach-proof';
 import { VERSION } from '../version';
 
 /** Default --idle-exit of a server started by --detach (seconds): its sessions keep their processes for their own TTL (30 s) after the last client left; after that the server only saves the next connect its start-up. */

@@ -19,7 +19,7 @@ import { startServerTelemetry } from '../telemetry/load';
 import { closeInheritedDescriptors } from '../server/inherited-fds';
 import { readFileSync } from 'node:fs';
 import { DEFAULT_DETACHED_IDLE_EXIT_SEC, ensureDetachedServer, removeOwnRunRecord, watchRunRecord } from './detach';
-import { proofResponder } from './detach-proof';
+import { proofResponder } from '../transports/detach-proof';
 
 type Level = 'debug' | 'info' | 'warn' | 'error';
 const LEVELS: Level[] = ['debug', 'info', 'warn', 'error'];

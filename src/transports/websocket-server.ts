@@ -34,7 +34,7 @@ export interface WebSocketListenOptions {
   onConnection(transport: WebSocketTransport, req: http.IncomingMessage): void;
   /** An upgrade was refused with this HTTP status before any JSON-RPC (metrics). */
   onReject?(status: number): void;
-  /** A plain HTTP request other than /readyz: true when answered (--detach's proof, src/cli/detach-proof.ts). */
+  /** A plain HTTP request other than /readyz: true when answered (--detach's proof, src/transports/detach-proof.ts). */
   onHttpRequest?(req: http.IncomingMessage, res: http.ServerResponse): boolean;
   log?: (level: 'debug' | 'info' | 'warn' | 'error', message: string) => void;
 }

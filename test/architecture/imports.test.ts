@@ -5,26 +5,11 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
-import { listTs } from '../support/files';
+import { findCycles, importSpecifiers, listTs } from '../support/files';
 
 const repo = process.env.EXEC_SERVER_REPO ?? path.resolve(__dirname, '../../..');
 const src = path.join(repo, 'src');
 const LAYERS = ['protocol', 'rpc', 'server', 'transports', 'client', 'extension', 'cli', 'telemetry'];
-
-/** Module specifiers of static imports, `export ... from`, dynamic import() and require(). */
-export function importSpecifiers(source: string): string[] {
-  const code = source.replace(/\/\*[\s\S]*?\*\//g, '').replace(/^\s*\/\/.*$/gm, '');
-  const specs: string[] = [];
-  const patterns = [
-    /\bimport\s+(?:type\s+)?[^'";]*?\bfrom\s*['"]([^'"]+)['"]/g,
-    /\bexport\s+(?:type\s+)?[^'";]*?\bfrom\s*['"]([^'"]+)['"]/g,
-    /\bimport\s*['"]([^'"]+)['"]/g,
-    /\bimport\s*\(\s*['"]([^'"]+)['"]\s*\)/g,
-    /\brequire\s*\(\s*['"]([^'"]+)['"]\s*\)/g,
-  ];
-  for (const re of patterns) for (const m of code.matchAll(re)) specs.push(m[1]);
-  return specs;
-}
 
 /** The layer folder (first segment under src/) a file belongs to, or undefined (src/version.ts). */
 function layerOf(file: string): string | undefined {
@@ -56,23 +41,9 @@ test('no import cycle between the layer folders of src/', () => {
       if (!edges.get(from)!.has(to)) edges.get(from)!.set(to, `${rel} imports '${spec}'`);
     }
   }
-  // Depth-first search; a back edge closes a cycle, reported as its chain of edges.
-  const state = new Map<string, 'open' | 'done'>();
-  const stack: string[] = [];
-  const cycles: string[] = [];
-  const visit = (n: string): void => {
-    state.set(n, 'open');
-    stack.push(n);
-    for (const m of edges.get(n)?.keys() ?? []) {
-      if (state.get(m) === 'open') {
-        const chain = [...stack.slice(stack.indexOf(m)), m];
-        cycles.push(chain.slice(0, -1).map((a, i) => `${a} → ${chain[i + 1]} (${edges.get(a)!.get(chain[i + 1])})`).join('\n  '));
-      } else if (!state.has(m)) visit(m);
-    }
-    stack.pop();
-    state.set(n, 'done');
-  };
-  for (const layer of LAYERS) if (!state.has(layer)) visit(layer);
+  const cycles = findCycles(LAYERS, (n) => [...(edges.get(n)?.keys() ?? [])]).map((chain) =>
+    chain.slice(0, -1).map((a, i) => `${a} → ${chain[i + 1]} (${edges.get(a)!.get(chain[i + 1])})`).join('\n  '),
+  );
   assert.deepEqual(cycles, [], `import cycle(s) between src/ folders:\n  ${cycles.join('\n\n  ')}`);
 });
 

@@ -18,7 +18,7 @@ import { after, describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import WebSocket from 'ws';
 import { readRunRecord, runPaths, type RunRecord } from '../../src/cli/detach';
-import { listenerHeldBy } from '../../src/cli/detach-proof';
+import { listenerHeldBy } from '../../src/transports/detach-proof';
 import { cliPath } from '../support/cli';
 import { isAlive } from '../support/process';
 import { tempDir } from '../support/tmp';

@@ -10,13 +10,8 @@ import { ApprovedState, approvalGrants, ConnectionState } from './grants';
 import type { Pinned } from './pin';
 import { realPathOf } from './paths';
 import { classify, type AgentContext, type Described } from './request';
-import { ALLOW, ALLOW_FOR_SESSION, APPROVAL_CHOICES, DENY, type ApprovalChoice, type ApprovalPolicy } from '../approval/policy';
+import { ALLOW, ALLOW_FOR_SESSION, APPROVAL_CHOICES, DENY, type ApprovalChoice, type ApprovalPolicy } from '../approval';
 
-/**
- * Default seconds an agent's question waits. Codex gives up on an MCP server start after 30 s;
- * answering later would start a process nobody reads. 25 s leaves margin for the round trip.
- */
-export const DEFAULT_AGENT_TIMEOUT_SECONDS = 25;
 /** Questions one connection may have open at once; more are refused without asking. */
 export const MAX_PENDING_QUESTIONS = 8;
 /** ...and all connections of one endpoint together (many connections must not flood the screen). */

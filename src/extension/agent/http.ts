@@ -11,7 +11,7 @@ import net from 'node:net';
 import { PINNED_HTTP_ADDRESSES, type PinnedAddresses } from '../../server/http';
 import type { Need } from './grants';
 import type { AgentContext, Verdict } from './verdict';
-import { shown } from '../approval/display-text';
+import { shown } from '../approval';
 
 /** A name that does not resolve within this is judged as not resolving (the request then fails). */
 const RESOLVE_TIMEOUT_MS = 10_000;

@@ -13,7 +13,7 @@ import { confineUnasked, pinRead } from './confine';
 import { decideHttp } from './http';
 import { decideStart } from './start';
 import { decode, type AgentContext, type Described, type Verdict } from './verdict';
-import { shown } from '../approval/display-text';
+import { shown } from '../approval';
 
 export type { AgentContext, Described, Verdict } from './verdict';
 export { SANDBOX_ENV_EXCLUDES, workspaceWriteSandbox } from './start';

@@ -14,7 +14,7 @@ import type { Need } from './grants';
 import { isInside, realPathOf } from './paths';
 import { credentialPaths, hostSockets, withHiddenPaths } from './sockets';
 import { sandboxOf, writesStayInside, type AgentContext, type Described, type Verdict } from './verdict';
-import { commandLine, shown } from '../approval/display-text';
+import { commandLine, shown } from '../approval';
 
 /** Variables never handed to a sandboxed command that runs without a question. */
 export const SANDBOX_ENV_EXCLUDES = ['VSCODE_IPC_HOOK*', 'VSCODE_GIT_IPC_HANDLE', 'VSCODE_GIT_ASKPASS*', 'GIT_ASKPASS', 'SSH_AUTH_SOCK', 'GPG_AGENT_INFO'];

@@ -8,7 +8,7 @@ import { parseSandbox, type SandboxProfile } from '../../server/sandbox/profile'
 import type { ConnectionState, Need } from './grants';
 import { isInside, realPathOf } from './paths';
 import type { Pinned } from './pin';
-import type { ApprovalPolicy } from '../approval/policy';
+import type { ApprovalPolicy } from '../approval';
 
 export interface AgentContext {
   policy: ApprovalPolicy;

@@ -6,6 +6,12 @@ import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { commandLine, shown } from './display-text';
 
+/**
+ * Default seconds an agent's question waits. Codex gives up on an MCP server start after 30 s;
+ * answering later would start a process nobody reads. 25 s leaves margin for the round trip.
+ */
+export const DEFAULT_AGENT_TIMEOUT_SECONDS = 25;
+
 export { commandLine } from './display-text';
 
 export type ApprovalPolicy = 'alwaysAsk' | 'askOutsideWorkspace' | 'neverAsk';

@@ -6,8 +6,7 @@
 // not loosen the approval policy or add commands to run (docs/security.md, "Boundaries").
 // No VS Code import: src/extension/common/ui/settings.ts binds it to vscode.workspace.
 import { Emitter, type Event } from '../../rpc/event';
-import { DEFAULT_AGENT_TIMEOUT_SECONDS } from '../agent/gate';
-import { APPROVAL_POLICIES, type ApprovalPolicy } from '../approval/policy';
+import { APPROVAL_POLICIES, DEFAULT_AGENT_TIMEOUT_SECONDS, type ApprovalPolicy } from '../approval';
 import type { TelemetrySettings } from './request-telemetry';
 
 export interface ExtensionSettings {

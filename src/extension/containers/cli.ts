@@ -4,7 +4,7 @@
 // the CLI and quotes what it said — cut to a few lines, control characters and link syntax
 // removed, since it ends up in a notification. Free of `vscode`.
 import { spawn } from 'node:child_process';
-import { noLinks } from '../common/notification-text';
+import { noLinks } from '../common';
 import { cliKindOf, type ContainerCliKind } from './target';
 
 /** execServer.containers.* / execServer.kubernetes.* (user settings). */

@@ -8,9 +8,9 @@
 import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { buildPayload, findBundle, MIN_NODE_MAJOR, parseNodeVersion, planInstall, InstallError, type CliBundle, type InstallPlan } from '../ssh/install';
-import { INSTALL_DIR, parseProbeOutput, PROBE_SCRIPT, type HostFacts } from '../ssh/probe';
-import { noLinks } from '../common/notification-text';
+import { buildPayload, findBundle, MIN_NODE_MAJOR, parseNodeVersion, planInstall, InstallError, type CliBundle, type InstallPlan } from '../ssh';
+import { INSTALL_DIR, parseProbeOutput, PROBE_SCRIPT, type HostFacts } from '../ssh';
+import { noLinks } from '../common';
 import { ContainerCliError, runCli, runCliOk } from './cli';
 import { cpArgv, describeTarget, execArgv, type ContainerTarget } from './target';
 

@@ -3,6 +3,7 @@
 // gives up its own session-resume recovery. Free of `vscode`: the connector is injected, so
 // tests drive it with real in-process and websocket servers.
 import type { ClientState, ExecClient } from '../../client/api';
+import type { ClientOptions } from '../../client/client';
 import { Emitter, type Disposable } from '../../rpc/event';
 import type { EnvironmentConfig, EnvironmentStore } from './store';
 import { sessionLogTag } from '../../protocol/log-tag';
@@ -14,6 +15,18 @@ export interface Connector {
   /** `resumeSessionId`: resume that session (websocket environments after a window reload). */
   connect(config: EnvironmentConfig, token: string | undefined, opts?: { resumeSessionId?: string }): Promise<ExecClient>;
 }
+
+/**
+ * Another way to reach a command environment than running its command, for the connector: a
+ * feature that knows one (Connect to Host's server that outlives the window, ssh/persist.ts)
+ * answers a client, or undefined when it does not apply to `config`. `stdio` runs the command
+ * as it is (the fallback).
+ */
+export type CommandRoute = (
+  config: EnvironmentConfig,
+  stdio: () => Promise<ExecClient>,
+  opts: Omit<ClientOptions, 'reconnect'>,
+) => Promise<ExecClient> | undefined;
 
 export { classifyConnectError, type ConnectFailure };
 

@@ -6,7 +6,7 @@
 // from the host) it is probed again and the search retried once with the new choice.
 import type { ExecClient, ProcessHandle } from '../../client/api';
 import type { EnvPolicy } from '../../protocol/types';
-import { noLinks } from '../common/notification-text';
+import { noLinks } from '../common';
 import { grepArgv, rgArgv, validateQuery, type SearchQuery, type SearchTool } from './argv';
 import { grepNulParser, rgJsonParser, type OutputParser, type SearchMatch } from './parse';
 

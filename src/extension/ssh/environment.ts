@@ -3,7 +3,7 @@
 // so it shows in the tree and reconnects like any other command environment. Also the name
 // it gets (the alias, or user-host-port; a taken name of another definition gets -2, -3, …).
 // Free of `vscode`.
-import type { AddEnvironmentInput, EnvironmentConfig } from '../environments/store';
+import type { AddEnvironmentInput, EnvironmentConfig } from '../environments';
 import type { Executor } from './probe';
 import { environmentNameFor, sshArgv, type SshOptions, type SshTarget } from './target';
 

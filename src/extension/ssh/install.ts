@@ -8,7 +8,7 @@
 // `node` (sent base64-encoded, so no login shell quoting can change it). Free of `vscode`.
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
-import { noLinks } from '../common/notification-text';
+import { noLinks } from '../common';
 import { INSTALL_DIR, type HostFacts } from './probe';
 import { formatSshTarget, runSsh, shQuote, sshArgv, throwIfSshFailed, type SshOptions, type SshTarget } from './target';
 

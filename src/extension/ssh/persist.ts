@@ -14,11 +14,12 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { ExecClient } from '../../client/api';
 import { ExecServerClient, type ChannelFactory, type ClientOptions } from '../../client/client';
-import { proveOverStream } from '../../cli/detach-proof';
+import { proveOverStream } from '../../transports/detach-proof';
 import { RpcChannel } from '../../rpc/channel';
 import { StreamSocket } from '../../transports/stream-socket';
 import { connectWebSocketTransport } from '../../transports/websocket-client';
-import type { EnvironmentConfig } from '../environments/store';
+import type { CommandRoute } from '../environments';
+import type { EnvironmentConfig } from '../environments';
 import { classifySshFailure, lastLines, runSsh, SshError } from './target';
 
 /** A Connect to Host environment whose connection can be persistent. */
@@ -132,7 +133,7 @@ export async function openForwardedChannel(spec: PersistentSshSpec, server: Deta
   const spawnFailed = new Promise<never>((_, reject) => child.once('error', (e) => reject(new SshError('ssh-missing', spec.host, `${spec.ssh}: ${e.message}`))));
   try {
     // Before the token goes out: the listener at the end of this very connection proves it knows
-    // it (src/cli/detach-proof.ts). --detach checked the port a moment ago, but the server may
+    // it (src/transports/detach-proof.ts). --detach checked the port a moment ago, but the server may
     // have died since and someone else taken the port.
     const proof = await Promise.race([proveOverStream(child.stdout!, child.stdin!, server.port, server.token, opts.timeoutMs ?? 20_000), spawnFailed]);
     if (proof.result === 'unsupported') throw new PersistenceUnavailable(`the detached server on ${spec.host} cannot prove its token (${proof.why})`);
@@ -160,6 +161,24 @@ export async function openForwardedChannel(spec: PersistentSshSpec, server: Deta
     if (kind) throw new SshError(kind, spec.host, stderr);
     throw new Error(`${e instanceof Error ? e.message : String(e)}${stderr.trim() ? ` (ssh: ${lastLines(stderr, 2)})` : ''}`);
   }
+}
+
+/**
+ * The connector's route for command environments (environments/manager.ts, CommandRoute): a
+ * Connect to Host environment running this project's CLI gets its server that outlives the
+ * window; others (codex, AllowTcpForwarding no) keep the stdio command (undefined), with a log
+ * line saying why.
+ */
+export function persistentSshRoute(log?: ClientOptions['log']): CommandRoute {
+  return (config, stdio, opts) => {
+    const spec = persistentSshSpec(config);
+    if (!spec) {
+      const why = stdioOnlyReason(config);
+      if (why) log?.('info', `${config.name}: stdio connection (${why})`);
+      return undefined;
+    }
+    return connectPersistentSsh(spec, { ...opts, log: (level, message) => log?.(level, `${config.name}: ${message}`), fallback: stdio });
+  };
 }
 
 /** Clients connectPersistentSsh returned from the stdio fallback (their sessions end with the window). */

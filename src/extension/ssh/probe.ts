@@ -3,7 +3,7 @@
 // only sees `sh -s`) reports the OS, architecture, libc, an `exec-server` or `codex` on PATH,
 // the CLI this extension installed (~/.exec-server), Node and the tools a native build needs.
 // Then: which executor to start, as the remote command of the saved environment. Free of `vscode`.
-import { noLinks } from '../common/notification-text';
+import { noLinks } from '../common';
 import { runSsh, shQuote, sshArgv, throwIfSshFailed, formatSshTarget, SshError, type SshOptions, type SshTarget } from './target';
 
 /** Where the extension installs its CLI on a host (relative to the remote $HOME). */

@@ -4,7 +4,7 @@
 // destination), running ssh to completion, and ssh's failures turned into a kind the UI can
 // name (authentication, unknown host key, no route, …). Free of `vscode`.
 import { spawn } from 'node:child_process';
-import { noLinks } from '../common/notification-text';
+import { noLinks } from '../common';
 
 export interface SshTarget {
   /** A ~/.ssh/config alias or a host name / address as typed. */

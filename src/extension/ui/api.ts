@@ -2,19 +2,16 @@
 // with `vscode.extensions.getExtension('exec-server.exec-server').activate()`.
 import type * as vscode from 'vscode';
 import type { ExecClient } from '../../client/api';
-import type { EnvironmentKind } from '../environments/store';
-import type { EnvironmentState } from '../environments/manager';
+import type { EnvironmentKind } from '../environments';
+import type { EnvironmentState } from '../environments';
+import type { RunResult } from '../terminals/ui';
+
+export type { RunResult };
 
 export interface EnvironmentSummary {
   name: string;
   kind: EnvironmentKind;
   state: EnvironmentState;
-}
-
-export interface RunResult {
-  exitCode: number;
-  stdout: string;
-  stderr: string;
 }
 
 export interface ExecServerApi {

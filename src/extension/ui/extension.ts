@@ -1,27 +1,31 @@
 // Entry point of the VS Code extension: wires the environments, terminals, file system,
 // views, agent endpoint and commands, and returns the exported API (see ./api.ts).
 import * as vscode from 'vscode';
-import { AgentEndpointService, vscodeAgentGateHost, vscodeApprovalHost } from '../agent/ui/endpoint-service';
+import { AgentEndpointService, vscodeAgentGateHost, vscodeApprovalHost } from '../agent/ui';
 import type { ExecServerApi } from './api';
-import { ENVIRONMENTS_VIEW, TERMINAL_PROFILE } from '../common/ui/command-ids';
+import { ENVIRONMENTS_VIEW, TERMINAL_PROFILE } from '../common/ui';
 import { registerCommands } from './commands';
-import { registerCommand } from '../common/ui/command-registry';
-import { registerSshCommands } from '../ssh/ui/connect';
-import { ApprovalGate } from '../approval/policy';
-import { EnvironmentManager } from '../environments/manager';
-import { EnvironmentStore, LOCAL_ENVIRONMENT, parseEnvironments, type EnvironmentSetting } from '../environments/store';
-import { ProcessRegistry } from '../terminals/process-registry';
-import { connectWithProgress, createConnector, LocalServerHolder, StatusBar } from '../environments/ui/connect';
-import { ExecFileSystemProvider } from '../files/ui/file-system-provider';
-import { SCHEME, TerminalService } from '../terminals/ui/terminal-service';
-import { TerminalRecords } from '../terminals/survival';
-import { isStdioFallback, persistentSshSpec } from '../ssh/persist';
-import { createSettingsOwner } from '../common/ui/settings';
-import { ExecServerTree } from '../environments/ui/tree';
-import { registerRequestTelemetry } from '../common/ui/telemetry';
-import { noLinks } from '../common/notification-text';
-import { localUnsupported } from '../environments/local-platform';
-import { registerContainerCommands } from '../containers/ui/connect';
+import { registerCommand } from '../common/ui';
+import { registerSshCommands } from '../ssh/ui';
+import { ApprovalGate } from '../approval';
+import { EnvironmentManager } from '../environments';
+import { EnvironmentStore, LOCAL_ENVIRONMENT, parseEnvironments, type EnvironmentSetting } from '../environments';
+import { ProcessRegistry } from '../terminals';
+import { connectWithProgress, createConnector, LocalServerHolder, StatusBar } from '../environments/ui';
+import { ExecFileSystemProvider } from '../files/ui';
+import { TerminalService } from '../terminals/ui';
+import { SCHEME } from '../common';
+import { TerminalRecords } from '../terminals';
+import { isStdioFallback, persistentSshRoute, persistentSshSpec } from '../ssh';
+import { createSettingsOwner } from '../common/ui';
+import { ExecServerTree } from './tree';
+import { registerRequestTelemetry } from '../common/ui';
+import { noLinks } from '../common';
+import { registerContainerCommands } from '../containers/ui';
+import { connectContainer } from '../containers';
+import { targetOfCommand } from '../containers';
+import type { CommandRoute } from '../environments';
+import { localUnsupported } from '../environments';
 
 let cleanup: (() => Promise<void>) | undefined;
 
@@ -55,7 +59,12 @@ export function activate(ctx: vscode.ExtensionContext): ExecServerApi {
 
   const { telemetry, showStatistics } = registerRequestTelemetry(ctx, settings, log);
   const local = new LocalServerHolder(log, () => telemetry.server());
-  const connector = createConnector(local, (env) => telemetry.client(env), log);
+  // A container environment (Connect to Container): the same stdio command, whose end names the container's state.
+  const containerRoute: CommandRoute = (config, _stdio, { resumeSessionId: _resume, ...opts }) => {
+    const container = targetOfCommand(config.command!, config.args ?? []);
+    return container ? connectContainer(container.target, container.command, opts) : undefined;
+  };
+  const connector = createConnector(local, (env) => telemetry.client(env), [containerRoute, persistentSshRoute((level, message) => log[level](message))]);
   const manager = new EnvironmentManager(store, connector, {
     log: (level, message) => log[level](message),
   });

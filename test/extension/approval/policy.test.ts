@@ -1,3 +1,5 @@
+// The approval gate for command lines given through the API (src/extension/approval/policy.ts):
+// each policy against workspace paths, the question asked and what a denial answers.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import {

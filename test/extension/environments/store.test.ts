@@ -1,3 +1,5 @@
+// The environment store (src/extension/environments/store.ts): Local plus the settings entries,
+// their validation (reserved names, URL schemes) and tokens kept apart in secret storage.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { EnvironmentStore, parseEnvironment, tokenKey, type EnvironmentSetting } from '../../../src/extension/environments/store';

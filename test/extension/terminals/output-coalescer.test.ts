@@ -1,3 +1,5 @@
+// The output coalescer (src/extension/terminals/output-coalescer.ts) on its own: UTF-8 across
+// chunk boundaries, bounded writes, LF to CRLF.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { lfToCrlf, OutputCoalescer } from '../../../src/extension/terminals/output-coalescer';

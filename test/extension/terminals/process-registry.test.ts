@@ -1,3 +1,5 @@
+// The process registry (src/extension/terminals/process-registry.ts): what the Processes tree lists
+// and forgets.
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import { connectInProcess } from '../../../src/client/connect';

@@ -1,9 +1,15 @@
 // Agent endpoint commands: start (with copy buttons), stop, and copy the Codex entry/token.
 import * as vscode from 'vscode';
 import { codexEnvironmentEntry } from './endpoint-service';
-import type { CommandDeps } from '../../ui/command-deps';
+import type { CommandContext } from '../../environments/ui';
+import type { AgentEndpointService } from './endpoint-service';
 
-export function registerAgentCommands(d: CommandDeps): void {
+export interface AgentCommandDeps {
+  register: CommandContext['register'];
+  agent: AgentEndpointService;
+}
+
+export function registerAgentCommands(d: AgentCommandDeps): void {
   d.register('execServer.startAgentEndpoint', async (args) => {
     const r = await d.agent.start();
     if (!args?.quiet) {

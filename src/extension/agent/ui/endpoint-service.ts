@@ -7,14 +7,14 @@ import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { AgentEndpoint, MIN_AGENT_TOKEN_LENGTH, newAgentToken } from '../endpoint';
 import type { AgentGateHost, AgentQuestion } from '../gate';
-import type { ApprovalHost } from '../../approval/policy';
-import { commandLine } from '../../approval/display-text';
-import { LOCAL_ENVIRONMENT } from '../../environments/store';
-import { QuestionPacer } from '../../approval/question-pacer';
-import type { SettingsOwner } from '../../common/settings';
+import type { ApprovalHost } from '../../approval';
+import { commandLine } from '../../approval';
+import { LOCAL_ENVIRONMENT } from '../../environments';
+import { QuestionPacer } from '../../approval';
+import type { SettingsOwner } from '../../common';
 import type { ServerTelemetry } from '../../../telemetry/api';
-import type { StatusBar } from '../../environments/ui/connect';
-import { workspaceFolderPaths, type TerminalService } from '../../terminals/ui/terminal-service';
+import type { StatusBar } from '../../environments/ui';
+import { workspaceFolderPaths, type TerminalService } from '../../terminals/ui';
 
 /** Reads the approval settings and shows the approval notification (API / programmatic commands). */
 export function vscodeApprovalHost(settings: SettingsOwner, log: vscode.LogOutputChannel): ApprovalHost {

@@ -3,7 +3,7 @@
 // unchecked argument object commands receive.
 import * as vscode from 'vscode';
 import type { CommandArgs, CommandId, CommandResult } from './command-ids';
-import { wasReported } from '../../environments/ui/connect';
+import { wasReported } from '../reported';
 import { noLinks } from '../notification-text';
 
 /** The argument object as received: an object, or undefined (no args, a URI, a primitive). */

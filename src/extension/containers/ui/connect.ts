@@ -6,12 +6,12 @@
 // stopped container is announced, and reconnected when it runs again.
 import * as os from 'node:os';
 import * as vscode from 'vscode';
-import type { CommandId } from '../../common/ui/command-ids';
-import { str, type CommandHandler } from '../../common/ui/command-registry';
-import type { EnvironmentManager } from '../../environments/manager';
-import { LOCAL_ENVIRONMENT, type EnvironmentStore } from '../../environments/store';
-import { noIcons, noLinks } from '../../common/notification-text';
-import { isOutdated } from '../../ssh/install';
+import type { CommandId } from '../../common/ui';
+import { str, type CommandHandler } from '../../common/ui';
+import type { EnvironmentManager } from '../../environments';
+import { LOCAL_ENVIRONMENT, type EnvironmentStore } from '../../environments';
+import { noIcons, noLinks } from '../../common';
+import { isOutdated } from '../../ssh';
 import { engineCandidates, runCli, type ContainerSettings } from '../cli';
 import { containerState, waitUntilRunning } from '../connect';
 import { parseContainerList, parsePodList } from '../list';

@@ -3,11 +3,23 @@
 import * as os from 'node:os';
 import * as vscode from 'vscode';
 import { askForEnvironment, freshAnswers, testConnection } from './add';
-import type { CommandDeps } from '../../ui/command-deps';
-import { executeCommand, str, strArray } from '../../common/ui/command-registry';
+import type { ExecClient } from '../../../client/api';
+import type { CommandContext } from './command-context';
+import { executeCommand, str, strArray } from '../../common/ui';
 import { LOCAL_ENVIRONMENT, type AddEnvironmentInput, type EnvironmentConfig } from '../store';
 
-export function registerEnvironmentCommands(d: CommandDeps): void {
+export interface EnvironmentCommandDeps extends CommandContext {
+  /** Redraws the views after the list of environments changed. */
+  refresh(): void;
+  /** The approval gate for command lines given programmatically (Add Environment's command). */
+  approve(environment: string, argv: string[], cwd: string): Promise<void>;
+  /** A throw-away connection with unsaved settings (Add Environment's connection test). */
+  testConnect(config: EnvironmentConfig, token: string | undefined): Promise<ExecClient>;
+  /** The environment's processes are gone (disconnected or removed): forget them. */
+  forgetProcesses(environment: string): void;
+}
+
+export function registerEnvironmentCommands(d: EnvironmentCommandDeps): void {
   d.register('execServer.connect', async (args) => {
     const env = str(args, 'environment') ? d.known(str(args, 'environment')!) : await d.pickEnvironment('Environment to connect');
     if (!env) return undefined;
@@ -19,7 +31,7 @@ export function registerEnvironmentCommands(d: CommandDeps): void {
     const env = str(args, 'environment') ?? (await d.pickEnvironment('Environment to disconnect', (n) => d.manager.state(n) !== 'disconnected'));
     if (!env) return false;
     const was = await d.manager.disconnect(env);
-    d.registry.forgetEnvironment(env);
+    d.forgetProcesses(env);
     d.log.info(`${env}: disconnected`);
     return was;
   });
@@ -81,7 +93,7 @@ export function registerEnvironmentCommands(d: CommandDeps): void {
     const env = str(args, 'name') ?? str(args, 'environment') ?? (await d.pickEnvironment('Environment to remove', (n) => n !== LOCAL_ENVIRONMENT));
     if (!env) return false;
     await d.manager.disconnect(env);
-    d.registry.forgetEnvironment(env);
+    d.forgetProcesses(env);
     const removed = await d.store.remove(env);
     if (!removed) throw new Error(`Exec Server: unknown environment "${env}"`);
     d.refresh();

@@ -1,19 +1,17 @@
 // Environments in the UI: the connector (in-process Local server, websocket, command), lazy
 // connects with progress, clear notifications on failures, and the status-bar item.
 import * as vscode from 'vscode';
+import { markReported } from '../../common';
 import type { ExecClient } from '../../../client/api';
-import type { CommandId } from '../../common/ui/command-ids';
+import type { CommandId } from '../../common/ui';
 import { connectCommand, connectInProcess, connectWebSocket } from '../../../client/connect';
 import { ExecServer } from '../../../server/exec-server';
-import { EnvironmentConnectError, EnvironmentManager, type Connector } from '../manager';
+import { EnvironmentConnectError, EnvironmentManager, type CommandRoute, type Connector } from '../manager';
 import { EnvironmentStore, LOCAL_ENVIRONMENT, type EnvironmentConfig } from '../store';
 import type { ClientTelemetry, ServerTelemetry } from '../../../telemetry/api';
 import { localUnsupported } from '../local-platform';
 import { shownState, statusText } from '../status-text';
-import { connectPersistentSsh, persistentSshSpec, stdioOnlyReason } from '../../ssh/persist';
-import { noLinks } from '../../common/notification-text';
-import { connectContainer } from '../../containers/connect';
-import { targetOfCommand } from '../../containers/target';
+import { noLinks } from '../../common';
 
 const CLIENT_NAME = 'vscode-exec-server';
 
@@ -44,9 +42,11 @@ export class LocalServerHolder implements vscode.Disposable {
 
 /**
  * `telemetry`: the request hook of a new connection to an environment (statistics, spans);
- * `log`: lines about how a connection is made (a Connect to Host environment's persistence).
+ * `routes`: other ways to reach a command environment, the first that applies wins (a
+ * container's exec, Connect to Host's persistent server: given by the activation, environments
+ * know neither containers nor ssh).
  */
-export function createConnector(local: LocalServerHolder, telemetry?: (environment: string) => ClientTelemetry, log?: vscode.LogOutputChannel): Connector {
+export function createConnector(local: LocalServerHolder, telemetry?: (environment: string) => ClientTelemetry, routes: readonly CommandRoute[] = []): Connector {
   return {
     connect(config: EnvironmentConfig, token: string | undefined, opts?: { resumeSessionId?: string }): Promise<ExecClient> {
       const t = telemetry?.(config.name);
@@ -68,36 +68,16 @@ export function createConnector(local: LocalServerHolder, telemetry?: (environme
             telemetry: t,
           });
         case 'command': {
-          // A container environment (Connect to Container): the same stdio command, whose end names the container's state.
-          const container = targetOfCommand(config.command!, config.args ?? []);
-          if (container) return connectContainer(container.target, container.command, { clientName: CLIENT_NAME, initializeTimeoutMs: 20_000, telemetry: t });
           const stdio = () => connectCommand(config.command!, config.args ?? [], { clientName: CLIENT_NAME, initializeTimeoutMs: 20_000, telemetry: t });
-          // A Connect to Host environment running this project's CLI: its server outlives the
-          // window (src/extension/ssh/persist.ts); else (codex, AllowTcpForwarding no) the stdio command.
-          const spec = persistentSshSpec(config);
-          if (!spec) {
-            const why = stdioOnlyReason(config);
-            if (why) log?.info(`${config.name}: stdio connection (${why})`);
-            return stdio();
+          for (const route of routes) {
+            const routed = route(config, stdio, { clientName: CLIENT_NAME, initializeTimeoutMs: 20_000, telemetry: t, resumeSessionId: opts?.resumeSessionId });
+            if (routed) return routed;
           }
-          return connectPersistentSsh(spec, {
-            clientName: CLIENT_NAME,
-            initializeTimeoutMs: 20_000,
-            telemetry: t,
-            resumeSessionId: opts?.resumeSessionId,
-            log: (level, message) => log?.[level](`${config.name}: ${message}`),
-            fallback: stdio,
-          });
+          return stdio();
         }
       }
     },
   };
-}
-
-/** Errors already shown to the user (commands must not show them a second time). */
-const reported = new WeakSet<object>();
-export function wasReported(e: unknown): boolean {
-  return typeof e === 'object' && e !== null && reported.has(e);
 }
 
 /** Connect with a progress notification and a clear error message (rethrown for callers, marked as reported). */
@@ -112,7 +92,7 @@ export async function connectWithProgress(manager: EnvironmentManager, name: str
   } catch (e) {
     const msg = e instanceof Error ? e.message : String(e);
     log.error(msg);
-    if (typeof e === 'object' && e !== null) reported.add(e);
+    markReported(e);
     const hint = e instanceof EnvironmentConnectError && e.kind === 'unauthorized' ? 'Add Environment' : undefined;
     // noLinks: msg may quote the command's stderr (an ssh host's words); notifications make [x](command:…) a link.
     void vscode.window.showErrorMessage(`Exec Server: ${noLinks(msg)}`, ...(hint ? [hint, 'Show Log'] : ['Show Log'])).then((choice) => {

@@ -1,13 +1,13 @@
 // Remote folder commands: Open Remote Folder (recent, browse, or {environment, path}) and
 // Reveal in Explorer for exec-server: URIs.
 import * as vscode from 'vscode';
-import type { CommandDeps } from '../../ui/command-deps';
-import { str } from '../../common/ui/command-registry';
+import type { CommandContext } from '../../environments/ui';
+import { str } from '../../common/ui';
 import { remoteUri } from './file-system-provider';
 import { browseFolder, openFolder, pickStart, pickWhere, startFolder, type OpenWhere } from './open-remote-folder';
-import { SCHEME } from '../../terminals/ui/terminal-service';
+import { SCHEME } from '../../common';
 
-export function registerFolderCommands(d: CommandDeps): void {
+export function registerFolderCommands(d: CommandContext): void {
   const folderDeps = {
     globalState: d.ctx.globalState,
     environments: () => d.store.list().map((e) => ({ name: e.name, state: d.manager.state(e.name) })),

@@ -2,7 +2,7 @@
 // logic (create/overwrite semantics, error mapping, streaming) lives in core/exec-file-system.
 import * as vscode from 'vscode';
 import { ExecFileSystem, type ClientSource } from '../exec-file-system';
-import { SCHEME } from '../../terminals/ui/terminal-service';
+import { SCHEME } from '../../common';
 
 export function remoteUri(environment: string, absPath: string): vscode.Uri {
   return vscode.Uri.from({ scheme: SCHEME, authority: environment, path: absPath });

@@ -4,8 +4,8 @@
 // terminals. Path logic and the recent list live in src/extension/files/remote-folders.ts.
 import * as vscode from 'vscode';
 import type { ExecClient } from '../../../client/api';
-import { infoPath } from '../../environments/input';
-import { noIcons } from '../../common/notification-text';
+import { infoPath } from '../../environments';
+import { noIcons } from '../../common';
 import { addingFolderReloads, addRecentFolder, browserRows, normalizePath, readRecentFolders, typedPath, type BrowserRow, type RecentFolder } from '../remote-folders';
 import { remoteUri } from './file-system-provider';
 

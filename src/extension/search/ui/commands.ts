@@ -9,17 +9,17 @@
 //     folder is open, pointing at these two commands.
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import type { CommandDeps } from '../../ui/command-deps';
-import { str, strArray, type Args } from '../../common/ui/command-registry';
-import { SEARCH_RESULTS_VIEW, type CommandResult } from '../../common/ui/command-ids';
+import type { CommandContext } from '../../environments/ui';
+import { str, strArray, type Args } from '../../common/ui';
+import { SEARCH_RESULTS_VIEW, type CommandResult } from '../../common/ui';
 import { excludedNamesFromSettings, validateQuery, type SearchQuery } from '../argv';
 import { listFiles } from '../files';
 // Quick pick labels render `$(icon)`; a file may be named like that (noIcons).
-import { noIcons, noLinks } from '../../common/notification-text';
+import { noIcons, noLinks } from '../../common';
 import { visiblePath } from '../parse';
 import { DEFAULT_MAX_RESULTS, searchInFolder, summarize, type SearchOutcome } from '../run';
 import { matchSelection, SearchResultsTree } from './view';
-import { SCHEME } from '../../terminals/ui/terminal-service';
+import { SCHEME } from '../../common';
 
 const HAS_REMOTE_FOLDER = 'execServer.hasRemoteFolder';
 const NOTICE_DISMISSED = 'execServer.search.noticeDismissed';
@@ -53,7 +53,7 @@ function unlessAborted<T>(p: Promise<T>, signal: AbortSignal): Promise<T | undef
   });
 }
 
-export function registerSearchCommands(d: CommandDeps): void {
+export function registerSearchCommands(d: CommandContext): void {
   const tree = new SearchResultsTree();
   const view = vscode.window.createTreeView(SEARCH_RESULTS_VIEW, { treeDataProvider: tree, showCollapseAll: true });
   d.ctx.subscriptions.push(tree, view);

@@ -5,11 +5,10 @@
 // added to the window) while it is connected, else the environment of the first exec-server:
 // workspace folder, else Local. A click opens the remote menu (Connect to Host…, Open Remote Folder…).
 import * as vscode from 'vscode';
-import type { EnvironmentManager } from '../../environments/manager';
-import { LOCAL_ENVIRONMENT, type EnvironmentStore } from '../../environments/store';
-import { noIcons } from '../../common/notification-text';
-
-const SCHEME = 'exec-server';
+import { SCHEME } from '../../common';
+import type { EnvironmentManager } from '../../environments';
+import { LOCAL_ENVIRONMENT, type EnvironmentStore } from '../../environments';
+import { noIcons } from '../../common';
 
 export class CurrentEnvironmentIndicator implements vscode.Disposable {
   private readonly item = vscode.window.createStatusBarItem('execServer.currentEnvironment', vscode.StatusBarAlignment.Left, 10_000);

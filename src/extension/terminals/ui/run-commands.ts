@@ -1,10 +1,17 @@
 // Commands that start processes in an environment: New Terminal (a PTY shell or argv) and
 // Run Command (a pipe process with its output in a terminal).
 import * as vscode from 'vscode';
-import type { CommandDeps } from '../../ui/command-deps';
-import { str, strArray } from '../../common/ui/command-registry';
+import type { CommandContext } from '../../environments/ui';
+import type { TerminalService } from './terminal-service';
+import { str, strArray } from '../../common/ui';
 
-export function registerRunCommands(d: CommandDeps): void {
+export interface RunCommandDeps extends CommandContext {
+  terminals: TerminalService;
+  /** The approval gate for command lines given programmatically (like the API's run). */
+  approve(environment: string, argv: string[], cwd: string): Promise<void>;
+}
+
+export function registerRunCommands(d: RunCommandDeps): void {
   d.register('execServer.newTerminal', async (args) => {
     const env = await d.environmentOf(args, 'Environment for the terminal');
     if (!env) return undefined;

@@ -8,17 +8,15 @@ import * as path from 'node:path';
 import * as vscode from 'vscode';
 import type { ExecClient, ProcessHandle, StartProcessOptions } from '../../../client/api';
 import type { EnvironmentInfo, EnvPolicy } from '../../../protocol/types';
-import type { AgentProcess } from '../../agent/endpoint';
-import { commandLine } from '../../approval/policy';
-import { LOCAL_ENVIRONMENT } from '../../environments/store';
+import { commandLine } from '../../approval';
+import { LOCAL_ENVIRONMENT } from '../../environments';
 import { ExecTerminal, type TerminalFlow } from '../exec-terminal';
 import { TERMINAL_PACING } from '../output-coalescer';
 import { followConnection, restorePlan, type TerminalRecord, type TerminalRecords } from '../survival';
 import type { Disposable } from '../../../rpc/event';
+import { SCHEME } from '../../common';
 import type { ProcessOrigin, ProcessRegistry } from '../process-registry';
-import type { RunResult } from '../../ui/api';
 
-export const SCHEME = 'exec-server';
 
 /**
  * The child's environment: the server's own, minus what only makes sense inside the VS Code
@@ -28,6 +26,13 @@ const ENV_POLICY: EnvPolicy = { inherit: 'all', ignoreDefaultExcludes: true, exc
 const TERMINAL_ENV = { TERM: 'xterm-256color', COLORTERM: 'truecolor', TERM_PROGRAM: 'vscode' };
 /** API run(): output kept in memory is bounded. */
 const MAX_CAPTURE_BYTES = 64 * 1024 * 1024;
+
+/** What ExecServerApi.run answers (src/extension/ui/api.ts). */
+export interface RunResult {
+  exitCode: number;
+  stdout: string;
+  stderr: string;
+}
 
 export interface TerminalServiceDeps {
   getClient(environment: string): Promise<ExecClient>;
@@ -293,7 +298,7 @@ export class TerminalService implements vscode.Disposable {
   }
 
   /** Shows a process an agent started in a read-only terminal (closing it does not kill it). */
-  showAgentProcess(p: AgentProcess): void {
+  showAgentProcess(p: ProcessHandle & { readonly argv: string[]; readonly cwd: string; readonly tty: boolean }): void {
     const name = `Agent: ${clip(commandLine(p.argv), 40)}`;
     this.deps.registry.add(LOCAL_ENVIRONMENT, commandLine(p.argv), 'agent', p);
     const pty = new ExecTerminal({

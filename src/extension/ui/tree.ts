@@ -2,11 +2,11 @@
 // connection), under each the processes this window started or watches (click: reveal its
 // terminal; context menu: interrupt / terminate), and the agent endpoint with Start/Stop.
 import * as vscode from 'vscode';
-import type { EnvironmentManager, EnvironmentState } from '../manager';
-import type { CommandId } from '../../common/ui/command-ids';
-import type { EnvironmentStore } from '../store';
-import type { ProcessRegistry } from '../../terminals/process-registry';
-import { shownState } from '../status-text';
+import type { EnvironmentManager, EnvironmentState } from '../environments';
+import type { CommandId } from '../common/ui';
+import type { EnvironmentStore } from '../environments';
+import type { ProcessRegistry } from '../terminals';
+import { shownState } from '../environments';
 
 /** Tree nodes double as command arguments: `{environment}` / `{environment, key}`. */
 export interface EnvironmentNode {

@@ -1,0 +1,2 @@
+// Connect to Container… (palette, remote indicator), for the activation.
+export { registerContainerCommands } from './connect';
