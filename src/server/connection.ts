@@ -16,45 +16,18 @@ import type {
 import { BINARY_OUTPUT_EXTENSION, EXTENSION_METHODS, FLOW_CONTROL_EXTENSION } from '../protocol/types';
 import { VERSION } from '../version';
 import type { ConnectOptions, NotificationSink, ServerConnection } from './api';
+import type { ConnectionContext, ConnectionHost, HttpRunner } from './context';
 import { environmentInfo } from './environment';
-import type { ExecServer } from './exec-server';
 import { FileHandles } from './fs/handles';
 import { MissingWatches } from './fs/missing-watch';
 import { Watches } from './fs/watch';
-import type { HttpRequestInput } from './http';
+import type { HttpRequestInput } from './http-pinned';
 import { checkInFlight, DEFAULT_MAX_IN_FLIGHT } from './in-flight';
 import { KeyedOrder } from './ordering';
 import { checkSandbox } from './sandbox/gate';
 import { methodSpec } from './router';
 import type { Session } from './session';
 import type { RequestRecord } from '../telemetry/api';
-
-/**
- * Performs one http/request (httpRequest in ./http); `streamFinished` fires once a streamed
- * body is done; `writable` resolves when the client can take more (backpressure).
- */
-export type HttpRunner = (
-  i: HttpRequestInput,
-  emit: (n: HttpBodyDeltaNotification) => void,
-  cancel: AbortSignal,
-  streamFinished: () => void,
-  writable: () => Promise<void>,
-) => Promise<HttpRequestResult>;
-
-/** What method handlers may use. */
-export interface ConnectionContext {
-  session(): Session;
-  /** Aborted when the connection closes (ends long-polls whose answer nobody can receive). */
-  readonly closedSignal: AbortSignal;
-  readonly handles: FileHandles;
-  readonly watches: Watches;
-  readonly missingWatches: MissingWatches;
-  /** [extension] The client negotiated binaryOutput: byte payloads (fs/readBlock) may be raw Buffers. */
-  readonly binaryOutput: boolean;
-  http(input: HttpRequestInput, run: HttpRunner): Promise<HttpRequestResult>;
-  /** The server's log (ServerOptions.log). */
-  log(level: 'debug' | 'info' | 'warn' | 'error', message: string): void;
-}
 
 export class Connection implements ServerConnection, ConnectionContext {
   private sessionRef: Session | undefined;
@@ -75,7 +48,7 @@ export class Connection implements ServerConnection, ConnectionContext {
   readonly missingWatches: MissingWatches;
 
   constructor(
-    private readonly server: ExecServer,
+    private readonly server: ConnectionHost,
     private readonly sink: NotificationSink,
     readonly options: ConnectOptions,
     maxOpenHandles: number,

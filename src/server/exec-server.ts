@@ -4,6 +4,7 @@
 import { ErrorCodes, Messages, RpcError, invalidRequest } from '../protocol/errors';
 import type { ConnectOptions, NotificationSink, ServerConnection, ServerOptions } from './api';
 import { Connection } from './connection';
+import type { ConnectionHost } from './context';
 import { DEFAULT_MAX_IN_FLIGHT } from './in-flight';
 import { sandboxSupport } from './sandbox/support';
 import { Session } from './session';
@@ -22,7 +23,7 @@ export const DEFAULTS = {
 /** How long shutdown() waits for killed children to be reaped. */
 const SHUTDOWN_WAIT_MS = 3_000;
 
-export class ExecServer {
+export class ExecServer implements ConnectionHost {
   private readonly opts: { -readonly [K in keyof typeof DEFAULTS]: number };
   private readonly sessions = new Map<string, Session>();
   private readonly connections = new Set<Connection>();

@@ -15,7 +15,39 @@ import net from 'node:net';
 import { pipeline, type Readable } from 'node:stream';
 import zlib from 'node:zlib';
 import type { HttpHeader } from '../protocol/types';
-import type { Fetched, HttpRequestInput, PinnedAddresses } from './http';
+
+/**
+ * The addresses a host name was judged by (in process only): the engine connects to these and
+ * to nothing else, whatever the name resolves to by then. `addresses` empty: the name did not
+ * resolve when judged (`error` says why); the request then fails without resolving it again.
+ */
+export interface PinnedAddresses {
+  host: string;
+  addresses: readonly { address: string; family: 4 | 6 }[];
+  error?: string;
+}
+
+export interface HttpRequestInput {
+  method: string;
+  url: string;
+  headers: HttpHeader[];
+  body?: Buffer;
+  timeoutMs?: number;
+  redirectPolicy: 'follow' | 'stop';
+  requestId: string;
+  streamResponse: boolean;
+  /** Connect only to these (in process only, see PINNED_HTTP_ADDRESSES in ./http.ts). */
+  pinned?: PinnedAddresses;
+}
+
+/** A response as both ways of fetching deliver it. */
+export interface Fetched {
+  status: number;
+  headers: HttpHeader[];
+  body: AsyncIterable<Uint8Array> | null;
+  /** Drops the body unread (the connection is closed). */
+  discard(): Promise<void>;
+}
 
 /** What fetch adds when the caller did not set it (as Node's fetch sends them). */
 const DEFAULT_HEADERS: [string, string][] = [

@@ -10,18 +10,9 @@ import { MAX_MESSAGE_BYTES } from '../protocol/limits';
 import { RpcError, internalError, invalidParams, invalidRequest } from '../protocol/errors';
 import { markVerbatim } from '../rpc/verbatim';
 import type { HttpBodyDeltaNotification, HttpHeader, HttpRequestResult } from '../protocol/types';
-import { headerList, pinnedRequest } from './http-pinned';
+import { headerList, pinnedRequest, type Fetched, type HttpRequestInput, type PinnedAddresses } from './http-pinned';
 
-/**
- * The addresses a host name was judged by (in process only): the engine connects to these and
- * to nothing else, whatever the name resolves to by then. `addresses` empty: the name did not
- * resolve when judged (`error` says why); the request then fails without resolving it again.
- */
-export interface PinnedAddresses {
-  host: string;
-  addresses: readonly { address: string; family: 4 | 6 }[];
-  error?: string;
-}
+export type { Fetched, HttpRequestInput, PinnedAddresses };
 
 /**
  * The key under which an in-process caller (the agent gate) puts PinnedAddresses on the
@@ -33,28 +24,6 @@ export const PINNED_HTTP_ADDRESSES = Symbol('exec-server http/request pinned add
 export function pinnedOf(raw: unknown): PinnedAddresses | undefined {
   if (raw === null || typeof raw !== 'object') return undefined;
   return (raw as { [PINNED_HTTP_ADDRESSES]?: PinnedAddresses })[PINNED_HTTP_ADDRESSES];
-}
-
-export interface HttpRequestInput {
-  method: string;
-  url: string;
-  headers: HttpHeader[];
-  body?: Buffer;
-  timeoutMs?: number;
-  redirectPolicy: 'follow' | 'stop';
-  requestId: string;
-  streamResponse: boolean;
-  /** Connect only to these (in process only, see PINNED_HTTP_ADDRESSES). */
-  pinned?: PinnedAddresses;
-}
-
-/** A response as both ways of fetching deliver it. */
-export interface Fetched {
-  status: number;
-  headers: HttpHeader[];
-  body: AsyncIterable<Uint8Array> | null;
-  /** Drops the body unread (the connection is closed). */
-  discard(): Promise<void>;
 }
 
 /**

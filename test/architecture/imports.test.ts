@@ -5,7 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
-import { findCycles, importSpecifiers, listTs } from '../support/files';
+import { findCycles, importSpecifiers, listTs, resolveImport } from '../support/files';
 
 const repo = process.env.EXEC_SERVER_REPO ?? path.resolve(__dirname, '../../..');
 const src = path.join(repo, 'src');
@@ -45,6 +45,15 @@ test('no import cycle between the layer folders of src/', () => {
     chain.slice(0, -1).map((a, i) => `${a} → ${chain[i + 1]} (${edges.get(a)!.get(chain[i + 1])})`).join('\n  '),
   );
   assert.deepEqual(cycles, [], `import cycle(s) between src/ folders:\n  ${cycles.join('\n\n  ')}`);
+});
+
+test('no import cycle between the files of src/ (type imports included)', () => {
+  // A cycle closed only by `import type` still ties the modules together: neither can be read,
+  // moved or tested without the other. Types a lower module needs live in that module (or a
+  // types-only module below both), never in the module that uses it.
+  const next = new Map(files.map(({ file, specs }) => [file, specs.map((s) => resolveImport(file, s)).filter((t): t is string => t !== undefined)]));
+  const cycles = findCycles(next.keys(), (f) => next.get(f) ?? []).map((chain) => chain.map((f) => path.relative(repo, f)).join(' → '));
+  assert.deepEqual(cycles, [], `import cycle(s) between files:\n  ${cycles.join('\n  ')}`);
 });
 
 test("only the ui/ folders of src/extension import 'vscode'", () => {

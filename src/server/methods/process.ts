@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import { Messages, RpcError, invalidParams, invalidRequest, internalError } from '../../protocol/errors';
 import type { EnvPolicy, ProcessStartResult } from '../../protocol/types';
-import type { ConnectionContext } from '../connection';
+import type { ConnectionContext } from '../context';
 import { osMessage } from '../os-errors';
 import * as P from '../params';
 import { uriToPath } from '../paths';

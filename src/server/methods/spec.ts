@@ -2,7 +2,7 @@
 // are typed by the protocol's RequestMap: a table must have an entry for each of its methods, and
 // an entry's handler must answer that method's result type (ResultOf<M>), or tsc fails.
 import type { RequestMethod, ResultOf } from '../../protocol/types';
-import type { ConnectionContext } from '../connection';
+import type { ConnectionContext } from '../context';
 import type { Access } from '../ordering';
 
 export type Category =
