@@ -18,6 +18,7 @@ import { registerContainerTests } from './container-tests';
 import { registerSshTests } from './ssh-tests';
 import { registerSshSurviveTests } from './ssh-survive-tests';
 import { registerSshRemoteHostTests } from './ssh-remote-host-tests';
+import { registerRemoteWindowTests } from './remote-window-tests';
 import { disposeTerminals, registerTerminalTests } from './terminal-tests';
 import { registerTerminalSurvivalTests } from './terminal-survival-tests';
 import { registerUxMarkupTests } from './ux-markup-tests';
@@ -41,6 +42,7 @@ registerUxMarkupTests();
 registerSearchTests();
 registerSshTests();
 registerSshAttackTests();
+registerRemoteWindowTests();
 registerContainerTests();
 registerRemoteLifecycleTests();
 // Last: the window reloads in the middle of these (module state of the tests above is gone after it).

@@ -69,7 +69,7 @@ export interface CommandSignatures {
     result: { name: string; kind: string } | undefined;
   };
   'execServer.removeEnvironment': { args: { name?: string; environment?: string }; result: boolean };
-  'execServer.newTerminal': { args: { environment?: string; cwd?: string; argv?: string[]; name?: string }; result: vscode.Terminal | undefined };
+  'execServer.newTerminal': { args: { environment?: string; cwd?: string; argv?: string[]; name?: string; fromWorkspaceFolder?: boolean }; result: vscode.Terminal | undefined };
   'execServer.runCommand': { args: { environment?: string; command?: string; argv?: string[]; cwd?: string }; result: { exitCode: number } | undefined };
   'execServer.openRemoteFolder': { args: { environment?: string; path?: string; newWindow?: boolean }; result: string | undefined };
   'execServer.revealInExplorer': { args: { environment?: string; path?: string } | vscode.Uri; result: boolean };

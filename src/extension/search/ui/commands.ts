@@ -22,6 +22,8 @@ import { matchSelection, SearchResultsTree } from './view';
 import { SCHEME } from '../../common';
 
 const HAS_REMOTE_FOLDER = 'execServer.hasRemoteFolder';
+/** Every workspace folder is an exec-server: folder — a remote window: Ctrl+Shift+F, Ctrl+P and Ctrl+` go to the remote versions (package.json keybindings). */
+const REMOTE_WINDOW = 'execServer.remoteWindow';
 const NOTICE_DISMISSED = 'execServer.search.noticeDismissed';
 const NOTICE_SHOWN = 'execServer.search.noticeShown';
 const LAST_QUERY = 'execServer.search.lastQuery';
@@ -322,6 +324,8 @@ export function registerSearchCommands(d: CommandContext): void {
   const update = () => {
     const has = openFolders().length > 0;
     void vscode.commands.executeCommand('setContext', HAS_REMOTE_FOLDER, has);
+    const folders = vscode.workspace.workspaceFolders ?? [];
+    void vscode.commands.executeCommand('setContext', REMOTE_WINDOW, folders.length > 0 && folders.every((f) => f.uri.scheme === SCHEME));
     if (!has || d.ctx.globalState.get(NOTICE_DISMISSED) || d.ctx.workspaceState.get(NOTICE_SHOWN)) return;
     void d.ctx.workspaceState.update(NOTICE_SHOWN, true);
     const find = 'Find in Files';

@@ -4,6 +4,20 @@ import * as vscode from 'vscode';
 import type { CommandContext } from '../../environments/ui';
 import type { TerminalService } from './terminal-service';
 import { str, strArray } from '../../common/ui';
+import { SCHEME } from '../../common';
+
+/** The exec-server: workspace folder of the active editor, else the first one. */
+function remoteWorkspaceFolder(): vscode.WorkspaceFolder | undefined {
+  const active = vscode.window.activeTextEditor?.document.uri;
+  const own = active ? vscode.workspace.getWorkspaceFolder(active) : undefined;
+  if (own?.uri.scheme === SCHEME) return own;
+  return (vscode.workspace.workspaceFolders ?? []).find((f) => f.uri.scheme === SCHEME);
+}
+
+/** A folder URI's authority is its environment's name (possibly lower-cased, as in the file system provider). */
+function environmentOfAuthority(d: CommandContext, authority: string): string | undefined {
+  return d.store.get(authority)?.name ?? d.store.list().find((e) => e.name.toLowerCase() === authority.toLowerCase())?.name;
+}
 
 export interface RunCommandDeps extends CommandContext {
   terminals: TerminalService;
@@ -13,12 +27,15 @@ export interface RunCommandDeps extends CommandContext {
 
 export function registerRunCommands(d: RunCommandDeps): void {
   d.register('execServer.newTerminal', async (args) => {
-    const env = await d.environmentOf(args, 'Environment for the terminal');
+    // `fromWorkspaceFolder` (the remote window's Ctrl+` / Ctrl+Shift+`): the environment and path
+    // of the active editor's exec-server folder, else of the first one.
+    const folder = args && typeof args === 'object' && (args as Record<string, unknown>).fromWorkspaceFolder === true ? remoteWorkspaceFolder() : undefined;
+    const env = folder ? environmentOfAuthority(d, folder.uri.authority) : await d.environmentOf(args, 'Environment for the terminal');
     if (!env) return undefined;
     await d.clientFor(env);
     const argv = strArray(args, 'argv');
     return d.terminals.newTerminal(env, {
-      cwd: str(args, 'cwd'),
+      cwd: str(args, 'cwd') ?? folder?.uri.path,
       argv,
       name: str(args, 'name'),
       // A caller-chosen program passes the approval gate; the plain shell is the user's own.
