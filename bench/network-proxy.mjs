@@ -1,0 +1,116 @@
+// Managed network proxy throughput (issue 21): a 64 MiB download from a loopback HTTP server by
+// curl inside a managed sandbox, through the executor-local proxy (networkProxy, HTTP proxy) and
+// directly (network "enabled", no proxy), on our CLI and on the reference, rounds alternating.
+// Prints MiB/s per case (median of the rounds) and the proxied/direct ratio (goal: ≥ 0.8).
+// Usage: npm run build && node bench/network-proxy.mjs [--rounds=N]
+import { spawn, spawnSync } from 'node:child_process';
+import http from 'node:http';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const rounds = Number(process.argv.find((a) => a.startsWith('--rounds='))?.split('=')[1] ?? 5);
+const SIZE = 64 * 1024 * 1024;
+const body = Buffer.alloc(1024 * 1024, 'x');
+
+function findReference() {
+  const r = spawnSync(process.execPath, [path.join(root, 'scripts/tools/install.mjs'), '--find', 'reference'], { encoding: 'utf8' });
+  const keys = Object.fromEntries(r.stdout.split('\n').filter((l) => l.includes('=')).map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]));
+  return keys.REFERENCE ? { cmd: [keys.REFERENCE, 'exec-server', '--listen', 'stdio'], env: { ...process.env, CODEX_HOME: keys.CODEX_HOME } } : undefined;
+}
+
+class Server {
+  constructor(cmd, env) {
+    this.child = spawn(cmd[0], cmd.slice(1), { env, stdio: ['pipe', 'pipe', 'ignore'] });
+    this.buf = '';
+    this.pending = new Map();
+    this.out = new Map();
+    this.closed = new Map();
+    this.id = 0;
+    this.child.stdout.on('data', (d) => {
+      this.buf += d;
+      let nl;
+      while ((nl = this.buf.indexOf('\n')) >= 0) {
+        const m = JSON.parse(this.buf.slice(0, nl));
+        this.buf = this.buf.slice(nl + 1);
+        if (m.id !== undefined && this.pending.has(m.id)) {
+          this.pending.get(m.id)(m);
+          this.pending.delete(m.id);
+        } else if (m.method === 'process/output') {
+          this.out.set(m.params.processId, (this.out.get(m.params.processId) ?? '') + Buffer.from(m.params.chunk, 'base64'));
+        } else if (m.method === 'process/closed') this.closed.get(m.params.processId)?.();
+      }
+    });
+  }
+  call(method, params) {
+    return new Promise((r) => {
+      const i = ++this.id;
+      this.pending.set(i, r);
+      this.child.stdin.write(JSON.stringify({ id: i, method, params }) + '\n');
+    });
+  }
+  async init() {
+    await this.call('initialize', { clientName: 'bench-network' });
+    this.child.stdin.write(JSON.stringify({ method: 'initialized', params: {} }) + '\n');
+  }
+  async run(params) {
+    const done = new Promise((r) => this.closed.set(params.processId, r));
+    const res = await this.call('process/start', params);
+    if (res.error) throw new Error(JSON.stringify(res.error));
+    await done;
+    return this.out.get(params.processId) ?? '';
+  }
+  stop() {
+    this.child.stdin.end();
+  }
+}
+
+const origin = http.createServer((req, res) => {
+  res.writeHead(200, { 'content-length': SIZE });
+  let sent = 0;
+  const more = () => {
+    while (sent < SIZE) {
+      sent += body.length;
+      if (!res.write(body)) return void res.once('drain', more);
+    }
+    res.end();
+  };
+  more();
+});
+await new Promise((r) => origin.listen(0, '127.0.0.1', r));
+const port = origin.address().port;
+const cwd = 'file:///tmp';
+const sandbox = {
+  permissions: { type: 'managed', file_system: { type: 'restricted', entries: [{ path: { type: 'special', value: { kind: 'root' } }, access: 'read' }] }, network: 'enabled' },
+  cwd, workspaceRoots: [cwd], windowsSandboxLevel: 'disabled', windowsSandboxProxySettingsMode: 'reconcile', useLegacyLandlock: false,
+};
+const proxy = { enabled: true, enableSocks5: true, enableSocks5Udp: true, allowUpstreamProxy: true, dangerouslyAllowAllUnixSockets: false, mode: 'full', allowLocalBinding: false, domains: { localhost: 'allow' } };
+const curl = (extra) => ['/bin/bash', '-c', `curl -s -o /dev/null -w '%{speed_download}' ${extra} http://localhost:${port}/big`];
+
+const targets = [{ name: 'ours', cmd: [process.execPath, path.join(root, 'dist/cli.js'), '--listen', 'stdio'], env: process.env }];
+const ref = findReference();
+if (ref) targets.push({ name: 'reference', ...ref });
+const results = {};
+let n = 0;
+for (const t of targets) {
+  t.server = new Server(t.cmd, t.env);
+  await t.server.init();
+}
+for (let r = 0; r < rounds; r++) {
+  for (const t of targets) {
+    for (const kind of ['direct', 'proxied']) {
+      const params = { processId: `b${++n}`, argv: kind === 'direct' ? curl("--noproxy '*'") : curl(''), cwd, env: { PATH: '/usr/bin:/bin' }, tty: false, sandbox,
+        ...(kind === 'proxied' ? { enforceManagedNetwork: true, networkProxy: { proxy } } : {}) };
+      const bps = Number(await t.server.run(params));
+      (results[`${t.name} ${kind}`] ??= []).push(bps / 1024 / 1024);
+    }
+  }
+}
+for (const t of targets) t.server.stop();
+origin.close();
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+for (const [k, v] of Object.entries(results)) console.log(`${k.padEnd(20)} ${median(v).toFixed(0).padStart(6)} MiB/s  (rounds: ${v.map((x) => x.toFixed(0)).join(' ')})`);
+for (const t of targets) {
+  const ratio = median(results[`${t.name} proxied`]) / median(results[`${t.name} direct`]);
+  console.log(`${t.name}: proxied / direct = ${ratio.toFixed(2)}`);
+}
