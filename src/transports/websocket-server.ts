@@ -41,6 +41,19 @@ export interface WebSocketListenOptions {
 
 export const DEFAULT_PING_INTERVAL_MS = 30_000;
 
+// Slowloris: an unauthenticated peer that sends half a request holds a descriptor until a
+// timeout ends it (Node's default for headers: 60 s, checked every 30 s), and about a thousand
+// of them filled a 1 024-descriptor table, so a client WITH the token was refused (libuv then
+// accepts and closes every new connection). Connections that have not become a websocket yet
+// (headers, TLS handshake, an HTTP request) are bounded in time and in number; at the bound the
+// OLDEST such connection is cut, so a flood of half-sent requests cannot keep out a client that
+// finishes its handshake in time.
+/** Time to receive a request's headers / the whole request. */
+export const HEADERS_TIMEOUT_MS = 10_000;
+export const REQUEST_TIMEOUT_MS = 15_000;
+/** Connections not (yet) upgraded to a websocket, at most. */
+export const MAX_PENDING_CONNECTIONS = 128;
+
 export interface WebSocketListener {
   /** ws://host:port (wss:// with TLS) */
   readonly url: string;
@@ -78,11 +91,28 @@ export async function listenWebSocket(opts: WebSocketListenOptions): Promise<Web
     if (opts.onHttpRequest?.(req, res)) return;
     res.writeHead(404, { 'Content-Type': 'text/plain' }).end('not found (connect with a websocket)\n');
   };
-  const server = opts.tls ? https.createServer({ cert: opts.tls.cert, key: opts.tls.key }, onRequest) : http.createServer(onRequest);
-  server.on('connection', (s: Socket) => {
+  const limits = { headersTimeout: HEADERS_TIMEOUT_MS, requestTimeout: REQUEST_TIMEOUT_MS, connectionsCheckingInterval: 1_000 };
+  const server = opts.tls
+    ? https.createServer({ cert: opts.tls.cert, key: opts.tls.key, handshakeTimeout: HEADERS_TIMEOUT_MS, ...limits }, onRequest)
+    : http.createServer(limits, onRequest);
+  /** Accepted sockets that are not a websocket yet, oldest first (a Set keeps insertion order). */
+  const pending = new Set<Socket | Duplex>();
+  const onAccepted = (s: Socket) => {
     sockets.add(s);
-    s.on('close', () => sockets.delete(s));
-  });
+    pending.add(s);
+    s.on('close', () => {
+      sockets.delete(s);
+      pending.delete(s);
+    });
+    if (pending.size > MAX_PENDING_CONNECTIONS) {
+      const oldest = pending.values().next().value!;
+      pending.delete(oldest);
+      oldest.destroy();
+    }
+  };
+  // TLS: counted once the handshake is done (the socket the upgrade sees); the handshake itself
+  // is bounded in time only (handshakeTimeout).
+  server.on(opts.tls ? 'secureConnection' : 'connection', onAccepted);
   server.on('tlsClientError', (e: Error) => log('debug', `TLS handshake failed: ${e.message}`));
 
   server.on('upgrade', (req: http.IncomingMessage, socket: Duplex, head: Buffer) => {
@@ -111,6 +141,7 @@ export async function listenWebSocket(opts: WebSocketListenOptions): Promise<Web
         }
       }
       if (socket.destroyed) return;
+      pending.delete(req.socket);
       wss.handleUpgrade(req, socket, head, (ws) => {
         alive.set(ws, true);
         ws.on('pong', () => alive.set(ws, true));
