@@ -9,7 +9,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import type { CommandId } from '../../common/ui';
-import { str, type CommandHandler } from '../../common/ui';
+import { str, type Args, type CommandHandler } from '../../common/ui';
 import type { EnvironmentManager } from '../../environments';
 import type { EnvironmentStore } from '../../environments';
 import { noIcons, noLinks } from '../../common';
@@ -121,123 +121,139 @@ function hostSummary(f: HostFacts): string {
 }
 
 /** Connect to Host… and the current-environment indicator (./ssh-status.ts). */
+type Progress = vscode.Progress<{ message?: string }>;
+
+/** A progress notification running f; Cancel aborts its signal. */
+function withProgress<T>(title: string, f: (p: Progress, signal: AbortSignal) => Promise<T>, cancellable = true): Thenable<T> {
+  // A progress notification renders links: the title names the host as the config spells it.
+  return vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: noLinks(title), cancellable }, (p, token) => {
+    const ac = new AbortController();
+    token.onCancellationRequested(() => ac.abort());
+    return f(p, ac.signal);
+  });
+}
+
 export function registerSshCommands(d: SshCommandDeps): void {
   const indicator = new CurrentEnvironmentIndicator(d.store, d.manager);
   d.ctx.subscriptions.push(indicator);
   // Args (programmatic): {host: alias | user@host[:port], name?, install?: true (install without
   // asking when no executor is found), trustNewHostKey?: true}. Without args: the quick pick.
-  d.register('execServer.connectToHost', async (args) => {
-    const ssh = d.sshOptions();
-    const given = str(args, 'host');
-    const programmatic = !!args && !!given;
-    let target: SshTarget | undefined;
-    if (given) target = parseSshTarget(given);
-    else target = await pickHost(d, ssh);
-    if (!target) return undefined;
-    const shown = formatSshTarget(target);
-    // ssh runs on this machine with the caller's target: a call from another extension asks first.
-    if (programmatic) await d.approve(LOCAL_ENVIRONMENT, [ssh.sshPath || 'ssh', shown], os.homedir());
-    d.log.info(`Connect to Host: ${shown} (ssh ${ssh.sshPath || 'ssh'}${ssh.configFile ? `, config ${ssh.configFile}` : ''})`);
+  d.register('execServer.connectToHost', (args) => connectToHost(d, indicator, args));
+}
 
-    const probe = (progress: vscode.Progress<{ message?: string }>, signal: AbortSignal) =>
-      probeTrustingNewHostKey(target!, ssh, { log: d.log, progress, signal, ask: !programmatic, trust: !programmatic || args?.trustNewHostKey === true });
+/** One host's facts and the executor to use there (none: nothing runs yet). */
+interface HostState {
+  facts: HostFacts;
+  executor: Executor | undefined;
+  installed: boolean;
+}
 
-    const run = (title: string, f: (p: vscode.Progress<{ message?: string }>, signal: AbortSignal) => Promise<unknown>, cancellable = true) =>
-      // A progress notification renders links: the title names the host as the config spells it.
-      vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: noLinks(title), cancellable }, (p, token) => {
-        const ac = new AbortController();
-        token.onCancellationRequested(() => ac.abort());
-        return f(p, ac.signal);
-      });
-
-    try {
-      let facts!: HostFacts;
-      await run(`Exec Server: connecting to ${shown}`, async (p, signal) => {
-        facts = await probe(p, signal);
-      });
-      d.log.info(`Connect to Host: ${shown}: ${hostSummary(facts)}; exec-server ${facts.execServer ?? '-'}, installed ${facts.installed ?? '-'}, codex ${facts.codexExecServer ? facts.codex : '-'}`);
-      let executor = chooseExecutor(facts);
-      let installed = false;
-      const version = String((d.ctx.extension.packageJSON as { version?: string }).version ?? '0.0.0');
-      const bundle = () => findBundle(d.ctx.extensionPath, version);
-      const install = async (plan: InstallPlan, b: CliBundle) => {
-        await run(`Exec Server: installing on ${shown}`, async (p, signal) => {
-          p.report({ message: plan.summary });
-          await installOnHost(target!, ssh, b, plan, {
-            signal,
-            onProgress: (line) => {
-              d.log.info(`[install ${shown}] ${line}`);
-              // The installer's output on the host (npm, node-gyp): shown in the notification, no links.
-              if (!/^\s*(gyp|npm) (info|timing|verb)/.test(line)) p.report({ message: noLinks(line.slice(0, 120)) });
-            },
-          });
-          facts = await probeHost(target!, ssh, { signal });
-        });
-        executor = chooseExecutor(facts);
-        installed = true;
-      };
-      if (!executor) {
-        const b = bundle();
-        const plan = planInstall(facts, b); // throws the reason it cannot work
-        if (args?.install !== true) {
-          if (programmatic) throw new Error(`no exec-server on ${shown} (pass install: true to install the CLI there)`);
-          const ok = await vscode.window.showInformationMessage(
-            `Exec Server: no exec-server found on ${shown} (${hostSummary(facts)}).`,
-            { modal: true, detail: `Install this extension's CLI there? It goes into ~/.exec-server on the host (${plan.summary}); nothing else is changed.` },
-            'Install',
-          );
-          if (ok !== 'Install') return undefined;
-        }
-        await install(plan, b);
-      } else if (executor.kind === 'installed' && isOutdated(facts.installedVersion, version) && (!programmatic || args?.install === true)) {
-        // The CLI this extension installed earlier, from an older version: offer the update.
-        let plan: InstallPlan | undefined;
-        let b: CliBundle | undefined;
-        try {
-          b = bundle();
-          plan = planInstall(facts, b);
-        } catch (e) {
-          d.log.warn(`Connect to Host: ${shown}: the installed CLI (${facts.installedVersion}) cannot be updated: ${(e as Error).message}`);
-        }
-        const ok =
-          plan && b && (args?.install === true ||
-            (await vscode.window.showInformationMessage(
-              `Exec Server: ${shown} has ${facts.installedVersion || 'an unknown version'} of the CLI; this extension carries ${version}.`,
-              { modal: true, detail: `Update the CLI in ~/.exec-server on the host (${plan.summary})? "Use Installed" connects with the one there.` },
-              'Update',
-              'Use Installed',
-            )) === 'Update');
-        if (ok) await install(plan!, b!);
-      }
-      const chosen = executor;
-      if (!chosen) throw new Error(`the CLI was installed on ${shown} but the host does not find it (~/.exec-server/bin/exec-server)`);
-      const input = sshEnvironmentInput('', target, ssh, chosen);
-      const { name, existing } = chooseEnvironmentName(target, input, d.store.list(), str(args, 'name'));
-      if (!existing) {
-        await d.store.add({ ...input, name });
-        await d.manager.disconnect(name); // a replaced definition: the next connect takes the new one
-        d.refresh();
-        d.log.info(`environment ${name} saved: ${input.command} ${input.args!.join(' ')}`);
-      }
-      // The manager's connect attempt is shared with other callers: not cancellable from here.
-      await run(`Exec Server: starting ${chosen.description} on ${shown}`, () => d.manager.getClient(name), false);
-      indicator.connected(name);
+async function connectToHost(d: SshCommandDeps, indicator: CurrentEnvironmentIndicator, args: Args): Promise<ConnectToHostResult | undefined> {
+  const ssh = d.sshOptions();
+  const given = str(args, 'host');
+  const programmatic = !!args && !!given;
+  const target = given ? parseSshTarget(given) : await pickHost(d, ssh);
+  if (!target) return undefined;
+  const shown = formatSshTarget(target);
+  // ssh runs on this machine with the caller's target: a call from another extension asks first.
+  if (programmatic) await d.approve(LOCAL_ENVIRONMENT, [ssh.sshPath || 'ssh', shown], os.homedir());
+  d.log.info(`Connect to Host: ${shown} (ssh ${ssh.sshPath || 'ssh'}${ssh.configFile ? `, config ${ssh.configFile}` : ''})`);
+  try {
+    const facts = await withProgress(`Exec Server: connecting to ${shown}`, (progress, signal) =>
+      probeTrustingNewHostKey(target, ssh, { log: d.log, progress, signal, ask: !programmatic, trust: !programmatic || args?.trustNewHostKey === true }),
+    );
+    d.log.info(`Connect to Host: ${shown}: ${hostSummary(facts)}; exec-server ${facts.execServer ?? '-'}, installed ${facts.installed ?? '-'}, codex ${facts.codexExecServer ? facts.codex : '-'}`);
+    const host = await ensureExecutor(d, target, ssh, { facts, executor: chooseExecutor(facts), installed: false }, args, programmatic);
+    if (!host) return undefined;
+    const chosen = host.executor;
+    if (!chosen) throw new Error(`the CLI was installed on ${shown} but the host does not find it (~/.exec-server/bin/exec-server)`);
+    const input = sshEnvironmentInput('', target, ssh, chosen);
+    const { name, existing } = chooseEnvironmentName(target, input, d.store.list(), str(args, 'name'));
+    if (!existing) {
+      await d.store.add({ ...input, name });
+      await d.manager.disconnect(name); // a replaced definition: the next connect takes the new one
       d.refresh();
-      if (!programmatic) {
-        void vscode.window.showInformationMessage(`Exec Server: connected to ${name} (${chosen.description}).`, 'New Terminal', 'Open Remote Folder').then((c) => {
-          if (c === 'New Terminal') void vscode.commands.executeCommand('execServer.newTerminal', { environment: name });
-          if (c === 'Open Remote Folder') void vscode.commands.executeCommand('execServer.openRemoteFolder', { environment: name });
-        });
-      }
-      return { environment: name, executor: chosen.kind, installed } satisfies ConnectToHostResult;
-    } catch (e) {
-      if (e instanceof vscode.CancellationError || (e instanceof Error && e.message === 'cancelled')) {
-        d.log.info(`Connect to Host: ${shown}: cancelled`);
-        return undefined;
-      }
-      const why = e instanceof SshError || e instanceof InstallError ? e.message : `cannot connect to ${shown}: ${e instanceof Error ? e.message : String(e)}`;
-      // Reported in a notification; the reason may quote the host (its banner, the probe's output).
-      throw new Error(`Exec Server: ${noLinks(why)}`);
+      d.log.info(`environment ${name} saved: ${input.command} ${input.args!.join(' ')}`);
     }
-  });
+    // The manager's connect attempt is shared with other callers: not cancellable from here.
+    await withProgress(`Exec Server: starting ${chosen.description} on ${shown}`, () => d.manager.getClient(name), false);
+    indicator.connected(name);
+    d.refresh();
+    if (!programmatic) {
+      void vscode.window.showInformationMessage(`Exec Server: connected to ${name} (${chosen.description}).`, 'New Terminal', 'Open Remote Folder').then((c) => {
+        if (c === 'New Terminal') void vscode.commands.executeCommand('execServer.newTerminal', { environment: name });
+        if (c === 'Open Remote Folder') void vscode.commands.executeCommand('execServer.openRemoteFolder', { environment: name });
+      });
+    }
+    return { environment: name, executor: chosen.kind, installed: host.installed } satisfies ConnectToHostResult;
+  } catch (e) {
+    if (e instanceof vscode.CancellationError || (e instanceof Error && e.message === 'cancelled')) {
+      d.log.info(`Connect to Host: ${shown}: cancelled`);
+      return undefined;
+    }
+    const why = e instanceof SshError || e instanceof InstallError ? e.message : `cannot connect to ${shown}: ${e instanceof Error ? e.message : String(e)}`;
+    // Reported in a notification; the reason may quote the host (its banner, the probe's output).
+    throw new Error(`Exec Server: ${noLinks(why)}`);
+  }
+}
+
+/**
+ * No executor on the host: install this extension's CLI (asked first unless args.install); the
+ * CLI installed earlier by an older version: offer the update. Undefined when the user declined.
+ */
+async function ensureExecutor(d: SshCommandDeps, target: SshTarget, ssh: SshOptions, host: HostState, args: Args, programmatic: boolean): Promise<HostState | undefined> {
+  const shown = formatSshTarget(target);
+  const version = String((d.ctx.extension.packageJSON as { version?: string }).version ?? '0.0.0');
+  const bundle = () => findBundle(d.ctx.extensionPath, version);
+  const install = async (plan: InstallPlan, b: CliBundle): Promise<HostState> => {
+    const facts = await withProgress(`Exec Server: installing on ${shown}`, async (p, signal) => {
+      p.report({ message: plan.summary });
+      await installOnHost(target, ssh, b, plan, {
+        signal,
+        onProgress: (line) => {
+          d.log.info(`[install ${shown}] ${line}`);
+          // The installer's output on the host (npm, node-gyp): shown in the notification, no links.
+          if (!/^\s*(gyp|npm) (info|timing|verb)/.test(line)) p.report({ message: noLinks(line.slice(0, 120)) });
+        },
+      });
+      return probeHost(target, ssh, { signal });
+    });
+    return { facts, executor: chooseExecutor(facts), installed: true };
+  };
+  const { facts, executor } = host;
+  if (!executor) {
+    const b = bundle();
+    const plan = planInstall(facts, b); // throws the reason it cannot work
+    if (args?.install !== true) {
+      if (programmatic) throw new Error(`no exec-server on ${shown} (pass install: true to install the CLI there)`);
+      const ok = await vscode.window.showInformationMessage(
+        `Exec Server: no exec-server found on ${shown} (${hostSummary(facts)}).`,
+        { modal: true, detail: `Install this extension's CLI there? It goes into ~/.exec-server on the host (${plan.summary}); nothing else is changed.` },
+        'Install',
+      );
+      if (ok !== 'Install') return undefined;
+    }
+    return install(plan, b);
+  }
+  if (executor.kind === 'installed' && isOutdated(facts.installedVersion, version) && (!programmatic || args?.install === true)) {
+    // The CLI this extension installed earlier, from an older version: offer the update.
+    let plan: InstallPlan | undefined;
+    let b: CliBundle | undefined;
+    try {
+      b = bundle();
+      plan = planInstall(facts, b);
+    } catch (e) {
+      d.log.warn(`Connect to Host: ${shown}: the installed CLI (${facts.installedVersion}) cannot be updated: ${(e as Error).message}`);
+    }
+    const ok =
+      plan && b && (args?.install === true ||
+        (await vscode.window.showInformationMessage(
+          `Exec Server: ${shown} has ${facts.installedVersion || 'an unknown version'} of the CLI; this extension carries ${version}.`,
+          { modal: true, detail: `Update the CLI in ~/.exec-server on the host (${plan.summary})? "Use Installed" connects with the one there.` },
+          'Update',
+          'Use Installed',
+        )) === 'Update');
+    if (ok) return install(plan!, b!);
+  }
+  return host;
 }
