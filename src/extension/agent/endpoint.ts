@@ -22,6 +22,8 @@ import { bearerToken, digestsEqual, sha256 } from '../../transports/ws-auth';
 import { AgentGate, type AgentGateHost } from './gate';
 import { WatchBudget } from './limits';
 import { GatedServerConnection, type GateHooks } from './gated-connection';
+import { hostPaths } from './host-paths';
+import { relayServer, type RelayTarget } from './relay';
 
 export const AGENT_ENDPOINT_HOST = '127.0.0.1';
 
@@ -51,6 +53,12 @@ export interface AgentEndpointOptions {
   serverOptions?: Omit<ServerOptions, 'log'>;
   /** Largest websocket frame accepted from an agent (default 64 MiB). */
   maxPayload?: number;
+  /**
+   * A remote environment's endpoint: agent connections are relayed to its host (relay.ts)
+   * instead of this endpoint's own engine, behind the same gate (which then judges paths on
+   * the host: AgentGateHost.onHost).
+   */
+  relay?: RelayTarget;
   onProcessStarted?(p: AgentProcess): void;
   onSandboxDenied?: GateHooks['sandboxDenied'];
   log?(level: 'debug' | 'info' | 'warn' | 'error', message: string): void;
@@ -168,6 +176,7 @@ export class AgentEndpoint implements Disposable {
     readonly gate: AgentGate,
     /** The bearer token agents must present. */
     readonly token: string,
+    private readonly hostPaths?: { close(): void },
   ) {}
 
   get url(): string {
@@ -189,7 +198,8 @@ export class AgentEndpoint implements Disposable {
     const rawLog = opts.log ?? (() => {});
     const log = (level: 'debug' | 'info' | 'warn' | 'error', message: string) => rawLog(level, withoutSessionIds(message));
     const server = new ExecServer({ ...opts.serverOptions, log });
-    const gate = new AgentGate({ ...opts.gate, log: (level, m) => (opts.gate.log ?? log)(level, withoutSessionIds(m)) });
+    const onHost = opts.relay ? hostPaths(opts.relay) : undefined;
+    const gate = new AgentGate({ ...opts.gate, onHost, log: (level, m) => (opts.gate.log ?? log)(level, withoutSessionIds(m)) });
     const watches = new WatchBudget();
     let endpoint: AgentEndpoint | undefined;
     let listener: WebSocketListener;
@@ -203,7 +213,8 @@ export class AgentEndpoint implements Disposable {
         onConnection: (transport, req) => {
           const peer = `${req.socket.remoteAddress}:${req.socket.remotePort}`;
           const connectionGate = gate.connection(peer);
-          const gated = gatedServer({ server, gate: connectionGate, watches, onProcessStarted: opts.onProcessStarted, onSandboxDenied: opts.onSandboxDenied });
+          const target: ConnectableServer = opts.relay ? { telemetry: server.telemetry, connect: relayServer(opts.relay, log, (why) => transport.close(why)).connect } : server;
+          const gated = gatedServer({ server: target, gate: connectionGate, watches, onProcessStarted: opts.onProcessStarted, onSandboxDenied: opts.onSandboxDenied });
           const served = serveConnection(gated, transport, { label: connectionGate.label, log });
           const handle = { close: () => transport.close('agent endpoint stopped') };
           endpoint?.connections.add(handle);
@@ -212,10 +223,11 @@ export class AgentEndpoint implements Disposable {
         },
       });
     } catch (e) {
+      onHost?.close();
       await server.shutdown();
       throw e;
     }
-    endpoint = new AgentEndpoint(listener, server, gate, token);
+    endpoint = new AgentEndpoint(listener, server, gate, token, onHost);
     return endpoint;
   }
 
@@ -224,6 +236,7 @@ export class AgentEndpoint implements Disposable {
     for (const c of [...this.connections]) c.close();
     this.connections.clear();
     await this.listener.close();
+    this.hostPaths?.close();
     await this.server.shutdown();
   }
 

@@ -49,6 +49,21 @@ export interface AgentGateHost {
   /** A button was clicked after the question was settled (timed out / agent gone): nothing happened. */
   late?(q: AgentQuestion, choice: string): void;
   log?(level: 'debug' | 'info' | 'warn', message: string): void;
+  /**
+   * A remote environment's endpoint (relay.ts): `workspaceRoots` are paths on that host and
+   * every path fact is resolved there (this machine's filesystem says nothing about the host's).
+   */
+  onHost?: HostPaths;
+}
+
+/** Path facts of a remote host, as its own server reports them. */
+export interface HostPaths {
+  /** The environment's name, in questions. */
+  name: string;
+  /** The real path on the host (fs/canonicalize there); undefined when it cannot say in time (= outside). */
+  realPath(p: string): Promise<string | undefined>;
+  /** The host's server enforces managed sandboxes (else every command asks). */
+  sandboxes(): Promise<boolean>;
 }
 
 const SECRET_NAME = /KEY|SECRET|TOKEN|PASSW|AUTH|CREDENTIAL|COOKIE|SESSION/i;
@@ -97,7 +112,8 @@ export class AgentGate {
   constructor(readonly host: AgentGateHost) {}
 
   connection(peer: string): ConnectionGate {
-    return new ConnectionGate(this, `agent connection #${this.nextConnection++} (${peer})`);
+    const to = this.host.onHost ? ` → ${JSON.stringify(this.host.onHost.name)}` : '';
+    return new ConnectionGate(this, `agent connection #${this.nextConnection++} (${peer})${to}`);
   }
 
   /** @internal */ questionId(): number {
@@ -112,6 +128,20 @@ export class AgentGate {
   }
 
   async context(state: ConnectionState): Promise<AgentContext> {
+    const onHost = this.host.onHost;
+    if (onHost) {
+      const real = async (ps: string[]) => (await Promise.all(ps.map((p) => onHost.realPath(p)))).filter((p): p is string => p !== undefined);
+      return {
+        policy: this.host.policy(),
+        workspaceRoots: await real(this.host.workspaceRoots()),
+        tmpRoots: await real(['/tmp']),
+        protectedRoots: [],
+        sandboxAll: this.host.sandboxAll(),
+        homeDir: this.host.homeDir?.() ?? '/',
+        state,
+        onHost: { ...onHost, sandboxes: await onHost.sandboxes() },
+      };
+    }
     const real = async (ps: string[]) => (await Promise.all(ps.map((p) => realPathOf(p)))).filter((p): p is string => p !== undefined);
     const tmp = [...new Set(['/tmp', os.tmpdir()])];
     return {

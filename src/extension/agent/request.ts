@@ -50,6 +50,9 @@ interface PathFact {
 }
 
 async function pathFact(ctx: AgentContext, p: string, extraProtected = false): Promise<PathFact> {
+  // A remote host's path: this machine's filesystem says nothing about it. Not resolved here,
+  // so outside and protected: asked every time, whatever the policy, never granted for a folder.
+  if (ctx.onHost) return { given: p, real: undefined, realParent: undefined, inside: false, protected: true, linkedElsewhere: false, home: ctx.homeDir };
   const [real, realParent] = await Promise.all([realPathOf(p), realParentOf(p)]);
   const forms = [real, realParent];
   // A file with other hard links is also somewhere else (e.g. a pnpm store outside the workspace).
@@ -205,7 +208,7 @@ export async function classify(method: string, params: unknown, ctx: AgentContex
     case 'fs/copy':
     case 'fs/rename': {
       const src = String(decoded.src);
-      const carried = (await protectedChildren(src)).length > 0;
+      const carried = !ctx.onHost && (await protectedChildren(src)).length > 0;
       const sf = await pathFact(ctx, src);
       const df = await pathFact(ctx, String(decoded.dst), carried);
       const needs = [
@@ -218,6 +221,7 @@ export async function classify(method: string, params: unknown, ctx: AgentContex
       return confineUnasked(ctx, method, decidePaths(ctx, params, needs, { summary: `${verb} ${showPath(sf)} to ${showPath(df)}`, details, complete: !carried, sessionScope: sessionScopeForPaths(needs) }));
     }
     case 'http/request':
+      if (ctx.onHost) return { kind: 'deny', error: new RpcError(ErrorCodes.InvalidRequest, `permission denied: http/request is not available on the agent endpoint of ${JSON.stringify(ctx.onHost.name)}`) };
       return decideHttp(ctx, params, decoded);
     case 'process/start':
       return decideStart(ctx, params, decoded);

@@ -105,16 +105,18 @@ export async function decideStart(ctx: AgentContext, params: unknown, d: Record<
     sandbox = sandboxOf('process/start', out, ctx, cwd);
     injected = true;
   }
-  const cwdReal = (await realPathOf(cwd)) ?? cwd;
-  const program = await programFile(argv[0], cwd, env, envPolicy);
-  const contained = sandbox.kind === 'managed' && sandbox.network === 'restricted' && (await writesStayInside(sandbox, ctx));
+  // On a remote host the cwd is resolved there; the program file is the host's business (not looked up here).
+  const cwdReal = (await (ctx.onHost ? ctx.onHost.realPath(cwd) : realPathOf(cwd))) ?? cwd;
+  const program = ctx.onHost ? undefined : await programFile(argv[0], cwd, env, envPolicy);
+  // Sandbox first only where the host's server enforces managed sandboxes.
+  const contained = sandbox.kind === 'managed' && sandbox.network === 'restricted' && (!ctx.onHost || ctx.onHost.sandboxes) && (await writesStayInside(sandbox, ctx));
 
   const command = commandLine(argv);
   const details = [
     'Method: process/start',
     `Command: ${command}`,
     ...argv.map((a, i) => `  argv[${i}]: ${shown(a)}`),
-    `Program file: ${program ? shown(program.real) : '(not found: the start will fail)'}`,
+    ctx.onHost ? `Runs on: ${shown(ctx.onHost.name)} (the program is looked up there)` : `Program file: ${program ? shown(program.real) : '(not found: the start will fail)'}`,
     `arg0: ${arg0 === undefined || arg0 === null ? '(none: argv[0])' : shown(arg0)}`,
     `Working directory: ${cwdReal === cwd ? shown(cwd) : `${shown(cwd)} (really ${shown(cwdReal)})`}`,
     describeSandbox(sandbox, injected),
@@ -143,19 +145,21 @@ export async function decideStart(ctx: AgentContext, params: unknown, d: Record<
   // readable paths, not only the writable roots): a grant for a run with the network off must
   // not cover the same run with it on.
   const envKey = JSON.stringify({ file: program?.id ?? null, env, envPolicy: envPolicy ?? null, arg0: arg0 ?? null, tty: !!raw.tty, pipeStdin: !!raw.pipeStdin, sandbox: sandbox.kind === 'managed' ? sandbox : 'none' });
-  const need: Need = { type: 'run', program: argv[0], cwd: cwdReal, envKey, grantable: true };
+  // On a remote host the program file is not identified: a grant would cover a rewritten one.
+  const need: Need = { type: 'run', program: argv[0], cwd: cwdReal, envKey, grantable: !ctx.onHost };
   const what: Described = {
     summary,
     details,
     complete: false,
-    sessionScope: `Allow for Session: later runs of ${shown(argv[0])} (any arguments; as long as ${program ? shown(program.real) : 'it'} is not changed or replaced) in ${shown(cwdReal)} with the same environment and sandbox settings, on this connection only.`,
+    sessionScope: ctx.onHost ? `Allow for Session allows this request only (on ${shown(ctx.onHost.name)} the program file is not identified).` : `Allow for Session: later runs of ${shown(argv[0])} (any arguments; as long as ${program ? shown(program.real) : 'it'} is not changed or replaced) in ${shown(cwdReal)} with the same environment and sandbox settings, on this connection only.`,
   };
 
   if (ctx.policy === 'neverAsk') return { kind: 'allow', why: 'policy neverAsk', params: out };
   if (contained && sandbox.kind === 'managed' && ctx.policy === 'askOutsideWorkspace') {
     // Runs without a question: nothing of the user's secrets goes with it (a command the user
     // approved gets exactly the sandbox shown in the question).
-    const [sockets, secrets] = await Promise.all([hostSockets(), credentialPaths(ctx.homeDir, ctx.protectedRoots)]);
+    // (This machine's sockets and credential stores; a remote host's are not looked up yet.)
+    const [sockets, secrets] = ctx.onHost ? [[], []] : await Promise.all([hostSockets(), credentialPaths(ctx.homeDir, ctx.protectedRoots)]);
     // Never hide what the sandbox may write (the workspace itself could sit under a hidden path).
     const hidden = [...new Set([...sockets, ...secrets])].filter((h) => !sandbox.writableRoots.some((w) => isInside(w, h)));
     return { kind: 'allow', why: 'sandboxed inside the workspace', params: withSafeEnv({ ...out, sandbox: withHiddenPaths(out.sandbox, hidden) }, envPolicy) };

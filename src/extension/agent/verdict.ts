@@ -23,6 +23,8 @@ export interface AgentContext {
   /** The user's home directory (its credential stores are hidden from sandboxed commands). */
   homeDir: string;
   state: ConnectionState;
+  /** A remote environment's endpoint: paths are resolved on that host (gate.ts HostPaths). */
+  onHost?: { name: string; realPath(p: string): Promise<string | undefined>; sandboxes: boolean };
 }
 
 /** What a request would do, for the question and the log. Agent text is shell-quoted (display-text.ts). */
@@ -75,7 +77,7 @@ export async function writesStayInside(s: Extract<SandboxProfile, { kind: 'manag
   if (s.fullWrite) return false;
   const allowed = [...ctx.workspaceRoots, ...ctx.tmpRoots];
   for (const w of s.writableRoots) {
-    const real = await realPathOf(w);
+    const real = await (ctx.onHost ? ctx.onHost.realPath(w) : realPathOf(w));
     if (real === undefined || !allowed.some((r) => isInside(real, r))) return false;
   }
   return true;
