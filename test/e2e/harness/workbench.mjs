@@ -131,7 +131,11 @@ export async function startWorkbench(state, opts) {
   // Keep the user's home untouched: code-server otherwise writes ~/.config/code-server/config.yaml,
   // ~/.local/share/code-server and ~/.cache/Microsoft; Chromium ~/.config/chromium and ~/.cache/dconf.
   const xdg = { XDG_CONFIG_HOME: dirs['xdg-config'], XDG_DATA_HOME: dirs['xdg-data'], XDG_CACHE_HOME: dirs['xdg-cache'] };
-  const csEnv = { ...process.env, ...xdg };
+  // The terminals' shells run this machine's ~/.bashrc. Where it calls `pyenv init` (these
+  // machines' image does), every shell runs `pyenv rehash`, which waits up to 60 s for a lock file
+  // that a shell killed mid-rehash (tests close terminals quickly) leaves behind: every later
+  // terminal then showed no prompt. One second bounds that wait (pyenv then warns and goes on).
+  const csEnv = { ...process.env, ...xdg, PYENV_REHASH_TIMEOUT: process.env.PYENV_REHASH_TIMEOUT ?? '1' };
   log('installing both VSIXs into a fresh extensions dir');
   const inst = spawnSync(tools.NODE24, [tools.CODE_SERVER, ...common, '--install-extension', productVsix, '--install-extension', runnerVsix],
     { encoding: 'utf8', env: csEnv });
