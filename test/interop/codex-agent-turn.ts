@@ -8,7 +8,7 @@
 // object Codex sent and the `process/exited` (`sandboxDenied`) the server answered; the files on
 // disk show what the sandbox let through; the mock model shows what Codex reported back.
 // For each mode, a last test compares our outcome with the reference's field by field.
-// The suites are registered by the codex-agent*.test.ts files, a few turns each (a turn takes
+// The suites are registered by the codex-agent*.test.ts files, one mode each (a turn takes
 // ~15-30 s and the runner gives a file 120 s).
 // Requires `npm run build` (dist/cli.js) and the reference package (scripts/install-reference.sh).
 import assert from 'node:assert/strict';
