@@ -19,8 +19,10 @@ const common = {
   minify,
   logLevel: 'warning',
   // node-pty is a native module: it is loaded from node_modules at run time.
-  // ws's optional native helpers are not used.
-  external: ['node-pty', 'bufferutil', 'utf-8-validate'],
+  // ws's optional native helpers are not used: utf-8-validate stays out (Node's isUtf8 does it),
+  // bufferutil is our word-at-a-time masking (src/transports/ws-mask.ts).
+  external: ['node-pty', 'utf-8-validate'],
+  alias: { bufferutil: './src/transports/ws-mask.ts' },
   define: { __EXEC_SERVER_VERSION__: JSON.stringify(pkg.version) },
 };
 

@@ -18,6 +18,7 @@ abstract class StreamOnly implements BenchClient {
   runToExit = () => unsupported('runToExit');
   readFile = () => unsupported('readFile') as Promise<Uint8Array>;
   readStream = () => unsupported('readStream');
+  writeFile = () => unsupported('writeFile');
   walk = () => unsupported('walk') as Promise<number>;
   async close(): Promise<void> {}
 }

@@ -17,6 +17,11 @@ export interface BenchClient {
   readFile(path: string): Promise<Uint8Array>;
   /** fs/open + fs/readBlock until eof + fs/close. */
   readStream(path: string, onData: (chunk: Uint8Array) => void): Promise<void>;
+  /**
+   * All of `data` into `path`: streamed (fs/open {mode: "replace"} + fs/writeBlock of 1 MiB
+   * blocks, a few in flight, + fs/close), or one fs/writeFile when `streamed` is false.
+   */
+  writeFile(path: string, data: Uint8Array, streamed: boolean): Promise<void>;
   /** fs/walk; resolves with the entry count. */
   walk(path: string, options: FsWalkOptions): Promise<number>;
   /**

@@ -12,9 +12,10 @@ import { pathToFileURL } from 'node:url';
 import { managedSandbox, workspaceWriteEntries } from '../src/protocol/codex-sandbox';
 import { ExecServer } from '../src/server/exec-server';
 import type { NotificationSink } from '../src/server/api';
-import { withCarveOuts } from '../src/server/sandbox/carve-outs';
+import { forgetTurnScans, scanCarveOuts, withCarveOuts } from '../src/server/sandbox/carve-outs';
 import { parseSandbox, type ManagedSandboxProfile } from '../src/server/sandbox/profile';
 import { resolveProfile } from '../src/server/sandbox/resolve';
+import { sandboxBackend } from '../src/server/sandbox/backend';
 
 const FILES = 50_000;
 const REPOS = 200;
@@ -44,7 +45,8 @@ function profileFor(root: string): ManagedSandboxProfile {
   return resolveProfile(parseSandbox(sb, { cwd: root, tmpDir: os.tmpdir() }) as ManagedSandboxProfile);
 }
 
-async function sandboxedStarts(root: string): Promise<number[]> {
+/** Wall time per start, and the engine's own CPU time per start (this process: user + system). */
+async function sandboxedStarts(root: string): Promise<{ times: number[]; cpuMs: number }> {
   const server = new ExecServer({ log: () => {} });
   let wake = () => {};
   const closed = new Set<string>();
@@ -59,8 +61,10 @@ async function sandboxedStarts(root: string): Promise<number[]> {
   conn.notification('initialized', {});
   const sandbox = managedSandbox({ entries: workspaceWriteEntries({ slashTmp: false }), cwd: pathToFileURL(root).href });
   const times: number[] = [];
+  let cpu0 = process.cpuUsage();
   for (let i = 0; i <= ROUNDS; i++) {
     const id = `p${i}`;
+    if (i === 1) cpu0 = process.cpuUsage();
     const t0 = performance.now();
     await conn.requestUntyped('process/start', { processId: id, argv: ['true'], cwd: pathToFileURL(root).href, env: { PATH: '/usr/bin:/bin' }, tty: false, sandbox });
     await new Promise<void>((resolve) => {
@@ -69,8 +73,23 @@ async function sandboxedStarts(root: string): Promise<number[]> {
     });
     if (i > 0) times.push(performance.now() - t0); // the first start pays the cold scan (measured apart)
   }
+  const cpu = process.cpuUsage(cpu0);
   await server.shutdown();
-  return times;
+  return { times, cpuMs: (cpu.user + cpu.system) / 1000 / ROUNDS };
+}
+
+/** bubblewrap alone: the argv the engine builds for `root`, run directly (its mounts' cost, no engine). */
+async function bwrapOnly(root: string): Promise<number> {
+  const backend = await sandboxBackend();
+  const req = backend.wrap(profileFor(root), { argv: ['true'], cwd: root, env: { PATH: '/usr/bin:/bin' }, pipeStdin: false, rows: 24, cols: 80 });
+  const times: number[] = [];
+  for (let i = 0; i < ROUNDS; i++) {
+    const t0 = performance.now();
+    const r = spawnSync(req.argv[0], req.argv.slice(1), { cwd: root, env: req.env, stdio: 'ignore' });
+    if (r.status !== 0) throw new Error(`bwrap failed: ${r.status}`);
+    times.push(performance.now() - t0);
+  }
+  return median(times);
 }
 
 export async function main(): Promise<number> {
@@ -84,8 +103,15 @@ export async function main(): Promise<number> {
     let t0 = performance.now();
     const first = withCarveOuts(prof);
     const cold = performance.now() - t0;
+    // Each round as a later start sees it: the scans of one turn are memoized, so forget them first.
     const cached: number[] = [];
+    const scanOnly: number[] = [];
     for (let i = 0; i < ROUNDS; i++) {
+      forgetTurnScans();
+      t0 = performance.now();
+      scanCarveOuts(big);
+      scanOnly.push(performance.now() - t0);
+      forgetTurnScans();
       t0 = performance.now();
       withCarveOuts(prof);
       cached.push(performance.now() - t0);
@@ -95,8 +121,12 @@ export async function main(): Promise<number> {
     const startsBig = await sandboxedStarts(big);
     console.log(`workspace: ${FILES} files, ${REPOS} nested repositories; ${carved} read-only carve-outs (complete: ${first.complete})`);
     console.log(`scan cold (first start of a server): ${cold.toFixed(1)} ms`);
-    console.log(`scan cached (later starts): median ${median(cached).toFixed(1)} ms, max ${Math.max(...cached).toFixed(1)} ms over ${ROUNDS}`);
-    console.log(`sandboxed start of \`true\`: empty workspace median ${median(startsEmpty).toFixed(1)} ms; this workspace median ${median(startsBig).toFixed(1)} ms (added: ${(median(startsBig) - median(startsEmpty)).toFixed(1)} ms)`);
+    console.log(`scan cached (later starts): median ${median(scanOnly).toFixed(1)} ms; with the profile built from it: median ${median(cached).toFixed(1)} ms, max ${Math.max(...cached).toFixed(1)} ms over ${ROUNDS}`);
+    const [be, bb] = [await bwrapOnly(empty), await bwrapOnly(big)];
+    console.log(`bubblewrap alone (the same argv, spawned directly): empty median ${be.toFixed(1)} ms; this workspace median ${bb.toFixed(1)} ms (added: ${(bb - be).toFixed(1)} ms)`);
+    const [e, b] = [median(startsEmpty.times), median(startsBig.times)];
+    console.log(`sandboxed start of \`true\`: empty workspace median ${e.toFixed(1)} ms; this workspace median ${b.toFixed(1)} ms (added: ${(b - e).toFixed(1)} ms)`);
+    console.log(`engine CPU per start (this process, user + system): empty ${startsEmpty.cpuMs.toFixed(1)} ms; this workspace ${startsBig.cpuMs.toFixed(1)} ms (added: ${(startsBig.cpuMs - startsEmpty.cpuMs).toFixed(1)} ms)`);
     return 0;
   } finally {
     fs.rmSync(base, { recursive: true, force: true });

@@ -15,18 +15,10 @@ import { chooseContainerExecutor, findBundle, installInContainer, planContainerI
 import type { ContainerTarget } from '../src/extension/containers/target';
 import { havePodman, PODMAN, removeContainer, startTestContainer } from '../test/support/podman';
 import { binDir, startSshd } from '../test/support/sshd';
+import { runToEnd } from './run-to-end';
 import { median, MiB, nowMs, percentile } from './stats';
 
 const OUTPUT_BYTES = 64 * MiB;
-
-async function runToEnd(c: ExecClient, argv: string[]): Promise<number> {
-  const p = await c.startProcess({ argv, cwd: '/' } as Parameters<ExecClient['startProcess']>[0]);
-  let n = 0;
-  p.onOutput((e) => (n += e.data.length));
-  await p.exited;
-  await p.closed;
-  return n;
-}
 
 async function measure(label: string, c: ExecClient, quick: boolean) {
   const rttN = quick ? 200 : 1000;

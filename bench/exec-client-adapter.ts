@@ -64,6 +64,11 @@ export class ExecClientBench implements BenchClient {
     for await (const chunk of this.client.fs.createReadStream(path, { blockSize: BLOCK })) onData(chunk);
   }
 
+  /** Through ClientFs.writeFile, the provider's save path: streamAboveBytes 0 streams whenever the server advertises fileWriteStreaming. */
+  writeFile(path: string, data: Uint8Array, streamed: boolean): Promise<void> {
+    return this.client.fs.writeFile(path, data, streamed ? { streamAboveBytes: 0 } : {});
+  }
+
   async walk(path: string, options: FsWalkOptions): Promise<number> {
     return (await this.client.fs.walk(path, options)).entries.length;
   }

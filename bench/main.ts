@@ -123,7 +123,7 @@ async function runScenario(s: Scenario, targets: Target[], cfg: BenchConfig, fx:
         client = await withTimeout(t.connect(), 15_000, 'connect');
         const cpu0 = t.cpuMs?.();
         const child0 = t.childCpuMs?.();
-        const got = await withTimeout(s.run(client, cfg, fx), s.timeoutMs(cfg), s.title);
+        const got = await withTimeout(s.run(client, cfg, fx, { serverRssMiB: t.rssMiB }), s.timeoutMs(cfg), s.title);
         if (!measured) continue; // a warm-up round: verified (s.run throws), not counted
         const cpu1 = t.cpuMs?.();
         const child1 = t.childCpuMs?.();
@@ -223,7 +223,7 @@ export async function main(repo: string): Promise<number> {
       // What the servers still hold once the work is done: RSS again after 5 s without requests.
       const later = new Map<TargetName, number>();
       if (arg('no-settle') === undefined) {
-        await new Promise((r) => setTimeout(r, 5000));
+        await new Promise((r) => setTimeout(r, Number(arg('settle-ms') ?? 5000)));
         for (const t of targets) if ((t.name === 'ours' || t.name === 'reference') && t.rssMiB) later.set(t.name, t.rssMiB());
       }
       serverCpu.push({

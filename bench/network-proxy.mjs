@@ -1,8 +1,11 @@
-// Managed network proxy throughput (issue 21): a 64 MiB download from a loopback HTTP server by
+// Managed network proxy throughput (docs/security.md, "Managed network"): a 64 MiB download from a loopback HTTP server by
 // curl inside a managed sandbox, through the executor-local proxy (networkProxy, HTTP proxy) and
 // directly (network "enabled", no proxy), on our CLI and on the reference, rounds alternating.
-// Prints MiB/s per case (median of the rounds) and the proxied/direct ratio (goal: ≥ 0.8).
-// Usage: npm run build && node bench/network-proxy.mjs [--rounds=N]
+// Prints MiB/s per case (median of the rounds) and the proxied/direct ratio (goal: ≥ 0.8), per round
+// (proxied over the direct download just before it) and its median.
+// Usage: npm run build && node bench/network-proxy.mjs [--rounds=N] [--baseline-cli=PATH] (an older
+// build of dist/cli.js as a third target, for a before/after in the same run). `npm run bench` runs it
+// last (skip with --no-network; --only=network runs it alone).
 import { spawn, spawnSync } from 'node:child_process';
 import http from 'node:http';
 import path from 'node:path';
@@ -88,6 +91,8 @@ const proxy = { enabled: true, enableSocks5: true, enableSocks5Udp: true, allowU
 const curl = (extra) => ['/bin/bash', '-c', `curl -s -o /dev/null -w '%{speed_download}' ${extra} http://localhost:${port}/big`];
 
 const targets = [{ name: 'ours', cmd: [process.execPath, path.join(root, 'dist/cli.js'), '--listen', 'stdio'], env: process.env }];
+const baseline = process.argv.find((a) => a.startsWith('--baseline-cli='))?.split('=')[1];
+if (baseline) targets.push({ name: 'baseline', cmd: [process.execPath, path.resolve(baseline), '--listen', 'stdio'], env: process.env });
 const ref = findReference();
 if (ref) targets.push({ name: 'reference', ...ref });
 const results = {};
@@ -110,7 +115,10 @@ for (const t of targets) t.server.stop();
 origin.close();
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 for (const [k, v] of Object.entries(results)) console.log(`${k.padEnd(20)} ${median(v).toFixed(0).padStart(6)} MiB/s  (rounds: ${v.map((x) => x.toFixed(0)).join(' ')})`);
+// The ratio of each round's proxied download to the direct one just before it (the machine's
+// load drifts between rounds; a pair is seconds apart), then the median of those.
 for (const t of targets) {
-  const ratio = median(results[`${t.name} proxied`]) / median(results[`${t.name} direct`]);
-  console.log(`${t.name}: proxied / direct = ${ratio.toFixed(2)}`);
+  const d = results[`${t.name} direct`], p = results[`${t.name} proxied`];
+  const pairs = p.map((x, i) => x / d[i]);
+  console.log(`${t.name}: proxied / direct = ${median(pairs).toFixed(2)} (median of rounds: ${pairs.map((x) => x.toFixed(2)).join(' ')}; of medians ${(median(p) / median(d)).toFixed(2)})`);
 }

@@ -79,6 +79,28 @@ export class RawBenchClient implements BenchClient {
     return Buffer.from(r.dataBase64, 'base64');
   }
 
+  async writeFile(path: string, data: Uint8Array, streamed: boolean): Promise<void> {
+    const bytes = Buffer.from(data.buffer, data.byteOffset, data.length);
+    if (!streamed) {
+      await this.rpc.request('fs/writeFile', { path: uri(path), dataBase64: bytes.toString('base64') });
+      return;
+    }
+    const handleId = `h${this.nextHandle++}`;
+    await this.rpc.request('fs/open', { handleId, path: uri(path), mode: 'replace' });
+    const inFlight: Promise<unknown>[] = [];
+    try {
+      for (let offset = 0; offset < bytes.length; offset += BLOCK) {
+        const p = this.rpc.request('fs/writeBlock', { handleId, offset, chunk: bytes.subarray(offset, offset + BLOCK).toString('base64') });
+        p.catch(() => undefined);
+        inFlight.push(p);
+        if (inFlight.length >= 4) await inFlight.shift();
+      }
+      await Promise.all(inFlight);
+    } finally {
+      await this.rpc.request('fs/close', { handleId }).catch(() => undefined);
+    }
+  }
+
   async readStream(path: string, onData: (chunk: Uint8Array) => void): Promise<void> {
     const handleId = `h${this.nextHandle++}`;
     await this.rpc.request('fs/open', { handleId, path: uri(path) });

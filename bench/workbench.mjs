@@ -1,5 +1,5 @@
 // `npm run bench:workbench`: terminal measurements in the real VS Code workbench (the e2e harness:
-// code-server + headless Chromium + the product VSIX), issue 13. Three terminal kinds, measured
+// code-server + headless Chromium + the product VSIX) (docs/performance.md). Three terminal kinds, measured
 // the same way, rounds alternating their order: VS Code's built-in terminal (bash on
 // code-server's pty host), an Exec Server terminal on the Local environment and one on a remote
 // environment (our CLI on ws://127.0.0.1, configured in the user settings). Per kind and round:

@@ -88,6 +88,7 @@ if (!process.argv.includes('--no-typecheck')) {
 }
 
 let passed = typePassed;
+let unitFailures = [];
 let failed = typeFailed + installFailed;
 if (files.length) {
   const tap = `out/unit-${process.pid}.tap`; // per run: concurrent runs must not mix totals
@@ -102,6 +103,9 @@ if (files.length) {
   passed += Number(/^# pass (\d+)/m.exec(text)?.[1] ?? 0);
   const unitFailed = Number(/^# fail (\d+)/m.exec(text)?.[1] ?? 0);
   failed += unitFailed;
+  // CI keeps only the tail of the log: the failing tests are named again at the end (below the e2e
+  // output), with the file each belongs to, so a failed run can be read from its last lines.
+  unitFailures = [...text.matchAll(/^(\s*)not ok \d+ - (.*)$/gm)].map((m) => `${m[1]}${m[2]}`);
   if (status !== 0 && unitFailed === 0) failed += 1; // runner crashed without counting
 }
 
@@ -118,5 +122,9 @@ if (runE2e && !e2eToolsReady) {
   if (r.status !== 0 && (!m || Number(m[2]) === 0)) failed += 1;
 }
 
+if (unitFailures.length) {
+  console.log(`unit tests that failed (${unitFailures.length}; a timed-out file is named by its path):`);
+  for (const line of unitFailures.slice(0, 40)) console.log(`  ✖ ${line}`);
+}
 console.log(`${passed} passed, ${failed} failed`);
 process.exit(failed > 0 || passed === 0 ? 1 : 0);

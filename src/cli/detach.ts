@@ -23,8 +23,16 @@ import * as path from 'node:path';
 import { listenerHeldBy, provesToken } from '../transports/detach-proof';
 import { VERSION } from '../version';
 
-/** Default --idle-exit of a server started by --detach (seconds): its sessions keep their processes for their own TTL (30 s) after the last client left; after that the server only saves the next connect its start-up. */
+/** Default --idle-exit of a server started by --detach (seconds): its sessions keep their processes for their own TTL (--session-ttl) after the last client left; after that the server only saves the next connect its start-up. */
 export const DEFAULT_DETACHED_IDLE_EXIT_SEC = 60;
+/** --session-ttl of a plain server: the engine's own default. */
+export const DEFAULT_SESSION_TTL_SEC = 30;
+/**
+ * --session-ttl of a server started by --detach. Its sessions are a window's terminals, resumed
+ * after a window reload; on a loaded machine the reload alone took 70–90 s (measured in the e2e
+ * run), so 30 s lost them. 5 minutes: a reload or a short network outage, not a day.
+ */
+export const DEFAULT_DETACHED_SESSION_TTL_SEC = 300;
 
 export interface RunRecord {
   pid: number;
@@ -117,14 +125,14 @@ function writePrivate(file: string, text: string): void {
 }
 
 /** Starts the server detached (own session, no ssh descriptors) and waits for its URL line. */
-async function startDetached(paths: ReturnType<typeof runPaths>, idleExitSec: number, home: string): Promise<RunRecord> {
+async function startDetached(paths: ReturnType<typeof runPaths>, idleExitSec: number, sessionTtlSec: number, home: string): Promise<RunRecord> {
   const token = randomBytes(32).toString('base64url');
   const tokenFile = path.join(paths.dir, `token-${process.pid}-${randomBytes(6).toString('hex')}`);
   writePrivate(tokenFile, token);
   const logFd = fs.openSync(paths.log, 'a', 0o600);
   try {
     const script = process.argv[1];
-    const child = spawn(process.execPath, [...process.execArgv, script, '--listen', 'ws://127.0.0.1:0', '--ws-auth', 'capability-token', '--ws-token-file', tokenFile, '--idle-exit', String(idleExitSec), '--run-record', paths.record], {
+    const child = spawn(process.execPath, [...process.execArgv, script, '--listen', 'ws://127.0.0.1:0', '--ws-auth', 'capability-token', '--ws-token-file', tokenFile, '--idle-exit', String(idleExitSec), '--session-ttl', String(sessionTtlSec), '--run-record', paths.record], {
       detached: true,
       cwd: home,
       stdio: ['ignore', 'pipe', logFd],
@@ -165,15 +173,18 @@ async function startDetached(paths: ReturnType<typeof runPaths>, idleExitSec: nu
  * A detached server is found only through its run record: once the record is gone or names
  * another server (the folder was deleted, a newer start replaced it) — or never named this one
  * within a minute (the --detach that started it died) — no client can reach its sessions again,
- * and `unreachable` is called. Checked every second.
+ * and `unreachable` is called. Checked every second; `seenFirst` runs when the record first names it
+ * (from then on a record gone or replaced ends the server).
  */
-export function watchRunRecord(file: string, unreachable: (why: string) => void): void {
+export function watchRunRecord(file: string, unreachable: (why: string) => void, seenFirst?: () => void): void {
   const start = Date.now();
   let seen = false;
   const timer = setInterval(() => {
     const rec = readRunRecord(file);
-    if (rec?.pid === process.pid) seen = true;
-    else if (seen || Date.now() - start > 60_000) {
+    if (rec?.pid === process.pid) {
+      if (!seen) seenFirst?.();
+      seen = true;
+    } else if (seen || Date.now() - start > 60_000) {
       clearInterval(timer);
       unreachable(seen ? `its run record ${file} is gone or names another server` : `its run record ${file} was never written`);
     }
@@ -207,7 +218,7 @@ async function isOurServer(rec: RunRecord): Promise<boolean> {
 }
 
 /** Finds the running server (a record whose listener proves to be it) or starts one. */
-export async function ensureDetachedServer(opts: { idleExitSec?: number; home?: string } = {}): Promise<DetachAnswer> {
+export async function ensureDetachedServer(opts: { idleExitSec?: number; sessionTtlSec?: number; home?: string } = {}): Promise<DetachAnswer> {
   const home = opts.home ?? os.homedir();
   const paths = runPaths(home);
   ensureRunDir(paths.dir);
@@ -215,7 +226,7 @@ export async function ensureDetachedServer(opts: { idleExitSec?: number; home?: 
   try {
     const rec = readRunRecord(paths.record);
     if (rec && (await isOurServer(rec))) return { ...rec, started: false };
-    const started = await startDetached(paths, opts.idleExitSec ?? DEFAULT_DETACHED_IDLE_EXIT_SEC, home);
+    const started = await startDetached(paths, opts.idleExitSec ?? DEFAULT_DETACHED_IDLE_EXIT_SEC, opts.sessionTtlSec ?? DEFAULT_DETACHED_SESSION_TTL_SEC, home);
     return { ...started, started: true };
   } finally {
     unlock();

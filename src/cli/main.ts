@@ -18,7 +18,7 @@ import { TELEMETRY_FLAGS_HELP, TelemetryConfigError, telemetryConfig, type Telem
 import { startServerTelemetry } from '../telemetry/load';
 import { closeInheritedDescriptors } from '../server/inherited-fds';
 import { readFileSync } from 'node:fs';
-import { DEFAULT_DETACHED_IDLE_EXIT_SEC, ensureDetachedServer, removeOwnRunRecord, watchRunRecord } from './detach';
+import { DEFAULT_DETACHED_IDLE_EXIT_SEC, DEFAULT_DETACHED_SESSION_TTL_SEC, DEFAULT_SESSION_TTL_SEC, ensureDetachedServer, removeOwnRunRecord, watchRunRecord } from './detach';
 import { proofResponder } from '../transports/detach-proof';
 
 type Level = 'debug' | 'info' | 'warn' | 'error';
@@ -34,10 +34,14 @@ Options:
   --max-in-flight N     concurrent requests per connection (default ${DEFAULT_MAX_IN_FLIGHT})
   --log-level LEVEL     debug|info|warn|error (default info; also EXEC_SERVER_LOG)
   --idle-exit SECONDS   websocket listener: exit after SECONDS with no connection and no
-                        session (a detached session's processes end with its 30 s TTL);
+                        session (a detached session's processes end with its --session-ttl);
                         before the first connection at least 30 s
+  --session-ttl SECONDS a session whose client went away keeps its processes this long for
+                        the client to resume it (default ${DEFAULT_SESSION_TTL_SEC}; a server started by --detach:
+                        ${DEFAULT_DETACHED_SESSION_TTL_SEC}, as a window reload on a loaded machine can take minutes)
   --detach              find this user's detached server of this version or start one
-                        (127.0.0.1, random token, --idle-exit ${DEFAULT_DETACHED_IDLE_EXIT_SEC} unless given; recorded in
+                        (127.0.0.1, random token, --idle-exit ${DEFAULT_DETACHED_IDLE_EXIT_SEC} and --session-ttl
+                        ${DEFAULT_DETACHED_SESSION_TTL_SEC} unless given; recorded in
                         ~/.exec-server/run/<version>-<hostname>.json, 0600), print {"port","token","pid",…}
                         as one JSON line and exit. Connect to Host uses it over ssh.
   --run-record FILE     (set by --detach, with --ws-token-file) exit once FILE no longer
@@ -59,6 +63,8 @@ interface CliOptions {
   telemetry: TelemetryFlags;
   /** --idle-exit (seconds). */
   idleExitSec?: number;
+  /** --session-ttl (seconds). */
+  sessionTtlSec?: number;
   detach: boolean;
   /** --run-record (a server started by --detach). */
   runRecord?: string;
@@ -111,6 +117,12 @@ function parseArgs(argv: string[]): CliOptions | 'help' | 'version' {
         const n = Number(value());
         if (!Number.isInteger(n) || n < 1 || n > 30 * 86_400) throw new UsageError('--idle-exit must be a whole number of seconds (1 to 2592000)');
         o.idleExitSec = n;
+        break;
+      }
+      case '--session-ttl': {
+        const n = Number(value());
+        if (!Number.isInteger(n) || n < 1 || n > 7 * 86_400) throw new UsageError('--session-ttl must be a whole number of seconds (1 to 604800)');
+        o.sessionTtlSec = n;
         break;
       }
       case '--detach':
@@ -178,7 +190,7 @@ export async function main(argv: string[]): Promise<number> {
     }
     if (opts.detach) {
       try {
-        const answer = await ensureDetachedServer({ idleExitSec: opts.idleExitSec });
+        const answer = await ensureDetachedServer({ idleExitSec: opts.idleExitSec, sessionTtlSec: opts.sessionTtlSec });
         // The token goes to stdout only (the caller's pipe), never to stderr or a log.
         process.stdout.write(JSON.stringify(answer) + '\n');
         process.stderr.write(`exec-server: detached server pid ${answer.pid} on 127.0.0.1:${answer.port} (${answer.started ? 'started' : 'already running'})\n`);
@@ -231,7 +243,7 @@ export async function main(argv: string[]): Promise<number> {
     return 1;
   }
   // The engine's own per-connection cap follows --max-in-flight too (it would otherwise stay at its own default).
-  const server = new ExecServer({ log, maxInFlightPerConnection: opts.maxInFlight, telemetry });
+  const server = new ExecServer({ log, maxInFlightPerConnection: opts.maxInFlight, telemetry, detachedSessionTtlMs: (opts.sessionTtlSec ?? DEFAULT_SESSION_TTL_SEC) * 1000 });
   // A server of its own: memory held after a burst of work goes back once it idles (../server/idle-gc.ts).
   startIdleCollector();
   setListenerErrorHandler((e) => log('error', `an event listener threw: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`));
@@ -313,7 +325,10 @@ export async function main(argv: string[]): Promise<number> {
       process.stdout.write(`${listener.url}\n`);
       log('info', `listening on ${listener.url}`);
       if (opts.idleExitSec !== undefined) exitWhenIdle(opts.idleExitSec * 1000);
-      if (opts.runRecord) watchRunRecord(opts.runRecord, (why) => void stop(`unreachable: ${why}`).then(finish));
+      if (opts.runRecord) {
+        const record = opts.runRecord;
+        watchRunRecord(record, (why) => void stop(`unreachable: ${why}`).then(finish), () => log('info', `run record ${record} names this server`));
+      }
     } catch (e) {
       log('error', `cannot listen on ${opts.listen}: ${e instanceof Error ? e.message : String(e)}`);
       await server.shutdown().catch(() => {});

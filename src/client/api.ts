@@ -92,6 +92,16 @@ export interface FileChange {
 }
 
 /** How ExecFs.readFile may read a file. */
+export interface WriteFileOptions {
+  /**
+   * Content larger than this is streamed (fs/open mode replace + fs/writeBlock, 64 KiB blocks,
+   * each encoded only when sent) instead of one fs/writeFile holding the whole file as base64,
+   * when the server advertises `fileWriteStreaming`. Content that would not fit in one message
+   * on the link is streamed whatever this says (without the flag: refused, as before).
+   */
+  streamAboveBytes?: number;
+}
+
 export interface ReadFileOptions {
   /**
    * Files larger than this are streamed (fs/open + fs/readBlock, bounded blocks) instead of
@@ -103,7 +113,7 @@ export interface ReadFileOptions {
 
 export interface ExecFs {
   readFile(path: string, opts?: ReadFileOptions): Promise<Uint8Array>;
-  writeFile(path: string, data: Uint8Array): Promise<void>;
+  writeFile(path: string, data: Uint8Array, opts?: WriteFileOptions): Promise<void>;
   stat(path: string): Promise<FsMetadata>;
   readDirectory(path: string): Promise<FsDirectoryEntry[]>;
   createDirectory(path: string, recursive?: boolean): Promise<void>;

@@ -19,13 +19,13 @@ import {
   type ResultOf,
   type WriteStatus,
 } from '../protocol/types';
-import { Emitter, type Disposable } from '../rpc/event';
+import { DisposableStore, Emitter } from '../rpc/event';
 import type { NotificationMessage } from '../rpc/messages';
 import type { CloseInfo } from '../rpc/transport';
 import { markVerbatim } from '../rpc/verbatim';
 import type { ClientTelemetry } from '../telemetry/api';
 import type { ClientState, ExecClient, FileChange, StartProcessOptions } from './api';
-import type { ClientChannel } from '../rpc/channel';
+import type { ClientChannel, ServerRequestHandler } from '../rpc/channel';
 import { ClientFs } from './fs';
 import { ClientProcess, type ProcessOps } from './process-handle';
 import { processEventOf } from './process-events';
@@ -67,13 +67,19 @@ export interface ClientOptions {
   flowControl?: boolean;
   /** Default output window per process under flow control (bytes, default 4 MiB; 0 = none). */
   outputWindow?: number;
+  /**
+   * Answers the server's requests to this client (network/policyRequest from a managed network
+   * proxy), on every channel the client opens (a reconnect's too). Without it they get -32601
+   * and the server denies.
+   */
+  onServerRequest?: ServerRequestHandler;
 }
 
 /** Default per-process output window: large enough not to limit a websocket stream, small enough to bound memory. */
 export const DEFAULT_OUTPUT_WINDOW = 4 * 1024 * 1024;
 
 /** Calls that are safe to send again after a reconnect (reads, and writes thanks to writeId). */
-const RETRYABLE: ReadonlySet<string> = new Set<RequestMethod>([
+export const RETRYABLE: ReadonlySet<string> = new Set<RequestMethod>([
   'process/write',
   'process/read',
   'process/ack',
@@ -90,7 +96,7 @@ const isClosedError = (e: unknown) => e instanceof RpcError && e.code === ErrorC
 
 export class ExecServerClient implements ExecClient {
   private channel!: ClientChannel;
-  private channelSubs: Disposable[] = [];
+  private channelSubs = new DisposableStore();
   private currentState: ClientState = 'connecting';
   private session = '';
   private extensions: Set<string> | undefined;
@@ -111,13 +117,15 @@ export class ExecServerClient implements ExecClient {
 
   private constructor(
     private readonly factory: ChannelFactory,
-    private readonly options: Required<Omit<ClientOptions, 'reconnect' | 'log' | 'telemetry' | 'resumeSessionId'>> & Pick<ClientOptions, 'log' | 'telemetry'> & { reconnect: boolean },
+    private readonly options: Required<Omit<ClientOptions, 'reconnect' | 'log' | 'telemetry' | 'resumeSessionId' | 'onServerRequest'>> & Pick<ClientOptions, 'log' | 'telemetry' | 'onServerRequest'> & { reconnect: boolean },
   ) {
     this.fs = new ClientFs({
       request: (m, p) => this.request(m, p),
       supports: (m) => this.supports(m),
       log: (l, m) => this.log(l, m),
       maxMessageBytes: () => this.channel?.maxMessageBytes,
+      capability: (name) => this.initResult?.environmentInfo?.capabilities?.[name] === true,
+      binaryFrames: () => this.binaryOutputEnabled,
       registerWatch: (id, l) => {
         this.watches.set(id, l);
         return { dispose: () => this.watches.delete(id) };
@@ -138,6 +146,7 @@ export class ExecServerClient implements ExecClient {
       binaryOutput: opts.binaryOutput ?? true,
       flowControl: opts.flowControl ?? true,
       outputWindow: opts.outputWindow ?? DEFAULT_OUTPUT_WINDOW,
+      onServerRequest: opts.onServerRequest,
     });
     await client.attachInitial(opts.resumeSessionId);
     // A drop right after initialize may already have started a recovery: do not mask it.
@@ -306,8 +315,7 @@ export class ExecServerClient implements ExecClient {
   async close(): Promise<void> {
     if (this.currentState === 'closed') return;
     this.setState('closed');
-    for (const s of this.channelSubs) s.dispose();
-    this.channelSubs = [];
+    this.channelSubs.dispose();
     this.channel?.close('client closed');
     for (const p of this.processes.values()) p.fail('client closed');
     this.processes.clear();
@@ -409,9 +417,11 @@ export class ExecServerClient implements ExecClient {
   /** Opens a channel and initializes it (resuming `resumeSessionId` if given). */
   private async attach(resumeSessionId: string | undefined): Promise<void> {
     const ch = await this.factory();
-    const subs: Disposable[] = [];
+    // Before initialize: a resumed session may ask at once.
+    if (this.options.onServerRequest) ch.setRequestHandler(this.options.onServerRequest);
+    const subs = new DisposableStore();
     // Consume notifications before the initialize response (a resumed session streams at once).
-    subs.push(ch.onNotification((n) => this.handleNotification(n)));
+    subs.add(ch.onNotification((n) => this.handleNotification(n)));
     let timer: ReturnType<typeof setTimeout> | undefined;
     let result: InitializeResult;
     try {
@@ -430,7 +440,7 @@ export class ExecServerClient implements ExecClient {
         }),
       ])) as InitializeResult;
     } catch (e) {
-      for (const s of subs) s.dispose();
+      subs.dispose();
       ch.close('initialize failed');
       throw e;
     } finally {
@@ -444,10 +454,10 @@ export class ExecServerClient implements ExecClient {
     this.initResult = result;
     this.session = result.sessionId;
     this.extensions = Array.isArray(result.extensions) ? new Set(result.extensions) : undefined;
-    for (const s of this.channelSubs) s.dispose();
+    this.channelSubs.dispose();
     this.channel = ch;
     if (this.incomingHolds.size > 0) ch.pauseIncoming?.(true); // a hold outlives a reconnect
-    subs.push(ch.onClose((info) => this.handleChannelClose(ch, info)));
+    subs.add(ch.onClose((info) => this.handleChannelClose(ch, info)));
     this.channelSubs = subs;
     if (ch.closed) this.handleChannelClose(ch, { reason: 'closed during initialize', local: false });
   }

@@ -1,5 +1,5 @@
 // Size limits both ends of the wire must agree on, defined once: the server refuses beyond them
-// and the client sizes its requests by them (test/architecture/limits.test.ts fails when one of
+// and the client sizes its requests by them (test/architecture/owners.test.ts fails when one of
 // these values is declared again elsewhere in src/).
 
 /** fs/readBlock's largest `len` (the reference's limit): larger is refused with -32600. */

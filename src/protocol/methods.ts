@@ -34,6 +34,8 @@ const ALL: Record<RequestMethod, true> = {
   'environment/status': true,
   'environmentConfig/read': true,
   'http/request': true,
+  'capabilityRoots/discoverV1': true,
+  'capabilities/discoverV2': true,
 };
 
 /** Every request method of the protocol (RequestMap's keys). */
@@ -58,6 +60,7 @@ const SANDBOX: Record<SandboxMethod, true> = {
   'fs/walk': true,
   'fs/open': true,
   'fs/rename': true,
+  'capabilities/discoverV2': true,
 };
 
 /** Methods whose params carry a `sandbox` the server must enforce (src/server/sandbox/gate.ts refuses it elsewhere). */

@@ -226,8 +226,8 @@ export interface FsOpenParams extends FsPathParams {
 export interface FsWriteBlockParams {
   handleId: string;
   offset: number;
-  /** base64, 1..MAX_WRITE_BLOCK bytes. */
-  chunk: string;
+  /** base64, 1..MAX_WRITE_BLOCK bytes; [extension binaryOutput] the bytes themselves (a kind 3 binary frame, or in process) to a server that enabled binaryOutput. */
+  chunk: string | Uint8Array;
 }
 export interface FsOpenResult {
   handleId: string;
@@ -352,6 +352,66 @@ export interface HttpBodyDeltaNotification {
 
 // ---------------------------------------------------------------- method maps
 
+/** capabilityRoots/discoverV1 (capabilityDiscoverySandbox): what each root holds, files materialized verbatim. */
+export interface CapabilityRootRequest {
+  id: string;
+  path: WireUri;
+  /** A FileSystemSandboxContext (permissions + windowsSandboxLevel, ...): the root is read as under it. */
+  sandbox?: unknown;
+}
+export interface CapabilityRootsDiscoverParams {
+  roots: CapabilityRootRequest[];
+}
+/** A file found in a root, its contents as text. */
+export interface CapabilityFile {
+  path: WireUri;
+  contents: string;
+}
+export interface CapabilityRootResult {
+  id: string;
+  path: WireUri;
+  plugin: { manifest: CapabilityFile; mcpConfig: CapabilityFile | null; appsConfig: CapabilityFile | null } | null;
+  skills: { instructions: CapabilityFile; metadata: CapabilityFile | null }[];
+  namespaceManifests: CapabilityFile[];
+  warnings: string[];
+  /** The root's own failure (missing, not a directory, not visible under its sandbox); never fails the call. */
+  error: string | null;
+}
+export interface CapabilityRootsDiscoverResult {
+  roots: CapabilityRootResult[];
+}
+
+/** capabilities/discoverV2 (capabilityDiscoveryV2): the host's Codex skills and installed plugins, parsed. */
+export interface DiscoverV2Params {
+  cwd: WireUri;
+  /** A FileSystemSandboxContext: discovery reads as a process under it would. */
+  sandbox?: unknown;
+}
+export interface ExecutorSkillInfo {
+  name: string;
+  description: string;
+  shortDescription: string | null;
+  path: WireUri;
+  /** Standalone skills only (`codex-home-skills`, `user-agent-skills`); a plugin's skills have none. */
+  discoveryRoot?: { id: string; path: WireUri };
+  dependencies: { tools: { type: string; value: string; description: string | null; transport: string | null; command: string | null; url: string | null; oauthCallbackPort: number | null }[] } | null;
+  policy: { allowImplicitInvocation: boolean | null; products: string[] } | null;
+}
+export interface ExecutorPluginInfo {
+  id: string;
+  displayName: string;
+  remotePluginId: string | null;
+  version: string;
+  root: WireUri;
+  files: NonNullable<CapabilityRootResult['plugin']>;
+  skills: ExecutorSkillInfo[];
+}
+export interface DiscoverV2Result {
+  plugins: ExecutorPluginInfo[];
+  skills: ExecutorSkillInfo[];
+  warnings: string[];
+}
+
 /**
  * Requests: method name → [params, result]. The server's method table is typed by it (a handler
  * answering another shape does not compile: src/server/methods/spec.ts); the runtime list of
@@ -388,6 +448,8 @@ export interface RequestMap {
   'environment/status': [Record<string, never> | null, EnvironmentStatus];
   'environmentConfig/read': [EnvironmentConfigReadParams, EnvironmentConfigReadResult];
   'http/request': [HttpRequestParams, HttpRequestResult];
+  'capabilityRoots/discoverV1': [CapabilityRootsDiscoverParams, CapabilityRootsDiscoverResult];
+  'capabilities/discoverV2': [DiscoverV2Params, DiscoverV2Result];
 }
 export type RequestMethod = keyof RequestMap;
 export type ParamsOf<M extends RequestMethod> = RequestMap[M][0];

@@ -1,12 +1,15 @@
-// Responses whose result carries raw bytes (a Buffer) instead of base64 — the server marks
-// them, each transport decides how they travel. Kept in src/rpc (like verbatim.ts) so the
-// server engine can mark a result without depending on src/transports.
+// Messages whose result (a response) or params (a request) carry raw bytes (a Buffer) instead
+// of base64 — the producer marks the holder, each transport decides how they travel. Kept in
+// src/rpc (like verbatim.ts) so the server engine and the client can mark an object without
+// depending on src/transports.
+import { markVerbatim } from './verbatim';
 
 /**
- * Result objects whose named member holds raw bytes (a Buffer) instead of base64: only produced
- * for a connection that negotiated binaryOutput. A websocket sends such a response as a kind 2
- * frame; any other carrier encodes the member as base64 (bytesToBase64Members), so it can never
- * leak as JSON of a Buffer.
+ * Objects whose named member holds raw bytes (a Buffer) instead of base64: only produced for a
+ * connection that negotiated binaryOutput (fs/readBlock's answer on the server, fs/writeBlock's
+ * request on the client). A websocket sends such a message as a kind 2 (response) or kind 3
+ * (request) frame; any other carrier encodes the member as base64 (bytesToBase64Members), so it
+ * can never leak as JSON of a Buffer.
  */
 const bytesMembers = new WeakMap<object, string>();
 
@@ -15,19 +18,31 @@ export function markBytes<T extends object>(holder: T, key: keyof T & string): T
   return holder;
 }
 
-/** The marked bytes member of a response's result, if any. */
-export function bytesMemberOf(message: object): { result: Record<string, unknown>; key: string; bytes: Uint8Array } | undefined {
-  const result = (message as { result?: unknown }).result;
-  if (result === null || typeof result !== 'object') return undefined;
-  const key = bytesMembers.get(result);
+export interface BytesMember {
+  /** Where the holder is in the message: a response's `result` or a request's `params`. */
+  where: 'result' | 'params';
+  holder: Record<string, unknown>;
+  key: string;
+  bytes: Uint8Array;
+}
+
+/** The marked bytes member of a response's result or a request's params, if any. */
+export function bytesMemberOf(message: object): BytesMember | undefined {
+  const m = message as { result?: unknown; params?: unknown; method?: unknown };
+  const where = m.result !== undefined ? 'result' : typeof m.method === 'string' ? 'params' : undefined;
+  if (!where) return undefined;
+  const holder = m[where];
+  if (holder === null || typeof holder !== 'object') return undefined;
+  const key = bytesMembers.get(holder);
   if (key === undefined) return undefined;
-  const bytes = (result as Record<string, unknown>)[key];
-  return bytes instanceof Uint8Array ? { result: result as Record<string, unknown>, key, bytes } : undefined;
+  const bytes = (holder as Record<string, unknown>)[key];
+  return bytes instanceof Uint8Array ? { where, holder: holder as Record<string, unknown>, key, bytes } : undefined;
 }
 
 /** The message with a marked bytes member as base64 (for JSON-only carriers). */
 export function bytesToBase64Members(message: object): object {
   const m = bytesMemberOf(message);
   if (!m) return message;
-  return { ...message, result: { ...m.result, [m.key]: Buffer.from(m.bytes.buffer, m.bytes.byteOffset, m.bytes.byteLength).toString('base64') } };
+  const holder = markVerbatim({ ...m.holder, [m.key]: Buffer.from(m.bytes.buffer, m.bytes.byteOffset, m.bytes.byteLength).toString('base64') }, m.key);
+  return { ...message, [m.where]: holder };
 }

@@ -9,6 +9,12 @@ import type { NotificationMessage } from './messages';
 import type { CloseInfo, MessageTransport } from './transport';
 import type { TraceContext } from '../protocol/types';
 
+/**
+ * Answers a request of the server to its client (server → client; network/policyRequest).
+ * `signal` aborts when the answer is no longer wanted (the link closed).
+ */
+export type ServerRequestHandler = (method: string, params: unknown, signal: AbortSignal) => Promise<unknown>;
+
 export interface ClientChannel {
   /** `trace`: the W3C trace context the request carries (its `trace` member on the wire). */
   request(method: string, params: unknown, trace?: TraceContext): Promise<unknown>;
@@ -24,6 +30,8 @@ export interface ClientChannel {
   readonly maxMessageBytes?: number;
   /** Stop/resume reading inbound messages (see MessageTransport.pauseIncoming); absent in-process. */
   pauseIncoming?(paused: boolean): void;
+  /** Who answers the server's requests on this link; without one they get -32601 (method not found). */
+  setRequestHandler(handler: ServerRequestHandler | undefined): void;
 }
 
 export class RpcChannel implements ClientChannel {
@@ -57,6 +65,12 @@ export class RpcChannel implements ClientChannel {
   }
   pauseIncoming(paused: boolean): void {
     this.transport.pauseIncoming?.(paused);
+  }
+  setRequestHandler(handler: ServerRequestHandler | undefined): void {
+    if (!handler) return this.rpc.setRequestHandler(undefined);
+    const gone = new AbortController();
+    this.rpc.onClose(() => gone.abort());
+    this.rpc.setRequestHandler((method, params) => handler(method, params, gone.signal));
   }
   abort(): void {
     if (this.abortHook) this.abortHook();

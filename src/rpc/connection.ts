@@ -3,7 +3,7 @@
 // "connection closed" error when the transport ends. Used by both client and server.
 import { ErrorCodes, Messages, RpcError } from '../protocol/errors';
 import type { RequestId, TraceContext } from '../protocol/types';
-import { Emitter, type Disposable, type Event } from './event';
+import { DisposableStore, Emitter, type Disposable, type Event } from './event';
 import { classify, type NotificationMessage, type RequestMessage, type ResponseError } from './messages';
 import type { CloseInfo, MessageTransport } from './transport';
 
@@ -13,6 +13,8 @@ export interface RequestOptions {
   timeoutMs?: number;
   /** W3C trace context sent as the request's `trace` member (see src/telemetry). */
   trace?: TraceContext;
+  /** Stops waiting: the call rejects and a later answer is ignored (its entry is gone at once). */
+  signal?: AbortSignal;
 }
 
 /** What an observer (telemetry) keeps for one inbound request; ended once its response was handed to the transport. */
@@ -40,7 +42,7 @@ export class RpcConnection implements Disposable {
   private requestHandler: RequestHandler | undefined;
   private readonly notificationEmitter = new Emitter<NotificationMessage>();
   private readonly closeEmitter = new Emitter<CloseInfo>();
-  private readonly subs: Disposable[] = [];
+  private readonly subs = new DisposableStore();
   private closeInfo: CloseInfo | undefined;
 
   readonly onNotification: Event<NotificationMessage> = this.notificationEmitter.event;
@@ -50,11 +52,9 @@ export class RpcConnection implements Disposable {
     readonly transport: MessageTransport,
     private readonly options: RpcConnectionOptions = {},
   ) {
-    this.subs.push(
-      transport.onMessage((m) => this.handleMessage(m)),
-      transport.onParseError((detail) => this.violation('parse', detail, null)),
-      transport.onClose((info) => this.handleClose(info)),
-    );
+    this.subs.add(transport.onMessage((m) => this.handleMessage(m)));
+    this.subs.add(transport.onParseError((detail) => this.violation('parse', detail, null)));
+    this.subs.add(transport.onClose((info) => this.handleClose(info)));
     if (transport.closed) this.handleClose({ reason: 'transport already closed', local: false });
   }
 
@@ -65,8 +65,8 @@ export class RpcConnection implements Disposable {
     return this.pending.size;
   }
 
-  /** Installs the handler for inbound requests (server side, or server→client requests). */
-  setRequestHandler(handler: RequestHandler): void {
+  /** Installs the handler for inbound requests (server side, or server→client requests); undefined: -32601 for each. */
+  setRequestHandler(handler: RequestHandler | undefined): void {
     this.requestHandler = handler;
   }
 
@@ -74,13 +74,30 @@ export class RpcConnection implements Disposable {
     if (this.closeInfo) {
       return Promise.reject(new RpcError(ErrorCodes.ConnectionClosed, `${Messages.connectionClosed}: ${this.closeInfo.reason}`));
     }
+    if (opts.signal?.aborted) return Promise.reject(new RpcError(ErrorCodes.RequestTimeout, `${method} was abandoned`));
     const id = this.nextId++;
     return new Promise<R>((resolve, reject) => {
       const p: Pending = { method, resolve: resolve as (v: unknown) => void, reject };
+      const signal = opts.signal;
+      if (signal) {
+        const onAbort = () => {
+          if (this.pending.get(id) !== p) return;
+          this.pending.delete(id);
+          if (p.timer) clearTimeout(p.timer);
+          reject(new RpcError(ErrorCodes.RequestTimeout, `${method} was abandoned`));
+        };
+        signal.addEventListener('abort', onAbort, { once: true });
+        const settle = (f: (v: never) => void) => (v: never) => {
+          signal.removeEventListener('abort', onAbort);
+          f(v);
+        };
+        p.resolve = settle(p.resolve as (v: never) => void) as (v: unknown) => void;
+        p.reject = settle(p.reject as (v: never) => void) as (e: Error) => void;
+      }
       if (opts.timeoutMs !== undefined && opts.timeoutMs > 0) {
         p.timer = setTimeout(() => {
           this.pending.delete(id);
-          reject(new RpcError(ErrorCodes.RequestTimeout, `${method} timed out after ${opts.timeoutMs} ms`));
+          p.reject(new RpcError(ErrorCodes.RequestTimeout, `${method} timed out after ${opts.timeoutMs} ms`));
         }, opts.timeoutMs);
       }
       this.pending.set(id, p);
@@ -93,7 +110,7 @@ export class RpcConnection implements Disposable {
         // Params the transport cannot serialize (a BigInt, a cycle) fail this call, not leave it pending.
         this.pending.delete(id);
         if (p.timer) clearTimeout(p.timer);
-        reject(e instanceof Error ? e : new Error(String(e)));
+        p.reject(e instanceof Error ? e : new Error(String(e)));
       }
     });
   }
@@ -203,7 +220,7 @@ export class RpcConnection implements Disposable {
   private handleClose(info: CloseInfo): void {
     if (this.closeInfo) return;
     this.closeInfo = info;
-    for (const s of this.subs) s.dispose();
+    this.subs.dispose();
     const err = new RpcError(ErrorCodes.ConnectionClosed, `${Messages.connectionClosed}: ${info.reason}`);
     const pending = [...this.pending.values()];
     this.pending.clear();

@@ -7,6 +7,25 @@
 // placeholder and splices the payload in. Unmarked messages take the plain JSON.stringify
 // path, so a caller-supplied string can never produce invalid JSON.
 
+/**
+ * Base64 text held in a Buffer (one ASCII byte per character) rather than a string: a whole-file
+ * read (fs/readFile) is encoded in place in the buffer it was read into, and the transport writes
+ * that buffer behind the envelope's head — one copy of the data instead of three (the file's
+ * Buffer, its base64 string, the frame). Serializes as the string everywhere else (toJSON).
+ */
+export class Base64Text {
+  constructor(readonly bytes: Buffer) {}
+  get length(): number {
+    return this.bytes.length;
+  }
+  toString(): string {
+    return this.bytes.toString('latin1');
+  }
+  toJSON(): string {
+    return this.toString();
+  }
+}
+
 /** Objects whose named string member is trusted base64 (no character needs JSON escaping). */
 const verbatimMembers = new WeakMap<object, string>();
 
@@ -18,7 +37,7 @@ const PLACEHOLDER = `verbatim-${Math.random().toString(36).slice(2)}${Math.rando
 const QUOTED_PLACEHOLDER = `"${PLACEHOLDER}"`;
 
 /**
- * Declares that `holder[key]` is a string needing no JSON escaping — only call it on a string
+ * Declares that `holder[key]` is a string (or a Base64Text) needing no JSON escaping — only call it on a string
  * this process produced with a base64 encoder. Returns `holder` for use in expressions.
  */
 export function markVerbatim<T extends object>(holder: T, key: keyof T & string): T {
@@ -29,8 +48,8 @@ export function markVerbatim<T extends object>(holder: T, key: keyof T & string)
 /** A serialized message in three parts: `head + payload + tail` is the JSON text. */
 export interface SplicedJson {
   head: string;
-  /** The verbatim string, to be copied as is between the quotes that end `head` / start `tail`. */
-  payload: string;
+  /** The verbatim text, to be copied as is between the quotes that end `head` / start `tail` (a Buffer: a Base64Text's bytes). */
+  payload: string | Buffer;
   tail: string;
 }
 
@@ -40,14 +59,15 @@ export function serializeMessage(message: object): string | SplicedJson {
   const holder = (isObject(m.result) ? m.result : isObject(m.params) ? m.params : undefined) as Record<string, unknown> | undefined;
   const key = holder ? verbatimMembers.get(holder) : undefined;
   if (!holder || key === undefined) return JSON.stringify(message);
-  const payload = holder[key];
-  if (typeof payload !== 'string' || payload.length < MIN_VERBATIM_LENGTH || !Object.isExtensible(holder)) return JSON.stringify(message);
+  const value = holder[key];
+  const payload = value instanceof Base64Text ? value.bytes : value;
+  if ((typeof payload !== 'string' && !Buffer.isBuffer(payload)) || payload.length < MIN_VERBATIM_LENGTH || !Object.isExtensible(holder)) return JSON.stringify(message);
   holder[key] = PLACEHOLDER;
   let text: string;
   try {
     text = JSON.stringify(message);
   } finally {
-    holder[key] = payload;
+    holder[key] = value;
   }
   const at = text.indexOf(QUOTED_PLACEHOLDER);
   // Exactly one occurrence, or do it the slow, certain way.
@@ -57,7 +77,21 @@ export function serializeMessage(message: object): string | SplicedJson {
 
 /** The full JSON text of serializeMessage's result (for tests and non-splicing carriers). */
 export function joinSerialized(s: string | SplicedJson): string {
-  return typeof s === 'string' ? s : s.head + s.payload + s.tail;
+  return typeof s === 'string' ? s : s.head + (typeof s.payload === 'string' ? s.payload : s.payload.toString('latin1')) + s.tail;
+}
+
+/**
+ * The result with a Base64Text member as a plain string, for a carrier that hands results over as
+ * objects (in process): the caller sees the same `string` member as over any wire.
+ */
+export function base64TextAsString<T>(result: T): T {
+  if (result === null || typeof result !== 'object') return result;
+  const key = verbatimMembers.get(result);
+  if (key === undefined) return result;
+  const r = result as Record<string, unknown>;
+  const v = r[key];
+  if (v instanceof Base64Text) r[key] = v.toString();
+  return result;
 }
 
 function isObject(v: unknown): v is object {

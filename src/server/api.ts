@@ -26,6 +26,12 @@ export interface NotificationSink {
    * Buffer is the sink's to keep: its memory is never reused.
    */
   holdsRecycledOutput?: boolean;
+  /**
+   * Optional: a request to the client (server → client; network/policyRequest). Resolves with
+   * the client's `result`; rejects with its error, when the connection closes first, or when
+   * `signal` aborts (the answer is then ignored). Absent: this client cannot be asked.
+   */
+  request?(method: string, params: unknown, signal: AbortSignal): Promise<unknown>;
 }
 
 /**
@@ -67,6 +73,17 @@ export interface ServerOptions {
   maxProcessesPerSession?: number;
   /** Requests in flight per connection before new ones get -32001 (default 16 384; the CLI's --max-in-flight). */
   maxInFlightPerConnection?: number;
+  /**
+   * Processes the whole server holds at once, across sessions: live ones and exited ones still
+   * kept readable (each retains up to maxRetainedBytesPerProcess). Default: no bound beyond
+   * maxProcessesPerSession. An embedding host whose memory is the user's (the agent endpoint in
+   * the VS Code extension host) bounds it.
+   */
+  maxHeldProcesses?: number;
+  /** The sum of the outputWindow (unacknowledged output, retained) of the processes held. Default: no bound. */
+  maxOutputWindowBytes?: number;
+  /** fs/readFile's largest file, also for a file that grows while it is read (default 128 MiB). */
+  maxReadFileBytes?: number;
   /** Spans and metrics (src/telemetry); default: the no-op (nothing loaded, nothing recorded). */
   telemetry?: ServerTelemetry;
   /** Is this transport one where end-of-connection ends the session (stdio)? Decided per connect(). */
@@ -78,4 +95,10 @@ export interface ConnectOptions {
   terminateOnClose?: boolean;
   /** A label for logs (peer address, "in-process", ...). */
   label?: string;
+  /**
+   * The carrier serializes each result itself (src/transports/serve.ts): fs/readFile's dataBase64
+   * may then be a Base64Text (the base64 in a buffer, src/rpc/verbatim.ts) that it writes as it
+   * is. Otherwise (in process, tests, wrappers) every result member is the plain string.
+   */
+  base64Text?: boolean;
 }

@@ -1,6 +1,7 @@
 // One client connection: initialize/initialized gating with the reference's messages,
 // param decoding before gating (as the reference does), routing, and the per-connection
 // state (fs read handles, watches, in-flight http requests) that dies with the connection.
+import { setMaxListeners } from 'node:events';
 import { ErrorCodes, Messages, RpcError, internalError, invalidRequest } from '../protocol/errors';
 import * as P from './params';
 import type {
@@ -18,6 +19,7 @@ import { VERSION } from '../version';
 import type { ConnectOptions, NotificationSink, ServerConnection } from './api';
 import type { ConnectionContext, ConnectionHost, HttpRunner } from './context';
 import { environmentInfo } from './environment';
+import { MAX_READ_FILE_BYTES } from './fs/fs-methods';
 import { FileHandles } from './fs/handles';
 import { MissingWatches } from './fs/missing-watch';
 import { Watches } from './fs/watch';
@@ -28,6 +30,7 @@ import { checkSandbox } from './sandbox/gate';
 import { methodSpec } from './router';
 import type { Session } from './session';
 import type { RequestRecord } from '../telemetry/api';
+import { base64TextAsString } from '../rpc/verbatim';
 
 export class Connection implements ServerConnection, ConnectionContext {
   private sessionRef: Session | undefined;
@@ -53,7 +56,10 @@ export class Connection implements ServerConnection, ConnectionContext {
     readonly options: ConnectOptions,
     maxOpenHandles: number,
     private readonly maxInFlight: number = DEFAULT_MAX_IN_FLIGHT,
+    readonly maxReadFileBytes: number = MAX_READ_FILE_BYTES,
   ) {
+    // Listened to by each long-poll and each open network question (both bounded elsewhere).
+    setMaxListeners(0, this.closedSignal);
     this.handles = new FileHandles(maxOpenHandles);
     this.watches = new Watches((n) => this.notify('fs/changed', n));
     this.missingWatches = new MissingWatches((watchId) => this.notify('fs/missingChanged', { watchId }));
@@ -88,7 +94,7 @@ export class Connection implements ServerConnection, ConnectionContext {
     try {
       const result = await this.dispatch(method, params, call);
       this.server.log('debug', `${this.label}: ${method} ok`);
-      return result;
+      return this.options.base64Text ? result : base64TextAsString(result);
     } catch (e) {
       if (e instanceof RpcError) {
         this.server.log('debug', `${this.label}: ${method} → ${e.code} ${e.message}`);
@@ -143,7 +149,7 @@ export class Connection implements ServerConnection, ConnectionContext {
     const flowControl = P.optBool(o, 'flowControl') === true;
     const binary = P.optBool(o, 'binaryOutput') === true && this.sink.processOutput !== undefined;
     if (this.sessionRef) throw invalidRequest(Messages.initializeOnce);
-    const sink = binary ? this.sink : withoutBinaryOutput(this.sink);
+    const sink = askable(binary ? this.sink : withoutBinaryOutput(this.sink), this.closedSignal);
     this.binaryOutput = binary;
     this.sessionRef = this.server.openSession(this, sink, resumeSessionId, flowControl);
     const enabled = [...(flowControl ? [FLOW_CONTROL_EXTENSION] : []), ...(binary ? [BINARY_OUTPUT_EXTENSION] : [])];
@@ -240,5 +246,36 @@ function withoutBinaryOutput(sink: NotificationSink): NotificationSink {
     notify: (m, p) => sink.notify(m, p),
     isCongested: sink.isCongested && (() => sink.isCongested!()),
     onDrain: sink.onDrain && ((l) => sink.onDrain!(l)),
+    request: sink.request && ((m, p, signal) => sink.request!(m, p, signal)),
   };
+}
+
+/**
+ * The session's view of a sink that can ask its client: a question still open when this
+ * connection closes is abandoned at once (its answer would come to nobody), whatever the
+ * transport does with its own pending calls.
+ */
+function askable(sink: NotificationSink, closed: AbortSignal): NotificationSink {
+  const request = sink.request;
+  if (!request) return sink;
+  const wrapped: NotificationSink = {
+    notify: (m, p) => sink.notify(m, p),
+    isCongested: sink.isCongested && (() => sink.isCongested!()),
+    onDrain: sink.onDrain && ((l) => sink.onDrain!(l)),
+    processOutput: sink.processOutput && ((id, seq, stream, data) => sink.processOutput!(id, seq, stream, data)),
+    holdsRecycledOutput: sink.holdsRecycledOutput,
+  };
+  wrapped.request = (method, params, signal) => {
+    if (closed.aborted) return Promise.reject(new RpcError(ErrorCodes.ConnectionClosed, Messages.connectionClosed));
+    const both = new AbortController();
+    const stop = () => both.abort();
+    if (signal.aborted) both.abort();
+    signal.addEventListener('abort', stop, { once: true });
+    closed.addEventListener('abort', stop, { once: true });
+    return request.call(sink, method, params, both.signal).finally(() => {
+      signal.removeEventListener('abort', stop);
+      closed.removeEventListener('abort', stop);
+    });
+  };
+  return wrapped;
 }

@@ -34,6 +34,8 @@ export interface ConnectionContext {
   /** [extension] The client negotiated binaryOutput: byte payloads (fs/readBlock) may be raw Buffers. */
   readonly binaryOutput: boolean;
   http(input: HttpRequestInput, run: HttpRunner): Promise<HttpRequestResult>;
+  /** fs/readFile's largest file (ServerOptions.maxReadFileBytes). */
+  readonly maxReadFileBytes: number;
   /** The server's log (ServerOptions.log). */
   log(level: 'debug' | 'info' | 'warn' | 'error', message: string): void;
 }

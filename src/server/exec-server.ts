@@ -6,8 +6,9 @@ import type { ConnectOptions, NotificationSink, ServerConnection, ServerOptions 
 import { Connection } from './connection';
 import type { ConnectionHost } from './context';
 import { DEFAULT_MAX_IN_FLIGHT } from './in-flight';
+import { MAX_READ_FILE_BYTES } from './fs/fs-methods';
 import { sandboxSupport } from './sandbox/support';
-import { Session } from './session';
+import { ProcessBudget, Session, type SessionLimits } from './session';
 import { NOOP_SERVER_TELEMETRY, type ServerTelemetry } from '../telemetry/api';
 import { sessionLogTag } from '../protocol/log-tag';
 
@@ -24,7 +25,7 @@ export const DEFAULTS = {
 const SHUTDOWN_WAIT_MS = 3_000;
 
 export class ExecServer implements ConnectionHost {
-  private readonly opts: { -readonly [K in keyof typeof DEFAULTS]: number };
+  private readonly opts: { -readonly [K in keyof typeof DEFAULTS]: number } & Pick<SessionLimits, 'budget'> & { maxReadFileBytes: number };
   private readonly sessions = new Map<string, Session>();
   private readonly connections = new Set<Connection>();
   /** Every session ever created that may still have children (for shutdown). */
@@ -42,6 +43,11 @@ export class ExecServer implements ConnectionHost {
       maxOpenHandles: options.maxOpenHandles ?? DEFAULTS.maxOpenHandles,
       maxProcessesPerSession: options.maxProcessesPerSession ?? DEFAULTS.maxProcessesPerSession,
       maxInFlightPerConnection: options.maxInFlightPerConnection ?? DEFAULTS.maxInFlightPerConnection,
+      maxReadFileBytes: options.maxReadFileBytes ?? MAX_READ_FILE_BYTES,
+      budget:
+        options.maxHeldProcesses !== undefined || options.maxOutputWindowBytes !== undefined
+          ? new ProcessBudget(options.maxHeldProcesses, options.maxOutputWindowBytes)
+          : undefined,
     };
     // Probed once (cached per bwrap path), started now without waiting (the probe spawns a
     // tiny sandbox; the VS Code extension host's activation and the CLI's startup must not
@@ -57,7 +63,7 @@ export class ExecServer implements ConnectionHost {
   }
 
   connect(sink: NotificationSink, opts: ConnectOptions = {}): ServerConnection {
-    const conn = new Connection(this, sink, opts, this.opts.maxOpenHandles, this.opts.maxInFlightPerConnection);
+    const conn = new Connection(this, sink, opts, this.opts.maxOpenHandles, this.opts.maxInFlightPerConnection, this.opts.maxReadFileBytes);
     if (this.shuttingDown) conn.close();
     else {
       this.connections.add(conn);
@@ -117,6 +123,11 @@ export class ExecServer implements ConnectionHost {
 
   get sessionCount(): number {
     return this.sessions.size;
+  }
+
+  /** What the bounded processes hold now (ServerOptions.maxHeldProcesses); undefined without a bound. */
+  get processBudget(): { processes: number; windowBytes: number } | undefined {
+    return this.opts.budget?.inUse;
   }
 
   /** Terminates every process of every session, closes connections, clears timers. */

@@ -52,3 +52,14 @@ export function uriToPath(uri: string): string {
 export function pathToUri(p: string): string {
   return pathToFileURL(p).href;
 }
+
+/**
+ * Is `p` the same path as `root` or below it? Both are resolved first (relative parts, `..`,
+ * trailing separators), so `/a/b/../c` is inside `/a` and `/ab` is not inside `/a`. The one
+ * definition for the engine's sandbox profiles and the extension's gate and approvals.
+ */
+export function isInside(p: string, root: string): boolean {
+  const r = path.resolve(root);
+  const x = path.resolve(p);
+  return x === r || x.startsWith(r === path.sep ? r : r + path.sep);
+}

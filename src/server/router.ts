@@ -2,6 +2,7 @@
 // "client must call initialize before using <category> methods" message), a decoder for
 // untyped params, and the handler. Typed by the protocol's RequestMap (./methods/spec.ts):
 // every method of the protocol but `initialize` has exactly one entry answering its result type.
+import { discoveryMethods } from './methods/discovery';
 import { fsMethods } from './methods/fs';
 import { otherMethods } from './methods/other';
 import { processMethods } from './methods/process';
@@ -9,7 +10,7 @@ import { processMethods } from './methods/process';
 export type { Category, MethodSpec, MethodTable, ServerMethod } from './methods/spec';
 import type { MethodSpec, MethodTable, ServerMethod } from './methods/spec';
 
-export const METHOD_TABLE: MethodTable<ServerMethod> = { ...processMethods, ...fsMethods, ...otherMethods };
+export const METHOD_TABLE: MethodTable<ServerMethod> = { ...processMethods, ...fsMethods, ...otherMethods, ...discoveryMethods };
 
 /** The same table for lookups by a name off the wire (own properties only: see methodSpec). */
 export const METHODS: Readonly<Record<string, MethodSpec>> = METHOD_TABLE;

@@ -13,6 +13,47 @@ export interface SessionLimits {
   exitedProcessRetentionMs: number;
   maxRetainedBytesPerProcess: number;
   maxProcessesPerSession: number;
+  /** Shared by every session of a server (ServerOptions.maxHeldProcesses, maxOutputWindowBytes). */
+  budget?: ProcessBudget;
+}
+
+/**
+ * What the processes of a whole server may hold: how many (live, or exited and still kept
+ * readable, each with its retained output) and the sum of their output windows (unacknowledged
+ * output stays retained). Taken when an id is reserved, given back when the process is forgotten.
+ */
+export class ProcessBudget {
+  private readonly held = new Map<object, number>();
+  private windows = 0;
+
+  constructor(
+    readonly maxHeld = Infinity,
+    readonly maxWindowBytes = Infinity,
+  ) {}
+
+  take(proc: object, window: number): void {
+    if (this.held.size >= this.maxHeld) {
+      throw invalidRequest(`too many processes held by this server (limit ${this.maxHeld}: live ones and exited ones still readable); wait for some to exit and be read`);
+    }
+    if (window > 0 && this.windows + window > this.maxWindowBytes) {
+      throw invalidRequest(
+        `outputWindow of ${window} bytes does not fit this server's budget for unacknowledged output (${this.maxWindowBytes} bytes, ${this.windows} in use): acknowledge output (process/ack) or ask for a smaller window`,
+      );
+    }
+    this.held.set(proc, window);
+    this.windows += window;
+  }
+
+  drop(proc: object): void {
+    const w = this.held.get(proc);
+    if (w === undefined) return;
+    this.held.delete(proc);
+    this.windows -= w;
+  }
+
+  get inUse(): { processes: number; windowBytes: number } {
+    return { processes: this.held.size, windowBytes: this.windows };
+  }
 }
 
 export class Session implements ProcessHost {
@@ -81,6 +122,16 @@ export class Session implements ProcessHost {
     this.ttlTimer.unref?.();
   }
 
+  /**
+   * A request to the attached client (network/policyRequest). Rejects at once while detached,
+   * after the end, or when that client cannot be asked: the caller's answer is then a deny.
+   */
+  requestClient(method: string, params: unknown, signal: AbortSignal): Promise<unknown> {
+    const sink = this.sink;
+    if (!sink?.request || this.ended) return Promise.reject(new Error('no client attached that can be asked'));
+    return sink.request(method, params, signal);
+  }
+
   // ------------------------------------------------------------ ProcessHost
 
   notify<M extends NotificationMethod>(method: M, params: NotificationMap[M]): void {
@@ -134,6 +185,7 @@ export class Session implements ProcessHost {
     const t = setTimeout(() => {
       this.retentionTimers.delete(proc);
       if (this.processes.get(proc.id) === proc) this.processes.delete(proc.id);
+      this.limits.budget?.drop(proc);
       proc.dispose();
     }, this.limits.exitedProcessRetentionMs);
     t.unref?.();
@@ -152,8 +204,8 @@ export class Session implements ProcessHost {
     return this.processes.get(id);
   }
 
-  /** Reserves `id` synchronously (so a concurrent duplicate start fails), or throws. */
-  reserve(id: string): ManagedProcess {
+  /** Reserves `id` synchronously (so a concurrent duplicate start fails), or throws; `window`: its outputWindow (0: none). */
+  reserve(id: string, window = 0): ManagedProcess {
     if (this.ended) throw invalidRequest(Messages.unknownSession(this.id));
     if (this.processes.has(id)) throw invalidRequest(Messages.processExists(id));
     let live = 0;
@@ -162,13 +214,16 @@ export class Session implements ProcessHost {
       throw invalidRequest(`too many processes in this session (limit ${this.limits.maxProcessesPerSession})`);
     }
     const proc = new ManagedProcess(id, this, this.limits.maxRetainedBytesPerProcess);
+    this.limits.budget?.take(proc, window);
     proc.setFlowEnforced(this.flowControl);
     if (this.drainSub) proc.pauseOutput();
+    if (window > 0) proc.setWindow(window);
     this.processes.set(id, proc);
     return proc;
   }
 
   release(proc: ManagedProcess): void {
+    this.limits.budget?.drop(proc);
     if (this.processes.get(proc.id) === proc) this.processes.delete(proc.id);
   }
 
@@ -188,6 +243,7 @@ export class Session implements ProcessHost {
     this.retentionTimers.clear();
     const waits: Promise<void>[] = [];
     for (const p of this.processes.values()) {
+      this.limits.budget?.drop(p);
       p.dispose();
       waits.push(p.whenClosed);
     }

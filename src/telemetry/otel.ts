@@ -35,6 +35,8 @@ import {
   BatchSpanProcessor,
   ParentBasedSampler,
   type ReadableSpan,
+  SamplingDecision,
+  type SpanExporter,
   type SpanProcessor,
   TraceIdRatioBasedSampler,
   type Sampler,
@@ -46,6 +48,8 @@ import type { CallError, ClientCall, ClientTelemetry, ProcessRecord, RejectReaso
 import type { TelemetryConfig } from './config';
 import { methodLabel, sandboxLabel } from './methods';
 import { RequestMeter } from './request-meter';
+import { protoSpanExporter } from './otlp-proto';
+import { SpanBatcher, SpanRecord, ids } from './server-spans';
 
 /** Set when this module is evaluated: tests check that telemetry off never loads it. */
 (globalThis as Record<symbol, unknown>)[Symbol.for('exec-server.telemetry.sdkLoaded')] = true;
@@ -137,11 +141,46 @@ function resource(c: TelemetryConfig): Resource {
   return defaultResource().merge(resourceFromAttributes({ [ATTR_SERVICE_NAME]: c.serviceName, [ATTR_SERVICE_VERSION]: VERSION }));
 }
 
-/** A tracer provider exporting over OTLP/HTTP, or undefined when traces are off. */
+function traceExporter(traces: NonNullable<TelemetryConfig['traces']>): SpanExporter {
+  return traces.protocol === 'http/json' ? new OtlpJsonExporter({ url: traces.endpoint }) : new OtlpProtoExporter({ url: traces.endpoint });
+}
+
+/** A tracer provider exporting over OTLP/HTTP (client spans), or undefined when traces are off. */
 function tracerProvider(c: TelemetryConfig): BasicTracerProvider | undefined {
   if (!c.traces) return undefined;
-  const exporter = c.traces.protocol === 'http/json' ? new OtlpJsonExporter({ url: c.traces.endpoint }) : new OtlpProtoExporter({ url: c.traces.endpoint });
-  return new BasicTracerProvider({ resource: resource(c), sampler: sampler(c.sampler), spanProcessors: [new DeferredSpanProcessor(new BatchSpanProcessor(exporter))] });
+  return new BasicTracerProvider({ resource: resource(c), sampler: sampler(c.sampler), spanProcessors: [new DeferredSpanProcessor(new BatchSpanProcessor(traceExporter(c.traces)))] });
+}
+
+/**
+ * The server's traces: span records of our own (./server-spans.ts) and their sampling decision.
+ * A root is decided here (by ratio, or always/never); a request with a parent trace context
+ * goes through the SDK's sampler for the configured name, so parent-based and ratio semantics
+ * are the SDK's own.
+ */
+interface ServerTraces {
+  batcher: SpanBatcher;
+  /** Probability that a root is sampled (1 for always_on, parentbased_always_on). */
+  rootRate: number;
+  sampler: Sampler;
+}
+
+function serverTraces(c: TelemetryConfig, log: Log): ServerTraces | undefined {
+  if (!c.traces) return undefined;
+  // Protobuf with our serializer (./otlp-proto.ts); JSON (a debugging format) through the SDK's.
+  const exporter = c.traces.protocol === 'http/json' ? traceExporter(c.traces) : protoSpanExporter(c.traces.endpoint);
+  const batcher = new SpanBatcher(exporter, resource(c), { name: 'exec-server', version: VERSION }, undefined, (m) => log('warn', m));
+  return { batcher, rootRate: rootSampleRate(c.sampler) ?? 1, sampler: sampler(c.sampler) };
+}
+
+/** A sampled span for `name`, or undefined; `parent` is the wire trace context's (ROOT_CONTEXT when none). */
+function startSpan(t: ServerTraces, name: string, kind: SpanKind, parent: Context, method?: string, requestId?: string): SpanRecord | undefined {
+  const psc = parent === ROOT_CONTEXT ? undefined : trace.getSpanContext(parent);
+  if (!psc) {
+    if (t.rootRate < 1 && !(Math.random() < t.rootRate)) return undefined;
+    return new SpanRecord(t.batcher, name, kind, ids.traceId(), undefined, undefined, method, requestId);
+  }
+  if (t.sampler.shouldSample(parent, psc.traceId, name, kind, {}, []).decision !== SamplingDecision.RECORD_AND_SAMPLED) return undefined;
+  return new SpanRecord(t.batcher, name, kind, psc.traceId, psc.traceState, psc, method, requestId);
 }
 
 /** The parent context of a wire `trace` member; anything malformed is ignored (a new root). */
@@ -200,20 +239,16 @@ class OtelRequest implements RequestRecord {
   private readonly t0 = performance.now();
   private done = false;
   constructor(
-    readonly span: Span | undefined,
+    /** Its span when traced and sampled; an unsampled request's processes are not traced either. */
+    readonly span: SpanRecord | undefined,
     private readonly label: string,
     private readonly inst: Instruments | undefined,
-    /** True when this request's trace is not sampled: its children are not either. */
-    readonly unsampled = false,
   ) {}
-  get ctx(): Context {
-    return this.span ? trace.setSpan(ROOT_CONTEXT, this.span) : ROOT_CONTEXT;
-  }
   end(error?: CallError): void {
     if (this.done) return;
     this.done = true;
     if (this.span) {
-      if (error) failSpan(this.span, error);
+      if (error) this.span.fail(error.code, error.message);
       this.span.end();
     }
     if (this.inst) this.inst.meter.record(this.inst.meter.series(this.label, error !== undefined), (performance.now() - this.t0) / 1000);
@@ -224,7 +259,7 @@ class OtelProcess implements ProcessRecord {
   private state: 'starting' | 'running' | 'exited' | 'failed' = 'starting';
   private sandbox = 'none';
   constructor(
-    private readonly span: Span | undefined,
+    private readonly span: SpanRecord | undefined,
     private readonly inst: Instruments | undefined,
   ) {}
   started(sandboxType: string): void {
@@ -240,7 +275,7 @@ class OtelProcess implements ProcessRecord {
     if (this.state !== 'starting') return;
     this.state = 'failed';
     if (this.span) {
-      failSpan(this.span, error);
+      this.span.fail(error.code, error.message);
       this.span.end();
     }
   }
@@ -253,7 +288,7 @@ class OtelProcess implements ProcessRecord {
     if (this.span) {
       this.span.setAttribute('process.exit.code', exitCode);
       this.span.setAttribute('exec_server.sandbox_denied', sandboxDenied);
-      if (exitCode !== 0) this.span.setStatus({ code: SpanStatusCode.ERROR, message: sandboxDenied ? 'sandbox denied' : `exit code ${exitCode}` });
+      if (exitCode !== 0) this.span.setStatus(SpanStatusCode.ERROR, sandboxDenied ? 'sandbox denied' : `exit code ${exitCode}`);
       this.span.end();
     }
   }
@@ -281,9 +316,7 @@ export async function startServerTelemetry(c: TelemetryConfig, log: Log = () => 
       { logLevel: DiagLogLevel.WARN, suppressOverrideMessage: true },
     );
   }
-  const tp = tracerProvider(c);
-  const tracer: Tracer | undefined = tp?.getTracer('exec-server', VERSION);
-  const rootRate = tp ? rootSampleRate(c.sampler) : undefined;
+  const traces = serverTraces(c, log);
   let mp: MeterProvider | undefined;
   let inst: Instruments | undefined;
   let metricsServer: http.Server | undefined;
@@ -309,7 +342,7 @@ export async function startServerTelemetry(c: TelemetryConfig, log: Log = () => 
       });
     } catch (e) {
       await mp.shutdown().catch(() => {});
-      await tp?.shutdown().catch(() => {});
+      await traces?.batcher.shutdown().catch(() => {});
       throw new Error(`cannot serve Prometheus metrics on ${c.metrics.host}:${c.metrics.port}: ${(e as Error).message}`);
     }
     server.on('error', (e) => log('error', `metrics endpoint: ${e.message}`));
@@ -320,19 +353,16 @@ export async function startServerTelemetry(c: TelemetryConfig, log: Log = () => 
     log('info', `metrics: Prometheus endpoint ${metricsUrl}`);
   }
   if (c.traces) log('info', `traces: OTLP ${c.traces.protocol} to ${c.traces.endpoint} (service.name ${c.serviceName}, sampler ${c.sampler.name})`);
-  return serverTelemetry(tp, tracer, rootRate, mp, inst, metricsServer, metricsUrl, log);
+  return serverTelemetry(traces, mp, inst, metricsServer, metricsUrl, log);
 }
 
 /** Server spans only (no metrics endpoint), created synchronously: the extension's in-process server. */
 export function createServerTracing(c: TelemetryConfig, log: Log = () => {}): OtelServerTelemetry {
-  const tp = tracerProvider(c);
-  return serverTelemetry(tp, tp?.getTracer('exec-server', VERSION), tp ? rootSampleRate(c.sampler) : undefined, undefined, undefined, undefined, undefined, log);
+  return serverTelemetry(serverTraces(c, log), undefined, undefined, undefined, undefined, log);
 }
 
 function serverTelemetry(
-  tp: BasicTracerProvider | undefined,
-  tracer: Tracer | undefined,
-  rootRate: number | undefined,
+  traces: ServerTraces | undefined,
   mp: MeterProvider | undefined,
   inst: Instruments | undefined,
   metricsServer: http.Server | undefined,
@@ -345,23 +375,19 @@ function serverTelemetry(
     metricsUrl,
     request(method: string, id: RequestId | undefined, wireTrace: unknown): RequestRecord {
       const label = methodLabel(method);
-      if (!tracer) return new OtelRequest(undefined, label, inst);
+      if (!traces) return new OtelRequest(undefined, label, inst);
+      // Sampling is decided first: an unsampled request creates no span, attribute or context.
+      // The rpc.* attributes are derived from the method and id only when a batch is exported.
       const parent = wireTrace === undefined || wireTrace === null ? ROOT_CONTEXT : extractTrace(wireTrace);
-      // A root the sampler would decide by ratio: decided here, and no span when not sampled.
-      if (rootRate !== undefined && parent === ROOT_CONTEXT && !(Math.random() < rootRate)) return new OtelRequest(undefined, label, inst, true);
-      const span = tracer.startSpan(label, { kind: SpanKind.SERVER }, parent);
-      // Attributes only on a span that records them (the SDK drops them on a non-sampled one).
-      if (span.isRecording()) {
-        span.setAttribute('rpc.system', 'jsonrpc');
-        span.setAttribute('rpc.method', method.length > MAX_METHOD_CHARS ? method.slice(0, MAX_METHOD_CHARS) : method);
-        if (id !== undefined) span.setAttribute('rpc.jsonrpc.request_id', String(id).slice(0, MAX_METHOD_CHARS));
-      }
-      return new OtelRequest(span, label, inst);
+      return new OtelRequest(startSpan(traces, label, SpanKind.SERVER, parent, method, id === undefined ? undefined : String(id)), label, inst);
     },
     process(parent: RequestRecord): ProcessRecord {
-      const req = parent instanceof OtelRequest ? parent : undefined;
-      const span = req?.unsampled ? undefined : tracer?.startSpan('process', { kind: SpanKind.INTERNAL }, req ? req.ctx : ROOT_CONTEXT);
-      return new OtelProcess(span, inst);
+      if (!traces) return new OtelProcess(undefined, inst);
+      if (parent instanceof OtelRequest) {
+        const p = parent.span;
+        return new OtelProcess(p ? new SpanRecord(traces.batcher, 'process', SpanKind.INTERNAL, p.traceId, p.traceState, p.spanContext()) : undefined, inst);
+      }
+      return new OtelProcess(startSpan(traces, 'process', SpanKind.INTERNAL, ROOT_CONTEXT), inst);
     },
     processOutput(bytes: number): void {
       inst?.meter.addOutput(bytes);
@@ -374,7 +400,7 @@ function serverTelemetry(
     shutdown(): Promise<void> {
       stopped ??= (async () => {
         // Spans first (the BatchSpanProcessor exports what it holds), then the metrics endpoint.
-        await tp?.shutdown().catch((e: unknown) => log('warn', `traces: flush failed: ${e instanceof Error ? e.message : String(e)}`));
+        await traces?.batcher.shutdown().catch((e: unknown) => log('warn', `traces: flush failed: ${e instanceof Error ? e.message : String(e)}`));
         await mp?.shutdown().catch(() => {});
         if (metricsServer) {
           const s = metricsServer;

@@ -112,7 +112,17 @@ export function proveOverStream(input: Readable, output: Writable, port: number,
   });
 }
 
-/** Listening TCP sockets on `port` (any address, IPv4 and IPv6): owner uid and inode; undefined without /proc/net. */
+/**
+ * Local addresses (as /proc/net/tcp{,6} write them) of a listener that receives a connection to
+ * 127.0.0.1, where the detached server listens and its clients connect: 127.0.0.1, 0.0.0.0 and
+ * ::ffff:127.0.0.1. Not `::`: a `[::]:PORT` listener that coexists with one on 127.0.0.1:PORT
+ * is IPv6-only (a dual-stack one could not be bound beside it, nor it beside one), so it never
+ * sees that connection; counting it let another user's IPv6-only listener make --detach give
+ * up the live server.
+ */
+const RECEIVES_LOOPBACK = new Set(['0100007F', '00000000', '0000000000000000FFFF00000100007F']);
+
+/** Listening TCP sockets on `port` that receive connections to 127.0.0.1 (RECEIVES_LOOPBACK): owner uid and inode; undefined without /proc/net. */
 function listeningSockets(port: number): { uid: number; inode: string }[] | undefined {
   const found: { uid: number; inode: string }[] = [];
   let readAny = false;
@@ -128,7 +138,8 @@ function listeningSockets(port: number): { uid: number; inode: string }[] | unde
       // sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode …
       const f = line.trim().split(/\s+/);
       if (f.length < 10 || f[3] !== '0A') continue; // 0A: LISTEN
-      if (parseInt(f[1].split(':')[1] ?? '', 16) !== port) continue;
+      const [addr, portHex] = f[1].split(':');
+      if (parseInt(portHex ?? '', 16) !== port || !RECEIVES_LOOPBACK.has(addr.toUpperCase())) continue;
       found.push({ uid: Number(f[7]), inode: f[9] });
     }
   }
@@ -170,4 +181,30 @@ export function listenerHeldBy(port: number, pid: number): 'yes' | 'no' | 'unkno
   if (sockets.some((s) => s.uid !== uid)) return 'no';
   const held = socketInodes(pid);
   return held && sockets.every((s) => held.has(s.inode)) ? 'yes' : 'no';
+}
+
+/** What `exec-server --detach` prints on stdout (one JSON line) about the server it started or found. */
+export interface DetachAnswer {
+  port: number;
+  token: string;
+  pid: number;
+  started: boolean;
+}
+
+/**
+ * The `--detach` answer line of `stdout`, or undefined when there is none or it is not one. What a
+ * host prints goes into ssh's -W argument and an HTTP header, so only a port and a token of
+ * URL-safe characters pass. The token is never quoted back in an error.
+ */
+export function parseDetachAnswer(stdout: string): DetachAnswer | undefined {
+  const line = stdout.split('\n').find((l) => l.startsWith('{') && l.includes('"port"'));
+  let parsed: Partial<DetachAnswer> | undefined;
+  try {
+    parsed = line ? (JSON.parse(line) as Partial<DetachAnswer>) : undefined;
+  } catch {
+    return undefined;
+  }
+  const port = Number(parsed?.port);
+  if (!parsed || !Number.isInteger(port) || port < 1 || port > 65535 || typeof parsed.token !== 'string' || !/^[A-Za-z0-9._~+/=-]{16,512}$/.test(parsed.token)) return undefined;
+  return { port, token: parsed.token, pid: Number(parsed.pid), started: parsed.started === true };
 }

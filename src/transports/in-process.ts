@@ -2,7 +2,7 @@
 // no socket. Notifications are delivered on a microtask so server code never re-enters
 // client listeners synchronously. Process output is handed over as the server's own Buffer
 // (the `binaryOutput` path: no base64, no copy).
-import type { ClientChannel } from '../rpc/channel';
+import type { ClientChannel, ServerRequestHandler } from '../rpc/channel';
 import { ErrorCodes, Messages, RpcError } from '../protocol/errors';
 import { Emitter } from '../rpc/event';
 import type { NotificationMessage } from '../rpc/messages';
@@ -24,6 +24,9 @@ export class InProcessChannel implements ClientChannel {
   private readonly connection: ServerConnection;
   private readonly telemetry: ServerTelemetry | undefined;
   private isClosed = false;
+  private requestHandler: ServerRequestHandler | undefined;
+  /** Aborts the handler's questions when the channel closes (the server stops waiting too). */
+  private readonly gone = new AbortController();
 
   readonly onNotification = this.notificationEmitter.event;
   readonly onClose = this.closeEmitter.event;
@@ -42,6 +45,10 @@ export class InProcessChannel implements ClientChannel {
           if (!this.isClosed) this.notificationEmitter.fire({ method: 'process/output', params: { processId, seq, stream, data } });
         });
       },
+      // Server → client requests, answered as over a link: the handler sees a copy of the
+      // params and the server a copy of the answer (neither side keeps a live reference into the
+      // other's objects), a missing handler is -32601, a closed channel -32000.
+      request: (method, params, signal) => this.serverRequest(method, params, signal),
     };
     this.connection = server.connect(sink, { label: 'in-process', ...opts });
     this.telemetry = server.telemetry?.enabled ? server.telemetry : undefined;
@@ -49,6 +56,22 @@ export class InProcessChannel implements ClientChannel {
 
   get closed(): boolean {
     return this.isClosed;
+  }
+
+  setRequestHandler(handler: ServerRequestHandler | undefined): void {
+    this.requestHandler = handler;
+  }
+
+  private async serverRequest(method: string, params: unknown, signal: AbortSignal): Promise<unknown> {
+    if (this.isClosed) throw new RpcError(ErrorCodes.ConnectionClosed, `${Messages.connectionClosed}: in-process channel closed`);
+    const handler = this.requestHandler;
+    if (!handler) throw new RpcError(ErrorCodes.MethodNotFound, Messages.methodNotFound(method));
+    const both = AbortSignal.any([signal, this.gone.signal]);
+    // A microtask first, as for notifications: server code never re-enters the client synchronously.
+    await Promise.resolve();
+    const answer = await handler(method, structuredClone(params), both);
+    if (this.isClosed) throw new RpcError(ErrorCodes.ConnectionClosed, `${Messages.connectionClosed}: in-process channel closed`);
+    return answer === undefined ? null : structuredClone(answer);
   }
 
   request(method: string, params: unknown, trace?: TraceContext): Promise<unknown> {
@@ -84,6 +107,7 @@ export class InProcessChannel implements ClientChannel {
   private finish(reason: string, local: boolean): void {
     if (this.isClosed) return;
     this.isClosed = true;
+    this.gone.abort();
     this.connection.close();
     this.closeEmitter.fire({ reason, local });
     this.closeEmitter.dispose();

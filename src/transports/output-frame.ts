@@ -22,6 +22,9 @@
 //          8   n    the member name (e.g. "chunk")
 //        8+n   m    the response as JSON, with that member null
 //      8+n+m   ...  the member's bytes (the rest of the message)
+//
+// Kind 3, a request whose params carry bytes (fs/writeBlock's `chunk`, sent by a client whose
+// server enabled binaryOutput): kind 2's layout, the member in `params` instead of `result`.
 import type { OutputStream } from '../protocol/types';
 import { bytesMemberOf } from '../rpc/bytes-members';
 
@@ -29,6 +32,7 @@ export const FRAME_MAGIC = 0xe5;
 export const FRAME_VERSION = 1;
 export const FRAME_KIND_OUTPUT = 1;
 export const FRAME_KIND_RESPONSE_BYTES = 2;
+export const FRAME_KIND_REQUEST_BYTES = 3;
 export const FRAME_HEADER_BYTES = 14;
 
 const STREAMS: readonly OutputStream[] = ['stdout', 'stderr', 'pty'];
@@ -72,19 +76,19 @@ export function encodeResponseBytesFrame(message: object): Buffer {
 }
 
 /**
- * A kind 2 frame up to the bytes (header, member name, JSON) and the member's bytes; with
+ * A kind 2 (response) or 3 (request) frame up to the bytes (header, member name, JSON) and the member's bytes; with
  * `withBytes` the bytes are copied in behind (then `head` is the whole frame), else a sender
  * writes them separately (./ws-direct-frame.ts).
  */
 export function encodeResponseBytesHeader(message: object, withBytes = false): { head: Buffer; bytes: Uint8Array } {
   const m = bytesMemberOf(message)!;
-  const json = Buffer.from(JSON.stringify({ ...message, result: { ...m.result, [m.key]: null } }), 'utf8');
+  const json = Buffer.from(JSON.stringify({ ...message, [m.where]: { ...m.holder, [m.key]: null } }), 'utf8');
   const name = Buffer.from(m.key, 'latin1');
   if (name.length > 0xff) throw new Error('bytes member name too long for a binary frame');
   const buf = Buffer.allocUnsafe(8 + name.length + json.length + (withBytes ? m.bytes.length : 0));
   buf[0] = FRAME_MAGIC;
   buf[1] = FRAME_VERSION;
-  buf[2] = FRAME_KIND_RESPONSE_BYTES;
+  buf[2] = m.where === 'result' ? FRAME_KIND_RESPONSE_BYTES : FRAME_KIND_REQUEST_BYTES;
   buf[3] = name.length;
   buf.writeUInt32BE(json.length, 4);
   name.copy(buf, 8);
@@ -95,21 +99,26 @@ export function encodeResponseBytesHeader(message: object, withBytes = false): {
 
 /** Decodes any of our binary frames into the message it stands for (payloads are views, not copies). */
 export function decodeFrame(buf: Buffer): object {
-  if (buf.length >= 3 && buf[2] === FRAME_KIND_RESPONSE_BYTES && buf[1] === FRAME_VERSION) return decodeResponseBytesFrame(buf);
+  if (buf.length >= 3 && buf[1] === FRAME_VERSION) {
+    if (buf[2] === FRAME_KIND_RESPONSE_BYTES) return decodeBytesFrame(buf, 'result');
+    if (buf[2] === FRAME_KIND_REQUEST_BYTES) return decodeBytesFrame(buf, 'params');
+  }
   return decodeOutputFrame(buf);
 }
 
-function decodeResponseBytesFrame(buf: Buffer): object {
+function decodeBytesFrame(buf: Buffer, where: 'result' | 'params'): object {
   if (buf.length < 8) throw new Error(`binary frame too short (${buf.length} bytes)`);
   const n = buf[3];
   const m = buf.readUInt32BE(4);
-  if (buf.length < 8 + n + m) throw new Error('binary response frame truncated');
+  const what = where === 'result' ? 'response' : 'request';
+  if (buf.length < 8 + n + m) throw new Error(`binary ${what} frame truncated`);
   const key = buf.toString('latin1', 8, 8 + n);
-  const message = JSON.parse(buf.toString('utf8', 8 + n, 8 + n + m)) as { result?: unknown };
-  if (!key || message.result === null || typeof message.result !== 'object' || Array.isArray(message.result)) {
-    throw new Error('binary response frame without a result object to hold its bytes');
+  const message = JSON.parse(buf.toString('utf8', 8 + n, 8 + n + m)) as Record<string, unknown>;
+  const holder = message?.[where];
+  if (!key || holder === null || typeof holder !== 'object' || Array.isArray(holder) || (where === 'params' && typeof message.method !== 'string')) {
+    throw new Error(`binary ${what} frame without a ${where} object to hold its bytes`);
   }
-  (message.result as Record<string, unknown>)[key] = buf.subarray(8 + n + m);
+  (holder as Record<string, unknown>)[key] = buf.subarray(8 + n + m);
   return message;
 }
 

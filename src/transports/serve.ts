@@ -45,13 +45,16 @@ export function serveConnection(server: ConnectableServer, transport: MessageTra
     notify: (method, params) => rpc.notify(method, params),
     isCongested: () => (t.isCongested ? t.isCongested() : (t.bufferedAmount ?? 0) > threshold),
     onDrain: (listener): Disposable => (t.onDrain ? t.onDrain(() => listener()) : { dispose() {} }),
+    // Server → client requests get ids of their own, counting from 1 (the client's ids are its own).
+    request: (method, params, signal) => rpc.request(method, params, { signal }),
   };
   if (t.sendOutputFrame) {
     sink.processOutput = (processId, seq, stream, data) => t.sendOutputFrame!(processId, seq, stream, data);
     // sendOutputFrame holds a recycled chunk until its socket write completed.
     sink.holdsRecycledOutput = true;
   }
-  const connection = server.connect(sink, { terminateOnClose: opts.terminateOnClose, label });
+  // Results go to transport.send, which writes a Base64Text payload as it is (encode.ts).
+  const connection = server.connect(sink, { terminateOnClose: opts.terminateOnClose, label, base64Text: true });
   let inFlight = 0;
   rpc.setRequestHandler((method, params, _id, call) => {
     checkInFlight(inFlight, maxInFlight);

@@ -64,7 +64,10 @@ export class StdioTransport extends MessageTransportBase implements MessageTrans
 
   send(message: object): void {
     if (this.isClosed || this.output.destroyed || this.output.writableEnded) return;
-    this.output.write(encodeMessage(message, '\n'));
+    const data = encodeMessage(message, '\n');
+    if (!Array.isArray(data)) this.output.write(data);
+    // Head, payload buffer, tail (encode.ts): each written as it is, in order.
+    else for (const part of data) this.output.write(part);
   }
 
   close(reason = 'closed locally'): void {

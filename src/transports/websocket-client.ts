@@ -1,7 +1,7 @@
 // Client side of the websocket transport: connect with a timeout, optional bearer token,
 // and errors that say what went wrong (refused, HTTP 401, timeout).
 //
-// Which path a connection takes decides who can see it (issue 22; docs/security.md, "Proxies"):
+// Which path a connection takes decides who can see it (docs/security.md, "Network paths and proxies"):
 //  - over a given stream (`stream`: Connect to Host's `ssh -W` channel): the upgrade is written
 //    on that stream by ./ws-upgrade.ts — never Node's http stack, which VS Code's proxy support
 //    replaces in the extension host with an agent that opens its own socket to the URL's host;

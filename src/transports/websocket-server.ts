@@ -3,11 +3,12 @@
 // that answer with a plain HTTP status before any JSON-RPC, optional TLS.
 import * as http from 'node:http';
 import * as https from 'node:https';
+import * as net from 'node:net';
 import type { AddressInfo, Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { MAX_MESSAGE_BYTES } from '../protocol/limits';
-import type { Authenticate, AuthResult } from './ws-auth';
+import { isLoopbackHost, type Authenticate, type AuthResult } from './ws-auth';
 import { WebSocketTransport } from './websocket-transport';
 
 // The verdict type lives with the authenticators (ws-auth.ts); re-exported for listener users.
@@ -159,6 +160,15 @@ export async function listenWebSocket(opts: WebSocketListenOptions): Promise<Web
       resolve();
     });
   });
+  // The loopback rule let a name through without authentication (`localhost`, `*.localhost`),
+  // but a name is only as local as what it resolved to: /etc/hosts may send `dev.localhost` to
+  // 0.0.0.0 or a public address. Judged by the address actually bound.
+  const bare = opts.host.startsWith('[') && opts.host.endsWith(']') ? opts.host.slice(1, -1) : opts.host;
+  const bound = (server.address() as AddressInfo).address;
+  if (!opts.authenticate && net.isIP(bare) === 0 && !isLoopbackHost(bound)) {
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+    throw new Error(`refusing to listen without authentication: ${opts.host} resolved to ${bound}, which is not a loopback address`);
+  }
   server.on('error', (e) => log('error', `listener error: ${e.message}`));
   // Started only once listening: a failed listen (EADDRINUSE) leaves no interval behind.
   const ping = setInterval(() => {

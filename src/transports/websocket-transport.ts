@@ -8,7 +8,7 @@ import { encodeMessage } from './encode';
 import { MessageTransportBase } from './message-transport-base';
 import { bytesMemberOf } from '../rpc/bytes-members';
 import { decodeFrame, encodeOutputFrame, encodeOutputFrameHeader, encodeResponseBytesFrame, encodeResponseBytesHeader, isOutputFrame } from './output-frame';
-import { sendDirect } from './ws-direct-frame';
+import { pooledTextFrame, sendDirect, sendDirectText, sendMaskedDirect, type PooledTextFrame } from './ws-direct-frame';
 import { holdChunk, releaseChunk } from '../server/process/read-blocks';
 
 export interface WebSocketTransportOptions {
@@ -100,16 +100,23 @@ export class WebSocketTransport extends MessageTransportBase implements MessageT
     if (this.isClosed || this.socket.readyState !== 1 /* OPEN */) return;
     this.corkForThisTurn();
     // A result carrying raw bytes (only for a client that negotiated binaryOutput): a kind 2 frame,
-    // its bytes written as they are behind the header (./ws-direct-frame.ts) where possible.
+    // its bytes written as they are behind the header (./ws-direct-frame.ts) where possible; a
+    // request carrying them (fs/writeBlock to a server that enabled binaryOutput): a kind 3
+    // frame, masked in one buffer.
     if (bytesMemberOf(message)) {
       const { head, bytes } = encodeResponseBytesHeader(message);
-      if (sendDirect(this.socket, head, bytes)) return;
+      if (sendDirect(this.socket, head, bytes) || sendMaskedDirect(this.socket, head, bytes)) return;
       return void this.socket.send(encodeResponseBytesFrame(message), { binary: true });
     }
-    const data = encodeMessage(message);
+    // A spliced message (process output as base64) is written into a recycled frame where possible.
+    let frame: PooledTextFrame | undefined;
+    const data = encodeMessage(message, '', (bytes) => (frame = pooledTextFrame(this.socket, bytes))?.body);
+    if (frame) return void (frame as PooledTextFrame).send();
     // A spliced frame is a Buffer of JSON text: still a text frame on the wire.
     if (typeof data === 'string') this.socket.send(data);
-    else this.socket.send(data, { binary: false });
+    else if (!Array.isArray(data)) this.socket.send(data, { binary: false });
+    // Head, payload buffer, tail: written as they are where possible, joined (one copy) otherwise.
+    else if (!sendDirectText(this.socket, data)) this.socket.send(Buffer.concat(data), { binary: false });
   }
 
   /**

@@ -1,6 +1,8 @@
 // The CLI's security flags (websocket auth, TLS, allowed browser origins): parsed out of
 // argv before the CLI's own parser sees it, validated together with the listen address.
 // Combination errors use the reference's wording where the reference has the same flag.
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { listenHost, isLoopbackHost, SecurityConfigError, type WsAuthConfig } from './ws-auth';
 
 export interface TlsFiles {
@@ -171,4 +173,24 @@ export function validateListenSecurity(listen: string, opts: SecurityOptions): v
         'add --ws-auth capability-token|signed-bearer-token, or listen on 127.0.0.1',
     );
   }
+  // Reachable from the network, a capability token is all that stands between anyone there and
+  // running commands as this user: one that can be guessed (5 bytes were accepted) is refused.
+  // (A --ws-token-sha256 digest says nothing about the token's length.)
+  const auth = opts.auth;
+  if (!isLoopbackHost(host) && auth?.mode === 'capability-token' && auth.tokenFile !== undefined) {
+    let token: string;
+    try {
+      token = readFileSync(path.resolve(auth.tokenFile), 'utf8').trim();
+    } catch {
+      return; // the authenticator reports an unreadable file with the reference's message
+    }
+    if (Buffer.byteLength(token) < MIN_NETWORK_TOKEN_BYTES) {
+      throw new SecurityConfigError(
+        `refusing to listen on non-loopback address ${host} with a capability token of ${Buffer.byteLength(token)} bytes: it must be at least ${MIN_NETWORK_TOKEN_BYTES} (e.g. \`openssl rand -hex 32\`)`,
+      );
+    }
+  }
 }
+
+/** Bytes a capability token needs on a non-loopback listener (128 bits if random; `openssl rand -hex 32` gives 64). */
+export const MIN_NETWORK_TOKEN_BYTES = 16;

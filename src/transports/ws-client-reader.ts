@@ -4,7 +4,7 @@
 // that lies whole in a slab is handed on as a view — no copy, and one allocation per ~1 MiB
 // instead of one per 64 KiB read plus one per frame (ws copies each frame that spans two reads,
 // which with 64 KiB output frames is nearly every frame). Streaming 128 MiB of process output,
-// the client process spent a fifth to a quarter less CPU with it (measured: bench `stream`).
+// the client process spends a fifth to a quarter less CPU with it (docs/performance.md).
 //
 // How: the handshake is done on this socket (./ws-upgrade.ts for loopback hosts, ws's client
 // for others), `ws` does all sending (masking, ping, close) and the close handshake's bookkeeping. Until the upgrade

@@ -8,7 +8,7 @@
 // opens its own socket to the URL's host:port (or to a proxy) and never calls `createConnection`.
 // For Connect to Host that host:port is 127.0.0.1:PORT *on the remote machine*; the agent dialled
 // this machine's 127.0.0.1:PORT and sent whatever listens there the upgrade with the host's
-// bearer token (issue 22). Here nothing is written anywhere but the given stream.
+// bearer token (docs/security.md, "Network paths and proxies"). Here nothing is written anywhere but the given stream.
 //
 // The checks are ws's own client checks: status 101, `Upgrade: websocket`, `Connection: upgrade`,
 // `Sec-WebSocket-Accept` = base64(SHA-1(key + GUID)), no extension or subprotocol we did not ask

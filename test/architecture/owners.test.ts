@@ -1,4 +1,4 @@
-// One owner for limits and wire messages (issue 14): the size limits both ends must agree on live
+// One owner for limits and wire messages (docs/architecture.md, "One owner each"): the size limits both ends must agree on live
 // in src/protocol/limits.ts and the reference's error texts in Messages (src/protocol/errors.ts).
 // Checked on the source text of src/**/*.ts: no other file declares a limit constant again or
 // writes the 64 MiB message limit as a literal, every Messages entry is used, and no file

@@ -8,7 +8,9 @@
 // "Another user" is uid 65534 (a child spawned with uid/gid 65534); the dead server's pid being
 // held by someone else (pid recycling, which a local attacker can force by forking until it gets
 // it) is simulated by writing that pid into the record.
-// The test marked "held" passed on the code before the fix too (kept as a guard).
+// The test marked "held" passed on the code before the fix too (kept as a guard). Attack 4 is the
+// other side: a foreign listener that cannot receive the client's connection (IPv6-only on [::])
+// must not make --detach give up the live server.
 import assert from 'node:assert/strict';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -22,6 +24,7 @@ import { listenerHeldBy } from '../../src/transports/detach-proof';
 import { cliPath } from '../support/cli';
 import { isAlive } from '../support/process';
 import { tempDir } from '../support/tmp';
+import { waitFor } from '../support/wait';
 import { killSquatters, squat, type Squatter } from '../support/detach-squatter';
 
 const run = promisify(execFile);
@@ -46,11 +49,7 @@ async function detach(home: string, extra: string[] = []): Promise<Answer> {
 }
 
 async function until(what: string, cond: () => boolean, ms = 15_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  await waitFor(cond, { what, timeout: ms, interval: 50 });
 }
 
 /**
@@ -138,6 +137,22 @@ describe('exec-server --detach: a stale run record and a squatter on its port', 
     assert.doesNotMatch(squatter.log(), new RegExp(stale.token.replace(/[^A-Za-z0-9]/g, '.')));
   });
 
+  it('attack 4: another user (uid 65534) listens IPv6-only on [::] at the live server\'s port → the live server is still found, the squatter gets nothing', asOtherUser, async () => {
+    const home = path.join(work, 'ipv6-squatter');
+    mkdirSync(home);
+    const a = await detach(home);
+    // A [::] listener that is IPv6-only coexists with 127.0.0.1:PORT and never receives a
+    // connection to it: it says nothing about the server there.
+    const squatter = await squat(a.port, 65534, '::');
+    const b = await detach(home);
+    // Before: the foreign socket on the port made the live server untrusted and a new one was
+    // started (the user's detached sessions left behind with the old one).
+    assert.equal(b.started, false, 'the live server is found again, not replaced');
+    assert.deepEqual({ ...b, started: true }, a);
+    assert.ok(await connectAsClient(b), 'the client reaches it');
+    assert.doesNotMatch(squatter.log(), /REQUEST|UPGRADE/, 'the squatter received nothing');
+  });
+
   it('the real server is still found (started: false), and each --detach that vouches for it restarts its idle time', async () => {
     const home = path.join(work, 'reuse');
     mkdirSync(home);
@@ -196,9 +211,8 @@ describe('exec-server --detach: the server removes its run record when it exits'
     const home = path.join(work, 'replaced');
     mkdirSync(home);
     const a = await detach(home);
-    // Its watcher (checked every second) has seen the record name it once (if not, it stops after
-    // a minute as "never written": slower, the same check).
-    await new Promise((r) => setTimeout(r, 2500));
+    // Its watcher (checked every second) has seen the record name it once (it logs so).
+    await until('the watcher to see its record', () => /names this server/.test(readFileSync(runPaths(home).log, 'utf8')));
     // Both the exit path and the watcher (which stops a server its record no longer names) must leave it.
     const other = { ...readRunRecord(runPaths(home).record)!, pid: process.pid };
     writeFileSync(runPaths(home).record, JSON.stringify(other) + '\n', { mode: 0o600 });

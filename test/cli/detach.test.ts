@@ -3,13 +3,16 @@
 // others may write is made private again; bad option values are usage errors (exit 2).
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { chmodSync, mkdirSync, readdirSync, statSync, symlinkSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync } from 'node:fs';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
 import { promisify } from 'node:util';
+import { runPaths } from '../../src/cli/detach';
+import { connectWebSocket } from '../../src/client/connect';
 import { cliPath } from '../support/cli';
 import { isAlive } from '../support/process';
 import { tempDir } from '../support/tmp';
+import { sleep, waitFor } from '../support/wait';
 
 const run = promisify(execFile);
 const work = tempDir('cli-detach-');
@@ -71,6 +74,61 @@ describe('exec-server --detach (this machine)', () => {
       );
       assert.equal(r.code, 2, `${args.join(' ')}: ${r.stderr}`);
       assert.match(r.stderr, /--idle-exit|--run-record/);
+    }
+  });
+});
+
+// A window reload on a loaded machine took 70–90 s (the e2e remote-host run): a detached
+// server's sessions must outlive that, where a plain server's 30 s TTL did not.
+describe('exec-server --detach: how long a dropped session keeps its processes', () => {
+  async function dropSession(home: string, extra: string[]): Promise<{ url: string; token: string; session: string }> {
+    const r = await detach(home, extra);
+    assert.equal(r.code, 0, r.stderr);
+    const a = JSON.parse(r.stdout) as { pid: number; port: number; token: string };
+    started.add(a.pid);
+    const url = `ws://127.0.0.1:${a.port}/`;
+    const c = await connectWebSocket(url, { reconnect: false, token: a.token });
+    const h = await c.startProcess({ argv: ['/bin/sh', '-c', 'echo up; exec sleep 600'], cwd: home, env: { PATH: process.env.PATH ?? '/usr/bin:/bin' } });
+    let out = '';
+    h.onOutput((e) => (out += Buffer.from(e.data).toString()));
+    await waitFor(() => out.includes('up'), { what: 'the process started' });
+    const session = c.sessionId;
+    await c.close(); // the window reloads: the session is detached
+    return { url, token: a.token, session };
+  }
+
+  it('by default a session is resumable after 35 s (the old 30 s TTL ended it)', { timeout: 90_000 }, async () => {
+    const home = path.join(work, 'ttl-default');
+    mkdirSync(home);
+    const d = await dropSession(home, []);
+    // Elapsed time is the subject: longer than the 30 s an ordinary server keeps a session.
+    await sleep(35_000);
+    const b = await connectWebSocket(d.url, { reconnect: false, token: d.token, resumeSessionId: d.session });
+    try {
+      assert.equal(b.sessionId, d.session, 'the session was resumed');
+    } finally {
+      await b.close();
+    }
+  });
+
+  it('--session-ttl 2 ends a dropped session after 2 s (the value reaches the started server)', { timeout: 60_000 }, async () => {
+    const home = path.join(work, 'ttl-short');
+    mkdirSync(home);
+    const d = await dropSession(home, ['--session-ttl', '2']);
+    const log = runPaths(home).log;
+    const expired = () => existsSync(log) && /expired after 2000 ms detached/.test(readFileSync(log, 'utf8'));
+    await waitFor(expired, { what: 'the server to log the session expired after 2 s', interval: 100, detail: () => (existsSync(log) ? readFileSync(log, 'utf8').slice(-500) : 'no log') });
+    await assert.rejects(connectWebSocket(d.url, { reconnect: false, token: d.token, resumeSessionId: d.session }), /unknown session/);
+  });
+
+  it('bad --session-ttl values are usage errors', async () => {
+    for (const v of ['0', 'long', '1.5', '999999999']) {
+      const r = await run(process.execPath, [cliPath, '--session-ttl', v], { encoding: 'utf8', timeout: 30_000 }).then(
+        () => ({ code: 0, stderr: '' }),
+        (e: { code: number; stderr: string }) => e,
+      );
+      assert.equal(r.code, 2, `${v}: ${r.stderr}`);
+      assert.match(r.stderr, /--session-ttl must be/);
     }
   });
 });

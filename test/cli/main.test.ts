@@ -10,7 +10,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { ExecServerClient } from '../../src/client/client';
 import { connectCommand, connectWebSocket } from '../../src/client/connect';
-import { ourServer, startWsServer } from '../interop/helpers';
+import { ourServer, startWsServer } from '../support/reference';
 import { cliPath, repoRoot, startServerProcess } from '../support/cli';
 import { isAlive } from '../support/process';
 import { waitFor } from '../support/wait';

@@ -15,6 +15,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { killTree } from './harness/processes.mjs';
 import { repo } from './harness/workbench.mjs';
+import { waitUntil } from './harness/wait.mjs';
 
 const log = (m) => console.error(`[details-page] ${m}`);
 const tmp = mkdtempSync(path.join(os.tmpdir(), 'exec-server-details-'));
@@ -74,11 +75,7 @@ async function main() {
   const port = await freePort();
   codeServer = spawn(t.NODE24, [t.CODE_SERVER, ...common, '--auth', 'none', '--bind-addr', `127.0.0.1:${port}`, '--disable-telemetry',
     '--disable-update-check', '--disable-workspace-trust', '--disable-getting-started-override', tmp], { stdio: 'ignore', detached: true, env });
-  for (let i = 0; ; i++) {
-    if (i > 300) throw new Error('code-server did not answer /healthz');
-    if (await fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.ok, () => false)) break;
-    await new Promise((r) => setTimeout(r, 200));
-  }
+  await waitUntil(() => fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.ok, () => false), { timeout: 60_000, interval: 200, what: 'code-server to answer /healthz' });
 
   const { chromium } = createRequire(path.join(path.dirname(t.PLAYWRIGHT), '/'))('playwright-core');
   browser = await chromium.launch({ executablePath: t.CHROMIUM, env, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--ignore-certificate-errors'] });
@@ -93,15 +90,16 @@ async function main() {
 
   // The README renders in a webview (nested iframes): look for its images in every frame.
   let images = [];
-  for (let i = 0; i < 60; i++) {
+  const allLoaded = async () => {
     images = [];
     for (const f of page.frames()) {
       const found = await f.evaluate(() => [...document.images].map((im) => ({ src: im.getAttribute('src') ?? '', loaded: im.complete && im.naturalWidth > 0 }))).catch(() => []);
       images.push(...found.filter((im) => im.src.startsWith(base)));
     }
-    if (images.length >= expected.length && images.every((im) => im.loaded)) break;
-    await page.waitForTimeout(1000);
-  }
+    return images.length >= expected.length && images.every((im) => im.loaded);
+  };
+  // Not loaded within a minute: the checks below say which image is missing.
+  await waitUntil(allLoaded, { timeout: 60_000, interval: 1000, what: 'the README images' }).catch(() => undefined);
   mkdirSync(resultsDir, { recursive: true });
   await page.screenshot({ path: path.join(resultsDir, 'details-page.png') });
   const problems = [];

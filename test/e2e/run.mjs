@@ -99,7 +99,7 @@ async function main() {
     }
     await answerPendingApprovals(page, dirs.control, log);
     await answerUiRequests(page, dirs.control, log);
-    await new Promise((r) => setTimeout(r, 250));
+    await new Promise((r) => setTimeout(r, 250)); // why: the suite's requests are files in the control dir, polled here
   }
 
   try {

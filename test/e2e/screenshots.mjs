@@ -11,6 +11,7 @@
 import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { answerPendingApprovals } from './harness/approvals.mjs';
+import { waitUntil } from './harness/wait.mjs';
 import { repo, startWorkbench, stopWorkbench } from './harness/workbench.mjs';
 
 const outDir = path.join(repo, 'docs', 'screenshots');
@@ -74,21 +75,21 @@ async function main() {
   const taken = [];
   for (const name of Object.keys(SHOTS)) {
     const ready = path.join(dirs.control, `scene-${name}.ready`);
-    const deadline = Date.now() + SHOT_TIMEOUT_MS;
     let why = 'the scene did not announce it';
-    for (;;) {
+    await waitUntil(async () => {
       const done = readDone(dirs.control);
       if (done && !done.ok) throw new Error(`scene failed before ${name}: ${done.error}`);
       if (wb.codeServer.exitCode !== null) throw new Error(`code-server exited (code ${wb.codeServer.exitCode})`);
-      if (existsSync(ready)) {
-        const now = await SHOTS[name](page).catch((err) => String(err?.message ?? err).split('\n')[0]);
-        if (!now) break;
-        if (now !== why) log(`${name}: waiting: ${now}`);
-        why = now;
-      }
-      if (Date.now() > deadline) throw new Error(`${name}: ${why} (after ${SHOT_TIMEOUT_MS / 1000} s)`);
-      await new Promise((r) => setTimeout(r, 500));
-    }
+      if (!existsSync(ready)) return false;
+      // The scene announced the view: shot once it is rendered (SHOTS names what must show).
+      const now = await SHOTS[name](page).catch((err) => String(err?.message ?? err).split('\n')[0]);
+      if (!now) return true;
+      if (now !== why) log(`${name}: waiting: ${now}`);
+      why = now;
+      return false;
+    }, { timeout: SHOT_TIMEOUT_MS, interval: 500, what: name }).catch((err) => {
+      throw /^timed out after/.test(err.message) ? new Error(`${name}: ${why} (after ${SHOT_TIMEOUT_MS / 1000} s)`) : err;
+    });
     await new Promise((r) => setTimeout(r, 700)); // caret blink / fade-in of toasts
     const file = path.join(outDir, `${name}.png`);
     await page.screenshot({ path: file });
@@ -97,13 +98,14 @@ async function main() {
     taken.push(name);
   }
   // The scene answers Deny through the approval handshake, then reports how run() ended.
-  const deadline = Date.now() + 60_000;
-  let done;
-  while (!(done = readDone(dirs.control)) && Date.now() < deadline) {
-    await answerPendingApprovals(page, dirs.control, log);
-    await new Promise((r) => setTimeout(r, 250));
-  }
-  if (!done) throw new Error('the scene did not finish within 60 s of the last shot');
+  const done = await waitUntil(async () => {
+    const d = readDone(dirs.control);
+    if (d) return d;
+    await answerPendingApprovals(page, dirs.control, log); // its requests are files in the control dir
+    return undefined;
+  }, { timeout: 60_000, interval: 250, what: 'the scene to finish after the last shot' }).catch((err) => {
+    throw /^timed out after/.test(err.message) ? new Error('the scene did not finish within 60 s of the last shot') : err;
+  });
   if (!done.ok) throw new Error(`scene failed: ${done.error}`);
   log(`scene done; run() after Deny: ${done.afterDeny}`);
   console.log(`${taken.length} screenshots saved in ${path.relative(repo, outDir)}: ${taken.join(', ')}`);

@@ -6,8 +6,8 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import * as net from 'node:net';
 import fc from 'fast-check';
-import { attempt, ensureBuilt, RawRpc, startCli, stopAll } from '../security/cli-helpers';
-import { tempDir } from '../security/helpers';
+import { attempt, ensureBuilt, RawRpc, startCli, stopAll } from '../support/cli-servers';
+import { tempDir } from '../support/security';
 
 const RUNS = 600;
 const TOKEN = 'http-fuzz-token-q1w2e3r4t5';

@@ -11,9 +11,9 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import fc from 'fast-check';
 import WebSocket from 'ws';
-import { attempt, ensureBuilt, startCli, stopAll } from '../security/cli-helpers';
-import { frameArb, sanitize, type Frame } from './frames';
-import { closedPortUrl, isRpcErrorShape } from './fuzz-helpers';
+import { attempt, ensureBuilt, startCli, stopAll } from '../support/cli-servers';
+import { frameArb, sanitize, type Frame } from '../support/fuzz-frames';
+import { closedPortUrl, isRpcErrorShape } from '../support/fuzz';
 import { childPids, isAlive } from '../support/process';
 import { waitFor } from '../support/wait';
 

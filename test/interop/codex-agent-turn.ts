@@ -1,5 +1,5 @@
 // A real Codex agent turn through an exec-server: the unmodified `codex app-server` (reference
-// package) with a stand-in model (test/codex/mock-model.ts) whose scripted turn calls
+// package) with a stand-in model (test/support/codex/mock-model.ts) whose scripted turn calls
 // `exec_command` (a marker command, a write inside the workspace, a write into the protected
 // `.git`, a write outside every writable root) and `apply_patch`, with Codex's remote environment
 // pointed — through a recording websocket proxy — at the reference `codex exec-server` and at our
@@ -19,10 +19,10 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { describe, test } from 'node:test';
 import { pathToFileURL } from 'node:url';
-import { startCodexAppServer, type SandboxMode } from '../codex/codex-app-server';
-import { startMockModel } from '../codex/mock-model';
-import { startWsRecorder, type RecordedCall, type WsRecorder } from '../codex/ws-recorder';
-import { cliPath, isReference, ourServer, pinnedReferenceVersion, referenceBinary, referenceEnv, referenceServer, referenceServerOf, referenceVersions, startWsServer, type ServerCommand } from './helpers';
+import { startCodexAppServer, type SandboxMode } from '../support/codex/codex-app-server';
+import { startMockModel } from '../support/codex/mock-model';
+import { startWsRecorder, type RecordedCall, type WsRecorder } from '../support/codex/ws-recorder';
+import { cliPath, isReference, ourServer, pinnedReferenceVersion, referenceBinary, referenceEnv, referenceServer, referenceServerOf, referenceVersions, startWsServer, type ServerCommand } from '../support/reference';
 
 if (!existsSync(cliPath)) throw new Error(`${cliPath} is missing: run \`npm run build\` before the interop tests`);
 

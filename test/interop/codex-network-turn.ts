@@ -1,5 +1,5 @@
 // Shared by codex-network*.test.ts (one file per reference version: a file must finish within the
-// runner's 120 s). A real Codex agent turn with a network allowlist (issue 21): the unmodified `codex app-server`
+// runner's 120 s). A real Codex agent turn with a network allowlist (docs/security.md, "Managed network"): the unmodified `codex app-server`
 // with the stand-in model, workspace-write with network access and Codex's managed network proxy
 // turned on (`[features.network_proxy]`, REFERENCE-CAPABILITIES §1.1 form b) allowing `localhost`
 // and denying `vm`. Through the reference exec-server and through ours, for every reference
@@ -16,10 +16,10 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { startCodexAppServer } from '../codex/codex-app-server';
-import { startMockModel } from '../codex/mock-model';
-import { startWsRecorder } from '../codex/ws-recorder';
-import { cliPath, ourServer, referenceBinary, referenceServerOf, startWsServer, type ServerCommand } from './helpers';
+import { startCodexAppServer } from '../support/codex/codex-app-server';
+import { startMockModel } from '../support/codex/mock-model';
+import { startWsRecorder } from '../support/codex/ws-recorder';
+import { cliPath, ourServer, referenceBinary, referenceServerOf, startWsServer, type ServerCommand } from '../support/reference';
 import { describe, test } from 'node:test';
 
 if (!existsSync(cliPath)) throw new Error(`${cliPath} is missing: run \`npm run build\` before the interop tests`);

@@ -2,7 +2,7 @@
 // against every reference version and ours: fs/open modes, fs/writeBlock positional writes (gap
 // → NUL, overlap overwrites), its bounds and error codes, and fs/open under a managed sandbox.
 // One deliberate difference is not compared here: the reference truncates at open and writes in
-// place, ours writes a temporary file renamed over the target at fs/close (test/server/fs-write-stream).
+// place, ours writes a temporary file renamed over the target at fs/close (test/server/fs/replace-stream).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -11,8 +11,8 @@ import * as path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { pathToFileURL } from 'node:url';
 import { managedSandbox, pathEntry, specialEntry } from '../../src/protocol/codex-sandbox';
-import { ourServer, referenceServers, type ServerCommand } from './helpers';
-import { exchange, initialized, type Reply } from './wire';
+import { ourServer, referenceServers, type ServerCommand } from '../support/reference';
+import { exchange, initialized, type Reply } from '../support/wire';
 
 const cacheDir = process.env.EXEC_SERVER_CACHE ?? path.join(os.homedir(), '.cache', 'exec-server');
 const b64 = (s: string | Buffer) => Buffer.from(s).toString('base64');

@@ -6,8 +6,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { ourServer, referenceServers } from './helpers';
-import { exchange, initialized } from './wire';
+import { ourServer, referenceServers } from '../support/reference';
+import { exchange, initialized } from '../support/wire';
 
 test('httpHeaderEnvVars: valueEnvVar, errors and nothing sent, as every reference version', async (t) => {
   const got: Record<string, string[]> = {};
@@ -39,7 +39,7 @@ test('httpHeaderEnvVars: valueEnvVar, errors and nothing sent, as every referenc
   const info = { id: 20, method: 'environment/info', params: null };
   const batches = initialized([...tagged, info]);
   const servers = [ourServer, ...referenceServers()];
-  const answers: Map<number, import('./wire').Reply>[] = [];
+  const answers: Map<number, import('../support/wire').Reply>[] = [];
   const sent: Record<string, string[]>[] = [];
   for (const s of servers) {
     for (const k of Object.keys(got)) delete got[k];

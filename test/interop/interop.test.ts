@@ -2,8 +2,8 @@
 // over websocket and over stdio (command transport), for each reference version. Requires `npm run build` (dist/cli.js).
 import { existsSync } from 'node:fs';
 import { connectCommand, connectWebSocket } from '../../src/client/connect';
-import { defineClientScenarios } from '../client/scenarios';
-import { cliPath, commandOf, ourServer, referenceServers, startWsServer, type ServerCommand } from './helpers';
+import { defineClientScenarios } from '../support/scenarios';
+import { cliPath, commandOf, ourServer, referenceServers, startWsServer, type ServerCommand } from '../support/reference';
 
 if (!existsSync(cliPath)) throw new Error(`${cliPath} is missing: run \`npm run build\` before the interop tests`);
 

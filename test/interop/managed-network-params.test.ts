@@ -1,13 +1,13 @@
 // process/start's managed-network, shellSnapshot and metadata members, malformed: the same
 // -32602, message for message, from our CLI and the reference (stdio, side by side). The
 // cases are the ones probed for docs/protocol.md "Managed network"; a valid start is not
-// among them (what a valid one does is tested in test/security and test/server/network).
+// among them (what a valid one does is tested in test/server/network).
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import os from 'node:os';
 import { test } from 'node:test';
 import { waitFor } from '../support/wait';
-import { commandOf, ourServer, referenceServer, type ServerCommand } from './helpers';
+import { commandOf, ourServer, referenceServer, type ServerCommand } from '../support/reference';
 
 const PROXY = { enabled: true, enableSocks5: true, enableSocks5Udp: true, allowUpstreamProxy: true, dangerouslyAllowAllUnixSockets: false, mode: 'full', allowLocalBinding: false };
 const without = (k: string) => Object.fromEntries(Object.entries(PROXY).filter(([key]) => key !== k));

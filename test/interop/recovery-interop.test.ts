@@ -1,5 +1,5 @@
 // Session resume and client recovery against the reference binary over a real websocket.
-import { defineRecoveryScenarios } from '../client/recovery-scenarios';
-import { referenceServer, startWsServer } from './helpers';
+import { defineRecoveryScenarios } from '../support/recovery-scenarios';
+import { referenceServer, startWsServer } from '../support/reference';
 
 defineRecoveryScenarios('recovery (reference)', () => startWsServer(referenceServer));

@@ -6,8 +6,8 @@ import assert from 'node:assert/strict';
 import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { ourServer, referenceServers } from './helpers';
-import { exchange, initialized } from './wire';
+import { ourServer, referenceServers } from '../support/reference';
+import { exchange, initialized } from '../support/wire';
 import { tempDir } from '../support/tmp';
 
 test('spawn errors: code, message and data.kind as the reference (missing binary, missing cwd, not executable, directory, NUL byte)', async (t) => {

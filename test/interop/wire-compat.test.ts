@@ -4,8 +4,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as os from 'node:os';
-import { ourServer, referenceServers } from './helpers';
-import { exchange } from './wire';
+import { ourServer, referenceServers } from '../support/reference';
+import { exchange } from '../support/wire';
 
 const cwd = new URL(`file://${os.tmpdir()}`).href;
 const BATCHES: object[][] = [

@@ -1,13 +1,14 @@
 // Spliced serialization of marked base64 payloads (src/rpc/verbatim.ts, src/transports/encode.ts):
 // the bytes on the wire must be exactly the JSON text JSON.stringify would produce, websocket
-// frames must stay text frames, and unmarked or odd messages must take the plain path.
+// frames must stay text frames, and unmarked or odd messages must take the plain path. A
+// Base64Text payload (base64 held in a buffer) is written as that buffer itself, never copied.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { PassThrough } from 'node:stream';
 import WebSocket from 'ws';
 import { RpcConnection } from '../../src/rpc/connection';
-import { joinSerialized, markVerbatim, serializeMessage } from '../../src/rpc/verbatim';
+import { Base64Text, base64TextAsString, joinSerialized, markVerbatim, serializeMessage } from '../../src/rpc/verbatim';
 import { encodeMessage } from '../../src/transports/encode';
 import { StdioTransport } from '../../src/transports/stdio';
 import { listenWebSocket } from '../../src/transports/websocket-server';
@@ -94,4 +95,65 @@ test('stdio: a marked payload is written as one JSON line the peer parses back',
   ]);
   assert.equal(lines[2], '');
   t.close();
+});
+
+const text = (n: number) => new Base64Text(Buffer.from(b64(n), 'latin1'));
+
+test('Base64Text: encodeMessage gives head, the payload buffer itself, tail; JSON anywhere else is the string', () => {
+  const t = text(90_000);
+  const msg = { id: 'r"1', result: markVerbatim({ dataBase64: t }, 'dataBase64') };
+  const expected = JSON.stringify({ id: 'r"1', result: { dataBase64: t.toString() } });
+  assert.equal(JSON.stringify(msg), expected, 'toJSON: the string');
+  const out = encodeMessage(msg, '\n');
+  assert.ok(Array.isArray(out) && out.length === 3);
+  assert.equal(out[1], t.bytes, 'the payload is the very buffer (no copy)');
+  assert.equal(Buffer.concat(out).toString('utf8'), expected + '\n');
+  assert.equal(joinSerialized(serializeMessage(msg)), expected);
+  // Small or unmarked: the plain path, still the string.
+  const small = { id: 1, result: markVerbatim({ dataBase64: text(10) }, 'dataBase64') };
+  assert.equal(encodeMessage(small), JSON.stringify({ id: 1, result: { dataBase64: small.result.dataBase64.toString() } }));
+  // In process: the member becomes the string.
+  const r = base64TextAsString(markVerbatim({ dataBase64: t as Base64Text | string }, 'dataBase64'));
+  assert.equal(r.dataBase64, t.toString());
+});
+
+test('Base64Text over a websocket and stdio: one text frame / one line, byte-exact, in order with the rest', async () => {
+  const t = text(2 * 1024 * 1024);
+  const listener = await listenWebSocket({
+    host: '127.0.0.1',
+    port: 0,
+    onConnection: (tr) => {
+      tr.send({ id: 1, result: {} });
+      tr.send({ id: 2, result: markVerbatim({ dataBase64: t }, 'dataBase64') });
+      tr.send({ id: 3, result: {} });
+    },
+  });
+  const ws = new WebSocket(listener.url);
+  try {
+    const frames: { text: string; binary: boolean }[] = [];
+    await new Promise<void>((resolve, reject) => {
+      ws.on('message', (d, isBinary) => {
+        frames.push({ text: d.toString(), binary: isBinary });
+        if (frames.length === 3) resolve();
+      });
+      ws.on('error', reject);
+      setTimeout(() => reject(new Error(`only ${frames.length} frames arrived`)), 20_000).unref();
+    });
+    assert.ok(frames.every((f) => !f.binary), 'text frames');
+    assert.deepEqual(frames.map((f) => JSON.parse(f.text)), [{ id: 1, result: {} }, { id: 2, result: { dataBase64: t.toString() } }, { id: 3, result: {} }]);
+  } finally {
+    ws.close();
+    await listener.close();
+  }
+  const input = new PassThrough();
+  const output = new PassThrough();
+  const st = new StdioTransport(input, output);
+  const chunks: Buffer[] = [];
+  output.on('data', (d: Buffer) => chunks.push(d));
+  st.send({ id: 9, result: markVerbatim({ dataBase64: t }, 'dataBase64') });
+  st.send({ id: 10, result: {} });
+  await new Promise((r) => setImmediate(r));
+  const lines = Buffer.concat(chunks).toString('utf8').split('\n');
+  assert.deepEqual(lines.slice(0, 2).map((l) => JSON.parse(l)), [{ id: 9, result: { dataBase64: t.toString() } }, { id: 10, result: {} }]);
+  st.close();
 });

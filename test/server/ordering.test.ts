@@ -1,3 +1,4 @@
+// src/server/ordering.ts: KeyedOrder, the per-key order of writers and readers.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { KeyedOrder } from '../../src/server/ordering';

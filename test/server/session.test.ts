@@ -1,10 +1,11 @@
+// src/server/session.ts: initialize, gating, detach + resume, TTL, terminateOnClose, shutdown and a congested sink.
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
 import { EXTENSION_METHODS } from '../../src/protocol/types';
 import type { NotificationMap, NotificationMethod } from '../../src/protocol/types';
 import type { NotificationSink } from '../../src/server/api';
 import { ExecServer } from '../../src/server/exec-server';
-import { connectClient, RecordingSink, rejectsWith, startParams } from './helpers';
+import { connectClient, RecordingSink, rejectsWith, startParams } from '../support/server';
 import { bytesWritten, cmdline, descendants, isAlive } from '../support/process';
 import { sleep, waitFor } from '../support/wait';
 
@@ -165,7 +166,7 @@ test('backpressure: a congested sink pauses child output until drained', async (
   // Fixed pauses: the test is that output does NOT grow during a while (settle, then 500 ms).
   await sleep(300);
   const b1 = bytes();
-  await sleep(500);
+  await sleep(500); // why: the window in which output must NOT grow
   const b2 = bytes();
   assert.ok(b2 - b1 <= 256 * 1024, `output kept flowing while congested: ${b2 - b1} bytes`);
   assert.equal(drains.size, 1, 'waiting for drain');

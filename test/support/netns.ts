@@ -1,7 +1,7 @@
 // A machine of its own for the ssh tests: a network namespace (and UTS namespace: its own
 // hostname) made by the test, reached from here through a veth pair the test owns. Inside it,
 // 127.0.0.1 is the namespace's own loopback — as on every real remote host — so a connection
-// meant for the host's 127.0.0.1:PORT that is opened on THIS machine instead (issue 22) finds
+// meant for the host's 127.0.0.1:PORT that is opened on THIS machine instead (docs/security.md, "Network paths and proxies") finds
 // nothing there, or a listener the test put there. The addresses (10.X.Y.1 here, 10.X.Y.2 in the
 // namespace, a /30 picked at random and checked free) exist only on the pair; the namespace goes
 // away, and the pair with it, when the last process in it ends: destroy() kills them all.
@@ -9,6 +9,7 @@
 // Imports only Node built-ins: the VS Code e2e suite uses it too.
 import { spawn, spawnSync } from 'node:child_process';
 import { readdirSync, readlinkSync } from 'node:fs';
+import { waitFor } from './wait';
 
 export interface NetNamespace {
   /** The process holding the namespaces (nsenter --target). */
@@ -90,19 +91,16 @@ export async function createNetNamespace(opts: { hostname?: string; lifetimeSec?
   const holderPid = holder.pid!;
   const ours = nsInode('self');
   // unshare has made the namespace once the holder's differs from ours (then it execs timeout).
-  const deadline = Date.now() + 10_000;
-  let inode: string | undefined;
-  while (Date.now() < deadline) {
-    inode = nsInode(holderPid);
-    if (inode && inode !== ours) break;
+  const made = () => {
+    const inode = nsInode(holderPid);
+    if (inode && inode !== ours) return inode;
     if (holder.exitCode !== null) throw new Error(`unshare --net exited (${holder.exitCode}) before making the namespace`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  if (!inode || inode === ours) {
+    return undefined;
+  };
+  const nsInodeValue = await waitFor(made, { timeout: 10_000, interval: 20, what: 'unshare --net to make a namespace' }).catch((e: unknown) => {
     holder.kill('SIGKILL');
-    throw new Error('unshare --net did not make a namespace within 10 s');
-  }
-  const nsInodeValue = inode;
+    throw e;
+  });
   const id = Math.random().toString(36).slice(2, 8);
   const link = `exh${id}`;
   const peer = `exn${id}`;

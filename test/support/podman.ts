@@ -36,3 +36,21 @@ export const startContainer = (name: string) => podman(['start', name]);
 export const removeContainer = (name: string) => void spawnSync(PODMAN, ['rm', '-f', '-t', '0', name], { encoding: 'utf8', timeout: 60_000 });
 /** `podman exec NAME argv…` (test side), its stdout. */
 export const execIn = (name: string, argv: string[]) => podman(['exec', name, ...argv]);
+
+/**
+ * The part of an exec-server client runThrough uses: structural, because the VS Code e2e suite
+ * (compiled with rootDir test/, apart from src/) imports this file and cannot import src/ types.
+ */
+interface ProcessClient {
+  startProcess(o: { argv: string[]; cwd: string; tty: boolean }): Promise<{ onOutput(f: (e: { data: Uint8Array }) => void): unknown; exited: Promise<number>; closed: Promise<void> }>;
+}
+
+/** Runs `argv` through an exec-server client (in `/`, no TTY) to its end; its output. */
+export async function runThrough(client: ProcessClient, argv: string[]): Promise<string> {
+  const p = await client.startProcess({ argv, cwd: '/', tty: false });
+  let out = '';
+  p.onOutput((e) => (out += Buffer.from(e.data).toString()));
+  await p.exited;
+  await p.closed;
+  return out;
+}

@@ -1,6 +1,7 @@
 // Processes as tests see them (Linux /proc): whether one is alive — with one meaning for the
 // whole suite — its state, descendants and bytes written.
-import { readdirSync, readFileSync } from 'node:fs';
+import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 
 /**
  * One-letter state of `pid` from /proc/<pid>/stat (R, S, D, Z, T, X, …), or undefined when
@@ -91,4 +92,18 @@ export function bytesWritten(pid: number): number | undefined {
   } catch {
     return undefined;
   }
+}
+
+const SETPRIV = ['/usr/bin/setpriv', '/bin/setpriv'].find((p) => existsSync(p));
+
+/**
+ * spawn() for a helper a test starts (a symlink flipper, a load generator) that must not outlive
+ * the test file's process: the runner SIGKILLs a file at its timeout, and then no t.after runs.
+ * The helper gets SIGKILL when this process dies (PR_SET_PDEATHSIG through util-linux setpriv,
+ * which execs it: the pid is the helper's own). libuv spawns from the main thread, whose end is
+ * the process's.
+ */
+export function spawnTied(command: string, args: readonly string[], opts: SpawnOptions = {}): ChildProcess {
+  if (!SETPRIV) throw new Error('setpriv (util-linux) is needed to tie a helper to the test process');
+  return spawn(SETPRIV, ['--pdeathsig', 'KILL', '--', command, ...args], opts);
 }

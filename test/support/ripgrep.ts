@@ -3,7 +3,7 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { referenceCodexBinary } from '../codex/codex-app-server';
+import { referenceCodexBinary } from './codex/codex-app-server';
 
 const repoRoot = path.resolve(__dirname, '../../..');
 

@@ -13,6 +13,8 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { createNetNamespace, destroyNamespace, type NetNamespace } from './netns';
+import { isAlive } from './process';
+import { waitFor } from './wait';
 
 export const SSHD = process.env.EXEC_SERVER_SSHD ?? '/usr/sbin/sshd';
 
@@ -29,6 +31,10 @@ export interface Scenario {
   unknownHostKey?: boolean;
   /** Point at a port nothing listens on. */
   closedPort?: number;
+  /** The scenario's key is encrypted with this passphrase (ssh asks for it). */
+  passphrase?: string;
+  /** Log in with the account's password (startSshd's `password`), no key. */
+  passwordLogin?: boolean;
 }
 
 export interface TestSshd {
@@ -49,7 +55,8 @@ export interface TestSshd {
   stop(): Promise<void>;
 }
 
-function freePort(): Promise<number> {
+/** A port free on 127.0.0.1 just now (the kernel picks it; closed again before use). */
+export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const s = net.createServer();
     s.on('error', reject);
@@ -60,8 +67,8 @@ function freePort(): Promise<number> {
   });
 }
 
-function keygen(file: string): string {
-  const r = spawnSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-C', 'exec-server-test', '-f', file], { encoding: 'utf8' });
+function keygen(file: string, passphrase = ''): string {
+  const r = spawnSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', passphrase, '-C', 'exec-server-test', '-f', file], { encoding: 'utf8' });
   if (r.status !== 0) throw new Error(`ssh-keygen failed: ${r.stderr || r.error?.message}`);
   return readFileSync(`${file}.pub`, 'utf8').trim();
 }
@@ -84,6 +91,22 @@ export async function startSshd(
     outliveSec?: number;
     /** Run on a host of its own: a network + UTS namespace made now (needs root; ./netns.ts). */
     netns?: boolean | { hostname?: string };
+    /**
+     * A password-only server: PasswordAuthentication yes, no keys. The account's password is this
+     * one for this sshd alone: it runs in a mount namespace of its own where /etc/shadow is a copy
+     * with the account's hash replaced (needs root). `env`: the logins' HOME/PATH (SetEnv; a
+     * password login has no authorized_keys line to carry them).
+     */
+    password?: {
+      password: string;
+      env?: Record<string, string>;
+      /**
+       * Keyboard-interactive through PAM instead (KbdInteractiveAuthentication yes, UsePAM yes,
+       * PasswordAuthentication no): the machine's own /etc/pam.d/sshd stack asks, pam_unix checks
+       * the copied /etc/shadow.
+       */
+      pam?: boolean;
+    };
   } = {},
 ): Promise<TestSshd> {
   if (!existsSync(SSHD)) throw new Error(`${SSHD} not found: the ssh tests need Debian's openssh-server (node scripts/tools/install.mjs openssh-server)`);
@@ -106,7 +129,7 @@ export async function startSshd(
   writeFileSync(known, `${port === 22 ? listenHost : `[${listenHost}]:${port}`} ${hostPub.split(' ').slice(0, 2).join(' ')}\n`);
   for (const s of scenarios) {
     const key = path.join(dir, `key-${s.alias}`);
-    const pub = keygen(key);
+    const pub = keygen(key, s.passphrase);
     const envOpts = [...Object.entries(s.env ?? {}).map(([k, v]) => `environment=${optQuote(`${k}=${v}`)}`), ...(s.command ? [`command=${optQuote(s.command)}`] : [])];
     if (!s.badKey) authorized.push(`${envOpts.length ? `${envOpts.join(',')} ` : ''}${pub}`);
     const kh = s.unknownHostKey ? path.join(dir, `known_hosts-${s.alias}`) : known;
@@ -117,7 +140,7 @@ export async function startSshd(
         `  HostName ${listenHost}`,
         `  Port ${s.closedPort ?? port}`,
         `  User ${user}`,
-        `  IdentityFile ${key}`,
+        ...(s.passwordLogin ? [`  PubkeyAuthentication no`, `  PreferredAuthentications password,keyboard-interactive`] : [`  IdentityFile ${key}`]),
         `  IdentitiesOnly yes`,
         `  IdentityAgent none`,
         `  UserKnownHostsFile ${kh}`,
@@ -141,13 +164,14 @@ export async function startSshd(
       `HostKey ${path.join(dir, 'host_key')}`,
       `AuthorizedKeysFile ${authFile}`,
       `PidFile ${path.join(dir, 'sshd.pid')}`,
-      `PubkeyAuthentication yes`,
-      `PasswordAuthentication no`,
-      `KbdInteractiveAuthentication no`,
-      `UsePAM no`,
+      `PubkeyAuthentication ${opts.password ? 'no' : 'yes'}`,
+      `PasswordAuthentication ${opts.password && !opts.password.pam ? 'yes' : 'no'}`,
+      `KbdInteractiveAuthentication ${opts.password?.pam ? 'yes' : 'no'}`,
+      `UsePAM ${opts.password?.pam ? 'yes' : 'no'}`,
       // The temp dir is not root-owned 0755 all the way up.
       `StrictModes no`,
-      `PermitRootLogin prohibit-password`,
+      `PermitRootLogin ${opts.password ? 'yes' : 'prohibit-password'}`,
+      ...Object.entries(opts.password?.env ?? {}).map(([k, v]) => `SetEnv ${optQuote(`${k}=${v}`)}`),
       `PermitUserEnvironment yes`,
       `LogLevel VERBOSE`,
       `MaxStartups 100`,
@@ -158,7 +182,19 @@ export async function startSshd(
   let log = '';
   const logFile = path.join(dir, 'sshd.log');
   let child: ChildProcess;
-  const sshdArgv = [...(ns?.enter ?? []), SSHD, '-D', '-e', '-f', sshdConfig];
+  // A password of this server's own: /etc/shadow, as this sshd alone sees it, is a copy with the
+  // account's hash replaced (a mount namespace; the machine's own file is never written).
+  const shadowMount: string[] = [];
+  if (opts.password) {
+    if (process.getuid?.() !== 0) throw new Error('a password-only test sshd needs root (unshare --mount to give the account a password of its own)');
+    const hash = spawnSync('openssl', ['passwd', '-6', '-stdin'], { input: opts.password.password, encoding: 'utf8' });
+    if (hash.status !== 0) throw new Error(`openssl passwd failed: ${hash.stderr || hash.error?.message}`);
+    const lines = readFileSync('/etc/shadow', 'utf8').split('\n').filter((l) => l && !l.startsWith(`${user}:`));
+    const shadow = path.join(dir, 'shadow');
+    writeFileSync(shadow, [`${user}:${hash.stdout.trim()}:20000:0:99999:7:::`, ...lines].join('\n') + '\n', { mode: 0o600 });
+    shadowMount.push('unshare', '--mount', '--propagation', 'private', '--', 'sh', '-c', 'mount --bind "$0" /etc/shadow && exec "$@"', shadow);
+  }
+  const sshdArgv = [...(ns?.enter ?? []), ...shadowMount, SSHD, '-D', '-e', '-f', sshdConfig];
   if (opts.outliveSec) {
     const fd = openSync(logFile, 'a');
     child = spawn('timeout', ['-s', 'KILL', String(opts.outliveSec), ...sshdArgv], { stdio: ['ignore', 'ignore', fd], detached: true });
@@ -224,14 +260,7 @@ export async function stopDetachedSshd(pid: number, dir: string): Promise<void> 
   } catch {
     /* already gone */
   }
-  for (let i = 0; i < 50; i++) {
-    try {
-      process.kill(pid, 0);
-    } catch {
-      break;
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  await waitFor(() => !isAlive(pid), { timeout: 5_000, interval: 100, what: `sshd ${pid} to exit` }).catch(() => undefined); // then its folder regardless
   try {
     const ns = JSON.parse(readFileSync(path.join(dir, 'netns.json'), 'utf8')) as { holderPid: number; link: string };
     destroyNamespace(ns.holderPid, ns.link);

@@ -8,7 +8,7 @@ import * as path from 'node:path';
 import { test } from 'node:test';
 import { Emitter } from '../../src/rpc/event';
 import { startCli } from './cli';
-import { isAlive, procState } from './process';
+import { isAlive, procState, spawnTied } from './process';
 import { removeTempDir, tempDir } from './tmp';
 import { waitFor } from './wait';
 
@@ -90,4 +90,22 @@ test('tempDir: removed when its test ends; removeTempDir removes at once', async
   const now = tempDir('support-test-');
   removeTempDir(now);
   assert.equal(existsSync(now), false);
+});
+
+test('spawnTied: a helper dies with the test process even when that is SIGKILLed (no t.after runs)', async () => {
+  // A stand-in for a test file killed at its timeout: a node process that starts a tied helper
+  // (plain spawn here left the helper running: the leak of the symlink-race tests).
+  const mod = path.join(__dirname, 'process.js');
+  const code = `const { spawnTied } = require(${JSON.stringify(mod)}); const h = spawnTied('sleep', ['300'], { stdio: 'ignore' }); console.log(h.pid); setInterval(() => {}, 1000);`;
+  const parent = spawn(process.execPath, ['-e', code], { stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  parent.stdout!.on('data', (d) => (out += d));
+  const helper = await waitFor(() => /^\d+\n/.test(out) && Number(out), { what: 'the helper pid' });
+  assert.ok(isAlive(helper));
+  parent.kill('SIGKILL');
+  try {
+    await waitFor(() => !isAlive(helper), { timeout: 5_000, what: 'the helper to die with its parent' });
+  } finally {
+    if (isAlive(helper)) process.kill(helper, 'SIGKILL');
+  }
 });

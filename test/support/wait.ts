@@ -113,5 +113,5 @@ export function waitFor<T>(until: Predicate<T> | EventWait<T> | EmitterWait, opt
  * Waiting for something to happen is `waitFor`.
  */
 export function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
+  return new Promise((r) => setTimeout(r, ms)); // why: the one definition
 }

@@ -7,7 +7,7 @@ import { test } from 'node:test';
 import { METHODS } from '../../src/server/router';
 import { TelemetryConfigError, telemetryConfig, telemetryEnabled } from '../../src/telemetry/config';
 import { KNOWN_METHODS, methodLabel } from '../../src/telemetry/methods';
-import { cleanEnv, cliPath, ensureBuilt } from './helpers';
+import { cleanEnv, cliPath, ensureBuilt } from '../support/telemetry';
 
 test('nothing configured: off', () => {
   const c = telemetryConfig({});

@@ -1,134 +1,139 @@
-// Server spans through the built CLI and a real OTLP/HTTP receiver, for both encodings
-// (http/json and http/protobuf): a request's `trace` member parents its span (trace id and
-// parent span id kept), the span is named after the method with the RPC attributes, errors
-// carry their code, a malformed `trace` is ignored (a new root, the request still answered),
-// and a process span runs from process/start to the exit with its exit code and sandbox type.
-// Spans are flushed on the CLI's clean shutdown (SIGTERM).
+// The server's span records and their batcher: what the OTLP exporter reads from a record
+// (ids, times on the epoch's scale, the rpc.* attributes derived at export, status, parent), and
+// that ended spans are exported in batches after the request's turn, never inside end(), with
+// the queue bounded and everything flushed on shutdown.
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import * as os from 'node:os';
-import * as path from 'node:path';
-import { after, before, test } from 'node:test';
-import { startCli, stopAll } from '../security/cli-helpers';
-import { cleanEnv, ensureBuilt, handshake, rawClient, startReceiver, type ReceivedSpan } from './helpers';
+import { test } from 'node:test';
+import { SpanKind, SpanStatusCode, TraceFlags } from '@opentelemetry/api';
+import { resourceFromAttributes } from '@opentelemetry/resources';
+import type { ReadableSpan, SpanExporter } from '@opentelemetry/sdk-trace-base';
+import { SpanBatcher, SpanRecord, batchOptions, ids } from '../../src/telemetry/server-spans';
 import { waitFor } from '../support/wait';
 
-const dir = mkdtempSync(path.join(os.tmpdir(), 'telemetry-spans-'));
-before(() => ensureBuilt());
-after(async () => {
-  await stopAll();
-  rmSync(dir, { recursive: true, force: true });
+class MemoryExporter implements SpanExporter {
+  batches: ReadableSpan[][] = [];
+  /** performance.now() of each export call. */
+  at: number[] = [];
+  shut = false;
+  export(spans: ReadableSpan[], done: (r: { code: number }) => void): void {
+    this.batches.push(spans);
+    this.at.push(performance.now());
+    setImmediate(() => done({ code: 0 }));
+  }
+  async shutdown(): Promise<void> {
+    this.shut = true;
+  }
+}
+
+const resource = resourceFromAttributes({ 'service.name': 'under-test' });
+const scope = { name: 'exec-server', version: '1' };
+const hrNs = ([s, ns]: [number, number]) => BigInt(s) * 1_000_000_000n + BigInt(ns);
+
+test('a record reads as the span the SDK would export: ids, epoch times, derived attributes, status', async () => {
+  const ex = new MemoryExporter();
+  const b = new SpanBatcher(ex, resource, scope, { maxQueue: 100, maxBatch: 10, delayMs: 10 });
+  const before = BigInt(Date.now()) * 1_000_000n;
+  const traceId = ids.traceId();
+  const r = new SpanRecord(b, 'fs/getMetadata', SpanKind.SERVER, traceId, undefined, undefined, 'fs/getMetadata', '7');
+  await new Promise((res) => setTimeout(res, 5)); // why: a span that lasts a while (its end after its start)
+  r.fail(-32004, 'not found');
+  r.end();
+  r.end(); // a second end is ignored
+  const after = BigInt(Date.now()) * 1_000_000n;
+  await b.forceFlush();
+  assert.equal(ex.batches.length, 1);
+  assert.equal(ex.batches[0].length, 1);
+  const s = ex.batches[0][0];
+  const ctx = s.spanContext();
+  assert.match(ctx.traceId, /^[0-9a-f]{32}$/);
+  assert.match(ctx.spanId, /^[0-9a-f]{16}$/);
+  assert.equal(ctx.traceId, traceId);
+  assert.equal(ctx.traceFlags, TraceFlags.SAMPLED);
+  assert.equal(s.parentSpanContext, undefined);
+  assert.equal(s.kind, SpanKind.SERVER);
+  assert.deepEqual(s.attributes, {
+    'rpc.system': 'jsonrpc',
+    'rpc.method': 'fs/getMetadata',
+    'rpc.jsonrpc.request_id': '7',
+    'rpc.jsonrpc.error_code': -32004,
+    'rpc.jsonrpc.error_message': 'not found',
+  });
+  assert.deepEqual(s.status, { code: SpanStatusCode.ERROR, message: 'not found' });
+  const start = hrNs(s.startTime as [number, number]);
+  const end = hrNs(s.endTime as [number, number]);
+  assert.ok(start >= before - 2_000_000n && end <= after + 2_000_000n, `${start}..${end} within ${before}..${after}`);
+  assert.ok(end - start >= 4_000_000n, 'the 5 ms between start and end');
+  const d = hrNs(s.duration as [number, number]) - (end - start);
+  assert.ok(d >= -2n && d <= 2n, `duration is end - start (off by ${d} ns)`);
+  assert.ok(s.ended);
+  assert.equal(s.resource, resource);
+  assert.deepEqual(s.instrumentationScope, scope);
 });
 
-const byRequestId = (spans: ReceivedSpan[], id: string) => {
-  const s = spans.find((x) => x.attributes['rpc.jsonrpc.request_id'] === id);
-  assert.ok(s, `a span for request ${id} in ${JSON.stringify(spans.map((x) => [x.name, x.attributes['rpc.jsonrpc.request_id']]))}`);
-  return s;
-};
+test('a long method or request id is cut to 128 characters; a child keeps its parent and trace', async () => {
+  const ex = new MemoryExporter();
+  const b = new SpanBatcher(ex, resource, scope, { maxQueue: 100, maxBatch: 10, delayMs: 10 });
+  const parent = new SpanRecord(b, 'other', SpanKind.SERVER, ids.traceId(), undefined, undefined, 'm'.repeat(500), 'i'.repeat(500));
+  const child = new SpanRecord(b, 'process', SpanKind.INTERNAL, parent.traceId, undefined, parent.spanContext());
+  child.setAttribute('process.exit.code', 3);
+  child.end();
+  parent.end();
+  await b.forceFlush();
+  const [c, p] = ex.batches.flat();
+  assert.equal((p.attributes['rpc.method'] as string).length, 128);
+  assert.equal((p.attributes['rpc.jsonrpc.request_id'] as string).length, 128);
+  assert.deepEqual(c.attributes, { 'process.exit.code': 3 });
+  assert.equal(c.spanContext().traceId, p.spanContext().traceId);
+  assert.equal(c.parentSpanContext?.spanId, p.spanContext().spanId);
+  assert.notEqual(c.spanContext().spanId, p.spanContext().spanId);
+});
 
-for (const protocol of ['http/json', 'http/protobuf'] as const) {
-  test(`server spans exported over OTLP ${protocol}: parented by the wire trace context, named after the method`, async () => {
-    const rx = await startReceiver();
-    try {
-      const cli = await startCli(['--listen', 'ws://127.0.0.1:0'], {
-        env: cleanEnv({
-          OTEL_TRACES_EXPORTER: 'otlp',
-          OTEL_EXPORTER_OTLP_ENDPOINT: rx.url,
-          OTEL_EXPORTER_OTLP_PROTOCOL: protocol,
-          OTEL_SERVICE_NAME: 'exec-server-under-test',
-        }),
-      });
-      const c = await rawClient(cli.url);
-      await handshake(c);
-      const traceId = randomBytes(16).toString('hex');
-      const parent = randomBytes(8).toString('hex');
-      const traceparent = `00-${traceId}-${parent}-01`;
+test('ended spans are exported in batches after the turn, bounded by the queue, all flushed on shutdown', async () => {
+  const ex = new MemoryExporter();
+  const b = new SpanBatcher(ex, resource, scope, { maxQueue: 25, maxBatch: 10, delayMs: 60_000 });
+  for (let i = 0; i < 30; i++) new SpanRecord(b, 'x', SpanKind.SERVER, ids.traceId(), undefined, undefined, 'x').end();
+  assert.equal(ex.batches.length, 0, 'nothing exported inside end()');
+  assert.equal(b.dropped, 5, 'the queue holds 25');
+  await new Promise((r) => setImmediate(r));
+  assert.equal(ex.batches.length, 1, 'a full batch goes after the turn');
+  assert.equal(ex.batches[0].length, 10);
+  await b.shutdown();
+  assert.deepEqual(
+    ex.batches.map((x) => x.length),
+    [10, 10, 5],
+  );
+  assert.ok(ex.shut);
+  new SpanRecord(b, 'late', SpanKind.SERVER, ids.traceId(), undefined, undefined, 'x').end();
+  await b.forceFlush();
+  assert.equal(ex.batches.flat().length, 25, 'nothing queued after shutdown');
+});
 
-      const ok = await c.call({ id: 7, method: 'fs/getMetadata', params: { path: dir }, trace: { traceparent, tracestate: 'vendor=1' } });
-      assert.equal((ok.result as { isDirectory: boolean }).isDirectory, true);
-      const missing = await c.call({ id: 'req-8', method: 'fs/getMetadata', params: { path: path.join(dir, 'missing') }, trace: { traceparent } });
-      assert.equal(missing.error?.code, -32004);
-      const unknown = await c.call({ id: 9, method: 'no/suchMethod', params: {}, trace: { traceparent } });
-      assert.equal(unknown.error?.code, -32601);
+test('a partial batch is exported after the schedule delay', async () => {
+  const ex = new MemoryExporter();
+  const b = new SpanBatcher(ex, resource, scope, { maxQueue: 100, maxBatch: 10, delayMs: 30 });
+  const ended = performance.now();
+  new SpanRecord(b, 'x', SpanKind.SERVER, ids.traceId(), undefined, undefined, 'x').end();
+  await waitFor(() => ex.batches.length > 0, { what: 'the partial batch', timeout: 5_000 });
+  assert.equal(ex.batches.length, 1);
+  // Not before the delay (timers never fire early; 1 ms of rounding).
+  assert.ok(ex.at[0] - ended >= 29, `exported ${(ex.at[0] - ended).toFixed(1)} ms after the end, before the 30 ms delay`);
+});
 
-      // Malformed trace members: ignored, never an error.
-      const malformed: unknown[] = [
-        { traceparent: 'garbage' },
-        { traceparent: `00-${'0'.repeat(32)}-${parent}-01` }, // all-zero trace id is invalid
-        { traceparent: `00-${traceId}-${parent}` }, // no flags
-        { traceparent: 42 },
-        'a string',
-        [traceparent],
-        null,
-        { traceparent: `00-${traceId}-${parent}-01`.repeat(100) },
-      ];
-      for (let i = 0; i < malformed.length; i++) {
-        const r = await c.call({ id: `bad-${i}`, method: 'environment/status', params: {}, trace: malformed[i] });
-        assert.deepEqual(r.result, { status: 'ready' }, `malformed trace #${i} answered normally`);
-      }
-      const none = await c.call({ id: 'no-trace', method: 'environment/status', params: {} });
-      assert.deepEqual(none.result, { status: 'ready' });
+test('ids are valid W3C ids and do not repeat', () => {
+  const seen = new Set<string>();
+  for (let i = 0; i < 5000; i++) {
+    const s = ids.spanId();
+    const t = ids.traceId();
+    assert.match(s, /^[0-9a-f]{16}$/);
+    assert.match(t, /^[0-9a-f]{32}$/);
+    assert.notEqual(s, '0'.repeat(16));
+    seen.add(s);
+  }
+  assert.equal(seen.size, 5000);
+});
 
-      // A process: its span runs from process/start to the exit.
-      const start = await c.call({
-        id: 'start-1',
-        method: 'process/start',
-        params: { processId: 'proc-secret-id', argv: ['sh', '-c', 'echo out; exit 3'], cwd: dir, env: { PATH: process.env.PATH ?? '/usr/bin:/bin' }, tty: false },
-        trace: { traceparent },
-      });
-      assert.equal((start.result as { processId: string }).processId, 'proc-secret-id');
-      await waitFor(() => c.notifications.some((n) => n.method === 'process/exited'), { what: 'process/exited', timeout: 10_000 });
-      c.close();
-      await cli.stop(); // SIGTERM: clean shutdown flushes the spans
-      assert.equal(cli.child.exitCode, 0, cli.stderr());
-
-      const spans = await rx.waitFor((s) => s.some((x) => x.name === 'process'), 5_000);
-      assert.ok(rx.requests.every((r) => r.path === '/v1/traces'));
-      assert.ok(rx.requests.every((r) => r.contentType === (protocol === 'http/json' ? 'application/json' : 'application/x-protobuf')), JSON.stringify(rx.requests.map((r) => r.contentType)));
-
-      const s7 = byRequestId(spans, '7');
-      assert.equal(s7.name, 'fs/getMetadata');
-      assert.equal(s7.kind, 2, 'SpanKind SERVER');
-      assert.equal(s7.traceId, traceId);
-      assert.equal(s7.parentSpanId, parent);
-      assert.equal(s7.attributes['rpc.system'], 'jsonrpc');
-      assert.equal(s7.attributes['rpc.method'], 'fs/getMetadata');
-      assert.equal(s7.serviceName, 'exec-server-under-test');
-      assert.equal(s7.statusCode, 0);
-
-      const s8 = byRequestId(spans, 'req-8');
-      assert.equal(s8.traceId, traceId);
-      assert.equal(s8.attributes['rpc.jsonrpc.error_code'], -32004);
-      assert.equal(s8.statusCode, 2, 'status ERROR');
-
-      const s9 = byRequestId(spans, '9');
-      assert.equal(s9.name, 'other', 'an unknown method does not name a span');
-      assert.equal(s9.attributes['rpc.method'], 'no/suchMethod');
-      assert.equal(s9.attributes['rpc.jsonrpc.error_code'], -32601);
-
-      for (let i = 0; i < malformed.length; i++) {
-        const s = byRequestId(spans, `bad-${i}`);
-        assert.notEqual(s.traceId, traceId, `malformed #${i}: a new trace`);
-        assert.equal(s.parentSpanId, '', `malformed #${i}: a root span`);
-        assert.equal(s.name, 'environment/status');
-      }
-      assert.equal(byRequestId(spans, 'no-trace').parentSpanId, '');
-
-      const sStart = byRequestId(spans, 'start-1');
-      const proc = spans.find((x) => x.name === 'process')!;
-      assert.equal(proc.traceId, traceId);
-      assert.equal(proc.parentSpanId, sStart.spanId, 'the process span is a child of its process/start span');
-      assert.equal(proc.attributes['process.exit.code'], 3);
-      assert.equal(proc.attributes['exec_server.sandbox_type'], 'none');
-      assert.equal(proc.attributes['exec_server.sandbox_denied'], false);
-      assert.equal(proc.statusCode, 2);
-
-      // Bounded, private attributes: no argv, path or process id in any span.
-      const all = JSON.stringify(spans);
-      for (const secret of [dir, 'proc-secret-id', 'echo out']) assert.ok(!all.includes(secret), `${secret} not exported`);
-    } finally {
-      await rx.close();
-    }
-  });
-}
+test('batch limits come from the OTEL_BSP_* variables, the SDK defaults otherwise', () => {
+  assert.deepEqual(batchOptions({}), { maxQueue: 2048, maxBatch: 512, delayMs: 5000 });
+  assert.deepEqual(batchOptions({ OTEL_BSP_MAX_QUEUE_SIZE: '100', OTEL_BSP_MAX_EXPORT_BATCH_SIZE: '500', OTEL_BSP_SCHEDULE_DELAY: '20' }), { maxQueue: 100, maxBatch: 100, delayMs: 20 });
+  assert.deepEqual(batchOptions({ OTEL_BSP_MAX_QUEUE_SIZE: 'x', OTEL_BSP_SCHEDULE_DELAY: '-1' }), { maxQueue: 2048, maxBatch: 512, delayMs: 5000 });
+});

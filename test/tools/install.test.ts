@@ -9,7 +9,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { repoRoot } from '../interop/helpers';
+import { repoRoot } from '../support/reference';
 import { waitFor } from '../support/wait';
 
 const installer = path.join(repoRoot, 'scripts/tools/install.mjs');

@@ -9,7 +9,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import * as path from 'node:path';
 import WebSocket from 'ws';
-import { repoRoot } from '../interop/helpers';
+import { repoRoot } from '../support/reference';
 
 /** The first line of the README's first ```sh block, without its trailing comment. */
 function firstReadmeCommand(repo: string): string {

@@ -1,5 +1,5 @@
-// The README is for users (issue 14): 8–12 KB, the extension before development, the screenshots
-// of the flows (issue 15) present as files, and every link to a file of the repository resolving.
+// The README is for users (docs/architecture.md, "One owner each"): 8–12 KB, the extension before development, the screenshots
+// of the flows (docs/extension.md) present as files, and every link to a file of the repository resolving.
 // Detail belongs in docs/: a README that grows past 12 KB fails here.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';

@@ -1,3 +1,4 @@
+// src/transports/stdio.ts: newline framing, limits, parse errors, backpressure.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { PassThrough } from 'node:stream';

@@ -1,7 +1,8 @@
 // Binary output and readBlock frames written straight to the socket (src/transports/ws-direct-frame.ts)
 // must be exactly the messages `ws.send` would have produced: every websocket length encoding
 // (7-bit, 16-bit, 64-bit), empty payloads, views into larger buffers, and in order with JSON
-// messages sent in the same tick. A plain `ws` client (the real parser) reads them.
+// messages sent in the same tick, and base64 JSON text frames built in recycled blocks. A plain
+// `ws` client (the real parser) reads them.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import WebSocket from 'ws';
@@ -11,6 +12,8 @@ import { connectWebSocketTransport } from '../../src/transports/websocket-client
 import { decodeFrame, decodeOutputFrame } from '../../src/transports/output-frame';
 import { directSocket, wsBinaryHeader } from '../../src/transports/ws-direct-frame';
 import { markBytes } from '../../src/rpc/bytes-members';
+import { markVerbatim } from '../../src/rpc/verbatim';
+import { readBlockStats } from '../../src/server/process/read-blocks';
 import { waitFor } from '../support/wait';
 
 /** Bytes with a position-dependent pattern, so a shifted or truncated payload cannot compare equal. */
@@ -106,6 +109,37 @@ test('the client side of a socket (frames must be masked) never takes the direct
     assert.ok(directSocket(server.socket));
   } finally {
     client.close();
+    ws.close();
+    await listener.close();
+  }
+});
+
+test('base64 output notifications built in recycled text frames arrive intact, in order, for every length encoding', async () => {
+  const { listener, ws, server, got } = await serverAndClient();
+  try {
+    const held0 = readBlockStats.held;
+    const reused0 = readBlockStats.reused;
+    // Chunk sizes whose JSON lands in each websocket length encoding, a 64 KiB pipe read (the
+    // streaming case, 64-bit length) and one above the pooled frame size (sent as before).
+    const sizes = [1, 60, 1000, 48_000, 65_536, 73_000, 200_000];
+    const sent: string[] = [];
+    // Several turns of many messages each, without waiting: blocks are reused only after their write.
+    for (let turn = 0; turn < 6; turn++) {
+      for (let i = 0; i < 40; i++) {
+        const n = sizes[(turn * 40 + i) % sizes.length];
+        const params = markVerbatim({ processId: 'p', seq: sent.length + 1, stream: 'stdout', chunk: pattern(n, sent.length).toString('base64') }, 'chunk');
+        server.send({ method: 'process/output', params });
+        sent.push(JSON.stringify({ method: 'process/output', params }));
+        if (i % 9 === 0) server.sendOutputFrame('q', i, 'stderr', pattern(100, i));
+      }
+      await new Promise((r) => setImmediate(r));
+    }
+    const texts = () => got.filter((g) => !g.isBinary);
+    await waitFor(() => texts().length === sent.length, { what: `${sent.length} text messages`, detail: () => `${texts().length}` });
+    texts().forEach((g, i) => assert.equal(g.data.toString('utf8'), sent[i], `message ${i + 1} intact`));
+    assert.ok(readBlockStats.reused > reused0, 'frames were built in recycled blocks');
+    await waitFor(() => readBlockStats.held === held0, { what: 'every frame block released once written', detail: () => `${readBlockStats.held - held0} held` });
+  } finally {
     ws.close();
     await listener.close();
   }

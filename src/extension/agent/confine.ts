@@ -10,7 +10,7 @@ import { ErrorCodes, RpcError } from '../../protocol/errors';
 import { fsError } from '../../server/os-errors';
 import { uriToPath } from '../../server/paths';
 import { protectedChildren } from './paths';
-import { pinParent, pinTarget, type Pinned } from './pin';
+import { pinParent, pinTarget, pinUnsupported, type Pinned } from './pin';
 import { sandboxOf, writesStayInside, type AgentContext, type Verdict } from './verdict';
 
 /**
@@ -23,6 +23,9 @@ import { sandboxOf, writesStayInside, type AgentContext, type Verdict } from './
  * that sandbox writes only inside the workspace and temp dirs; otherwise it is asked.
  */
 export async function confineUnasked(ctx: AgentContext, method: string, v: Verdict): Promise<Verdict> {
+  if (ctx.onHost) return v; // the host's paths: see pinRead
+  const unpinnable = cannotHold(ctx, method, v);
+  if (unpinnable) return unpinnable;
   if (v.kind !== 'allow' || !v.confine) return v;
   const { roots, exact } = v.confine;
   const params = v.params as Record<string, unknown>;
@@ -40,7 +43,11 @@ export async function confineUnasked(ctx: AgentContext, method: string, v: Verdi
   const pins: Pinned[] = [];
   for (const key of method === 'fs/copy' || method === 'fs/rename' ? ['sourcePath', 'destinationPath'] : ['path']) {
     const mkdirP = method === 'fs/createDirectory' && params.recursive !== false;
-    const r = await pinParent(uriToPath(String(params[key])), roots, ctx.protectedRoots, mkdirP, exact);
+    const r = await pinParent(uriToPath(String(params[key])), roots, ctx.protectedRoots, mkdirP, exact, ctx.platform);
+    if (r.kind === 'unsupported') {
+      await Promise.all(pins.map((p) => p.close()));
+      return { kind: 'deny', error: refusedUnpinned(method, r.reason) };
+    }
     if (r.kind === 'busy') {
       await Promise.all(pins.map((p) => p.close()));
       return { kind: 'deny', error: busy() };
@@ -70,13 +77,19 @@ export async function confineUnasked(ctx: AgentContext, method: string, v: Verdi
  * /proc/self/fd/N (a symlink swapped in meanwhile cannot turn it into a read of ~/.ssh).
  */
 export function pinRead(ctx: AgentContext, method: string, v: Verdict, p: string): Verdict {
+  // A remote environment's path is the host's: a pin here would open this machine's file of
+  // that name (or fail), and hand the host a /proc/self/fd path of this process.
+  if (ctx.onHost) return v;
+  if (v.kind !== 'deny' && (v.params as Record<string, unknown>).followSymlinks === false) return v; // the engine's own no-follow walk cannot take /proc paths
+  const unpinnable = cannotHold(ctx, method, v);
+  if (unpinnable) return unpinnable;
   if (v.kind !== 'allow' || !v.confine) return v;
   const roots = v.confine.roots;
   const params = v.params as Record<string, unknown>;
-  if (params.followSymlinks === false) return v; // the engine's own no-follow walk cannot take /proc paths
   const prepare = async () => {
-    const r = await pinTarget(p, roots, method === 'fs/readDirectory');
+    const r = await pinTarget(p, roots, method === 'fs/readDirectory', ctx.platform);
     if (r.kind === 'error') throw fsError(r.error);
+    if (r.kind === 'unsupported') throw refusedUnpinned(method, r.reason);
     if (r.kind === 'busy') throw busy();
     if (r.kind === 'moved') throw new RpcError(ErrorCodes.InvalidRequest, `permission denied: ${method}: the path changed while it was checked (now: ${r.real})`);
     if (r.kind !== 'pinned') return { params, pins: [] };
@@ -84,6 +97,23 @@ export function pinRead(ctx: AgentContext, method: string, v: Verdict, p: string
   };
   return { ...v, prepare };
 }
+
+/**
+ * Where paths cannot be pinned (not Linux), a request the gate would hold to its folders —
+ * allowed because it lies inside them, or asked and then held to what the question named — is
+ * refused before anything is asked: run unpinned it would be checked on its path and performed
+ * later, and a symlink swapped in between would redirect it. Not refused, as on Linux not
+ * pinned: the endpoint of a remote environment (its host's engine holds the paths), the
+ * neverAsk policy (it asks for no protection), a protected path allowed for the one request.
+ */
+function cannotHold(ctx: AgentContext, method: string, v: Verdict): Verdict | undefined {
+  if (ctx.onHost || v.kind === 'deny' || (v.kind === 'allow' && !v.confine) || (v.kind === 'ask' && !v.held)) return undefined;
+  const reason = pinUnsupported(ctx.platform);
+  return reason ? { kind: 'deny', error: refusedUnpinned(method, reason) } : undefined;
+}
+
+const refusedUnpinned = (method: string, reason: string) =>
+  new RpcError(ErrorCodes.InvalidRequest, `permission denied: ${method}: the agent endpoint holds a file request to the folder it was allowed in by pinning its path, and cannot here: ${reason}. Refused rather than checked on the path and performed later (execServer.approval.policy neverAsk runs file requests without this protection)`);
 
 const busy = () => new RpcError(ErrorCodes.Overloaded, 'server overloaded: too many file operations in flight on the agent endpoint; retry');
 

@@ -12,15 +12,18 @@ import type { OutputEvent, ProcessHandle } from '../../client/api';
 import { processEventOf } from '../../client/process-events';
 import { ClientProcess, type ProcessEvent } from '../../client/process-handle';
 import type { NotificationMap, NotificationMethod, ProcessStartParams, WriteStatus } from '../../protocol/types';
+import { ErrorCodes } from '../../protocol/errors';
 import type { Disposable, Event } from '../../rpc/event';
+import type { MessageTransport } from '../../rpc/transport';
 import type { NotificationSink, ServerConnection, ServerOptions } from '../../server/api';
 import { ExecServer } from '../../server/exec-server';
 import type { ConnectableServer } from '../../transports/in-process';
 import { serveConnection } from '../../transports/serve';
 import { listenWebSocket, type AuthResult, type WebSocketListener } from '../../transports/websocket-server';
 import { bearerToken, digestsEqual, sha256 } from '../../transports/ws-auth';
+import { AuditLog } from './audit';
 import { AgentGate, type AgentGateHost } from './gate';
-import { WatchBudget } from './limits';
+import { AGENT_LIMITS, EndpointShares, WatchBudget } from './limits';
 import { GatedServerConnection, type GateHooks } from './gated-connection';
 import { hostPaths } from './host-paths';
 import { relayServer, type RelayTarget } from './relay';
@@ -59,6 +62,8 @@ export interface AgentEndpointOptions {
    * the host: AgentGateHost.onHost).
    */
   relay?: RelayTarget;
+  /** Where the audit log is kept across reloads (audit.ts; undefined: in memory only). */
+  auditFile?: string;
   onProcessStarted?(p: AgentProcess): void;
   onSandboxDenied?: GateHooks['sandboxDenied'];
   log?(level: 'debug' | 'info' | 'warn' | 'error', message: string): void;
@@ -177,6 +182,8 @@ export class AgentEndpoint implements Disposable {
     /** The bearer token agents must present. */
     readonly token: string,
     private readonly hostPaths?: { close(): void },
+    /** Every decision of the gate (audit.ts), for the user to open and export. */
+    readonly audit: AuditLog = new AuditLog('Local'),
   ) {}
 
   get url(): string {
@@ -197,10 +204,20 @@ export class AgentEndpoint implements Disposable {
     const digest = sha256(token);
     const rawLog = opts.log ?? (() => {});
     const log = (level: 'debug' | 'info' | 'warn' | 'error', message: string) => rawLog(level, withoutSessionIds(message));
-    const server = new ExecServer({ ...opts.serverOptions, log });
+    // The engine runs in the extension host: what its processes hold is the user's memory.
+    const server = new ExecServer({
+      maxHeldProcesses: AGENT_LIMITS.maxHeldProcesses,
+      maxOutputWindowBytes: AGENT_LIMITS.maxOutputWindowBytes,
+      maxReadFileBytes: AGENT_LIMITS.maxReadFileBytes,
+      ...opts.serverOptions,
+      log,
+    });
     const onHost = opts.relay ? hostPaths(opts.relay) : undefined;
-    const gate = new AgentGate({ ...opts.gate, onHost, log: (level, m) => (opts.gate.log ?? log)(level, withoutSessionIds(m)) });
+    const audit = new AuditLog(opts.relay?.name ?? 'Local', undefined, opts.auditFile, (m) => log('warn', m));
+    const gate = new AgentGate({ ...opts.gate, onHost, audit: (r) => audit.add(r), log: (level, m) => (opts.gate.log ?? log)(level, withoutSessionIds(m)) });
     const watches = new WatchBudget();
+    const shares = new EndpointShares();
+    let open = 0;
     let endpoint: AgentEndpoint | undefined;
     let listener: WebSocketListener;
     try {
@@ -212,9 +229,12 @@ export class AgentEndpoint implements Disposable {
         log,
         onConnection: (transport, req) => {
           const peer = `${req.socket.remoteAddress}:${req.socket.remotePort}`;
+          if (open >= AGENT_LIMITS.maxConnections) return refuseConnection(transport, peer, log);
+          open++;
+          transport.onClose(() => open--);
           const connectionGate = gate.connection(peer);
           const target: ConnectableServer = opts.relay ? { telemetry: server.telemetry, connect: relayServer(opts.relay, log, (why) => transport.close(why)).connect } : server;
-          const gated = gatedServer({ server: target, gate: connectionGate, watches, onProcessStarted: opts.onProcessStarted, onSandboxDenied: opts.onSandboxDenied });
+          const gated = gatedServer({ server: target, gate: connectionGate, watches, shares, onProcessStarted: opts.onProcessStarted, onSandboxDenied: opts.onSandboxDenied });
           const served = serveConnection(gated, transport, { label: connectionGate.label, log });
           const handle = { close: () => transport.close('agent endpoint stopped') };
           endpoint?.connections.add(handle);
@@ -227,7 +247,9 @@ export class AgentEndpoint implements Disposable {
       await server.shutdown();
       throw e;
     }
-    endpoint = new AgentEndpoint(listener, server, gate, token, onHost);
+    // The gate's host link is opened now, not at the first question (ssh + the host's node take seconds).
+    void onHost?.sandboxes();
+    endpoint = new AgentEndpoint(listener, server, gate, token, onHost, audit);
     return endpoint;
   }
 
@@ -246,6 +268,32 @@ export class AgentEndpoint implements Disposable {
 }
 
 /**
+ * A connection over the endpoint's cap: its first request (or, after 2 s, nobody) gets a JSON-RPC
+ * error saying why, then the websocket is closed (1013: try again later). Nothing reaches the gate.
+ */
+function refuseConnection(transport: MessageTransport, peer: string, log: (level: 'warn', m: string) => void): void {
+  const message = `too many agent connections: at most ${AGENT_LIMITS.maxConnections} per agent endpoint`;
+  log('warn', `agent connection from ${peer} refused: ${message}`);
+  const end = () => transport.close(message);
+  const timer = setTimeout(() => {
+    transport.send({ jsonrpc: '2.0', id: null, error: { code: ErrorCodes.InvalidRequest, message } });
+    end();
+  }, 2_000);
+  const sub = transport.onMessage((m) => {
+    const id = m !== null && typeof m === 'object' && 'id' in m ? (m as { id: unknown }).id : undefined;
+    if (id === undefined) return; // a notification: no answer
+    clearTimeout(timer);
+    sub.dispose();
+    transport.send({ jsonrpc: '2.0', id, error: { code: ErrorCodes.InvalidRequest, message } });
+    end();
+  });
+  transport.onClose(() => {
+    clearTimeout(timer);
+    sub.dispose();
+  });
+}
+
+/**
  * A ConnectableServer whose connections are gated, and whose notification sink is tapped so
  * the processes started through it can be shown live.
  */
@@ -253,6 +301,7 @@ export function gatedServer(opts: {
   server: ConnectableServer;
   gate: import('./gate').ConnectionGate;
   watches: WatchBudget;
+  shares?: EndpointShares;
   onProcessStarted?(p: AgentProcess): void;
   onSandboxDenied?: GateHooks['sandboxDenied'];
 }): ConnectableServer {
@@ -274,11 +323,14 @@ export function gatedServer(opts: {
         },
         isCongested: sink.isCongested?.bind(sink),
         onDrain: sink.onDrain?.bind(sink),
+        // The engine's questions (network/policyRequest) are the gate's to answer, not the agent's.
+        request: (method, params) => (gated ? gated.engineRequest(method, params) : Promise.reject(new Error('connection not ready'))),
       };
       const inner = opts.server.connect(tap, connectOpts);
       gated = new GatedServerConnection(inner, opts.gate, {
         sink,
         watches: opts.watches,
+        shares: opts.shares,
         hooks: {
           // Observe before the start request: output may be notified before its answer.
           beforeProcessStart: (params: ProcessStartParams) => {

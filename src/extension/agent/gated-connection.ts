@@ -11,8 +11,9 @@ import type { NotificationSink, ServerConnection } from '../../server/api';
 import { uriToPath } from '../../server/paths';
 import type { RequestRecord } from '../../telemetry/api';
 import type { ConnectionGate, Decision } from './gate';
-import { AGENT_LIMITS, LargeAnswerQueue, type WatchBudget } from './limits';
+import { AGENT_LIMITS, LargeAnswerQueue, type EndpointShares, type WatchBudget } from './limits';
 import { unpinMessage } from './pin';
+import { denyAnswer } from '../approval';
 
 export interface GateHooks {
   /** An approved process/start is about to be sent to the server. */
@@ -47,13 +48,15 @@ export class GatedServerConnection implements ServerConnection {
   private readonly started = new Map<string, { argv: string[]; cwd: string }>();
   /** process/start requests being decided, by process id. */
   private readonly starting = new Map<string, Promise<void>>();
+  /** argv of the processes this connection started (for network questions), until closed. */
+  private readonly commands = new Map<string, string[]>();
 
   constructor(
     private readonly inner: ServerConnection,
     readonly gate: ConnectionGate,
-    private readonly opts: { sink: NotificationSink; watches: WatchBudget; hooks?: GateHooks },
+    private readonly opts: { sink: NotificationSink; watches: WatchBudget; shares?: EndpointShares; hooks?: GateHooks },
   ) {
-    this.large = new LargeAnswerQueue(opts.sink);
+    this.large = new LargeAnswerQueue(opts.sink, AGENT_LIMITS.maxLargeAnswers, opts.shares?.largeAnswers);
     // Each answer is at most the 1 MiB a process retains; more slots so long-polls of several processes do not wait on each other.
     this.reads = new LargeAnswerQueue(opts.sink, AGENT_LIMITS.maxProcessReads);
   }
@@ -192,6 +195,8 @@ export class GatedServerConnection implements ServerConnection {
   private async start(params: ProcessStartParams, forwarded: () => void, call?: RequestRecord): Promise<unknown> {
     const id = params.processId;
     this.opts.hooks?.beforeProcessStart?.(params);
+    // Known before the engine answers: its child may reach for the network at once.
+    if (Array.isArray(params.argv)) this.commands.set(id, params.argv.map(String));
     try {
       const pending = this.inner.requestUntyped('process/start', params, call);
       forwarded(); // the engine has taken its place in this process's order
@@ -201,6 +206,8 @@ export class GatedServerConnection implements ServerConnection {
       return r;
     } catch (e) {
       this.gate.state.processes.delete(id);
+      this.gate.processGone(id);
+      this.commands.delete(id);
       this.opts.hooks?.afterProcessStart?.(params, false);
       throw e;
     }
@@ -221,16 +228,20 @@ export class GatedServerConnection implements ServerConnection {
     if (this.http.size >= AGENT_LIMITS.maxHttpInFlight) {
       throw new RpcError(ErrorCodes.InvalidRequest, `at most ${AGENT_LIMITS.maxHttpInFlight} http/request bodies may be in flight per agent connection`);
     }
+    const shares = this.opts.shares;
+    if (shares && shares.http >= shares.limits.maxEndpointHttpInFlight) {
+      throw new RpcError(ErrorCodes.InvalidRequest, `at most ${shares.limits.maxEndpointHttpInFlight} http/request bodies may be in flight per agent endpoint`);
+    }
     const streamed = p.streamResponse === true;
     let finish!: (error: string | null) => void;
     const finished = new Promise<string | null>((r) => (finish = r));
     const c: HttpCollect = { chunks: [], bytes: 0, streamed, overflow: false, done: (e) => finish(e) };
-    this.http.set(requestId, c);
+    this.trackHttp(requestId, c);
     let result: { status: number; headers: unknown; bodyBase64?: string };
     try {
       result = (await this.inner.requestUntyped('http/request', { ...p, streamResponse: true })) as typeof result;
     } catch (e) {
-      this.http.delete(requestId);
+      this.untrackHttp(requestId);
       throw e;
     }
     if (streamed) return result;
@@ -242,13 +253,22 @@ export class GatedServerConnection implements ServerConnection {
     return { ...result, bodyBase64: Buffer.concat(c.chunks).toString('base64') };
   }
 
+  private trackHttp(requestId: string, c: HttpCollect): void {
+    this.http.set(requestId, c);
+    if (this.opts.shares) this.opts.shares.http++;
+  }
+
+  private untrackHttp(requestId: string): void {
+    if (this.http.delete(requestId) && this.opts.shares) this.opts.shares.http--;
+  }
+
   /** A server notification of this connection: false = do not forward it to the agent. */
   filterNotification(method: string, params: unknown): boolean {
     if (method === 'http/request/bodyDelta') {
       const n = params as HttpBodyDeltaNotification;
       const c = this.http.get(n.requestId);
       if (!c) return true;
-      if (n.done) this.http.delete(n.requestId);
+      if (n.done) this.untrackHttp(n.requestId);
       if (c.overflow) return false; // what was in flight when the body was stopped
       const data = n.deltaBase64 ? Buffer.from(n.deltaBase64, 'base64') : Buffer.alloc(0);
       c.bytes += data.length;
@@ -269,7 +289,11 @@ export class GatedServerConnection implements ServerConnection {
       const s = this.started.get(n.processId);
       if (s && n.sandboxDenied) this.opts.hooks?.sandboxDenied?.({ connection: this.gate.label, argv: s.argv, cwd: s.cwd, exitCode: n.exitCode });
     }
-    if (method === 'process/closed') this.started.delete((params as { processId: string }).processId);
+    if (method === 'process/closed') {
+      this.gate.processGone((params as { processId: string }).processId);
+      this.started.delete((params as { processId: string }).processId);
+      this.commands.delete((params as { processId: string }).processId);
+    }
     if (method === 'fs/missingChanged') {
       const id = String((params as { watchId: unknown }).watchId);
       this.missingReleases.get(id)?.();
@@ -304,6 +328,21 @@ export class GatedServerConnection implements ServerConnection {
     return this.inner.notification(method, params);
   }
 
+  /**
+   * A request of the engine to this connection's client (server → client). The one there is,
+   * network/policyRequest, is answered here by the user (the gate), never by the agent: a
+   * command must not be let onto the network by the agent that started it. Anything else, or
+   * a question about a process this connection did not start, is refused.
+   */
+  async engineRequest(method: string, params: unknown): Promise<unknown> {
+    if (method !== 'network/policyRequest') throw new RpcError(ErrorCodes.MethodNotFound, Messages.methodNotFound(method));
+    const p = (params ?? {}) as { processId?: unknown; request?: { protocol?: unknown; host?: unknown; port?: unknown } };
+    const processId = typeof p.processId === 'string' ? p.processId : '';
+    const r = p.request ?? {};
+    if (!this.gate.state.processes.has(processId) || typeof r.host !== 'string' || typeof r.port !== 'number') return denyAnswer('not_allowed');
+    return this.gate.askNetwork({ host: r.host, port: r.port, protocol: String(r.protocol), argv: this.commands.get(processId) });
+  }
+
   close(): void {
     if (this.closed) return;
     this.closed = true;
@@ -314,8 +353,10 @@ export class GatedServerConnection implements ServerConnection {
     this.watchReleases.clear();
     for (const r of this.missingReleases.values()) r();
     this.missingReleases.clear();
-    for (const c of this.http.values()) c.done(Messages.connectionClosed);
-    this.http.clear();
+    for (const [id, c] of [...this.http]) {
+      c.done(Messages.connectionClosed);
+      this.untrackHttp(id);
+    }
     this.inner.close();
   }
 }

@@ -9,7 +9,8 @@ import path from 'node:path';
 import { isInside } from './paths';
 
 export type Grant =
-  | { type: 'run'; program: string; cwd: string; envKey: string }
+  /** `since`: the connection's change count when granted (a run grant lapses once the agent changed files: ConnectionState.changes). */
+  | { type: 'run'; program: string; cwd: string; envKey: string; since?: number }
   | { type: 'read' | 'write'; prefix: string }
   | { type: 'http'; origin: string; local?: readonly string[] };
 
@@ -40,19 +41,72 @@ export function grantOf(n: Need): Grant {
   return { type: n.type, prefix: n.prefix };
 }
 
+/** Changed paths a connection remembers for its questions (the count goes on past it). */
+const CHANGES_KEPT = 200;
+
+/**
+ * What the connection's own unasked actions changed (sandboxed commands that ran without a
+ * question, fs/* writes allowed by rule or grant), in order: a run grant is for a program file
+ * and its cwd, but what `make test` runs is also its Makefile, package.json scripts,
+ * conftest.py, a script the granted one sources — any of which such an action may have
+ * rewritten. So every run grant lapses at the next change, and the question that follows names
+ * what changed since the grant.
+ */
+export class ChangeLog {
+  /** Changes noted so far (each path counted once per run of changes). */
+  count = 0;
+  private readonly recent: { seq: number; path: string }[] = [];
+
+  note(p: string): void {
+    const last = this.recent[this.recent.length - 1];
+    if (last?.path === p) return;
+    this.count++;
+    this.recent.push({ seq: this.count, path: p });
+    if (this.recent.length > CHANGES_KEPT) this.recent.shift();
+  }
+
+  /** Distinct paths changed after change number `since`, and how many changes are not listed (older than the log keeps). */
+  since(since: number): { paths: string[]; unlisted: number } {
+    const kept = this.recent.filter((c) => c.seq > since);
+    const paths = [...new Set(kept.map((c) => c.path))];
+    const first = kept[0]?.seq ?? this.count + 1;
+    return { paths, unlisted: Math.max(0, first - since - 1) };
+  }
+}
+
 export class ConnectionState {
   readonly grants: Grant[] = [];
+  changes = new ChangeLog();
   /** Process ids this connection started (or is starting): the only ones it may drive. */
   readonly processes = new Set<string>();
   /** Questions of this connection waiting for an answer. */
   pending = 0;
+  /** Hosts answered "Allow for Session" in a network question (lower-case). */
+  readonly networkHosts = new Set<string>();
 
   covered(needs: readonly Need[]): boolean {
-    return needs.length > 0 && needs.every((n) => this.grants.some((g) => covers(g, n)));
+    return needs.length > 0 && needs.every((n) => this.grants.some((g) => this.live(g) && covers(g, n)));
   }
 
-  grant(needs: readonly Need[]): void {
-    for (const n of needs) if (n.grantable) this.grants.push(grantOf(n));
+  /** A run grant holds until the connection's unasked actions change a file (ChangeLog). */
+  live(g: Grant): boolean {
+    return g.type !== 'run' || (g.since ?? 0) === this.changes.count;
+  }
+
+  /** The run grant for `n` that lapsed because files changed, with what changed since it; undefined when there is none. */
+  lapsed(n: Need): { paths: string[]; unlisted: number } | undefined {
+    if (n.type !== 'run') return undefined;
+    const g = this.grants.find((x) => x.type === 'run' && !this.live(x) && covers(x, n));
+    return g?.type === 'run' ? this.changes.since(g.since ?? 0) : undefined;
+  }
+
+  /** `since`: the change count the question showed (changes made while it was open are not covered). */
+  grant(needs: readonly Need[], since = this.changes.count): void {
+    for (const n of needs) {
+      if (!n.grantable) continue;
+      const g = grantOf(n);
+      this.grants.push(g.type === 'run' ? { ...g, since } : g);
+    }
   }
 }
 
@@ -74,12 +128,13 @@ export class ApprovedState extends ConnectionState {
     held: readonly Grant[],
   ) {
     super();
+    this.changes = base.changes;
     this.approved = new Set(approved.map((n) => JSON.stringify(n)));
     this.grants.push(...base.grants, ...held);
   }
 
   override covered(needs: readonly Need[]): boolean {
-    return needs.length > 0 && needs.every((n) => this.approved.has(JSON.stringify(n)) || this.base.grants.some((g) => covers(g, n)));
+    return needs.length > 0 && needs.every((n) => this.approved.has(JSON.stringify(n)) || this.base.grants.some((g) => this.base.live(g) && covers(g, n)));
   }
 }
 

@@ -23,10 +23,12 @@ export function hostPaths(target: RelayTarget): HostPaths & { close(): void } {
     if (link) return link;
     const opening = (async () => {
       const ch = await target.open();
-      const init = (await ch.request('initialize', { clientName: 'vscode-exec-server-gate' })) as { extensions?: unknown };
+      const init = (await ch.request('initialize', { clientName: 'vscode-exec-server-gate' })) as { environmentInfo?: { capabilities?: { managedSandboxProcesses?: unknown } } };
       ch.notify('initialized', {});
-      // This project's server announces its extensions; it applies managed sandboxes (bubblewrap) or refuses the start.
-      return { ch, sandboxes: Array.isArray(init?.extensions) && init.extensions.length > 0 };
+      // Only a server that says it enforces managed sandboxes (this project's, where bubblewrap
+      // works) gets sandbox-first; the reference does not say so (and lacks this project's
+      // carve-outs), so its commands ask.
+      return { ch, sandboxes: init?.environmentInfo?.capabilities?.managedSandboxProcesses === true };
     })();
     link = opening;
     // A failed or dropped link is opened again on the next question.

@@ -23,7 +23,61 @@ export const AGENT_LIMITS = {
   maxLargeAnswers: 2,
   /** process/read calls running at once per connection (long-polls included). */
   maxProcessReads: 8,
+  /** Agent connections open at once per endpoint (each has the per-connection budgets above). */
+  maxConnections: 16,
+  /** Large answers produced and not yet written out, per endpoint (every connection draws from it). */
+  maxEndpointLargeAnswers: 4,
+  /** http/request bodies in flight per endpoint. */
+  maxEndpointHttpInFlight: 8,
+  /** Processes the endpoint's engine holds (live, or exited and still readable: up to 1 MiB of output each). */
+  maxHeldProcesses: 64,
+  /** The sum of the agents' outputWindow grants (unacknowledged output the engine retains). */
+  maxOutputWindowBytes: 32 * 1024 * 1024,
 };
+
+/**
+ * Budgets one endpoint's connections share: without them each connection's own bounds were
+ * multiplied by however many connections an agent opened (8 connections reading large files
+ * and never reading the answers: +801 MiB in the extension host).
+ */
+export class EndpointShares {
+  /** Large answers in flight on any connection: a slot is given back once the answer was written out. */
+  readonly largeAnswers: Slots;
+  http = 0;
+
+  constructor(readonly limits = AGENT_LIMITS) {
+    this.largeAnswers = new Slots(limits.maxEndpointLargeAnswers);
+  }
+}
+
+/** A counting semaphore: `acquire` resolves with the release function once a slot is free. */
+export class Slots {
+  private used = 0;
+  private readonly waiting: (() => void)[] = [];
+
+  constructor(readonly max: number) {}
+
+  acquire(): Promise<() => void> {
+    return new Promise((resolve) => {
+      const grant = () => {
+        this.used++;
+        let released = false;
+        resolve(() => {
+          if (released) return;
+          released = true;
+          this.used--;
+          this.waiting.shift()?.();
+        });
+      };
+      if (this.used < this.max) grant();
+      else this.waiting.push(grant);
+    });
+  }
+
+  get inUse(): number {
+    return this.used;
+  }
+}
 
 const refuse = (m: string) => new RpcError(ErrorCodes.InvalidRequest, m);
 
@@ -88,6 +142,8 @@ export class LargeAnswerQueue {
   constructor(
     private readonly sink: Pick<NotificationSink, 'isCongested' | 'onDrain'>,
     private readonly max = AGENT_LIMITS.maxLargeAnswers,
+    /** The endpoint's slots: one is held from the start of an answer until it was written out. */
+    private readonly shared?: Slots,
   ) {}
 
   async run<T>(f: () => Promise<T>): Promise<T> {
@@ -96,7 +152,23 @@ export class LargeAnswerQueue {
     try {
       await this.untilDrained();
       if (this.closed) throw new RpcError(ErrorCodes.ConnectionClosed, Messages.connectionClosed);
-      return await f();
+      if (!this.shared) return await f();
+      const release = await this.shared.acquire();
+      if (this.closed) {
+        release();
+        throw new RpcError(ErrorCodes.ConnectionClosed, Messages.connectionClosed);
+      }
+      let answer: T;
+      try {
+        answer = await f();
+      } catch (e) {
+        release();
+        throw e;
+      }
+      // The answer is handed to the transport right after this resolves (a microtask): the slot
+      // is given back once the client has read it down to the send buffer's mark.
+      setImmediate(() => void this.untilDrained().then(release, release));
+      return answer;
     } finally {
       const next = this.queue.shift();
       if (next) next();

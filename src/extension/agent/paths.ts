@@ -4,6 +4,10 @@
 // `*.code-workspace`, VS Code's own settings and extensions).
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
+import { isInside } from '../../server/paths';
+
+/** The one containment check (src/server/paths.ts), re-exported for this feature's modules. */
+export { isInside };
 
 const MAX_LINKS = 40; // as the kernel's ELOOP limit
 
@@ -46,11 +50,6 @@ export async function realParentOf(p: string): Promise<string | undefined> {
   return parent === undefined ? undefined : path.join(parent, path.basename(n));
 }
 
-export function isInside(p: string, root: string): boolean {
-  const r = path.resolve(root);
-  const x = path.resolve(p);
-  return x === r || r === '/' || x.startsWith(r + path.sep);
-}
 
 /** Names that make a path always-ask wherever they appear. */
 export function isProtectedName(name: string): boolean {

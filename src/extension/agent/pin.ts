@@ -4,7 +4,9 @@
 // in between and redirect the change out of the workspace. Pinned, the parent directory is
 // opened once, the kernel says where that open directory really is (/proc/self/fd/N), and the
 // engine is given `/proc/self/fd/N/<name>`: every later lookup starts from that directory,
-// whatever happens to the path. Linux only (elsewhere nothing is pinned). Not covered: a
+// whatever happens to the path. Linux only: elsewhere there is no /proc/self/fd, nothing can be
+// pinned, and the pin functions say so ('unsupported', with the reason) so that the gate
+// refuses what it would have held instead of checking the path and acting later. Not covered: a
 // symlink raced into the last component of a copy destination, and the inside of a tree a
 // recursive delete or copy walks.
 import { constants, promises as fsp } from 'node:fs';
@@ -23,7 +25,18 @@ export interface Pinned {
  * `moved`: the path changed since it was checked, or cannot be pinned: refuse the request.
  * `busy`: too many pins are open (each is a file descriptor of the extension host): retry.
  */
-export type PinResult = { kind: 'pinned'; pin: Pinned } | { kind: 'unpinned' } | { kind: 'missing' } | { kind: 'busy' } | { kind: 'moved'; real: string };
+export type PinResult = { kind: 'pinned'; pin: Pinned } | { kind: 'unpinned' } | { kind: 'missing' } | { kind: 'busy' } | { kind: 'moved'; real: string } | { kind: 'unsupported'; reason: string };
+
+/**
+ * Why paths cannot be pinned on `platform` (the extension host's: process.platform; tests name
+ * another), or undefined where they can. Pinning reads where an open descriptor really is
+ * through /proc/self/fd, which only Linux has (macOS has F_GETPATH but no path through a
+ * descriptor to hand the engine; Windows neither).
+ */
+export function pinUnsupported(platform: NodeJS.Platform = process.platform): string | undefined {
+  if (platform === 'linux') return undefined;
+  return `path pinning (holding a path to the folder it was checked in, through /proc/self/fd) is Linux only; this extension host runs on ${platform}`;
+}
 
 /** Pins open at once in this process (every endpoint, every connection): a bound on descriptors. */
 export const MAX_PINS = 256;
@@ -50,13 +63,14 @@ const O_DIR = constants.O_RDONLY | constants.O_DIRECTORY;
 /**
  * Opens the parent directory of `p` and checks, on the open directory, that it lies inside one
  * of `roots`: 'moved' when it no longer does (the path changed since it was checked: refuse),
- * 'missing' when the parent does not exist, 'unpinned' when this is not Linux (the engine's
- * own checks still apply). With `createParents` (mkdir -p),
+ * 'missing' when the parent does not exist, 'unsupported' when `platform` is not Linux,
+ * 'unpinned' for the root itself (no parent). With `createParents` (mkdir -p),
  * missing parents are created one at a time from the deepest existing ancestor, each opened
  * without following a symlink, so a link raced into the path is refused, not followed.
  */
-export async function pinParent(p: string, roots: readonly string[], protectedRoots: readonly string[], createParents = false, exactRoots = false): Promise<PinResult> {
-  if (process.platform !== 'linux') return { kind: 'unpinned' };
+export async function pinParent(p: string, roots: readonly string[], protectedRoots: readonly string[], createParents = false, exactRoots = false, platform: NodeJS.Platform = process.platform): Promise<PinResult> {
+  const unsupported = pinUnsupported(platform);
+  if (unsupported) return { kind: 'unsupported', reason: unsupported };
   if (openPins >= MAX_PINS) return { kind: 'busy' };
   const name = path.basename(p);
   const missing: string[] = [];
@@ -118,10 +132,11 @@ export async function pinParent(p: string, roots: readonly string[], protectedRo
  * Opens `p` itself (following links, as a read would) and checks where the open file really
  * is: inside one of `roots` → the engine reads `/proc/self/fd/N`, the very file checked,
  * whatever happens to the path meanwhile. 'moved' when it lies outside now; an open error is
- * returned for the caller to answer as the engine would.
+ * returned for the caller to answer as the engine would; 'unsupported' when `platform` is not Linux.
  */
-export async function pinTarget(p: string, roots: readonly string[], directory: boolean): Promise<PinResult | { kind: 'error'; error: unknown }> {
-  if (process.platform !== 'linux') return { kind: 'unpinned' };
+export async function pinTarget(p: string, roots: readonly string[], directory: boolean, platform: NodeJS.Platform = process.platform): Promise<PinResult | { kind: 'error'; error: unknown }> {
+  const unsupported = pinUnsupported(platform);
+  if (unsupported) return { kind: 'unsupported', reason: unsupported };
   if (openPins >= MAX_PINS) return { kind: 'busy' };
   let fh: fsp.FileHandle;
   try {

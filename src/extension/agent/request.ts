@@ -6,11 +6,13 @@
 import { lstat } from 'node:fs/promises';
 import path from 'node:path';
 import { ErrorCodes, RpcError } from '../../protocol/errors';
+import type { RequestMethod } from '../../protocol/types';
 import { METHODS } from '../../server/router';
 import { covers, type Need } from './grants';
 import { isInside, isProtectedPath, protectedChildren, realParentOf, realPathOf } from './paths';
 import { confineUnasked, pinRead } from './confine';
 import { decideHttp } from './http';
+import { CREDENTIAL_PATHS } from './sockets';
 import { decideStart } from './start';
 import { decode, type AgentContext, type Described, type Verdict } from './verdict';
 import { shown } from '../approval';
@@ -19,21 +21,59 @@ export type { AgentContext, Described, Verdict } from './verdict';
 export { SANDBOX_ENV_EXCLUDES, workspaceWriteSandbox } from './start';
 export { workspaceOnlySandbox } from './confine';
 
-/** Methods that act on a process of the connection: allowed on its own processes only. */
-const OWN_PROCESS_METHODS = new Set(['process/read', 'process/write', 'process/signal', 'process/terminate', 'process/resize', 'process/closeStdin', 'process/ack']);
-/** Handshake, host facts, metadata, and handles/watches the engine scopes to the connection. */
-const FREE_METHODS = new Set([
-  'environment/info',
-  'environment/status',
-  // The engine reads no configuration file: it answers the home dir and hostname only.
-  'environmentConfig/read',
-  'fs/getMetadata',
-  'fs/canonicalize',
-  'fs/watchMissing',
-  'fs/readBlock',
-  'fs/close',
-  'fs/unwatch',
-]);
+/**
+ * The gate's rule for every method of the protocol, keyed by the engine's method type: a method
+ * added to the protocol (RequestMap) without a rule here fails to compile.
+ * - `handshake`: initialize, judged by the endpoint itself;
+ * - `free`: host facts, and handles/watches the engine scopes to the connection (the
+ *   engine reads no configuration file for environmentConfig/read: it answers the home dir and
+ *   hostname only);
+ * - `ownProcess`: acts on a process of the connection, allowed on its own processes only;
+ * - `decided`: has its own rule in classify() (path reads/changes, path facts such as metadata, http, process/start);
+ * - `refused`: fs/writeBlock writes into a replace stream, which fs/open never opens for an agent;
+ * - `unavailable`: not offered to agents (capability discovery lists what it finds under the
+ *   host's roots without a question per path).
+ */
+type GateRule = 'handshake' | 'free' | 'ownProcess' | 'decided' | 'refused' | 'unavailable';
+const RULES: Record<RequestMethod, GateRule> = {
+  initialize: 'handshake',
+  'environment/info': 'free',
+  'environment/status': 'free',
+  'environmentConfig/read': 'free',
+  'fs/readBlock': 'free',
+  'fs/close': 'free',
+  'fs/unwatch': 'free',
+  'process/read': 'ownProcess',
+  'process/write': 'ownProcess',
+  'process/signal': 'ownProcess',
+  'process/terminate': 'ownProcess',
+  'process/resize': 'ownProcess',
+  'process/closeStdin': 'ownProcess',
+  'process/ack': 'ownProcess',
+  'fs/readFile': 'decided',
+  'fs/getMetadata': 'decided',
+  'fs/canonicalize': 'decided',
+  'fs/watchMissing': 'decided',
+  'fs/readDirectory': 'decided',
+  'fs/open': 'decided',
+  'fs/walk': 'decided',
+  'fs/watch': 'decided',
+  'fs/writeFile': 'decided',
+  'fs/createDirectory': 'decided',
+  'fs/remove': 'decided',
+  'fs/copy': 'decided',
+  'fs/rename': 'decided',
+  'http/request': 'decided',
+  'process/start': 'decided',
+  'fs/writeBlock': 'refused',
+  'capabilityRoots/discoverV1': 'unavailable',
+  'capabilities/discoverV2': 'unavailable',
+};
+const methodsWith = (rule: GateRule): ReadonlySet<string> => new Set(Object.entries(RULES).filter(([, r]) => r === rule).map(([m]) => m));
+const FREE_METHODS = methodsWith('free');
+const OWN_PROCESS_METHODS = methodsWith('ownProcess');
+const REFUSED_METHODS = methodsWith('refused');
+const UNAVAILABLE_METHODS = methodsWith('unavailable');
 
 interface PathFact {
   given: string;
@@ -62,6 +102,12 @@ async function pathFact(ctx: AgentContext, p: string, extraProtected = false): P
   const prot = extraProtected || [p, ...forms].some((f) => f === undefined || isProtectedPath(f, ctx.protectedRoots));
   const home = (await realPathOf(ctx.homeDir)) ?? ctx.homeDir;
   return { given: p, real, realParent, inside, protected: prot, linkedElsewhere, home };
+}
+
+/** A path fact whose answer tells about a secret: inside a credential store of the home directory, or /proc. */
+function sensitiveFact(f: PathFact, homeDir: string): boolean {
+  const stores = CREDENTIAL_PATHS.flatMap((c) => [path.join(homeDir, c), path.join(f.home, c)]);
+  return [f.given, f.real, f.realParent].some((p) => p !== undefined && (isInside(p, '/proc') || stores.some((st) => isInside(p, st))));
 }
 
 function showPath(f: PathFact): string {
@@ -114,7 +160,7 @@ function decidePaths(
     return { kind: 'allow', why: 'allowed for this session', params, confine: { roots, exact: true } };
   }
   if (protectedAny) what.details.push('This touches .vscode/, .git/, a *.code-workspace file or VS Code’s own settings: asked every time, whatever the policy.');
-  return { kind: 'ask', needs: asNeeds, what, params };
+  return { kind: 'ask', needs: asNeeds, what, params, held: !protectedAny };
 }
 
 function sessionScopeForPaths(needs: { kind: 'read' | 'write'; fact: PathFact; dirOp: boolean }[]): string {
@@ -129,33 +175,19 @@ function sessionScopeForPaths(needs: { kind: 'read' | 'write'; fact: PathFact; d
   );
 }
 
-/** Methods with their own rule below (path reads/changes, http, process/start). */
-const DECIDED_METHODS = new Set([
-  'fs/readFile',
-  'fs/readDirectory',
-  'fs/open',
-  'fs/walk',
-  'fs/watch',
-  'fs/writeFile',
-  'fs/createDirectory',
-  'fs/remove',
-  'fs/copy',
-  'fs/rename',
-  'http/request',
-  'process/start',
-]);
-
-/** Refused on the agent endpoint: fs/writeBlock writes into a replace stream, which fs/open never opens for an agent (see below). */
-const REFUSED_METHODS = new Set(['fs/writeBlock']);
-
 /** Every method the gate has a rule for; any other engine method is refused until it gets one. */
 export function gatedMethods(): string[] {
-  return ['initialize', ...FREE_METHODS, ...OWN_PROCESS_METHODS, ...DECIDED_METHODS, ...REFUSED_METHODS];
+  return Object.keys(RULES);
+}
+
+/** classify() reads nothing of the context but the connection's state for `method` (no path facts, no sandbox question). */
+export function needsOnlyState(method: string): boolean {
+  return method === 'initialize' || FREE_METHODS.has(method) || OWN_PROCESS_METHODS.has(method);
 }
 
 export async function classify(method: string, params: unknown, ctx: AgentContext): Promise<Verdict> {
   if (method === 'initialize') return { kind: 'allow', why: 'handshake', params };
-  if (!Object.prototype.hasOwnProperty.call(METHODS, method)) {
+  if (!Object.prototype.hasOwnProperty.call(METHODS, method) || UNAVAILABLE_METHODS.has(method)) {
     return { kind: 'deny', error: new RpcError(ErrorCodes.MethodNotFound, `method ${method} is not available on the agent endpoint`) };
   }
   if (REFUSED_METHODS.has(method)) {
@@ -195,6 +227,28 @@ export async function classify(method: string, params: unknown, ctx: AgentContex
       const summary = `${verb} ${showPath(fact)}${recursive}`;
       const v = decidePaths(ctx, params, needs, { summary, details: [`Method: ${method}`, `Path: ${showPath(fact)}${recursive}`], complete: true, sessionScope: sessionScopeForPaths(needs) });
       return method === 'fs/readFile' || method === 'fs/open' || method === 'fs/readDirectory' ? pinRead(ctx, method, v, p) : v;
+    }
+    case 'fs/getMetadata':
+    case 'fs/canonicalize':
+    case 'fs/watchMissing': {
+      // What a path is, where it really leads, when it appears: facts about a file are a read
+      // of it (`~/.ssh/id_ed25519` exists, its size and times; `/proc/<pid>/cwd` is where a
+      // process works). Those in a credential store or /proc are judged as fs/readFile of the
+      // path is, under every policy that asks; the others run unasked, also under alwaysAsk:
+      // Codex probes the metadata of `.git` in every ancestor of the workspace and of
+      // `~/.agents/skills` at each turn (18 questions in one apply_patch turn when all of them
+      // asked, each holding the command's own question behind it). A remote host's paths cannot
+      // be judged here; there they stay unasked (what is read of them is asked).
+      if (ctx.onHost) return { kind: 'allow', why: 'a host path fact (its reads are asked)', params };
+      const paths = method === 'fs/watchMissing' ? (decoded.missing as string[]) : [String(decoded.path)];
+      const facts = await Promise.all(paths.map((p) => pathFact(ctx, p)));
+      if (ctx.policy !== 'neverAsk' && !facts.some((f) => sensitiveFact(f, ctx.homeDir))) {
+        return { kind: 'allow', why: 'a path fact outside the credential stores', params };
+      }
+      const verb = { 'fs/getMetadata': 'read the metadata of', 'fs/canonicalize': 'resolve the real path of', 'fs/watchMissing': 'watch for the creation of' }[method];
+      const needs = facts.map((fact) => ({ kind: 'read' as const, fact, dirOp: false }));
+      const shownPaths = facts.map(showPath).join(', ');
+      return decidePaths(ctx, params, needs, { summary: `${verb} ${shownPaths}`, details: [`Method: ${method}`, ...facts.map((f) => `Path: ${showPath(f)}`)], complete: true, sessionScope: sessionScopeForPaths(needs) });
     }
     case 'fs/writeFile':
     case 'fs/createDirectory':

@@ -23,8 +23,15 @@ export interface AgentContext {
   /** The user's home directory (its credential stores are hidden from sandboxed commands). */
   homeDir: string;
   state: ConnectionState;
+  /** Where this extension host runs (process.platform; tests name another): path pinning is Linux only (pin.ts). */
+  platform?: NodeJS.Platform;
   /** A remote environment's endpoint: paths are resolved on that host (gate.ts HostPaths). */
   onHost?: { name: string; realPath(p: string): Promise<string | undefined>; sandboxes: boolean };
+  /**
+   * This endpoint answers the managed proxy's questions itself (not through a relay): the
+   * user's allowlist, and how long a network question waits.
+   */
+  network?: { allowedDomains: readonly string[]; questionTimeoutMs: number };
 }
 
 /** What a request would do, for the question and the log. Agent text is shell-quoted (display-text.ts). */
@@ -56,9 +63,16 @@ export type Verdict =
        * single file or folder granted alone, whose parent is not itself allowed.
        */
       confine?: { roots: readonly string[]; exact: boolean };
+      /**
+       * Allowed without a question and may change files: a sandboxed process/start (its
+       * writable roots are watched while it runs) or an fs/* write (these paths). What changed
+       * goes into the connection's ChangeLog, and its run grants lapse.
+       */
+      changes?: { roots?: readonly string[]; paths?: readonly string[] };
     }
   | { kind: 'deny'; error: RpcError }
-  | { kind: 'ask'; needs: Need[]; what: Described; params: unknown };
+  /** `held`: once allowed, the request is held to the folders the question named (a path request that is not protected). */
+  | { kind: 'ask'; needs: Need[]; what: Described; params: unknown; held?: boolean };
 
 /** The params as the engine decodes them (throws the engine's own -32602 for malformed params). */
 export function decode(method: string, params: unknown): unknown {

@@ -9,8 +9,10 @@
  * DEL, format characters (bidi embeddings/overrides/isolates, zero-width space/joiners, word
  * joiner, BOM, soft hyphen...), line/paragraph separators, and unassigned/private code points.
  */
-const INVISIBLE = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Co}\p{Cn}\p{Cs}]/u;
-const INVISIBLE_ALL = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Co}\p{Cn}\p{Cs}]/gu;
+// Also every space but U+0020 and the blank-looking letters and symbols (Braille blank, Hangul
+// fillers): a run of them pads a command as well as spaces do, and is not one to the eye.
+const INVISIBLE = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Co}\p{Cn}\p{Cs}\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000\u2800\u3164\uffa0\u115f\u1160]/u;
+const INVISIBLE_ALL = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Co}\p{Cn}\p{Cs}\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000\u2800\u3164\uffa0\u115f\u1160]/gu;
 
 export function hasInvisible(s: string): boolean {
   return INVISIBLE.test(s);
@@ -57,4 +59,31 @@ export function commandLine(argv: readonly string[]): string {
 /** True if `text` has the link shape VS Code's notification renderer turns into an anchor. */
 export function formsLink(text: string): boolean {
   return /\[([^\]]+)\]\(((?:https?:\/\/|command:|file:)[^)\s]+)/i.test(text);
+}
+
+/** Spaces in a row from which a question shows a count instead (padding pushes the rest out of sight). */
+const SPACE_RUN = 8;
+
+/**
+ * `text` with every run of SPACE_RUN or more spaces (or of one repeated escape, e.g. `\t` or
+ * `\u3000` from shellQuote) written as `⟨N spaces⟩`: a command padded with 700 spaces otherwise
+ * pushes its payload and the question's flags past the notification's cut, or off to column 723
+ * of the details. (Shown text only: the exact argv is the request's, as the details list it.)
+ */
+export function countedRuns(text: string): string {
+  return text
+    .replace(new RegExp(` {${SPACE_RUN},}`, 'g'), (m) => `⟨${m.length} spaces⟩`)
+    .replace(/((\\(?:x[0-9a-f]{2}|u[0-9a-f]{4}|U[0-9a-f]{8}|[tnr]))\2{7,})/g, (m, _all: string, one: string) => `⟨${m.length / one.length} × ${one}⟩`);
+}
+
+/** Lines longer than this are broken in a question's details (its editor tab has no word wrap). */
+export const DETAIL_COLUMNS = 160;
+
+/** `line` broken into pieces of at most DETAIL_COLUMNS characters, each continuation marked `↪ `. */
+export function wrapDetail(line: string): string[] {
+  const chars = [...line];
+  if (chars.length <= DETAIL_COLUMNS) return [line];
+  const out: string[] = [chars.slice(0, DETAIL_COLUMNS).join('')];
+  for (let i = DETAIL_COLUMNS; i < chars.length; i += DETAIL_COLUMNS - 2) out.push(`↪ ${chars.slice(i, i + DETAIL_COLUMNS - 2).join('')}`);
+  return out;
 }

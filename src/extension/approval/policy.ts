@@ -5,6 +5,10 @@
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { commandLine, shown } from './display-text';
+import { isInside } from '../../server/paths';
+
+/** The one containment check (src/server/paths.ts), re-exported for this feature's modules. */
+export { isInside };
 
 /**
  * Default seconds an agent's question waits. Codex gives up on an MCP server start after 30 s;
@@ -61,11 +65,6 @@ export function toLocalPath(p: unknown): string | undefined {
   }
 }
 
-export function isInside(p: string, root: string): boolean {
-  const r = path.resolve(root);
-  const x = path.resolve(p);
-  return x === r || x.startsWith(r.endsWith(path.sep) ? r : r + path.sep);
-}
 
 
 /** Who is asking, as the notification names it. */

@@ -6,7 +6,7 @@
 // not loosen the approval policy or add commands to run (docs/security.md, "Boundaries").
 // No VS Code import: src/extension/common/ui/settings.ts binds it to vscode.workspace.
 import { Emitter, type Event } from '../../rpc/event';
-import { APPROVAL_POLICIES, DEFAULT_AGENT_TIMEOUT_SECONDS, type ApprovalPolicy } from '../approval';
+import { APPROVAL_POLICIES, DEFAULT_AGENT_TIMEOUT_SECONDS, readAllowedDomains, type ApprovalPolicy } from '../approval';
 import type { TelemetrySettings } from './request-telemetry';
 
 export interface ExtensionSettings {
@@ -15,11 +15,13 @@ export interface ExtensionSettings {
   approvalPolicy: ApprovalPolicy;
   approvalTimeoutMs: number;
   sandboxAgentCommands: boolean;
+  /** execServer.network.allowedDomains: hosts an agent's sandboxed command may reach without a question (valid patterns only). */
+  networkAllowedDomains: string[];
   /** 0 = a free port. */
   agentEndpointPort: number;
   telemetry: TelemetrySettings;
   /** Connect to Host: the ssh binary ('' = ssh on PATH) and `ssh -F` file ('' = ~/.ssh/config). */
-  ssh: { path: string; configFile: string };
+  ssh: { path: string; configFile: string; keepSessionSec: number };
   /** Connect to Container: the engine CLI ('auto', podman, docker, a path) and its context; kubectl and its context ('' = defaults). */
   containers: { cli: string; context: string; kubectl: string; kubeContext: string };
 }
@@ -30,11 +32,17 @@ export const SETTING_KEYS = {
   'approval.policy': 'approvalPolicy',
   'approval.timeoutSeconds': 'approvalTimeoutMs',
   'approval.sandboxAgentCommands': 'sandboxAgentCommands',
+  'network.allowedDomains': 'networkAllowedDomains',
   'agentEndpoint.port': 'agentEndpointPort',
+  'tracing.otlpEndpoint': 'telemetry',
+  'tracing.otlpProtocol': 'telemetry',
+  // The former names (VS Code's Settings editor filed them under "Telemetry", which is about
+  // usage data sent to Microsoft): still read when the new ones are not set.
   'telemetry.otlpEndpoint': 'telemetry',
   'telemetry.otlpProtocol': 'telemetry',
   'ssh.path': 'ssh',
   'ssh.configFile': 'ssh',
+  'ssh.keepSessionSeconds': 'ssh',
   'containers.cli': 'containers',
   'containers.context': 'containers',
   'kubernetes.kubectlPath': 'containers',
@@ -49,24 +57,32 @@ export const DECLARED_ONLY_SETTINGS = ['agentEndpoint.host'] as const;
 export type UserSettingSource = (key: SettingKey) => unknown;
 
 const text = (v: unknown) => (typeof v === 'string' ? v.trim() : '');
+/** execServer.ssh.keepSessionSeconds: whole seconds 30–86400, else the --detach default (300). */
+export const DEFAULT_KEEP_SESSION_SEC = 300;
+const keepSession = (v: unknown) => (typeof v === 'number' && Number.isInteger(v) && v >= 30 && v <= 86_400 ? v : DEFAULT_KEEP_SESSION_SEC);
 
 /** The snapshot a source describes; a value of the wrong type or range reads as the default. */
 export function readSettings(source: UserSettingSource): ExtensionSettings {
   const policy = source('approval.policy');
   const timeout = source('approval.timeoutSeconds');
   const port = source('agentEndpoint.port');
-  const endpoint = source('telemetry.otlpEndpoint');
+  // execServer.tracing.* wins; the deprecated execServer.telemetry.* pair counts only when no new endpoint is set.
+  const fresh = text(source('tracing.otlpEndpoint'));
+  const legacy = fresh ? '' : text(source('telemetry.otlpEndpoint'));
+  const endpoint = fresh || legacy;
+  const protocol = source(legacy ? 'telemetry.otlpProtocol' : 'tracing.otlpProtocol');
   return {
     environments: source('environments'),
     approvalPolicy: (APPROVAL_POLICIES as readonly unknown[]).includes(policy) ? (policy as ApprovalPolicy) : 'askOutsideWorkspace',
     approvalTimeoutMs: (typeof timeout === 'number' && timeout > 0 ? timeout : DEFAULT_AGENT_TIMEOUT_SECONDS) * 1000,
     sandboxAgentCommands: source('approval.sandboxAgentCommands') === true,
+    networkAllowedDomains: readAllowedDomains(source('network.allowedDomains')),
     agentEndpointPort: typeof port === 'number' && Number.isInteger(port) && port >= 0 && port < 65536 ? port : 0,
     telemetry: {
-      otlpEndpoint: typeof endpoint === 'string' ? endpoint.trim() : '',
-      otlpProtocol: source('telemetry.otlpProtocol') === 'http/json' ? 'http/json' : 'http/protobuf',
+      otlpEndpoint: endpoint,
+      otlpProtocol: protocol === 'http/json' ? 'http/json' : 'http/protobuf',
     },
-    ssh: { path: text(source('ssh.path')), configFile: text(source('ssh.configFile')) },
+    ssh: { path: text(source('ssh.path')), configFile: text(source('ssh.configFile')), keepSessionSec: keepSession(source('ssh.keepSessionSeconds')) },
     containers: {
       cli: text(source('containers.cli')) || 'auto',
       context: text(source('containers.context')),

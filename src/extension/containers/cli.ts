@@ -1,10 +1,9 @@
 // Running the container CLIs (podman, docker, kubectl) for Connect to Container: which one to
-// use (the settings: `auto` tries podman then docker, or a name / path), one bounded runner
-// (argv only, no shell; stdout capped, stderr kept as its last lines) and the error that names
+// use (the settings: `auto` tries podman then docker, or a name / path), the shared bounded
+// runner set for them (stdout capped, stderr kept as its last part) and the error that names
 // the CLI and quotes what it said — cut to a few lines, control characters and link syntax
 // removed, since it ends up in a notification. Free of `vscode`.
-import { spawn } from 'node:child_process';
-import { noLinks } from '../common';
+import { HeadTail, noLinks, runChild, type ChildResult, type RunChildOptions } from '../common';
 import { cliKindOf, type ContainerCliKind } from './target';
 
 /** execServer.containers.* / execServer.kubernetes.* (user settings). */
@@ -59,74 +58,27 @@ export class ContainerCliError extends Error {
   }
 }
 
-export interface CliResult {
-  code: number | null;
-  signal: NodeJS.Signals | null;
-  stdout: string;
-  stderr: string;
-}
+export type CliResult = ChildResult;
 
 /** stdout a listing or probe may print (a container with thousands of entries stays far below). */
 const MAX_STDOUT = 16 * 1024 * 1024;
 /** stderr kept: its tail, where a CLI's error is. */
 const MAX_STDERR = 16 * 1024;
 
-export interface RunCliOptions {
-  input?: string | Buffer;
-  timeoutMs?: number;
-  signal?: AbortSignal;
-  env?: NodeJS.ProcessEnv;
-  /** Each stderr line as it comes (progress). */
-  onStderr?(line: string): void;
-}
+export type RunCliOptions = RunChildOptions;
 
 /** Runs `program argv…` (no shell); rejects with ContainerCliError when it cannot start, times out, or floods stdout. */
 export function runCli(program: string, argv: readonly string[], opts: RunCliOptions = {}): Promise<CliResult> {
-  return new Promise((resolve, reject) => {
-    let settled = false;
-    const child = spawn(program, argv as string[], { stdio: ['pipe', 'pipe', 'pipe'], env: opts.env ?? process.env, windowsHide: true });
-    const out: Buffer[] = [];
-    let outSize = 0;
-    let err = '';
-    let partial = '';
-    const timer = opts.timeoutMs
-      ? setTimeout(() => finish(new ContainerCliError(program, `${program} ${argv[0] ?? ''} gave no answer within ${Math.round(opts.timeoutMs! / 1000)} s`, err)), opts.timeoutMs)
-      : undefined;
-    const onAbort = () => finish(new Error('cancelled'));
-    opts.signal?.addEventListener('abort', onAbort, { once: true });
-    function finish(e?: Error, r?: CliResult) {
-      if (settled) return;
-      settled = true;
-      if (timer) clearTimeout(timer);
-      opts.signal?.removeEventListener('abort', onAbort);
-      if (e) {
-        child.kill('SIGKILL');
-        reject(e);
-      } else resolve(r!);
-    }
-    child.stdout.on('data', (d: Buffer) => {
-      outSize += d.length;
-      if (outSize > MAX_STDOUT) return finish(new ContainerCliError(program, `${program} printed more than ${MAX_STDOUT / 1048576} MiB where a listing was expected; stopped`));
-      out.push(d);
-    });
-    child.stderr.setEncoding('utf8');
-    child.stderr.on('data', (d: string) => {
-      err = (err + d).slice(-MAX_STDERR);
-      if (!opts.onStderr) return;
-      partial += d;
-      const lines = partial.split('\n');
-      partial = (lines.pop() ?? '').slice(-MAX_STDERR);
-      for (const l of lines) opts.onStderr(l.replace(/\r$/, ''));
-    });
-    child.on('error', (e: NodeJS.ErrnoException) =>
-      finish(e.code === 'ENOENT' ? new ContainerCliError(program, `${program} is not installed (not found on the PATH)`) : new ContainerCliError(program, `cannot run ${program}: ${e.message}`)),
-    );
-    child.on('close', (code, signal) => finish(undefined, { code, signal, stdout: Buffer.concat(out).toString(), stderr: err }));
-    // The CLI may exit (no such container) before it reads its input: not ours to report.
-    child.stdin.on('error', () => undefined);
-    if (opts.signal?.aborted) return onAbort();
-    child.stdin.end(opts.input ?? '');
-  });
+  return runChild(program, argv, {
+    maxStdout: MAX_STDOUT,
+    stderr: new HeadTail(0, MAX_STDERR),
+    maxLine: MAX_STDERR,
+    errors: {
+      spawnFailed: (e) => (e.code === 'ENOENT' ? new ContainerCliError(program, `${program} is not installed (not found on the PATH)`) : new ContainerCliError(program, `cannot run ${program}: ${e.message}`)),
+      timedOut: (stderr, ms) => new ContainerCliError(program, `${program} ${argv[0] ?? ''} gave no answer within ${Math.round(ms / 1000)} s`, stderr),
+      stdoutFlood: (max) => new ContainerCliError(program, `${program} printed more than ${max / 1048576} MiB where a listing was expected; stopped`),
+    },
+  }, opts);
 }
 
 /** Rejects with the CLI's words when it exited non-zero. */

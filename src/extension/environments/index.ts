@@ -1,5 +1,6 @@
 // Environments as other features use them: the store (Local + settings, tokens in
 // SecretStorage), the manager (lazy connect, reconnect, state) and their words.
+export { createConnector } from './connector';
 export { infoPath } from './input';
 export { localUnsupported } from './local-platform';
 export { EnvironmentManager } from './manager';

@@ -20,11 +20,12 @@ export interface Connector {
  * Another way to reach a command environment than running its command, for the connector: a
  * feature that knows one (Connect to Host's server that outlives the window, ssh/persist.ts)
  * answers a client, or undefined when it does not apply to `config`. `stdio` runs the command
- * as it is (the fallback).
+ * (the fallback): as saved, or with the route's `args` and `env` (ssh with the user's login
+ * questions, ssh/askpass.ts).
  */
 export type CommandRoute = (
   config: EnvironmentConfig,
-  stdio: () => Promise<ExecClient>,
+  stdio: (launch?: { args: string[]; env?: NodeJS.ProcessEnv }) => Promise<ExecClient>,
   opts: Omit<ClientOptions, 'reconnect'>,
 ) => Promise<ExecClient> | undefined;
 

@@ -1,14 +1,17 @@
-// The words the UI shows for an environment's state and for the status-bar item. Local needs
-// no connection (its server runs in the extension host), so it reads "ready" until it is used.
-// Free of `vscode`.
+// The words the UI shows for an environment's state and for the status-bar item — one
+// vocabulary everywhere (the view, the status-bar tooltips, the current-environment indicator):
+// connecting / connected / reconnecting / disconnected / failed, and for Local "ready". Local
+// needs no connection (its server runs in the extension host): it reads "ready" whether or not
+// it was used yet (it read "ready" before the first use and "connected" after), unless it failed
+// (an unsupported platform). Free of `vscode`.
 import type { EnvironmentState } from './manager';
 import type { EnvironmentKind } from './store';
 
 export type ShownState = EnvironmentState | 'ready';
 
-/** The state as shown: a Local that was never used (or disconnected) is "ready", not "disconnected". */
+/** The state as shown: Local is "ready" (used or not), unless it failed. */
 export function shownState(kind: EnvironmentKind | undefined, state: EnvironmentState): ShownState {
-  return kind === 'local' && state === 'disconnected' ? 'ready' : state;
+  return kind === 'local' && state !== 'failed' ? 'ready' : state;
 }
 
 export interface StatusInput {

@@ -78,7 +78,7 @@ function typeOf(m: { isDirectory: boolean; isFile: boolean; isSymlink?: boolean 
 }
 
 export interface ExecFileSystemOptions {
-  /** Files larger than this are read through fs/open + fs/readBlock (default 1 MiB). */
+  /** Files larger than this are read through fs/open + fs/readBlock, and saved through fs/writeBlock (default 1 MiB). */
   streamThresholdBytes?: number;
   log?(message: string): void;
 }
@@ -135,7 +135,8 @@ export class ExecFileSystem {
       if (!m && !opts.create) throw this.errors.FileNotFound(p);
       if (m && !opts.overwrite) throw this.errors.FileExists(p);
       if (!m) await this.requireParentDirectory(c, p);
-      await c.fs.writeFile(p, content);
+      // Large saves stream (fs/writeBlock) where the server can: no whole-file base64 request.
+      await c.fs.writeFile(p, content, { streamAboveBytes: this.streamThreshold });
     });
   }
 

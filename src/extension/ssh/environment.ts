@@ -8,7 +8,9 @@ import type { Executor } from './probe';
 import { environmentNameFor, sshArgv, type SshOptions, type SshTarget } from './target';
 
 export function sshEnvironmentInput(name: string, t: SshTarget, ssh: SshOptions, executor: Executor): AddEnvironmentInput {
-  return { name, command: ssh.sshPath || 'ssh', args: sshArgv(t, ssh, executor.remoteCommand, { keepAlive: true }) };
+  // Saved with BatchMode=yes (no askpass): whoever runs the command without a helper gets an
+  // error instead of a question nobody sees; Connect to Host's own spawns turn it off (./persist.ts).
+  return { name, command: ssh.sshPath || 'ssh', args: sshArgv(t, { sshPath: ssh.sshPath, configFile: ssh.configFile }, executor.remoteCommand, { keepAlive: true }) };
 }
 
 const same = (a: EnvironmentConfig, b: AddEnvironmentInput) => a.kind === 'command' && a.command === b.command && JSON.stringify(a.args ?? []) === JSON.stringify(b.args ?? []);

@@ -14,12 +14,13 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { ExecClient } from '../../client/api';
 import { ExecServerClient, type ChannelFactory, type ClientOptions } from '../../client/client';
-import { proveOverStream } from '../../transports/detach-proof';
-import { RpcChannel } from '../../rpc/channel';
+import { parseDetachAnswer, proveOverStream, type DetachAnswer } from '../../transports/detach-proof';
+import { RpcChannel, type ClientChannel } from '../../rpc/channel';
 import { StreamSocket } from '../../transports/stream-socket';
 import { connectWebSocketTransport } from '../../transports/websocket-client';
 import type { CommandRoute } from '../environments';
 import type { EnvironmentConfig } from '../environments';
+import { askpassLaunch, interactiveOptions, isSshCommand, withAskpassEnv, type AskpassProvider, type SshLaunch } from './askpass';
 import { classifySshFailure, lastLines, runSsh, SshError } from './target';
 
 /** A Connect to Host environment whose connection can be persistent. */
@@ -43,7 +44,7 @@ const SHELL_WORD = /^(?:[A-Za-z0-9_@%+=:,./-]+|'[^']*(?:'\\''[^']*)*')$/;
  */
 export function persistentSshSpec(config: EnvironmentConfig): PersistentSshSpec | undefined {
   if (config.kind !== 'command' || !config.command || !config.args) return undefined;
-  if (!/(^|[/\\])ssh(\.exe)?$/i.test(config.command)) return undefined;
+  if (!isSshCommand(config.command)) return undefined;
   const args = config.args;
   const dd = args.indexOf('--');
   if (dd < 0 || args.length !== dd + 3) return undefined;
@@ -57,7 +58,7 @@ export function persistentSshSpec(config: EnvironmentConfig): PersistentSshSpec 
  * when `config` is persistent-capable or not a Connect to Host environment at all.
  */
 export function stdioOnlyReason(config: EnvironmentConfig): string | undefined {
-  if (persistentSshSpec(config) || config.kind !== 'command' || !config.command || !/(^|[/\\])ssh(\.exe)?$/i.test(config.command)) return undefined;
+  if (persistentSshSpec(config) || config.kind !== 'command' || !isSshCommand(config.command)) return undefined;
   const remote = config.args?.at(-1) ?? '';
   if (/ exec-server --listen stdio:\/\/$/.test(remote)) return 'the executor is `codex exec-server`, which has no detached server: its terminals end with a window reload';
   return undefined;
@@ -71,41 +72,28 @@ export class PersistenceUnavailable extends Error {
   }
 }
 
-export interface DetachedServer {
-  port: number;
-  token: string;
-  pid: number;
-  started: boolean;
-}
+export type DetachedServer = DetachAnswer;
 
 /** The remote command that finds or starts the detached server. */
-export function detachCommand(spec: PersistentSshSpec, idleExitSec?: number): string {
-  return `${spec.program} --detach${idleExitSec ? ` --idle-exit ${Math.floor(idleExitSec)}` : ''}`;
+export function detachCommand(spec: PersistentSshSpec, idleExitSec?: number, sessionTtlSec?: number): string {
+  return `${spec.program} --detach${idleExitSec ? ` --idle-exit ${Math.floor(idleExitSec)}` : ''}${sessionTtlSec ? ` --session-ttl ${Math.floor(sessionTtlSec)}` : ''}`;
 }
 
 /** Runs `<program> --detach` over ssh: where the detached server listens, and its token. */
-export async function ensureDetachedServer(spec: PersistentSshSpec, opts: { idleExitSec?: number; timeoutMs?: number } = {}): Promise<DetachedServer> {
-  const r = await runSsh({ sshPath: spec.ssh }, [...spec.options, '--', spec.host, detachCommand(spec, opts.idleExitSec)], { timeoutMs: opts.timeoutMs ?? 60_000, target: spec.host });
+export async function ensureDetachedServer(spec: PersistentSshSpec, opts: { idleExitSec?: number; sessionTtlSec?: number; timeoutMs?: number; askpass?: AskpassProvider } = {}): Promise<DetachedServer> {
+  const options = opts.askpass ? interactiveOptions(spec.options) : spec.options;
+  const r = await runSsh({ sshPath: spec.ssh, askpass: opts.askpass }, [...options, '--', spec.host, detachCommand(spec, opts.idleExitSec, opts.sessionTtlSec)], { timeoutMs: opts.timeoutMs ?? 60_000, target: spec.host });
   const said = lastLines(r.stderr, 3);
   const failure = r.code === 255 ? classifySshFailure(r.stderr, r.code) : undefined;
   if (failure) throw new SshError(failure, spec.host, r.stderr);
   if (/unknown argument: --detach|unexpected argument '--detach'|unrecognized .*--detach|Usage: codex/i.test(r.stderr)) {
     throw new PersistenceUnavailable(`the executor on ${spec.host} does not support --detach (${said})`);
   }
-  // stdout holds the token: it is parsed, never quoted in a message.
-  const line = r.stdout.split('\n').find((l) => l.startsWith('{') && l.includes('"port"'));
-  let parsed: Partial<DetachedServer> | undefined;
-  try {
-    parsed = line ? (JSON.parse(line) as Partial<DetachedServer>) : undefined;
-  } catch {
-    parsed = undefined;
-  }
-  // What the host says goes into ssh's -W argument and an HTTP header: a port, a token of URL-safe characters.
-  const port = Number(parsed?.port);
-  if (r.code !== 0 || !parsed || !Number.isInteger(port) || port < 1 || port > 65535 || typeof parsed.token !== 'string' || !/^[A-Za-z0-9._~+/=-]{16,512}$/.test(parsed.token)) {
+  const answer = parseDetachAnswer(r.stdout);
+  if (r.code !== 0 || !answer) {
     throw new Error(`starting the detached exec-server on ${spec.host} failed (exit ${r.code ?? r.signal}${said ? `: ${said}` : ''})`);
   }
-  return { port: parsed.port!, token: parsed.token, pid: Number(parsed.pid), started: parsed.started === true };
+  return answer;
 }
 
 // sshd's answer to a forwarding its configuration (AllowTcpForwarding no, DisableForwarding) or
@@ -120,11 +108,14 @@ class ServerGone extends Error {}
 class NotProven extends ServerGone {}
 
 /** `ssh -W 127.0.0.1:PORT` to the host and a websocket (with the token) over its stdio. */
-export async function openForwardedChannel(spec: PersistentSshSpec, server: DetachedServer, opts: { timeoutMs?: number } = {}): Promise<{ channel: RpcChannel; child: ChildProcess }> {
+export async function openForwardedChannel(spec: PersistentSshSpec, server: DetachedServer, opts: { timeoutMs?: number; askpass?: AskpassProvider } = {}): Promise<{ channel: RpcChannel; child: ChildProcess }> {
   // LogLevel INFO (the first -o wins over the config's): ssh says why a channel did not open
   // ("administratively prohibited" vs "connect failed") only at that level.
-  const argv = ['-o', 'LogLevel=INFO', ...spec.options, '-W', `127.0.0.1:${server.port}`, '--', spec.host];
-  const child = spawn(spec.ssh, argv, { stdio: ['pipe', 'pipe', 'pipe'], windowsHide: true });
+  const argv = ['-o', 'LogLevel=INFO', ...(opts.askpass ? interactiveOptions(spec.options) : spec.options), '-W', `127.0.0.1:${server.port}`, '--', spec.host];
+  const asking = opts.askpass?.open(spec.host);
+  const child = spawn(spec.ssh, argv, { stdio: ['pipe', 'pipe', 'pipe'], windowsHide: true, env: withAskpassEnv(asking) });
+  // Its questions (the login) come before the channel opens; a helper still waiting ends with ssh.
+  child.once('exit', () => asking?.dispose());
   let stderr = '';
   child.stderr!.on('data', (d: Buffer) => {
     if (stderr.length < 8000) stderr += d.toString();
@@ -153,6 +144,7 @@ export async function openForwardedChannel(spec: PersistentSshSpec, server: Deta
     return { channel, child };
   } catch (e) {
     child.kill();
+    asking?.dispose();
     await Promise.race([exited, new Promise((r) => setTimeout(r, 2000))]);
     if (FORWARDING_REFUSED.test(stderr)) throw new PersistenceUnavailable(`${spec.host} refuses TCP forwarding (ssh: ${lastLines(stderr, 2)})`);
     if (NOTHING_LISTENS.test(stderr)) throw new ServerGone(`nothing listens on the host's 127.0.0.1:${server.port} any more (ssh: ${lastLines(stderr, 2)})`);
@@ -166,18 +158,66 @@ export async function openForwardedChannel(spec: PersistentSshSpec, server: Deta
 /**
  * The connector's route for command environments (environments/manager.ts, CommandRoute): a
  * Connect to Host environment running this project's CLI gets its server that outlives the
- * window; others (codex, AllowTcpForwarding no) keep the stdio command (undefined), with a log
- * line saying why.
+ * window; every other ssh command (`codex exec-server`, the fallback when forwarding is refused,
+ * one a user wrote) runs as the stdio command with the user's login questions (askpassLaunch),
+ * with a log line saying why it is not persistent. Not an ssh command: undefined.
  */
-export function persistentSshRoute(log?: ClientOptions['log']): CommandRoute {
+export function persistentSshRoute(log?: ClientOptions['log'], askpass?: () => Promise<AskpassProvider | undefined>, sessionTtlSec?: () => number | undefined): CommandRoute {
   return (config, stdio, opts) => {
+    if (!isSshCommand(config.command)) return undefined;
+    const prompted = async () => stdioWithAskpass(config.args ?? [], stdio, await askpass?.());
     const spec = persistentSshSpec(config);
     if (!spec) {
       const why = stdioOnlyReason(config);
       if (why) log?.('info', `${config.name}: stdio connection (${why})`);
-      return undefined;
+      return prompted();
     }
-    return connectPersistentSsh(spec, { ...opts, log: (level, message) => log?.(level, `${config.name}: ${message}`), fallback: stdio });
+    return (async () => connectPersistentSsh(spec, { ...opts, askpass: await askpass?.(), sessionTtlSec: sessionTtlSec?.(), log: (level, message) => log?.(level, `${config.name}: ${message}`), fallback: prompted }))();
+  };
+}
+
+/** The saved ssh command over its stdio, its login questions the user's; the askpass session ends with the client. */
+async function stdioWithAskpass(args: string[], stdio: (launch: { args: string[]; env?: NodeJS.ProcessEnv }) => Promise<ExecClient>, provider: AskpassProvider | undefined): Promise<ExecClient> {
+  const launch = askpassLaunch(args, provider);
+  try {
+    const client = await stdio({ args: launch.args, env: launch.env });
+    const sub = client.onDidChangeState((s) => {
+      if (s !== 'closed' && s !== 'failed') return;
+      sub.dispose();
+      launch.dispose();
+    });
+    return client;
+  } catch (e) {
+    launch.dispose();
+    throw e;
+  }
+}
+
+/** A command environment's new host channel for the agent relay, and whether its session outlives the channel. */
+export type RelayChannelOpener = () => Promise<{ channel: ClientChannel; resumable: boolean }>;
+
+/**
+ * How the agent relay (agent/relay-targets.ts RelayRoutes) opens its own connections to a
+ * Connect to Host environment, the way the connector does: ssh with the user's login questions
+ * (`launch`), and for this project's CLI its detached server through `ssh -W` (`persistent`),
+ * whose sessions outlive an ssh drop (resumable) — else the stdio command (not resumable).
+ */
+export function sshRelayRoutes(askpass?: () => Promise<AskpassProvider | undefined>, sessionTtlSec?: () => number | undefined, log?: (level: 'info' | 'warn', message: string) => void) {
+  return {
+    launch: async (config: EnvironmentConfig): Promise<SshLaunch | undefined> => (isSshCommand(config.command) ? askpassLaunch(config.args ?? [], await askpass?.()) : undefined),
+    persistent: (config: EnvironmentConfig, stdio: () => Promise<ClientChannel>): RelayChannelOpener | undefined => {
+      const spec = persistentSshSpec(config);
+      if (!spec) return undefined;
+      return async () => {
+        try {
+          return { channel: await openPersistentChannel(spec, { askpass: await askpass?.(), sessionTtlSec: sessionTtlSec?.() }), resumable: true };
+        } catch (e) {
+          if (!(e instanceof PersistenceUnavailable)) throw e;
+          log?.('info', `relay to ${config.name}: no persistent connection (${e.message}); using the stdio command — an ssh drop ends the agent's connection`);
+          return { channel: await stdio(), resumable: false };
+        }
+      };
+    },
   };
 }
 
@@ -190,8 +230,28 @@ export function isStdioFallback(client: unknown): boolean {
 export interface PersistentConnectOptions extends Omit<ClientOptions, 'reconnect'> {
   /** --idle-exit for a server started now (default: the CLI's). */
   idleExitSec?: number;
+  /** --session-ttl for a server started now (default: the CLI's 300 s for --detach). */
+  sessionTtlSec?: number;
+  /** The user answers ssh's login questions (./askpass.ts); without it BatchMode=yes stays. */
+  askpass?: AskpassProvider;
   /** The plain stdio connection, used when persistence is unavailable on this host. */
   fallback(reason: string): Promise<ExecClient>;
+}
+
+/** A new channel to the host's detached server: `--detach` (finds or starts it), then `ssh -W` to it. */
+export async function openPersistentChannel(spec: PersistentSshSpec, opts: { idleExitSec?: number; sessionTtlSec?: number; askpass?: AskpassProvider; log?: ClientOptions['log'] }): Promise<RpcChannel> {
+  for (let attempt = 1; ; attempt++) {
+    const server = await ensureDetachedServer(spec, { idleExitSec: opts.idleExitSec, sessionTtlSec: opts.sessionTtlSec, askpass: opts.askpass });
+    opts.log?.('info', `detached exec-server pid ${server.pid} on the host's 127.0.0.1:${server.port} (${server.started ? 'started' : 'running'}); connecting through ssh -W`);
+    try {
+      return (await openForwardedChannel(spec, server, { askpass: opts.askpass })).channel;
+    } catch (e) {
+      // It exited between the two ssh calls (its idle exit), or the port's listener is not it
+      // any more: --detach checks again and starts a new one if need be.
+      if (!(e instanceof ServerGone) || attempt >= 2) throw e;
+      opts.log?.('info', e.message);
+    }
+  }
 }
 
 /**
@@ -199,20 +259,7 @@ export interface PersistentConnectOptions extends Omit<ClientOptions, 'reconnect
  * session after a drop. Falls back to `opts.fallback` when the host cannot do it.
  */
 export async function connectPersistentSsh(spec: PersistentSshSpec, opts: PersistentConnectOptions): Promise<ExecClient> {
-  const factory: ChannelFactory = async () => {
-    for (let attempt = 1; ; attempt++) {
-      const server = await ensureDetachedServer(spec, { idleExitSec: opts.idleExitSec });
-      opts.log?.('info', `detached exec-server pid ${server.pid} on the host's 127.0.0.1:${server.port} (${server.started ? 'started' : 'running'}); connecting through ssh -W`);
-      try {
-        return (await openForwardedChannel(spec, server)).channel;
-      } catch (e) {
-        // It exited between the two ssh calls (its idle exit), or the port's listener is not it
-        // any more: --detach checks again and starts a new one if need be.
-        if (!(e instanceof ServerGone) || attempt >= 2) throw e;
-        opts.log?.('info', e.message);
-      }
-    }
-  };
+  const factory: ChannelFactory = () => openPersistentChannel(spec, opts);
   try {
     return await ExecServerClient.connect(factory, {
       ...opts,

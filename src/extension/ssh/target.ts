@@ -3,8 +3,8 @@
 // ssh argv (BatchMode: never a password or host-key prompt nobody can answer; `--` before the
 // destination), running ssh to completion, and ssh's failures turned into a kind the UI can
 // name (authentication, unknown host key, no route, …). Free of `vscode`.
-import { spawn } from 'node:child_process';
-import { noLinks } from '../common';
+import { HeadTail, noLinks, runChild, type ChildResult } from '../common';
+import { withAskpassEnv, type AskpassProvider } from './askpass';
 
 export interface SshTarget {
   /** A ~/.ssh/config alias or a host name / address as typed. */
@@ -17,6 +17,8 @@ export interface SshTarget {
 export interface SshOptions {
   sshPath?: string;
   configFile?: string;
+  /** ssh's password / passphrase / keyboard-interactive questions go to the user (./askpass.ts); without it BatchMode=yes. */
+  askpass?: AskpassProvider;
 }
 
 const USER = /^[A-Za-z0-9_][A-Za-z0-9._-]*$/;
@@ -92,14 +94,16 @@ export interface SshArgvOptions {
 }
 
 /**
- * The ssh arguments (without the binary) that run `remoteCommand` on `t`. BatchMode=yes: a
- * password, passphrase or host-key question fails at once with a message instead of waiting
- * on a prompt no one sees; -T: no terminal (stdout carries the protocol).
+ * The ssh arguments (without the binary) that run `remoteCommand` on `t`. BatchMode=yes unless
+ * `ssh.askpass`: a password, passphrase or host-key question fails at once with a message instead
+ * of waiting on a prompt no one sees; with a helper the questions reach the user (a host-key
+ * question is refused there: Connect to Host asks it itself). -T: no terminal (stdout carries
+ * the protocol).
  */
 export function sshArgv(t: SshTarget, ssh: SshOptions, remoteCommand: string, o: SshArgvOptions = {}): string[] {
   const argv: string[] = [];
   if (ssh.configFile) argv.push('-F', ssh.configFile);
-  argv.push('-T', '-o', 'BatchMode=yes', '-o', `ConnectTimeout=${o.connectTimeoutSec ?? 15}`);
+  argv.push('-T', '-o', `BatchMode=${ssh.askpass ? 'no' : 'yes'}`, '-o', `ConnectTimeout=${o.connectTimeoutSec ?? 15}`);
   // A host's RemoteCommand would clash with ours ("Cannot execute command-line and remote
   // command"); its port forwardings (ExitOnForwardFailure, a port taken by the terminal session
   // the user has open) are not this transport's business.
@@ -170,13 +174,17 @@ export function lastLines(s: string, n = 3): string {
 }
 
 export function describeSshFailure(kind: SshFailureKind, target: string, stderr: string): string {
-  const said = lastLines(stderr);
+  // ssh's own lines start "ssh: …": under "(ssh: …)" once is enough.
+  const said = lastLines(stderr)
+    .split(' | ')
+    .map((l) => l.replace(/^ssh: /, ''))
+    .join(' | ');
   const tail = said ? ` (ssh: ${said})` : '';
   switch (kind) {
     case 'ssh-missing':
       return `no ssh client found (${said || 'ssh'}); install OpenSSH or set execServer.ssh.path`;
     case 'auth':
-      return `${target} refused the login${tail}. Connect to Host uses key authentication without prompts: load your key into ssh-agent or name it with IdentityFile in ~/.ssh/config`;
+      return `${target} refused the login${tail}. Check the user name and the password or key (IdentityFile in the ssh config, or ssh-agent)`;
     case 'host-key-unknown':
       return `the host key of ${target} is not known yet${tail}`;
     case 'host-key-changed':
@@ -196,12 +204,7 @@ export function describeSshFailure(kind: SshFailureKind, target: string, stderr:
   }
 }
 
-export interface SshRunResult {
-  code: number | null;
-  signal: NodeJS.Signals | null;
-  stdout: string;
-  stderr: string;
-}
+export type SshRunResult = ChildResult;
 
 /**
  * What runSsh keeps of the commands' output. Every caller reads a few lines (the probe's
@@ -215,37 +218,6 @@ export const MAX_SSH_STDOUT = 1024 * 1024;
 const STDERR_HEAD = 64 * 1024;
 const STDERR_TAIL = 192 * 1024;
 
-/** Keeps the first `head` and the last `tail` bytes of a stream. */
-class HeadTail {
-  private head: Buffer[] = [];
-  private headSize = 0;
-  private tail: Buffer[] = [];
-  private tailSize = 0;
-  private dropped = false;
-  constructor(
-    private readonly headMax: number,
-    private readonly tailMax: number,
-  ) {}
-  push(d: Buffer): void {
-    if (this.headSize < this.headMax) {
-      const take = d.subarray(0, this.headMax - this.headSize);
-      this.head.push(take);
-      this.headSize += take.length;
-      d = d.subarray(take.length);
-    }
-    if (!d.length) return;
-    this.tail.push(d);
-    this.tailSize += d.length;
-    while (this.tailSize - this.tail[0].length >= this.tailMax) {
-      this.tailSize -= this.tail.shift()!.length;
-      this.dropped = true;
-    }
-  }
-  toString(): string {
-    return Buffer.concat(this.head).toString() + (this.dropped ? '\n…\n' : '') + Buffer.concat(this.tail).toString();
-  }
-}
-
 /**
  * Runs ssh with `argv` to completion, writing `input` to its stdin (then closing it). Rejects
  * only when ssh cannot be started (SshError 'ssh-missing'); `timeoutMs` kills it (SIGKILL) and
@@ -255,48 +227,20 @@ class HeadTail {
 export function runSsh(ssh: SshOptions, argv: string[], opts: { input?: string | Buffer; timeoutMs?: number; target?: string; signal?: AbortSignal; onStderr?(line: string): void } = {}): Promise<SshRunResult> {
   const bin = ssh.sshPath || 'ssh';
   const target = opts.target ?? argv[argv.indexOf('--') + 1] ?? 'the host';
-  return new Promise((resolve, reject) => {
-    const child = spawn(bin, argv, { stdio: ['pipe', 'pipe', 'pipe'], windowsHide: true });
-    const out: Buffer[] = [];
-    let outSize = 0;
-    const err = new HeadTail(STDERR_HEAD, STDERR_TAIL);
-    let partial = '';
-    let settled = false;
-    const timer = opts.timeoutMs ? setTimeout(() => finish(new SshError('timeout', target, `${err.toString()}\n(no answer within ${Math.round(opts.timeoutMs! / 1000)} s)`)), opts.timeoutMs) : undefined;
-    const onAbort = () => finish(new Error('cancelled'));
-    opts.signal?.addEventListener('abort', onAbort, { once: true });
-    function finish(e?: Error, r?: SshRunResult) {
-      if (settled) return;
-      settled = true;
-      if (timer) clearTimeout(timer);
-      opts.signal?.removeEventListener('abort', onAbort);
-      if (e) {
-        child.kill('SIGKILL');
-        reject(e);
-      } else resolve(r!);
-    }
-    child.stdout.on('data', (d: Buffer) => {
-      outSize += d.length;
-      if (outSize > MAX_SSH_STDOUT) return finish(new SshError('failed', target, `the host printed more than ${MAX_SSH_STDOUT / 1048576} MiB on stdout where a few lines were expected; stopped`));
-      out.push(d);
-    });
-    child.stderr.on('data', (d: Buffer) => {
-      err.push(d);
-      if (!opts.onStderr) return;
-      partial += d.toString();
-      // A "line" without end is cut: the progress callback gets it in pieces, never all of it at once.
-      if (partial.length > STDERR_TAIL && !partial.includes('\n')) partial += '\n';
-      const lines = partial.split('\n');
-      partial = lines.pop() ?? '';
-      for (const l of lines) opts.onStderr(l.replace(/\r$/, ''));
-    });
-    child.on('error', (e: NodeJS.ErrnoException) => finish(e.code === 'ENOENT' ? new SshError('ssh-missing', target, `${bin}: not found`) : e));
-    child.on('close', (code, signal) => finish(undefined, { code, signal, stdout: Buffer.concat(out).toString(), stderr: err.toString() }));
-    // ssh may exit (auth failure) before it reads stdin: a write error then is not ours to report.
-    child.stdin.on('error', () => undefined);
-    if (opts.signal?.aborted) return onAbort();
-    child.stdin.end(opts.input ?? '');
-  });
+  const asking = ssh.askpass?.open(target);
+  const run = runChild(bin, argv, {
+    maxStdout: MAX_SSH_STDOUT,
+    stderr: new HeadTail(STDERR_HEAD, STDERR_TAIL),
+    maxLine: STDERR_TAIL,
+    errors: {
+      spawnFailed: (e) => (e.code === 'ENOENT' ? new SshError('ssh-missing', target, `${bin}: not found`) : e),
+      timedOut: (stderr, ms) => new SshError('timeout', target, `${stderr}\n(no answer within ${Math.round(ms / 1000)} s)`),
+      stdoutFlood: (max) => new SshError('failed', target, `the host printed more than ${max / 1048576} MiB on stdout where a few lines were expected; stopped`),
+    },
+  }, { ...opts, env: withAskpassEnv(asking) });
+  // Its questions end with it (a helper still waiting is answered "no", its input box hidden).
+  if (asking) void run.then(asking.dispose, asking.dispose);
+  return run;
 }
 
 /** Throws the classified SshError when `r` is ssh's own failure (exit 255 / a known message). */

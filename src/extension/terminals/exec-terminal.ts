@@ -6,7 +6,7 @@
 //  - 'pipe' mode: a non-PTY process (Run Command). LF is shown as CRLF, input is echoed,
 //    Ctrl+C sends process/signal interrupt, and the terminal stays open after exit showing
 //    the exit code until a key is pressed.
-// Surviving the connection (issue 15 §4): connectionLost()/connectionRestored() print what
+// Surviving the connection (docs/reliability.md): connectionLost()/connectionRestored() print what
 // happened in the terminal itself while the client resumes its session; a process that is gone
 // (session lost, reconnect given up, ended while the window reloaded) is offered again with
 // `restart` (Enter starts the same command, any other key closes). close() can wait before it
@@ -23,7 +23,7 @@
 // unconfirmed characters, and with only that much granted, every ack's round trip to a remote
 // server left the terminal without text to write.
 import type { ProcessHandle, StartProcessOptions } from '../../client/api';
-import { Emitter, type Disposable } from '../../rpc/event';
+import { DisposableStore, Emitter, type Disposable } from '../../rpc/event';
 import { lfToCrlf, OutputCoalescer, type CoalescerOptions } from './output-coalescer';
 import { lossMessage } from './survival';
 
@@ -39,10 +39,10 @@ export interface ExecTerminalResult {
 }
 
 /**
- * Window granted to a terminal's process (bytes). `npm run bench:workbench`, `seq 1 500000`
- * until done, median of 5 alternating rounds vs the built-in terminal (Local / remote): 100 000
- * (VS Code's HighWatermarkChars) 0.96× / 1.05× (remote slower in 4 of 5 rounds); 200 000
- * 0.90× / 0.83× (remote faster in 5 of 5), palette latency during the flood 0.95× / 0.97×.
+ * Window granted to a terminal's process (bytes): twice what the renderer pacing holds unconfirmed
+ * (VS Code's HighWatermarkChars), so the server is still sending while the terminal works through
+ * its queue and an ack's round trip to a remote server never leaves the terminal idle
+ * (docs/performance.md, "What the numbers depend on", terminals).
  */
 export const TERMINAL_HIGH_WATERMARK = 200_000;
 /** Consumed output is acknowledged once at most this many characters wait to be written (LowWatermarkChars). */
@@ -102,7 +102,7 @@ export class ExecTerminal implements Disposable {
   private terminalClosed = false;
   /** Bytes written to the terminal and not yet acknowledged (held while the queue is above the low watermark). */
   private unacked = 0;
-  private subs: Disposable[] = [];
+  private readonly subs = new DisposableStore();
   /** "connection lost" was shown and "reconnected" not yet. */
   private lostShown = false;
   /** Waiting for Enter (restart) or another key (close) after the process was lost. */
@@ -172,8 +172,7 @@ export class ExecTerminal implements Disposable {
     this.restarting = true;
     this.offeringRestart = false;
     this.holdIncoming(false);
-    for (const s of this.subs) s.dispose();
-    this.subs = [];
+    this.subs.dispose();
     this.handle = undefined;
     this.finished = false;
     this.startFailed = false;
@@ -264,7 +263,7 @@ export class ExecTerminal implements Disposable {
   dispose(): void {
     this.holdIncoming(false);
     this.coalescer.dispose();
-    for (const s of this.subs) s.dispose();
+    this.subs.dispose();
     this.writeEmitter.dispose();
     this.closeEmitter.dispose();
   }
@@ -279,11 +278,11 @@ export class ExecTerminal implements Disposable {
     this.endedBeforeAttach = h.exitCode !== undefined;
     this.options.onStarted?.(h);
     if (this.closedByUser && this.options.terminateOnClose !== false) void h.terminate().catch(() => undefined);
-    this.subs.push(h.onOutput((e) => this.coalescer.push(e.data)));
+    this.subs.add(h.onOutput((e) => this.coalescer.push(e.data)));
     // A size change between open() and the start answer.
     if (this.options.mode === 'pty' && this.dims) void h.resize(this.dims.rows, this.dims.columns).catch(() => undefined);
     let closeError: string | undefined;
-    this.subs.push(h.onClose((e) => (closeError = e.error)));
+    this.subs.add(h.onClose((e) => (closeError = e.error)));
     h.closed.then(
       () => this.finish({ exitCode: h.exitCode, error: closeError }, false),
       (e) => this.finish({ exitCode: h.exitCode, error: String(e) }, false),

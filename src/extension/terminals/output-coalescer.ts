@@ -21,14 +21,10 @@ import { VtState } from './vt-state';
 
 /**
  * Default time pacing (without `renderer`): at most 64 Ki characters every 10 ms. Exec Server
- * terminals use TERMINAL_PACING instead. Time pacing alone, measured with `npm run
- * bench:workbench` (median palette latency while `seq` floods a terminal, as a multiple of the
- * built-in terminal's; Local, remote): 64 Ki / 10 ms 1.17–1.23×, 1.13–1.47× over three runs, and
- * 1.36× / 2.46× in a 5-round run at load 8–16 where Ctrl+C took 0.7 / 1.5 s to show the prompt
- * (the renderer was handed more than it could parse); 16 Ki / 3 ms 1.14–1.81×, 1.09–1.20×;
- * 32 Ki / 10 ms 1.26×, 1.59× and `seq` slower than the built-in; a 3 M characters/s budget
- * (16 Ki / 5 ms) 1.15× / 1.08× with Ctrl+C → prompt still 0.5 / 1.3 s. No fixed pace fits a
- * renderer whose speed follows the load.
+ * terminals use TERMINAL_PACING instead: no fixed pace fits a renderer whose speed follows the
+ * machine's load, and every pace tried handed a loaded renderer more than it could parse (the
+ * palette slowed, Ctrl+C took up to 1.5 s to show the prompt; docs/performance.md, "What the
+ * numbers depend on", and the CHANGELOG's dated terminal runs).
  */
 export const DEFAULT_FLUSH_INTERVAL_MS = 10;
 export const DEFAULT_MAX_CHARS_PER_FLUSH = 64 * 1024;
@@ -59,13 +55,8 @@ export interface RendererPacing {
  * every 2 ms (xterm.js parses a write as a whole before it looks at its 12 ms time slice, and VS
  * Code joins the writes of 5 ms into one message, so small writes keep its tasks short). Writing
  * stops above 100 000 unconfirmed characters, like VS Code's own terminal, but resumes at 50 000
- * (VS Code: 5 000): with a stand-in renderer parsing 2.5 M characters/s, `seq 1 500000` ran at
- * 64–74 % of the renderer's pace with 5 000 and 78–79 % with 50 000 (the renderer still has work
- * while the answer travels back); in the real workbench, calm machine (load 1–5): `seq` on screen
- * 0.98× / 1.01× the built-in's time (Local / remote) with 50 000 vs 1.03× / 1.10× with 5 000,
- * palette latency during a flood 1.14× / 1.13× vs 1.12× / 1.03× (within the run's noise).
- * Time pacing alone handed the renderer more than it parsed (see DEFAULT_FLUSH_INTERVAL_MS), and
- * every 5 ms the interval itself capped `seq` at ~2.5 M characters/s. Numbers: docs/performance.md.
+ * (VS Code: 5 000), so the renderer still has work while the answer to its probe travels back.
+ * Numbers: the CHANGELOG, "Flow control and binary output".
  */
 export const TERMINAL_PACING: Readonly<CoalescerOptions> = { renderer: { lowChars: 50_000 }, maxCharsPerFlush: 16 * 1024, intervalMs: 2 };
 

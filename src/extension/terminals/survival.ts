@@ -1,4 +1,4 @@
-// Terminals that survive (issue 15 §4), without `vscode`: what a terminal shows about its
+// Terminals that survive (docs/reliability.md), without `vscode`: what a terminal shows about its
 // connection (followConnection), and the records that let a reloaded window re-attach the
 // shells of remote environments — environment, session id, process id, command and cwd of every
 // live shell, kept in the workspace state. A window reload ends the extension host but not a

@@ -42,6 +42,6 @@ export function registerCommands(ctx: vscode.ExtensionContext, s: CommandService
   registerRunCommands({ ...c, terminals: s.terminals, approve: s.approve });
   registerFolderCommands(c);
   registerProcessCommands({ register: c.register, log: c.log, registry: s.registry, showRequestStatistics: s.showRequestStatistics });
-  registerAgentCommands({ register: c.register, agent: s.agent });
+  registerAgentCommands({ register: c.register, pickEnvironment: c.pickEnvironment, connected: (e) => c.manager.state(e) === 'connected', agent: s.agent });
   registerSearchCommands(c);
 }

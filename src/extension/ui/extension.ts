@@ -1,30 +1,29 @@
 // Entry point of the VS Code extension: wires the environments, terminals, file system,
 // views, agent endpoint and commands, and returns the exported API (see ./api.ts).
+import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { AgentEndpointService, vscodeAgentGateHost, vscodeApprovalHost } from '../agent/ui';
 import type { ExecServerApi } from './api';
 import { ENVIRONMENTS_VIEW, TERMINAL_PROFILE } from '../common/ui';
 import { registerCommands } from './commands';
 import { registerCommand } from '../common/ui';
-import { registerSshCommands } from '../ssh/ui';
-import { ApprovalGate } from '../approval';
-import { EnvironmentManager } from '../environments';
+import { lazyAskpass, registerSshCommands } from '../ssh/ui';
+import { ApprovalGate, environmentNetworkQuestions } from '../approval';
+import { createConnector, EnvironmentManager } from '../environments';
 import { EnvironmentStore, LOCAL_ENVIRONMENT, parseEnvironments, type EnvironmentSetting } from '../environments';
 import { ProcessRegistry } from '../terminals';
-import { connectWithProgress, createConnector, LocalServerHolder, StatusBar } from '../environments/ui';
+import { connectWithProgress, LocalServerHolder, showReconnecting, StatusBar } from '../environments/ui';
 import { ExecFileSystemProvider } from '../files/ui';
-import { TerminalService } from '../terminals/ui';
+import { keepRemoteDefaultProfile, remoteWindowFolder, TerminalService } from '../terminals/ui';
 import { SCHEME } from '../common';
 import { TerminalRecords } from '../terminals';
-import { isStdioFallback, persistentSshRoute, persistentSshSpec } from '../ssh';
+import { isStdioFallback, persistentSshRoute, persistentSshSpec, sshRelayRoutes } from '../ssh';
 import { createSettingsOwner } from '../common/ui';
 import { ExecServerTree } from './tree';
 import { registerRequestTelemetry } from '../common/ui';
-import { noLinks } from '../common';
+import { DEFAULT_KEEP_SESSION_SEC, noLinks } from '../common';
 import { registerContainerCommands } from '../containers/ui';
-import { connectContainer } from '../containers';
-import { targetOfCommand } from '../containers';
-import type { CommandRoute } from '../environments';
+import { containerRoute, restorableContainer } from '../containers';
 import { localUnsupported } from '../environments';
 
 let cleanup: (() => Promise<void>) | undefined;
@@ -59,12 +58,27 @@ export function activate(ctx: vscode.ExtensionContext): ExecServerApi {
 
   const { telemetry, showStatistics } = registerRequestTelemetry(ctx, settings, log);
   const local = new LocalServerHolder(log, () => telemetry.server());
-  // A container environment (Connect to Container): the same stdio command, whose end names the container's state.
-  const containerRoute: CommandRoute = (config, _stdio, { resumeSessionId: _resume, ...opts }) => {
-    const container = targetOfCommand(config.command!, config.args ?? []);
-    return container ? connectContainer(container.target, container.command, opts) : undefined;
-  };
-  const connector = createConnector(local, (env) => telemetry.client(env), [containerRoute, persistentSshRoute((level, message) => log[level](message))]);
+  // ssh's password / passphrase / keyboard-interactive questions as input boxes (ssh/askpass.ts).
+  const askpass = lazyAskpass(ctx, log);
+  // execServer.ssh.keepSessionSeconds, passed to a --detach that starts a server only when not
+  // the CLI's own default (an older CLI on a host does not know --session-ttl).
+  const keepSession = () => (settings.current.ssh.keepSessionSec === DEFAULT_KEEP_SESSION_SEC ? undefined : settings.current.ssh.keepSessionSec);
+  // The agent gate's UI also asks the network questions of the environments the user drives.
+  const agentGateHost = vscodeAgentGateHost(ctx, settings, log);
+  ctx.subscriptions.push(agentGateHost);
+  // A proxied command's network/policyRequest (another extension's process/start behind the
+  // managed proxy) becomes the user's question, as an agent command's does (docs/security.md).
+  const questions = (environment: string) =>
+    environmentNetworkQuestions(environment, {
+      policy: agentGateHost.policy,
+      allowedDomains: () => agentGateHost.allowedDomains?.() ?? [],
+      timeoutMs: agentGateHost.timeoutMs,
+      ask: (q) => agentGateHost.ask(q),
+      timedOut: (q, seconds) => agentGateHost.timedOut?.(q, seconds),
+      late: (q, choice) => agentGateHost.late?.(q, choice),
+      log: (level, message) => log[level](message),
+    });
+  const connector = createConnector(local, (env) => telemetry.client(env), [containerRoute((level, message) => log[level](message)), persistentSshRoute((level, message) => log[level](message), askpass, keepSession)], questions);
   const manager = new EnvironmentManager(store, connector, {
     log: (level, message) => log[level](message),
   });
@@ -82,15 +96,18 @@ export function activate(ctx: vscode.ExtensionContext): ExecServerApi {
     // recorded, so a reload does not bring back terminals that cannot be re-attached.
     restorable: (env) => {
       const c = store.get(env);
-      return c?.kind === 'websocket' || (!!c && !!persistentSshSpec(c) && !isStdioFallback(manager.connectedClient(env)));
+      return c?.kind === 'websocket' || (!!c && !!persistentSshSpec(c) && !isStdioFallback(manager.connectedClient(env))) || restorableContainer(c, manager.connectedClient(env));
     },
     resumeClient: (env, sessionId) => manager.getClient(env, { resumeSessionId: sessionId }),
   });
-  const agentGateHost = vscodeAgentGateHost(ctx, settings, log);
-  ctx.subscriptions.push(agentGateHost);
   const agent = new AgentEndpointService({
     gateHost: agentGateHost, terminals, statusBar, log, settings, serverTelemetry: () => telemetry.server(),
     persistence: { secrets: ctx.secrets, globalState: ctx.globalState, workspaceState: ctx.workspaceState },
+    store,
+    // Agent relays log in to ssh hosts as Connect to Host does (password prompts, the detached server that survives a drop).
+    relayRoutes: sshRelayRoutes(askpass, keepSession, (level, message) => log[level](message)),
+    // The audit logs outlive a reload (and the window: one file per environment).
+    auditDir: path.join(ctx.globalStorageUri.fsPath, 'agent-audit'),
   });
   const tree = new ExecServerTree(store, manager, registry, () => agent.running?.url);
   ctx.subscriptions.push(statusBar, terminals, agent, tree);
@@ -106,7 +123,7 @@ export function activate(ctx: vscode.ExtensionContext): ExecServerApi {
     manager.onDidLoseConnection(({ environment, reason }) => {
       registry.forgetEnvironment(environment);
       // The reason may quote the host (the command's stderr): no [x](command:…) link in a notification.
-      void vscode.window.showWarningMessage(`Exec Server: ${noLinks(reason)}; reconnecting…`);
+      showReconnecting(manager, environment, reason);
     }),
     manager.onDidGiveUp(({ environment, reason }) => {
       void vscode.window.showErrorMessage(`Exec Server: could not reconnect to ${environment} (${noLinks(reason)})`, 'Retry').then((c) => {
@@ -142,8 +159,10 @@ export function activate(ctx: vscode.ExtensionContext): ExecServerApi {
     vscode.window.registerTerminalProfileProvider(TERMINAL_PROFILE, {
       async provideTerminalProfile() {
         const envs = store.list();
-        let env = LOCAL_ENVIRONMENT;
-        if (envs.length > 1) {
+        // A remote window's terminal is the folder's, unasked (as Ctrl+` there).
+        const folder = remoteWindowFolder();
+        let env = folder ? resolveEnvironment(folder.uri.authority) : LOCAL_ENVIRONMENT;
+        if (!folder && envs.length > 1) {
           const pick = await vscode.window.showQuickPick(envs.map((e) => e.name), { placeHolder: 'Environment for the terminal' });
           if (!pick) return undefined;
           env = pick;
@@ -153,6 +172,8 @@ export function activate(ctx: vscode.ExtensionContext): ExecServerApi {
       },
     }),
   );
+  // The '+' button (VS Code's default profile) opens that profile too in a remote window.
+  keepRemoteDefaultProfile(ctx, log);
 
   const approve = async (environment: string, argv: string[], cwd: string) => {
     const d = await gate.check({ kind: 'run', argv, cwd, environment }, 'api');
@@ -161,10 +182,13 @@ export function activate(ctx: vscode.ExtensionContext): ExecServerApi {
   registerCommands(ctx, { store, manager, registry, terminals, agent, log, refresh, approve, showRequestStatistics: showStatistics,
     testConnect: (c, token) => connector.connect(c, token),
   });
-  registerSshCommands({ ctx, log, store, manager, refresh, approve, register: (id, handler) => registerCommand(ctx, log, id, handler),
+  const indicator = registerSshCommands({ ctx, log, store, manager, refresh, approve, register: (id, handler) => registerCommand(ctx, log, id, handler),
     sshOptions: () => ({ sshPath: settings.current.ssh.path || undefined, configFile: settings.current.ssh.configFile || undefined }),
+    askpass,
   });
-  registerContainerCommands({ ctx, log, store, manager, refresh, approve, register: (id, handler) => registerCommand(ctx, log, id, handler), settings: () => settings.current.containers });
+  registerContainerCommands({ ctx, log, store, manager, refresh, approve, register: (id, handler) => registerCommand(ctx, log, id, handler), settings: () => settings.current.containers,
+    connected: (environment) => indicator.connected(environment),
+  });
   const api: ExecServerApi = {
     version: String((ctx.extension.packageJSON as { version?: string }).version ?? '0.0.0'),
     getEnvironments: () => store.list().map((e) => ({ name: e.name, kind: e.kind, state: manager.state(e.name) })),

@@ -16,12 +16,13 @@
 import fs, { constants as C } from 'node:fs';
 import path from 'node:path';
 import { invalidRequest } from '../../protocol/errors';
-import { markVerbatim } from '../../rpc/verbatim';
+import { markVerbatim, type Base64Text } from '../../rpc/verbatim';
+import { readBase64 } from './base64-file';
 import type { FsDirectoryEntry, FsMetadata } from '../../protocol/types';
 import type { Confinement } from '../sandbox/fs-guard';
 import { fsError } from '../os-errors';
 import { pathToUri } from '../paths';
-import { MAX_READ_FILE_BYTES, metadataOf } from './fs-methods';
+import { MAX_READ_FILE_BYTES, metadataOf, tooLargeToRead } from './fs-methods';
 
 const fsp = fs.promises;
 type FileHandle = fs.promises.FileHandle;
@@ -98,7 +99,7 @@ async function withParent<T>(p: string, fn: (parent: Parent) => Promise<T>): Pro
   }
 }
 
-export function readFile(p: string, noFollow: boolean, conf: Confinement): Promise<{ dataBase64: string }> {
+export function readFile(p: string, noFollow: boolean, conf: Confinement, limit = MAX_READ_FILE_BYTES): Promise<{ dataBase64: string | Base64Text }> {
   return guard(async () => {
     // O_NONBLOCK: a FIFO would otherwise wait for a writer (refused below as not a file).
     const fh = await fsp.open(p, C.O_RDONLY | C.O_NONBLOCK | (noFollow ? C.O_NOFOLLOW : 0));
@@ -106,8 +107,8 @@ export function readFile(p: string, noFollow: boolean, conf: Confinement): Promi
       conf.check(realOf(fh.fd), 'read');
       const st = await fh.stat();
       if (!st.isFile()) throw invalidRequest(`path \`${p}\` is not a file`);
-      if (st.size > MAX_READ_FILE_BYTES) throw invalidRequest(`file is too large to read: limit is ${MAX_READ_FILE_BYTES} bytes`);
-      return markVerbatim({ dataBase64: (await fh.readFile()).toString('base64') }, 'dataBase64');
+      if (st.size > limit) throw tooLargeToRead(limit);
+      return markVerbatim({ dataBase64: await readBase64(fh, st.size, limit) }, 'dataBase64');
     });
   });
 }

@@ -3,7 +3,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { invalidRequest } from '../../protocol/errors';
-import { markVerbatim } from '../../rpc/verbatim';
+import { markVerbatim, type Base64Text } from '../../rpc/verbatim';
+import { readBase64 } from './base64-file';
 import type { FsDirectoryEntry, FsMetadata } from '../../protocol/types';
 import { fsError } from '../os-errors';
 import { pathToUri } from '../paths';
@@ -23,12 +24,24 @@ async function guard<T>(fn: () => Promise<T>): Promise<T> {
  */
 export const MAX_READ_FILE_BYTES = 128 * 1024 * 1024;
 
-export function readFile(p: string): Promise<{ dataBase64: string }> {
+/** The refusal of a file over `limit`, also when it grew past it while being read. */
+export const tooLargeToRead = (limit: number) => invalidRequest(`file is too large to read: limit is ${limit} bytes`);
+
+export function readFile(p: string, limit = MAX_READ_FILE_BYTES): Promise<{ dataBase64: string | Base64Text }> {
   return guard(async () => {
     const st = await fs.promises.stat(p);
     if (!st.isFile()) throw invalidRequest(`path \`${p}\` is not a file`);
-    if (st.size > MAX_READ_FILE_BYTES) throw invalidRequest(`file is too large to read: limit is ${MAX_READ_FILE_BYTES} bytes`);
-    return markVerbatim({ dataBase64: (await fs.promises.readFile(p)).toString('base64') }, 'dataBase64');
+    if (st.size > limit) throw tooLargeToRead(limit);
+    // O_NONBLOCK: a file swapped for a FIFO after the stat does not wait for a writer.
+    const fh = await fs.promises.open(p, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK);
+    try {
+      const now = await fh.stat();
+      if (!now.isFile()) throw invalidRequest(`path \`${p}\` is not a file`);
+      if (now.size > limit) throw tooLargeToRead(limit);
+      return markVerbatim({ dataBase64: await readBase64(fh, now.size, limit) }, 'dataBase64');
+    } finally {
+      await fh.close().catch(() => undefined);
+    }
   });
 }
 

@@ -2,6 +2,7 @@
 // the implementations in ../fs.
 import os from 'node:os';
 import { invalidParams, invalidRequest } from '../../protocol/errors';
+import type { FsReadFileResult } from '../../protocol/types';
 import * as confined from '../fs/confined';
 import * as fsm from '../fs/fs-methods';
 import { walk } from '../fs/walk';
@@ -26,7 +27,13 @@ function sandboxParam(o: P.Obj): SandboxProfile {
   const pc = o.policyContext !== null && typeof o.policyContext === 'object' ? (o.policyContext as Record<string, unknown>) : {};
   const cwd = typeof pc.cwd === 'string' ? uriToPath(pc.cwd) : process.cwd();
   const roots = Array.isArray(pc.workspaceRoots) ? pc.workspaceRoots.filter((r): r is string => typeof r === 'string') : undefined;
-  return parseSandbox(o.sandbox, { cwd, workspaceRoots: roots, tmpDir: os.tmpdir() });
+  const profile = parseSandbox(o.sandbox, { cwd, workspaceRoots: roots, tmpDir: os.tmpdir() });
+  // Without /proc the checks could not be made again on what was really opened, so a process
+  // racing the request could swap a checked directory for a symlink: refused, not run with less.
+  if (profile.kind === 'managed' && !confined.CAN_PIN) {
+    throw invalidRequest(`managed sandbox requested but it cannot be enforced: fs/* under a managed sandbox are pinned through /proc, on Linux only; this server runs on ${process.platform}`);
+  }
+  return profile;
 }
 
 /**
@@ -45,11 +52,14 @@ export const fsMethods: MethodTable<FsMethod> = {
       const o = P.object(raw, 'WireFsReadFileParams');
       return { path: pathParam(o, 'path'), sandbox: sandboxParam(o), noFollow: noFollow(o) };
     },
-    (_c, p) => {
+    (c, p) => {
       if (p.noFollow) checkNoSymlinks(p.path, 'ELOOP');
       checkFsAccess(p.sandbox, { path: p.path, intent: 'read' });
       const conf = pinned(p.sandbox);
-      return conf ? confined.readFile(p.path, p.noFollow, conf) : fsm.readFile(p.path);
+      // dataBase64 may be a Base64Text (the base64 in a buffer, src/rpc/verbatim.ts): on every
+      // carrier it is the string the type says (spliced, toJSON, or converted in process).
+      const limit = c.maxReadFileBytes;
+      return (conf ? confined.readFile(p.path, p.noFollow, conf, limit) : fsm.readFile(p.path, limit)) as Promise<FsReadFileResult>;
     },
   ),
   'fs/writeFile': spec(
@@ -260,6 +270,9 @@ export const fsMethods: MethodTable<FsMethod> = {
       const handleId = P.str(o, 'handleId');
       const offset = P.uint(o, 'offset');
       let data: Buffer;
+      // [extension binaryOutput] the bytes themselves, from a binary request frame or in process.
+      const chunk = o.chunk;
+      if (chunk instanceof Uint8Array) return { handleId, offset, data: Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength) };
       try {
         data = P.base64(P.str(o, 'chunk'), 'chunk');
       } catch (e) {
@@ -269,7 +282,9 @@ export const fsMethods: MethodTable<FsMethod> = {
       return { handleId, offset, data };
     },
     (c, p) => c.handles.writeBlock(p.handleId, p.offset, p.data),
-    (p) => ({ key: `handle:${p.handleId}`, access: 'write' }),
+    // Blocks do not wait for each other (the stream keeps their order and coalesces them,
+    // ../fs/replace-stream.ts); fs/open before and fs/close after still order them.
+    (p) => ({ key: `handle:${p.handleId}`, access: 'read' }),
   ),
   'fs/close': spec(
     'filesystem',

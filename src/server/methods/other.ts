@@ -4,9 +4,9 @@ import { environmentConfig, environmentInfo } from '../environment';
 import { httpRequest, pinnedOf } from '../http';
 import { decodeHeaders, resolveHeaders } from '../http-headers';
 import * as P from '../params';
-import { spec, type FsMethod, type MethodTable, type ProcessMethod, type ServerMethod } from './spec';
+import { spec, type DiscoveryMethod, type FsMethod, type MethodTable, type ProcessMethod, type ServerMethod } from './spec';
 
-export const otherMethods: MethodTable<Exclude<ServerMethod, ProcessMethod | FsMethod>> = {
+export const otherMethods: MethodTable<Exclude<ServerMethod, ProcessMethod | FsMethod | DiscoveryMethod>> = {
   'environment/info': spec(
     'environment info',
     (raw) => P.object(raw, 'EnvironmentInfoParams', true),

@@ -16,10 +16,14 @@ import { decodeMetadata, decodeShellSnapshot } from '../process/start-options';
 import { decodeEnforce, decodeManagedNetwork, decodeNetworkProxy } from '../network/launch-config';
 import { FAIL_CLOSED_EXIT, NO_PROXY_TO_BRIDGE, networkMode } from '../network/start-mode';
 import { attachProxy, HTTP_PROXY_KEYS, SOCKS_PROXY_KEYS, staticProxyEnv } from '../network/proxy-launch';
-import { RELAY_FD, RELAY_SOURCE } from '../network/relay-source';
+import { credentialMasking } from '../network/masking';
+import type { Masking } from '../network/http-proxy';
+import { CHANNEL_FD, RELAY_SOURCE } from '../network/relay-source';
+import { policyQuestionsOf } from '../network/callback';
 import type { NetworkProxyLaunch } from '../network/launch-config';
 import type { ProxiedSandbox } from '../sandbox/bwrap';
 import { sandboxBackend } from '../sandbox/backend';
+import type { GuardLease, Planted } from '../sandbox/plant-guard';
 import { parseSandbox } from '../sandbox/profile';
 import type { Access } from '../ordering';
 import { spec as methodSpec, type MethodSpec, type MethodTable, type ProcessMethod } from './spec';
@@ -67,8 +71,7 @@ async function failClosed(
 ): Promise<ProcessStartResult> {
   // A managed profile still needs a usable sandbox host (-32600 otherwise), as any managed start.
   const backend = p.sandbox.kind === 'managed' ? await sandboxBackend() : undefined;
-  const proc = ctx.session().reserve(p.processId);
-  if (p.outputWindow > 0) proc.setWindow(p.outputWindow);
+  const proc = ctx.session().reserve(p.processId, p.outputWindow);
   const script = 'printf "%s\\n" "$1" >&2; exit "$2"';
   const req: SpawnRequest = {
     argv: ['/bin/sh', '-c', script, 'exec-server', NO_PROXY_TO_BRIDGE, String(FAIL_CLOSED_EXIT)],
@@ -86,6 +89,12 @@ async function failClosed(
     throw spawnError(e);
   }
   return { processId: p.processId, sandboxType: backend?.sandboxType ?? 'linuxSeccomp' };
+}
+
+/** What a sandbox planted, for its own error output, the agent and the log. */
+function plantedText(planted: readonly Planted[]): string {
+  const list = planted.map((x) => (x.movedTo ? `${x.path} (moved to ${x.movedTo})` : `${x.path} (could not be moved)`)).join(', ');
+  return `the sandboxed command was stopped: it created ${list}; code in a .git, .vscode or *.code-workspace runs outside the sandbox when git or the editor opens it, so a sandbox may not create one (run it without the sandbox, after approval, if it must)`;
 }
 
 /**
@@ -139,8 +148,9 @@ export const processMethods: MethodTable<ProcessMethod> = {
       let req: SpawnRequest = { argv: p.argv, cwd: p.cwd, env: p.childEnv, arg0: p.arg0, pipeStdin: p.pipeStdin, rows: p.rows, cols: p.cols };
       // Refused before the id is taken: no usable sandbox → -32600, never an unconfined run.
       const backend = p.sandbox.kind === 'managed' ? await sandboxBackend().catch((e) => Promise.reject(sandboxError(e, 'sandboxUnavailable'))) : undefined;
-      const proc = session.reserve(p.processId); // synchronous: a concurrent duplicate fails here
-      if (p.outputWindow > 0) proc.setWindow(p.outputWindow);
+      const proc = session.reserve(p.processId, p.outputWindow); // synchronous: a concurrent duplicate fails here
+      let lease: GuardLease | undefined;
+      let masking: Masking | undefined;
       try {
         const nul = nulByteError(p.argv, p.arg0, p.childEnv);
         if (nul) throw nul;
@@ -151,19 +161,36 @@ export const processMethods: MethodTable<ProcessMethod> = {
           if (!st.isDirectory()) throw Object.assign(new Error(`ENOTDIR: ${p.cwd}`), { code: 'ENOTDIR' });
           resolveExecutable(p.argv[0], p.cwd, p.childEnv);
           try {
+            // Watching starts before the spawn: nothing the sandbox creates goes unseen.
+            const sandbox = p.sandbox;
+            lease = backend.guard(sandbox, (planted) => {
+              const why = plantedText(planted);
+              ctx.log('warn', `process ${p.processId}: stopped: ${why}`);
+              proc.stopForViolation(why);
+            });
+            if (!lease.complete) ctx.log('warn', `process ${p.processId}: the sandbox's writable roots are not fully watched for planted .git/.vscode (${lease.reason})`);
             if (p.network.kind === 'proxy') {
               const launch = p.network.launch;
               req = { ...req, env: { ...req.env, ...staticProxyEnv(launch) } };
+              if (launch.proxy.credentialMasking) {
+                const m = await credentialMasking(req.env, p.argv, launch.proxy.credentialProviders, (level, message) => ctx.log(level, `process ${p.processId}: ${message}`));
+                masking = m.masking;
+                req = { ...req, env: m.env };
+              }
               req = backend.wrap(p.sandbox, req, proxiedSandbox(launch));
-              req.extraSocket = {
-                fd: RELAY_FD,
-                onStream: (relay) => {
-                  attachProxy(relay, {
+              req.channel = {
+                fd: CHANNEL_FD,
+                onChannel: (channel) => {
+                  const served = attachProxy(channel, {
                     processId: p.processId,
                     launch,
+                    masking,
                     notify: (params) => session.notify('network/policyDecision', params),
+                    ask: (processId, request, timeoutMs, signal) => policyQuestionsOf(session).ask({ processId, request }, timeoutMs, signal),
                     log: (level, message) => ctx.log(level, message),
                   });
+                  // The listeners live in the sandbox's namespace and keep it alive: they go with the process.
+                  void proc.whenClosed.then(() => served.close());
                 },
               };
             } else {
@@ -175,9 +202,23 @@ export const processMethods: MethodTable<ProcessMethod> = {
         }
         await proc.start(req, p.tty, backend !== undefined);
       } catch (e) {
+        lease?.release();
+        masking?.ca.dispose();
         session.release(proc);
         proc.dispose();
         throw spawnError(e);
+      }
+      if (masking) {
+        const ca = masking.ca;
+        void proc.whenClosed.then(() => ca.dispose());
+      }
+      if (lease) {
+        const held = lease;
+        // The last look once nothing of the sandbox is left (a lost inotify event).
+        void proc.whenClosed.then(() => {
+          const late = held.release();
+          if (late.length > 0) ctx.log('warn', `process ${p.processId}: after it closed: ${plantedText(late)}`);
+        });
       }
       return { processId: p.processId, sandboxType: backend ? backend.sandboxType : 'none' };
     },

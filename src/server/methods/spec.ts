@@ -11,12 +11,14 @@ export type Category =
   | 'http'
   | 'environment info'
   | 'environment status'
-  | 'environment config';
+  | 'environment config'
+  | 'capability discovery';
 
 /** Methods the table serves (`initialize` is the connection's own: src/server/connection.ts). */
 export type ServerMethod = Exclude<RequestMethod, 'initialize'>;
 export type ProcessMethod = Extract<ServerMethod, `process/${string}`>;
 export type FsMethod = Extract<ServerMethod, `fs/${string}`>;
+export type DiscoveryMethod = Extract<ServerMethod, `capabilit${string}`>;
 
 /** An entry answering `R`; the decoded params' type is the entry's own (erased to `never` here). */
 export interface MethodSpec<R = unknown> {

@@ -5,6 +5,7 @@
 // `enforceManagedNetwork`. Malformed → -32602 with the reference's texts; what the engine does
 // with a well-formed request is decided in ./start-mode.ts.
 import { invalidParams } from '../../protocol/errors';
+import { decodeCredentialProviders, type CustomProvider } from './credentials';
 import { bool, decodeStruct, describe, isMap, optional, seqOf, str, typeError, uintOf, type FieldSpec } from '../serde-struct';
 
 export type DomainRule = 'allow' | 'deny' | 'none';
@@ -24,6 +25,8 @@ export interface ProxyConfig {
   /** Patterns that always go to the decision callback (networkProxyReviewDomains). */
   reviewDomains: string[];
   credentialMasking: boolean;
+  /** credentialProviders (snake_case keys, as on the reference): ./credentials.ts. */
+  credentialProviders: CustomProvider[];
   /** 0.171: TUN-based transparent TCP. Not advertised here (see ./start-mode.ts). */
   transparentTcp: boolean;
 }
@@ -84,20 +87,6 @@ function mapOf<T>(d: (v: unknown) => T, describeFn: (v: unknown) => string = des
   };
 }
 
-const PROVIDER_FIELDS = ['env', 'patterns', 'url_prefixes', 'url_prefix_from_env', 'auth', 'header', 'prefix'];
-
-/** credentialProviders: only its shape is checked (masking itself is refused: ./start-mode.ts). */
-function credentialProviders(v: unknown): null {
-  if (!isMap(v)) throw invalidParams(`invalid type: ${describeValue(v)}, expected a map`);
-  for (const p of Object.values(v)) {
-    if (!isMap(p)) throw invalidParams(`invalid type: ${describeValue(p)}, expected struct CredentialProviderConfig`);
-    for (const k of Object.keys(p)) {
-      if (!PROVIDER_FIELDS.includes(k)) throw invalidParams(`unknown field \`${k}\`, expected one of ${PROVIDER_FIELDS.map((f) => `\`${f}\``).join(', ')}`);
-    }
-  }
-  return null;
-}
-
 const PROXY_FIELDS: FieldSpec[] = [
   { name: 'enabled', decode: bool, required: true },
   { name: 'enableSocks5', decode: bool, required: true },
@@ -110,7 +99,7 @@ const PROXY_FIELDS: FieldSpec[] = [
   { name: 'allowLocalBinding', decode: bool, required: true },
   { name: 'reviewDomains', decode: seqOf(str) },
   { name: 'credentialMasking', decode: bool },
-  { name: 'credentialProviders', decode: optional(credentialProviders) },
+  { name: 'credentialProviders', decode: optional((v) => decodeCredentialProviders(v, describeValue)) },
   { name: 'transparentTcp', decode: bool },
 ];
 
@@ -149,6 +138,7 @@ export function decodeNetworkProxy(raw: unknown): NetworkProxyLaunch | undefined
     allowLocalBinding: p.allowLocalBinding as boolean,
     reviewDomains: (p.reviewDomains as string[] | undefined) ?? [],
     credentialMasking: (p.credentialMasking as boolean | undefined) ?? false,
+    credentialProviders: (p.credentialProviders as CustomProvider[] | undefined) ?? [],
     transparentTcp: (p.transparentTcp as boolean | undefined) ?? false,
   };
   const auditMetadata: AuditMetadata = {};

@@ -1,12 +1,14 @@
 // One executor-local managed proxy per proxied process (networkProxyLaunch): what the child's
-// environment gets (REFERENCE §1.3 step 2) and the proxy itself, attached to the executor's end
-// of the relay descriptor (./mux.ts). No listener exists on the host: the only way in is a
-// connection the sandboxed child makes to its own relay, inside its own network namespace.
-import type { Duplex } from 'node:stream';
+// environment gets (REFERENCE §1.3 step 2) and the proxy itself, served on the two
+// listening sockets the relay opened inside the sandbox's network namespace and handed over
+// (./relay-source.ts). No listener exists on the host: the only way in is a connection the
+// sandboxed child makes to its own loopback, inside its own network namespace.
+import { setMaxListeners } from 'node:events';
+import net from 'node:net';
+import type { IpcChannel } from '../process/child';
 import type { CallbackAnswer, DecisionHost, PolicyDecisionParams } from './decide';
-import { serveHttpProxy } from './http-proxy';
+import { serveHttpProxy, type Masking } from './http-proxy';
 import type { NetworkProxyLaunch } from './launch-config';
-import { MuxSession, type MuxStream } from './mux';
 import type { Protocol } from './policy';
 import { networkResolver } from './resolve';
 import { serveSocks5 } from './socks5';
@@ -39,14 +41,30 @@ export function staticProxyEnv(launch: NetworkProxyLaunch): Record<string, strin
 export interface ProxyOwner {
   processId: string;
   launch: NetworkProxyLaunch;
+  /** credentialMasking: the dummies to swap and the CA to intercept with (./credentials.ts). */
+  masking?: Masking;
   notify(params: PolicyDecisionParams): void;
-  /** The client's decision callback (network/policyRequest), when the connection offers one. */
-  ask?: (processId: string, request: { protocol: Protocol; host: string; port: number }, timeoutMs: number) => Promise<CallbackAnswer>;
+  /**
+   * The client's decision callback (network/policyRequest, ./callback.ts); never rejects.
+   * `signal` aborts when the child's connection or the process is gone.
+   */
+  ask?: (processId: string, request: { protocol: Protocol; host: string; port: number }, timeoutMs: number, signal: AbortSignal) => Promise<CallbackAnswer>;
   log(level: 'debug' | 'info' | 'warn', message: string): void;
 }
 
-/** Serves the proxy on `relay` until it closes (the sandbox is gone) or close() is called. */
-export function attachProxy(relay: Duplex, owner: ProxyOwner): { close(): void } {
+/** Concurrent proxied connections per process; more are reset at once. */
+export const MAX_CONNECTIONS = 128;
+
+type Listener = 'http' | 'socks';
+
+/**
+ * Serves the proxy of one process on the listening sockets its relay hands over `channel`
+ * (./relay-source.ts), until close() (the process is gone). The channel is as untrusted as the
+ * sandboxed command: only the first message per listener is taken, it must carry a TCP listener
+ * on 127.0.0.1, anything else ends the proxy, and the channel is disconnected as soon as both
+ * listeners are in, so nothing more is read from it.
+ */
+export function attachProxy(channel: IpcChannel, owner: ProxyOwner): { close(): void } {
   const { launch } = owner;
   const timeout = launch.policyDecisionTimeoutMs;
   const host: DecisionHost = {
@@ -58,19 +76,76 @@ export function attachProxy(relay: Duplex, owner: ProxyOwner): { close(): void }
       owner.log('debug', `network policy decision ${JSON.stringify({ ...params, ...launch.auditMetadata, environmentId: launch.environmentId, executionId: launch.executionId })}`);
       owner.notify(params);
     },
-    ask: timeout !== undefined && owner.ask ? (request) => owner.ask!(owner.processId, request, timeout) : undefined,
   };
-  const mux = new MuxSession(
-    relay,
-    (s: MuxStream) => {
-      if (s.listener === 'socks' && !launch.proxy.enableSocks5) return void s.destroy();
-      const serve = s.listener === 'http' ? serveHttpProxy : serveSocks5;
-      serve(s, host).catch((e) => {
-        owner.log('warn', `proxied connection of ${owner.processId} failed: ${String(e)}`);
-        s.destroy();
-      });
-    },
-    (why) => owner.log('warn', `${owner.processId}: ${why}`),
-  );
-  return { close: () => mux.close() };
+  // Pending questions of this process are dropped (denied) when it ends, as on the reference.
+  const ended = new AbortController();
+  setMaxListeners(0, ended.signal); // one listener per waiting connection (bounded below)
+  const ask = timeout !== undefined ? owner.ask : undefined;
+  const servers = new Map<Listener, net.Server>();
+  const open = new Set<net.Socket>();
+  let closed = false;
+  const disconnect = () => {
+    if (channel.connected) channel.disconnect();
+  };
+  const close = () => {
+    if (closed) return;
+    closed = true;
+    ended.abort();
+    disconnect();
+    for (const srv of servers.values()) srv.close();
+    for (const sock of open) sock.destroy();
+    open.clear();
+  };
+  const refuse = (why: string) => {
+    owner.log('warn', `${owner.processId}: network proxy relay: ${why}; the proxy is closed`);
+    close();
+  };
+
+  const serveConnection = (listener: Listener, sock: net.Socket) => {
+    if (closed || open.size >= MAX_CONNECTIONS) return void sock.resetAndDestroy();
+    open.add(sock);
+    sock.once('close', () => open.delete(sock));
+    sock.on('error', () => {});
+    sock.setNoDelay(true);
+    // As the connection appears to the proxy (the reference's `client`).
+    const stream = Object.assign(sock, { client: `127.0.0.1:${sock.remotePort ?? 0}` });
+    let streamHost = host;
+    if (ask && timeout !== undefined) {
+      // ...and so is the question of a connection the child closed while it waited.
+      const gone = new AbortController();
+      const stop = () => gone.abort();
+      sock.once('close', stop);
+      ended.signal.addEventListener('abort', stop, { once: true });
+      sock.once('close', () => ended.signal.removeEventListener('abort', stop));
+      streamHost = { ...host, ask: (request) => ask(owner.processId, request, timeout, gone.signal) };
+    }
+    const served = listener === 'http' ? serveHttpProxy(stream, streamHost, owner.masking) : serveSocks5(stream, streamHost);
+    served.catch((e) => {
+      owner.log('warn', `proxied connection of ${owner.processId} failed: ${String(e)}`);
+      sock.destroy();
+    });
+  };
+
+  channel.on('message', (message, handle) => {
+    if (closed) return;
+    const m = message as { listener?: unknown } | null;
+    const listener = m && typeof m === 'object' ? m.listener : undefined;
+    if ((listener !== 'http' && listener !== 'socks') || servers.has(listener)) {
+      if (handle instanceof net.Server) handle.close();
+      else if (handle instanceof net.Socket) handle.destroy();
+      return refuse('unexpected message');
+    }
+    if (!(handle instanceof net.Server)) return refuse(`no listening socket for ${listener}`);
+    servers.set(listener, handle);
+    const at = handle.address();
+    if (!at || typeof at === 'string' || at.address !== '127.0.0.1') return refuse(`the ${listener} listener is not on 127.0.0.1`);
+    handle.on('error', () => refuse(`the ${listener} listener failed`));
+    // A child that half-closes (shuts down its sending side) still gets the rest of the answer;
+    // Node's received server would end our side at the child's FIN and drop what is in flight.
+    (handle as net.Server & { allowHalfOpen: boolean }).allowHalfOpen = true;
+    if (listener === 'socks' && !launch.proxy.enableSocks5) handle.close();
+    else handle.on('connection', (sock: net.Socket) => serveConnection(listener, sock));
+    if (servers.size === 2) disconnect();
+  });
+  return { close };
 }

@@ -6,6 +6,7 @@
 // enforce is refused (-32600) before anything runs.
 import { invalidRequest } from '../../protocol/errors';
 import type { SandboxProfile } from '../sandbox/profile';
+import { checkProviders } from './credentials';
 import type { ManagedNetworkContext, NetworkProxyLaunch } from './launch-config';
 
 /** The variables a client-run proxy is named by in `env` (the reference's route list). */
@@ -45,7 +46,10 @@ export function networkMode(r: NetworkRequest): NetworkMode {
     if (r.sandbox.kind !== 'managed') throw refuse('an executor-local proxy needs a managed sandbox here');
     // node-pty gives a PTY child no descriptor beyond its terminal for the relay.
     if (r.tty) throw refuse('a proxied process cannot be a PTY here (tty: true)');
-    if (r.networkProxy.proxy.credentialMasking) throw refuse('credential masking is not supported by this exec-server');
+    if (r.networkProxy.proxy.credentialMasking) checkProviders(r.networkProxy.proxy.credentialProviders);
+    // Not advertised (networkProxyTransparentTcp): a launch asking for it must not run as if it
+    // had it (programs ignoring the proxy variables would get nowhere instead of being proxied).
+    if (r.networkProxy.proxy.transparentTcp) throw refuse('transparent TCP is not supported by this exec-server');
     return { kind: 'proxy', launch: r.networkProxy };
   }
   const sandboxGiven = !(r.sandbox.kind === 'none' && r.sandbox.type === 'absent');

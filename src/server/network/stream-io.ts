@@ -3,6 +3,8 @@
 // and joining two streams so that either side's end or reset reaches the other.
 import net from 'node:net';
 import type { Duplex } from 'node:stream';
+import { holdChunk, NET_BLOCK_BYTES, releaseChunk } from '../process/read-blocks';
+import { readRecycled } from '../process/recycled-pipe-reader';
 import type { ResolvedAddress } from './resolve';
 
 /** How long a proxied connection may take to send its request (head / SOCKS5 handshake). */
@@ -77,7 +79,8 @@ export async function connectPinned(addresses: readonly ResolvedAddress[], port:
   for (const a of addresses) {
     try {
       return await new Promise<net.Socket>((resolve, reject) => {
-        const s = net.connect({ host: a.address, port, family: a.family });
+        // allowHalfOpen: an origin that half-closes still gets what the child sends after that.
+        const s = net.connect({ host: a.address, port, family: a.family, allowHalfOpen: true });
         const timer = setTimeout(() => s.destroy(new Error('connect timeout')), CONNECT_TIMEOUT_MS);
         s.once('connect', () => {
           clearTimeout(timer);
@@ -96,11 +99,35 @@ export async function connectPinned(addresses: readonly ResolvedAddress[], port:
   throw last;
 }
 
+/**
+ * Moves `from`'s bytes to `to` in recycled read blocks (../process/read-blocks.ts): once a
+ * connection streams, its reads go into 256 KiB blocks that are already mapped instead of a
+ * fresh 64 KiB allocation per read, which the kernel had to fault in and zero (measured in a
+ * one-hop forwarder: ~300 → ~70 ms of CPU per 64 MiB; docs/performance.md "The managed network proxy").
+ * A block is held until `to` has taken it; `from` waits while `to` is above its mark.
+ */
+function relayOneWay(from: Duplex, to: Duplex): void {
+  let waiting = false;
+  readRecycled(from, (d) => {
+    if (to.destroyed) return;
+    holdChunk(d);
+    if (!to.write(d, () => releaseChunk(d)) && !waiting) {
+      waiting = true;
+      from.pause();
+      to.once('drain', () => {
+        waiting = false;
+        from.resume();
+      });
+    }
+  }, NET_BLOCK_BYTES);
+  from.once('end', () => to.end());
+}
+
 /** Relays both ways; an end is passed on as a half close, a reset or error destroys both. */
 export function splice(a: Duplex, b: Duplex, aPrefix?: Buffer): void {
   if (aPrefix && aPrefix.length > 0) b.write(aPrefix);
-  a.pipe(b);
-  b.pipe(a);
+  relayOneWay(a, b);
+  relayOneWay(b, a);
   const kill = () => {
     a.destroy();
     b.destroy();
@@ -110,4 +137,5 @@ export function splice(a: Duplex, b: Duplex, aPrefix?: Buffer): void {
   a.on('close', kill);
   b.on('close', kill);
   a.resume();
+  b.resume();
 }

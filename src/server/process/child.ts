@@ -23,10 +23,18 @@ export interface SpawnRequest {
   /** argv already closes every inherited descriptor before the command runs (a sandbox wrapper). */
   closesDescriptors?: boolean;
   /**
-   * Pipes only: one more descriptor, a socketpair at number `fd` in the child (the managed
-   * network relay's, ../network); `onStream` gets the server's end once the child is spawned.
+   * Pipes only: a Node IPC channel at number `fd` in the child (the managed network relay's,
+   * ../network), which can carry descriptors; `onChannel` gets the child's handle to it at once.
    */
-  extraSocket?: { fd: number; onStream(s: import('node:stream').Duplex): void };
+  channel?: { fd: number; onChannel(c: IpcChannel): void };
+}
+
+/** What a Node IPC channel to a child offers (a ChildProcess spawned with 'ipc'). */
+export interface IpcChannel {
+  on(event: 'message', f: (message: unknown, handle: unknown) => void): unknown;
+  on(event: 'disconnect', f: () => void): unknown;
+  readonly connected: boolean;
+  disconnect(): void;
 }
 
 export interface ChildHandle {
@@ -71,6 +79,72 @@ export function killGroup(pid: number, signal: NodeJS.Signals | number, fallback
     process.kill(pid, signal);
   } catch {
     // already gone
+  }
+}
+
+/**
+ * Linux: every live descendant of `pid` by parent links (/proc/<n>/stat), whatever group or
+ * session it is in. Empty elsewhere, or when /proc cannot be listed.
+ */
+export function descendantsOf(pid: number): number[] {
+  if (process.platform !== 'linux') return [];
+  const children = new Map<number, number[]>();
+  let names: string[];
+  try {
+    names = fs.readdirSync('/proc');
+  } catch {
+    return [];
+  }
+  for (const n of names) {
+    if (!/^\d+$/.test(n)) continue;
+    let stat: string;
+    try {
+      stat = fs.readFileSync(`/proc/${n}/stat`, 'utf8');
+    } catch {
+      continue; // gone meanwhile
+    }
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    if (f[0] === 'Z' || f[0] === 'X') continue;
+    const ppid = Number(f[1]);
+    const list = children.get(ppid);
+    if (list) list.push(Number(n));
+    else children.set(ppid, [Number(n)]);
+  }
+  const out: number[] = [];
+  const stack = [pid];
+  while (stack.length > 0) for (const c of children.get(stack.pop()!) ?? []) out.push(c), stack.push(c);
+  return out;
+}
+
+/**
+ * SIGKILL for a whole tree: the process group (what a shell pipeline is in) and every
+ * descendant found by parent links, which also reaches one that left the group (`setsid`,
+ * a PTY child's own session) while an ancestor of it still lives. The descendants are stopped
+ * first and looked for again until no new one appears, so none forks away between the look and
+ * the kill. Not reached: a descendant whose parent already exited (re-parented to init) and that
+ * left the group; a managed sandbox's pid namespace ends with its first process instead.
+ */
+export function killTree(pid: number, fallbackToPid = false): void {
+  const found = new Set<number>();
+  for (let pass = 0; pass < 8; pass++) {
+    const fresh = descendantsOf(pid).filter((p) => !found.has(p));
+    if (fresh.length === 0) break;
+    for (const p of fresh) {
+      found.add(p);
+      try {
+        process.kill(p, 'SIGSTOP');
+      } catch {
+        // already gone
+      }
+    }
+  }
+  killGroup(pid, 'SIGKILL', fallbackToPid);
+  for (const p of found) {
+    try {
+      process.kill(p, 'SIGKILL');
+    } catch {
+      // already gone
+    }
   }
 }
 

@@ -66,6 +66,10 @@ export class ManagedProcess {
   private leaderExited = false;
   /** `sandboxDenied` of process/exited and process/read: ../sandbox/denial.ts over the output retained at exit. */
   private denied = false;
+  /** The engine stopped the sandbox for what it did (stopForViolation): the exit is sandboxDenied. */
+  private violation: string | undefined;
+  /** Adds engine text to the process's output (set once started). */
+  private note: ((text: string) => void) | undefined;
   /** seq of the process/exited event (0 until exit): a reader before it has news. */
   private exitSeq = 0;
   closed = false;
@@ -92,10 +96,15 @@ export class ManagedProcess {
     this.applyPause();
   }
 
-  /** Retention cap for the current unacknowledged output (flow-controlled processes). */
+  /**
+   * Retention cap for the current unacknowledged output (flow-controlled processes), never more
+   * than the window: a window that is not enforced (the client did not opt in to flow control,
+   * so it never acknowledges) would otherwise keep every byte the child wrote.
+   */
   private fitRetention(): void {
     if (this.window <= 0) return;
-    this.buffer.capBytes = Math.max(this.retainBytes, this.producedBytes - this.consumedBytes + WINDOW_RETENTION_SLACK);
+    const unacked = Math.min(this.producedBytes - this.consumedBytes, this.window);
+    this.buffer.capBytes = Math.max(this.retainBytes, unacked + WINDOW_RETENTION_SLACK);
   }
   get outputWindow(): number {
     return this.window;
@@ -158,7 +167,7 @@ export class ManagedProcess {
       this.exitCode = exitCode;
       const seq = this.nextSeq++;
       this.exitSeq = seq;
-      this.denied = alwaysDenied ? exitCode !== 0 : sandboxDenied(this.sandboxed, exitCode, () => this.buffer.tail(DENIAL_SCAN_BYTES));
+      this.denied = this.violation !== undefined || (alwaysDenied ? exitCode !== 0 : sandboxDenied(this.sandboxed, exitCode, () => this.buffer.tail(DENIAL_SCAN_BYTES)));
       this.host.notify('process/exited', { processId: this.id, seq, exitCode, sandboxDenied: this.denied });
       this.wake();
     };
@@ -195,9 +204,10 @@ export class ManagedProcess {
         this.host.closed(this);
       },
     };
+    this.note = (text) => events.output(tty ? 'pty' : 'stderr', Buffer.from(text));
     const child = tty ? await spawnPty(req, events) : await spawnPipe(req, events);
     this.child = child;
-    if (this.disposed) child.kill('SIGKILL'); // the session ended while we were spawning
+    if (this.disposed || this.violation !== undefined) child.kill('SIGKILL'); // the session ended (or the sandbox was stopped) while we were spawning
     else if (this.childPaused) child.pause();
   }
 
@@ -221,7 +231,7 @@ export class ManagedProcess {
   /** Is there something a reader after `afterSeq` has not seen (output, or a final state)? */
   hasNews(afterSeq: number | undefined): boolean {
     // The exit itself is news to a reader that has not seen its seq (the reference answers at
-    // once then), even while a leftover grandchild keeps the streams open (found by test/security/faults).
+    // once then), even while a leftover grandchild keeps the streams open (found by test/cli/main.faults).
     return this.closed || this.disposed || this.buffer.hasAfter(afterSeq ?? 0) || (this.exited && (afterSeq ?? 0) < this.exitSeq);
   }
 
@@ -277,6 +287,19 @@ export class ManagedProcess {
     this.window = 0;
     this.applyPause();
     return true;
+  }
+
+  /**
+   * The sandbox did what the engine does not let a sandbox do (../sandbox/plant-guard.ts): the
+   * process is told why on its error output (so is the agent reading it), killed, and its exit
+   * reported with sandboxDenied.
+   */
+  stopForViolation(why: string): void {
+    if (this.violation !== undefined || this.closed) return;
+    this.violation = why;
+    this.note?.(`\nexec-server: ${why}\n`);
+    if (this.running) this.terminate();
+    else if (this.child && !this.closed) killGroup(this.child.pid, 'SIGKILL');
   }
 
   resize(rows: number, cols: number): void {

@@ -19,17 +19,27 @@
 /** Size of one block: Node's own read size for pipes. */
 export const READ_BLOCK_BYTES = 64 * 1024;
 
-/** Free blocks kept for reuse (16 MiB); beyond that a released block is left to the GC. */
-const MAX_FREE_BLOCKS = 256;
+/**
+ * Size of a block for a network relay (../network/stream-io.ts): a socket whose peer sends
+ * fast has more than 64 KiB waiting per wakeup, and one read per 256 KiB took the proxied
+ * download's system time from ~70 to ~45 ms per 64 MiB (docs/performance.md "The managed
+ * network proxy").
+ */
+export const NET_BLOCK_BYTES = 256 * 1024;
+
+/** Bytes of free blocks kept for reuse per size (16 MiB); beyond that a released block is left to the GC. */
+const MAX_FREE_BYTES = 16 * 1024 * 1024;
 
 interface Block {
   readonly bytes: Buffer;
+  /** The free list it goes back to (one per block size). */
+  readonly free: Block[];
   /** Holders: the reader (while it reads into the block) and every keeper of a chunk of it. */
   refs: number;
 }
 
 const blockOf = new WeakMap<ArrayBufferLike, Block>();
-const free: Block[] = [];
+const freeBySize = new Map<number, Block[]>();
 /** Counters for tests and diagnostics; `held`: blocks someone holds now (donated ones not counted). */
 export const readBlockStats = { allocated: 0, reused: 0, donated: 0, held: 0 };
 
@@ -38,11 +48,13 @@ export const readBlockStats = { allocated: 0, reused: 0, donated: 0, held: 0 };
  * on with the chunk read into it). Every block is its own allocation, so `chunk.buffer`
  * identifies the block of any chunk cut from it.
  */
-export function takeReadBlock(): Buffer {
+export function takeReadBlock(bytes: number = READ_BLOCK_BYTES): Buffer {
+  let free = freeBySize.get(bytes);
+  if (!free) freeBySize.set(bytes, (free = []));
   let block = free.pop();
   if (block) readBlockStats.reused++;
   else {
-    block = { bytes: Buffer.allocUnsafeSlow(READ_BLOCK_BYTES), refs: 0 };
+    block = { bytes: Buffer.allocUnsafeSlow(bytes), free, refs: 0 };
     blockOf.set(block.bytes.buffer, block);
     readBlockStats.allocated++;
   }
@@ -69,13 +81,15 @@ export function releaseChunk(data: Uint8Array): void {
   block.refs--;
   if (block.refs !== 0) return;
   readBlockStats.held--;
-  if (free.length < MAX_FREE_BLOCKS) free.push(block);
+  if ((block.free.length + 1) * block.bytes.length <= MAX_FREE_BYTES) block.free.push(block);
 }
 
 /** Forgets the free blocks kept for reuse (an idle server's memory goes back); held blocks are untouched. */
 export function dropFreeBlocks(): void {
-  for (const block of free) blockOf.delete(block.bytes.buffer);
-  free.length = 0;
+  for (const free of freeBySize.values()) {
+    for (const block of free) blockOf.delete(block.bytes.buffer);
+    free.length = 0;
+  }
 }
 
 /** The chunk goes to a consumer that keeps it as long as it likes: its block is never reused. */

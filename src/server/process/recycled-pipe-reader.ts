@@ -8,7 +8,7 @@
 // read below COPY_BELOW_BYTES) gives its block back and reads into a small buffer of its own
 // until a read fills that: a thousand such processes hold 4 MiB, not 64.
 import type { Readable } from 'node:stream';
-import { releaseChunk, takeReadBlock } from './read-blocks';
+import { READ_BLOCK_BYTES, releaseChunk, takeReadBlock } from './read-blocks';
 
 /** A read at least this large makes the pipe switch to recycled blocks. */
 const SWITCH_AT_BYTES = 32 * 1024;
@@ -26,7 +26,7 @@ interface UserBufferInternals {
  * only during the call unless the callee holds it (read-blocks.ts); `release` of the block
  * follows right after.
  */
-export function readRecycled(socket: Readable, deliver: (data: Buffer) => void): void {
+export function readRecycled(socket: Readable, deliver: (data: Buffer) => void, blockBytes: number = READ_BLOCK_BYTES): void {
   const onData = (d: Buffer) => {
     deliver(d);
     if (d.length >= SWITCH_AT_BYTES && !switchScheduled) {
@@ -52,7 +52,7 @@ export function readRecycled(socket: Readable, deliver: (data: Buffer) => void):
     const handle = (socket as unknown as UserBufferInternals)._handle;
     if (!keys || !handle || typeof handle.useUserBuffer !== 'function') return;
     // What the next read goes into: a recycled block (held by this reader), or `quiet`.
-    let block: Buffer | undefined = takeReadBlock();
+    let block: Buffer | undefined = takeReadBlock(blockBytes);
     let quiet: Buffer | undefined;
     const next = () => block ?? (quiet ??= Buffer.allocUnsafeSlow(QUIET_BUFFER_BYTES));
     const onRead = (n: number) => {
@@ -60,7 +60,7 @@ export function readRecycled(socket: Readable, deliver: (data: Buffer) => void):
         // Read into the small buffer: copied out; a full one means the pipe streams again.
         const full = n === quiet!.length;
         deliver(Buffer.from(quiet!.subarray(0, n)));
-        if (full) block = takeReadBlock();
+        if (full) block = takeReadBlock(blockBytes);
         return;
       }
       if (n < COPY_BELOW_BYTES) {
@@ -72,7 +72,7 @@ export function readRecycled(socket: Readable, deliver: (data: Buffer) => void):
       }
       const chunk = block.subarray(0, n);
       // The reader's hold on the block passes to the chunk; read on into a new block.
-      block = takeReadBlock();
+      block = takeReadBlock(blockBytes);
       try {
         deliver(chunk);
       } finally {

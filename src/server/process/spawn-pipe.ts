@@ -1,18 +1,37 @@
 // Pipe-backed child. `detached: true` makes the child lead its own process group, so
 // interrupt/terminate reach everything it started (a shell and its pipeline).
-import { spawn, type StdioOptions } from 'node:child_process';
+import { spawn, type ChildProcess, type StdioOptions } from 'node:child_process';
 import type { ChildEvents, ChildHandle, SpawnRequest } from './child';
-import { exitCodeOf, killGroup } from './child';
+import { exitCodeOf, killGroup, killTree } from './child';
 import { pipeStdio } from './pty-masters';
 import { readRecycled } from './recycled-pipe-reader';
 
-/** `stdio` with a socketpair at `fd` (slots before it that are not set: not opened). */
-function withExtraSocket(stdio: StdioOptions, fd: number | undefined): StdioOptions {
+/** `stdio` with a Node IPC channel at `fd` (slots before it that are not set: not opened). */
+function withChannel(stdio: StdioOptions, fd: number | undefined): StdioOptions {
   if (fd === undefined) return stdio;
   const out = [...(stdio as unknown[])];
   while (out.length < fd) out.push('ignore');
-  out[fd] = 'pipe';
+  out[fd] = 'ipc';
   return out as StdioOptions;
+}
+
+/**
+ * `child`'s 'close' without the IPC channel: Node counts the channel among what 'close' waits
+ * for but only when the child ends it, not when we disconnect (child_process maybeClose is
+ * called from the channel's EOF only), so a channel we disconnected would keep it from ever
+ * firing. This waits for what else it waits for: the exit and the output pipes.
+ */
+function whenStdioClosed(child: ChildProcess, f: () => void): void {
+  const pipes = [child.stdout, child.stderr].filter((s) => s !== null);
+  let waiting = pipes.length + 1;
+  const one = () => {
+    if (--waiting === 0) process.nextTick(f);
+  };
+  child.once('exit', one);
+  for (const s of pipes) {
+    if (s.destroyed) one();
+    else s.once('close', one);
+  }
 }
 
 export function spawnPipe(req: SpawnRequest, events: ChildEvents): Promise<ChildHandle> {
@@ -23,9 +42,11 @@ export function spawnPipe(req: SpawnRequest, events: ChildEvents): Promise<Child
       argv0: req.arg0,
       detached: true,
       // Other terminals' PTY masters are overlaid with /dev/null (./pty-masters.ts).
-      stdio: withExtraSocket(pipeStdio([req.pipeStdin ? 'pipe' : 'ignore', 'pipe', 'pipe']), req.extraSocket?.fd),
+      stdio: withChannel(pipeStdio([req.pipeStdin ? 'pipe' : 'ignore', 'pipe', 'pipe']), req.channel?.fd),
       windowsHide: true,
     });
+    // Before any message can be read (the channel's reads start in a later turn).
+    if (req.channel) req.channel.onChannel(child);
     let spawned = false;
     let stdinOpen = req.pipeStdin;
     child.once('error', (err) => {
@@ -47,13 +68,10 @@ export function spawnPipe(req: SpawnRequest, events: ChildEvents): Promise<Child
     child.stderr!.on('error', () => {});
     child.once('spawn', () => {
       spawned = true;
-      if (req.extraSocket) {
-        const extra = child.stdio[req.extraSocket.fd] as import('node:stream').Duplex | null;
-        if (extra) req.extraSocket.onStream(extra);
-      }
       const pid = child.pid!;
       child.once('exit', (code, signal) => events.exit(exitCodeOf(code, signal)));
-      child.once('close', () => events.close());
+      if (req.channel) whenStdioClosed(child, () => events.close());
+      else child.once('close', () => events.close());
       resolve({
         pid,
         isPty: false,
@@ -77,7 +95,9 @@ export function spawnPipe(req: SpawnRequest, events: ChildEvents): Promise<Child
           killGroup(pid, 'SIGINT', true);
         },
         kill(signal) {
-          killGroup(pid, signal, true);
+          // While the leader lives its descendants are found through it (not after: pids may be reused).
+          if (signal === 'SIGKILL' && child.exitCode === null && child.signalCode === null) killTree(pid, true);
+          else killGroup(pid, signal, true);
         },
         pause() {
           child.stdout?.pause();

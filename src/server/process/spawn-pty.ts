@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { IPty } from 'node-pty';
 import type { ChildEvents, ChildHandle, SpawnRequest } from './child';
-import { exitCodeOf, foregroundGroupOf, killGroup } from './child';
+import { exitCodeOf, foregroundGroupOf, killGroup, killTree } from './child';
 import { ptyCloser, trackMaster } from './pty-masters';
 
 type NodePty = typeof import('node-pty');
@@ -172,7 +172,8 @@ export async function spawnPty(req: SpawnRequest, events: ChildEvents): Promise<
       if (!stillOurs()) return;
       const fg = foregroundGroupOf(pid); // read before the leader dies
       // Bare-pid fallback: right after spawn the child may not have made its own group yet.
-      killGroup(pid, signal, true);
+      if (signal === 'SIGKILL') killTree(pid, true);
+      else killGroup(pid, signal, true);
       if (fg !== undefined && fg !== pid) killGroup(fg, signal);
     },
     pause() {

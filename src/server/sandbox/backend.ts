@@ -18,7 +18,8 @@ import type { SpawnRequest } from '../process/child';
 import { wrapArgv, type BwrapTools, type ProxiedSandbox } from './bwrap';
 import type { ManagedSandboxProfile } from './profile';
 import { withCarveOuts } from './carve-outs';
-import { resolveProfile } from './resolve';
+import { guardSandbox, type GuardLease, type Planted } from './plant-guard';
+import { resolveProfile, writableSymlinkCrossing } from './resolve';
 import { ensureToolFiles, sandboxSupport } from './support';
 
 export interface SandboxBackend {
@@ -29,6 +30,11 @@ export interface SandboxBackend {
    * `proxied`: behind the managed network proxy's relay (../network), network unshared.
    */
   wrap(profile: ManagedSandboxProfile, req: SpawnRequest, proxied?: ProxiedSandbox): SpawnRequest;
+  /**
+   * Watches what the sandbox of `profile` creates from now on (./plant-guard.ts): call before
+   * spawning it, release once it closed; `onPlant` must stop it.
+   */
+  guard(profile: ManagedSandboxProfile, onPlant: (p: Planted[]) => void): GuardLease;
 }
 
 export class BwrapBackend implements SandboxBackend {
@@ -37,9 +43,22 @@ export class BwrapBackend implements SandboxBackend {
 
   wrap(profile: ManagedSandboxProfile, req: SpawnRequest, proxied?: ProxiedSandbox): SpawnRequest {
     ensureToolFiles(this.tools);
+    const resolved = resolveProfile(profile);
     // The engine's own read-only carve-outs below the writable roots (./carve-outs.ts).
-    const argv = wrapArgv(withCarveOuts(resolveProfile(profile)).profile, { argv: req.argv, cwd: req.cwd, arg0: req.arg0, proxied }, this.tools);
+    const carved = withCarveOuts(resolved).profile;
+    const crossing = writableSymlinkCrossing(profile, resolved);
+    if (crossing) {
+      // As the reference: the start succeeds, nothing of the command runs, the reason goes to
+      // stderr and the exit code is 1.
+      const say = 'printf "%s\\n" "$1" >&2; exit 1';
+      return { ...req, argv: [this.tools.sh, '-c', say, 'exec-server-sandbox', `error building bubblewrap command: Fatal error: ${crossing}`], arg0: undefined };
+    }
+    const argv = wrapArgv(carved, { argv: req.argv, cwd: req.cwd, arg0: req.arg0, proxied }, this.tools);
     return { ...req, argv, arg0: undefined, closesDescriptors: true };
+  }
+
+  guard(profile: ManagedSandboxProfile, onPlant: (p: Planted[]) => void): GuardLease {
+    return guardSandbox(resolveProfile(profile).writableRoots, onPlant);
   }
 }
 

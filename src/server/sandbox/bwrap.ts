@@ -24,19 +24,22 @@ export const CLOSE_FDS_SCRIPT = 'for f in /proc/self/fd/*; do f=${f##*/}; if [[ 
 
 /**
  * The first program of a proxied sandbox (managed network proxy, ../network): closes every
- * descriptor above 2 but the relay's (4), starts the relay (../network/relay-source.ts) under
- * `env -i` with that descriptor, reads the two ports it listens on inside the sandbox's network
- * namespace, closes the relay's descriptors, sets the proxy variables to those ports and execs the
- * command (the relay stays in the sandbox and dies with it). Arguments: env, node, relay source,
- * HTTP variable names, SOCKS variable names, the SOCKS URL scheme (`http` without SOCKS5).
+ * descriptor above 2 but the executor's IPC channel (4), starts the relay
+ * (../network/relay-source.ts) under `env -i` with that channel (NODE_CHANNEL_FD), reads the two
+ * ports it listens on inside the sandbox's network namespace (its listening sockets are the
+ * executor's by then), closes the channel, drops Node's channel variables from the command's
+ * environment (a Node program would otherwise look for a channel at fd 4), sets the proxy
+ * variables to those ports and execs the command. Arguments: env, node, relay source, HTTP
+ * variable names, SOCKS variable names, the SOCKS URL scheme (`http` without SOCKS5).
  */
 export const PROXIED_SCRIPT = [
   "IFS=$' \\t\\n'",
   'for f in /proc/self/fd/*; do f=${f##*/}; if [[ $f -gt 2 && $f -ne 4 ]]; then exec {f}>&-; fi; done',
   'e=$1 n=$2 s=$3 hk=$4 sk=$5 ss=$6; shift 6',
-  'exec {r}< <(exec "$e" -i ELECTRON_RUN_AS_NODE=1 "$n" -e "$s" </dev/null 2>/dev/null)',
+  'exec {r}< <(exec "$e" -i ELECTRON_RUN_AS_NODE=1 NODE_CHANNEL_FD=4 NODE_CHANNEL_SERIALIZATION_MODE=json "$n" -e "$s" </dev/null 2>/dev/null)',
   'read -r hp sp <&$r || { echo "exec-server: the network proxy relay did not start" >&2; exit 101; }',
   'exec {r}<&- 4>&-',
+  'unset NODE_CHANNEL_FD NODE_CHANNEL_SERIALIZATION_MODE',
   'for k in $hk; do export "$k=http://127.0.0.1:$hp"; done',
   'if [[ $ss = http ]]; then u=http://127.0.0.1:$hp; else u=$ss://127.0.0.1:$sp; fi',
   'for k in $sk; do export "$k=$u"; done',
@@ -114,11 +117,12 @@ export function bwrapArgs(
   // Made read-only last: a more specific rule below a hidden directory (e.g. a writable
   // project under a `none` home) needs its mount point created in the tmpfs first.
   const remountRo: string[] = [];
+  const scanned = new Set(profile.rules.filter((r) => r.scanned).map((r) => r.path));
   for (const p of paths) {
     const access = accessFor(profile, p);
     if (access === 'write') args.push('--bind', p, p);
     // A carve-out the engine's scan found (./carve-outs.ts) may vanish before bwrap runs.
-    else if (access === 'read') args.push(profile.rules.some((r) => r.path === p && r.scanned) ? '--ro-bind-try' : '--ro-bind', p, p);
+    else if (access === 'read') args.push(scanned.has(p) ? '--ro-bind-try' : '--ro-bind', p, p);
     else if (probe.kind(p) === 'directory') {
       // An empty, read-only, mode-000 directory: listing and creating fail with EACCES. With
       // something re-exposed below it, search (x) only, so that path can be reached.

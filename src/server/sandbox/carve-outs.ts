@@ -7,29 +7,66 @@
 // - every regular file with other hard links (nlink > 1, e.g. a pnpm store's): the bind mount
 //   of its directory writes through to the other name, outside the sandbox. A directory with
 //   many of them (a package in node_modules/.pnpm) is carved out whole instead of one mount each.
-// The scan is bounded (entries visited, carve-outs) and cached per directory by its mtime and
-// inode: a start after the first re-reads only directories whose entries changed (a file's
+// The scan is bounded (entries visited, carve-outs) and cached per directory by its mtime, ctime
+// and inode, only once both are older than the timestamp granularity allows to trust (a second
+// write in the same clock tick leaves the mtime as it was, and utimes(2) can put an mtime back,
+// but not the ctime): a start after the first re-reads only directories whose entries changed (a file's
 // nlink only grows through a new name in some directory; a new name made inside a writable
 // root is a changed directory, and one made outside cannot be: link(2) across mounts is EXDEV).
-// A scan over its bounds is reported `complete: false`: the carve-outs found so far still
-// apply, and whoever decides that a run needs no question (the VS Code gate) asks instead.
+// A directory the scan cannot read is carved out whole (the same user may still write below
+// it: a mode-0300 directory is writable and enterable, and its contents are unseen). A scan
+// over its bounds (entries, carve-outs, time) is reported `complete: false` with the reason:
+// the carve-outs found so far still apply, and whoever decides that a run needs no question
+// (the VS Code gate) asks instead. Names that did not exist when a sandbox started are the
+// business of ./plant-guard.ts.
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
-import { isInside, profileFromRules, type ManagedSandboxProfile, type SandboxRule } from './profile';
+import { decidingRule, profileFromRules, type ManagedSandboxProfile, type SandboxRule } from './profile';
+import { isInside } from '../paths';
 
 /** Entries (files and directories) one scan of one root may visit. */
 export const SCAN_MAX_ENTRIES = 500_000;
 /** Carve-outs (mounts) one sandbox may get from the scan. */
 export const SCAN_MAX_CARVE_OUTS = 4_096;
+/** Time one scan may take (a cold cache on a slow disk): past it, the scan is incomplete. */
+export const SCAN_MAX_MS = 2_000;
+/**
+ * ...of a temp directory itself (`/tmp`: everybody's leftovers, 100 000 entries on a busy
+ * machine). Best effort: what it finds is carved out, the rest is cached for the next start,
+ * and it never makes a profile incomplete (temp dirs are not part of the promise, see
+ * ./plant-guard.ts).
+ */
+const SCAN_TEMP_MAX_MS = 250;
 /** More multiply-linked files than this in one directory: the directory is carved out whole. */
 const LINKED_FILES_PER_DIR = 8;
 
+/**
+ * A directory changed this recently is re-read at every scan: filesystems stamp times from a
+ * coarse clock (a jiffy; FAT keeps 2 s), so a second change within the same tick can leave both
+ * times as the cache saw them.
+ */
+const UNSETTLED_MS = 2_000;
+
 interface DirEntry {
   mtimeMs: number;
+  ctimeMs: number;
   ino: number;
+  /** Both times were older than UNSETTLED_MS when it was read: its times can be trusted. */
+  settled: boolean;
   subdirs: string[];
-  /** Protected names (`.git`, `.vscode`, `*.code-workspace`; gitdirs they name) found in it. */
+  /** Protected names (`.git`, `.vscode`, `*.code-workspace`, quarantined ones) found in it. */
   protectedPaths: string[];
+  /** What those name elsewhere (a gitfile's gitdir, a symlink's target): carved out too. */
+  targets: string[];
+  /**
+   * Those of protectedPaths that are symlinks: not bound themselves (bwrap cannot mount onto a
+   * link; it resolves the destination), their targets are; replacing the link is a new entry the
+   * plant guard moves aside.
+   */
+  links: string[];
+  /** The directory itself could not be listed: carved out whole. */
+  unreadable: boolean;
   /** Multiply-linked regular files in it. */
   linked: string[];
   /** Entries it holds (for the budget). */
@@ -40,8 +77,22 @@ const cache = new Map<string, DirEntry>();
 /** Directories kept in the cache at most (the oldest are dropped first). */
 const CACHE_MAX_DIRS = 200_000;
 
+/** Suffix ./plant-guard.ts gives a protected entry a sandbox created (no longer a name git or VS Code reads). */
+export const QUARANTINE_SUFFIX = '.exec-server-quarantine';
+
+/**
+ * Names whose content makes code run outside a sandbox (git's repository discovery, VS Code's
+ * workspace settings and tasks). Compared case-insensitively: a case-folding directory
+ * (ext4 `chattr +F`, a mounted FAT/NTFS/APFS disk) resolves `.GIT` as `.git`.
+ */
+export function isPlantableName(name: string): boolean {
+  const n = name.toLowerCase();
+  return n === '.git' || n === '.vscode' || n.endsWith('.code-workspace');
+}
+
+/** Plantable names and the quarantined ones (a later sandbox must not rename them back). */
 function isProtectedName(name: string): boolean {
-  return name === '.git' || name === '.vscode' || name.endsWith('.code-workspace');
+  return isPlantableName(name) || name.includes(QUARANTINE_SUFFIX);
 }
 
 /** The directory a gitfile (`gitdir: <path>`) names, resolved against its own directory. */
@@ -55,12 +106,15 @@ function gitfileTarget(file: string): string | undefined {
 }
 
 function readDir(dir: string, st: fs.Stats): DirEntry {
-  const entry: DirEntry = { mtimeMs: st.mtimeMs, ino: st.ino, subdirs: [], protectedPaths: [], linked: [], size: 0 };
+  const settled = Date.now() - Math.max(st.mtimeMs, st.ctimeMs) > UNSETTLED_MS;
+  const entry: DirEntry = { mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs, ino: st.ino, settled, subdirs: [], protectedPaths: [], targets: [], links: [], unreadable: false, linked: [], size: 0 };
   let names: fs.Dirent[];
   try {
     names = fs.readdirSync(dir, { withFileTypes: true });
-  } catch {
-    return entry; // unreadable: nothing below it can be written by the user's sandbox either
+  } catch (e) {
+    // Gone meanwhile: nothing to protect. Unreadable (EACCES): unseen, so carved out whole.
+    entry.unreadable = (e as NodeJS.ErrnoException).code !== 'ENOENT' && (e as NodeJS.ErrnoException).code !== 'ENOTDIR';
+    return entry;
   }
   entry.size = names.length;
   for (const d of names) {
@@ -69,10 +123,11 @@ function readDir(dir: string, st: fs.Stats): DirEntry {
       entry.protectedPaths.push(p);
       if (d.name === '.git' && d.isFile()) {
         const target = gitfileTarget(p);
-        if (target) entry.protectedPaths.push(target);
+        if (target) entry.targets.push(target);
       } else if (d.isSymbolicLink()) {
+        entry.links.push(p);
         try {
-          entry.protectedPaths.push(fs.realpathSync(p));
+          entry.targets.push(fs.realpathSync(p));
         } catch {
           // dangling: nothing to protect behind it
         }
@@ -94,15 +149,51 @@ function readDir(dir: string, st: fs.Stats): DirEntry {
 export interface CarveOutScan {
   /** Paths to make read-only (existing when scanned; mounted with --ro-bind-try). */
   paths: string[];
+  /** The protected entries themselves (a subset of `paths`: names, not what they point to). */
+  entries: string[];
+  /** Every directory visited (listed or carved out whole). */
+  dirs: string[];
+  /** Their inode numbers as the scan saw them (./plant-guard.ts watches by them without another lstat). */
+  inos: number[];
   /** False when a bound stopped the scan: paths below unvisited directories are missing. */
   complete: boolean;
+  /** Why it is incomplete, in words. */
+  reason?: string;
 }
 
+/**
+ * The last scans, kept until the end of the current turn: one sandboxed start asks twice in a
+ * row, synchronously (./plant-guard.ts before its spawn, then the carve-outs for its mounts),
+ * and the second answer would be the same but for what another process changed meanwhile.
+ */
+const turnScans = new Map<string, CarveOutScan>();
+
 /** Scans `root` (absolute, symlink-resolved) for the carve-outs above; see the top of the file. */
-export function scanCarveOuts(root: string, maxEntries = SCAN_MAX_ENTRIES): CarveOutScan {
+export function scanCarveOuts(root: string, maxEntries = SCAN_MAX_ENTRIES, maxMs = SCAN_MAX_MS, skip: readonly string[] = []): CarveOutScan {
+  const key = `${maxEntries}:${maxMs}:${root}:${skip.join('\0')}`;
+  const memo = turnScans.get(key);
+  if (memo) return memo;
+  const scan = scanNow(root, maxEntries, maxMs, new Set(skip));
+  if (turnScans.size === 0) setImmediate(() => turnScans.clear());
+  turnScans.set(key, scan);
+  return scan;
+}
+
+/** Forgets the scans of this turn (after a change the caller made itself, e.g. a quarantine). */
+export function forgetTurnScans(): void {
+  turnScans.clear();
+}
+
+/** `skip`: directories below `root` not entered (writable roots of their own, scanned apart). */
+function scanNow(root: string, maxEntries: number, maxMs: number, skip: ReadonlySet<string>): CarveOutScan {
   const paths: string[] = [];
+  const entries: string[] = [];
+  const dirs: string[] = [];
+  const inos: number[] = [];
   const stack = [root];
   let visited = 0;
+  const deadline = Date.now() + maxMs;
+  const stop = (reason: string): CarveOutScan => ({ paths: paths.slice(0, SCAN_MAX_CARVE_OUTS), entries, dirs, inos, complete: false, reason });
   while (stack.length > 0) {
     const dir = stack.pop()!;
     let st: fs.Stats;
@@ -114,21 +205,42 @@ export function scanCarveOuts(root: string, maxEntries = SCAN_MAX_ENTRIES): Carv
     }
     if (!st.isDirectory()) continue;
     let entry = cache.get(dir);
-    if (!entry || entry.mtimeMs !== st.mtimeMs || entry.ino !== st.ino) {
+    if (!entry || !entry.settled || entry.mtimeMs !== st.mtimeMs || entry.ctimeMs !== st.ctimeMs || entry.ino !== st.ino) {
       entry = readDir(dir, st);
       cache.delete(dir);
       if (cache.size >= CACHE_MAX_DIRS) cache.delete(cache.keys().next().value!);
       cache.set(dir, entry);
     }
+    dirs.push(dir);
+    inos.push(st.ino);
     visited += entry.size;
-    if (visited > maxEntries) return { paths, complete: false };
-    paths.push(...entry.protectedPaths);
+    if (visited > maxEntries) return stop(`more than ${maxEntries} entries below ${root}`);
+    if ((dirs.length & 255) === 0 && Date.now() > deadline) return stop(`scanning ${root} took more than ${maxMs} ms`);
+    if (entry.unreadable) {
+      paths.push(dir);
+      continue;
+    }
+    paths.push(...(entry.links.length ? entry.protectedPaths.filter((q) => !entry.links.includes(q)) : entry.protectedPaths), ...entry.targets);
+    entries.push(...entry.protectedPaths);
     if (entry.linked.length > LINKED_FILES_PER_DIR) paths.push(dir);
     else paths.push(...entry.linked);
-    if (paths.length > SCAN_MAX_CARVE_OUTS) return { paths: paths.slice(0, SCAN_MAX_CARVE_OUTS), complete: false };
-    stack.push(...entry.subdirs);
+    if (paths.length > SCAN_MAX_CARVE_OUTS) return stop(`more than ${SCAN_MAX_CARVE_OUTS} protected paths below ${root}`);
+    for (const sub of entry.subdirs) if (!skip.has(sub)) stack.push(sub);
   }
-  return { paths, complete: true };
+  return { paths, entries, dirs, inos, complete: true };
+}
+
+/** Temp directories themselves (their real paths too). */
+export function tempRoots(): string[] {
+  const out = new Set(['/tmp', '/var/tmp', '/dev/shm']);
+  const t = os.tmpdir();
+  out.add(t);
+  try {
+    out.add(fs.realpathSync(t));
+  } catch {
+    // missing
+  }
+  return [...out];
 }
 
 /** Writable roots too wide to scan or carve (the client asked for everything writable there). */
@@ -140,6 +252,8 @@ export interface ProtectedProfile {
   profile: ManagedSandboxProfile;
   /** Every writable root was scanned within the bounds. */
   complete: boolean;
+  /** Why not (the first bound hit). */
+  reason?: string;
 }
 
 /**
@@ -149,20 +263,30 @@ export interface ProtectedProfile {
 export function withCarveOuts(prof: ManagedSandboxProfile): ProtectedProfile {
   const extra: SandboxRule[] = [];
   let complete = true;
+  let reason: string | undefined;
   const seen = new Set(prof.rules.map((r) => r.path));
+  const temp = tempRoots();
   for (const root of prof.writableRoots) {
     if (!scannable(root)) continue;
-    const scan = scanCarveOuts(root);
-    complete &&= scan.complete;
+    const isTemp = temp.includes(root);
+    // A temp dir is walked around the workspaces inside it (each is a writable root scanned on
+    // its own): a project under /tmp was otherwise walked twice per start.
+    const nested = isTemp ? prof.writableRoots.filter((w) => w !== root && isInside(w, root)) : [];
+    const scan = scanCarveOuts(root, SCAN_MAX_ENTRIES, isTemp ? SCAN_TEMP_MAX_MS : SCAN_MAX_MS, nested);
+    if (!isTemp) {
+      if (!scan.complete && complete) reason = scan.reason;
+      complete &&= scan.complete;
+    }
     for (const p of scan.paths) {
       if (seen.has(p) || !prof.writableRoots.some((w) => isInside(p, w))) continue;
       seen.add(p);
       extra.push({ path: p, access: 'read', missing: 'skip', scanned: true });
     }
   }
-  if (extra.length === 0) return { profile: prof, complete };
-  // A carve-out never loosens: where a more specific rule already says `none`, that one wins
-  // (rules decide by specificity; ours sit at the protected path itself).
-  const rules = [...prof.rules, ...extra.filter((r) => !prof.rules.some((q) => q.access === 'none' && isInside(r.path, q.path)))];
-  return { profile: profileFromRules(rules, prof.network, prof.cwd), complete };
+  if (extra.length === 0) return { profile: prof, complete, reason };
+  // A carve-out never loosens: where the rule that decides at its path says `none`, that one
+  // wins. Only the deciding rule counts: a `none` on an ancestor that a more specific write rule
+  // re-opens (the workspace writable below a denied parent) must not switch carve-outs off.
+  const rules = [...prof.rules, ...extra.filter((r) => decidingRule(prof, r.path)?.access !== 'none')];
+  return { profile: profileFromRules(rules, prof.network, prof.cwd), complete, reason };
 }

@@ -13,11 +13,12 @@
 // ../fs/fs-methods.ts writeFileVerified) then opens first and judges again, with
 // `confinement()`, where the opened descriptor really is (/proc/self/fd/N) before using it.
 import path from 'node:path';
-import type { RpcError } from '../../protocol/errors';
+import { internalError, type RpcError } from '../../protocol/errors';
 import { fsError } from '../os-errors';
-import { accessFor, isInside, type ManagedSandboxProfile, type SandboxProfile } from './profile';
+import { accessFor, type ManagedSandboxProfile, type SandboxProfile } from './profile';
 import { withCarveOuts } from './carve-outs';
-import { realFs, resolvePath, resolveProfile, type FsProbe } from './resolve';
+import { realFs, resolvePath, resolveProfile, writableSymlinkCrossing, type FsProbe } from './resolve';
+import { isInside } from '../paths';
 
 function errno(code: 'EROFS' | 'EACCES' | 'ENOENT', p: string): RpcError {
   return fsError(Object.assign(new Error(`${code}: ${p}`), { code }));
@@ -51,7 +52,12 @@ function target(p: string, followFinal: boolean, probe: FsProbe): { path: string
 /** Throws the reference's error when `profile` does not allow the access; resolved profiles may be passed in. */
 export function checkFsAccess(profile: SandboxProfile, req: FsAccessRequest, probe: FsProbe = realFs, resolved?: ManagedSandboxProfile): void {
   if (profile.kind !== 'managed') return;
-  const prof = resolved ?? protectedFor(resolveProfile(profile, probe), req.intent, probe);
+  const base = resolveProfile(profile, probe);
+  // A write under a profile whose read-only paths cross a replaceable symlink: refused whatever
+  // it writes, in the reference's words (its sandboxed fs helper fails to build; reads still run there).
+  const crossing = req.intent === 'write' ? writableSymlinkCrossing(profile, base, probe) : undefined;
+  if (crossing) throw internalError(`fs sandbox helper failed with status exit status: 1: error building bubblewrap command: Fatal error: ${crossing}`);
+  const prof = resolved ?? protectedFor(base, req.intent, probe);
   let t: { path: string; parentExists: boolean };
   try {
     t = target(req.path, req.followFinal ?? true, probe);

@@ -4,7 +4,7 @@
 // bubblewrap backend and the in-process fs guard use it, so they agree on what a path is.
 import fs from 'node:fs';
 import path from 'node:path';
-import { profileFromRules, type ManagedSandboxProfile, type SandboxRule } from './profile';
+import { accessFor, PROTECTED_SUBPATHS, profileFromRules, type ManagedSandboxProfile, type SandboxRule } from './profile';
 
 /** Filesystem queries the resolver needs (injectable for unit tests). */
 export interface FsProbe {
@@ -90,4 +90,43 @@ export function resolveProfile(profile: ManagedSandboxProfile, probe: FsProbe = 
     if (res.exists) rules.push({ ...r, path: res.path });
   }
   return profileFromRules(rules, profile.network, profile.cwd);
+}
+
+/**
+ * Why `original`'s read-only or denied rules cannot be enforced, as the reference words it, or
+ * undefined. A rule whose path goes through a symlink the sandbox can write (the link lies in
+ * a writable place) is enforced on the link's target only: the command could replace the link
+ * with a directory of its own (a planted `.git`, a denied path made readable) and the rule
+ * would protect nothing. The reference refuses such a profile ("cannot enforce sandbox
+ * read-only path … because it crosses writable symlink …", measured on 0.169 and 0.171); so
+ * do we.
+ */
+export function writableSymlinkCrossing(original: ManagedSandboxProfile, resolved: ManagedSandboxProfile, probe: FsProbe = realFs): string | undefined {
+  // The reference also protects these below every writable root, whatever the client sent, and
+  // judges them first (measured: a symlinked `.git`, `.agents`, `.codex` or `.aws` in the project
+  // root is refused with no rule for it; a symlinked `.vscode` runs).
+  const metadata: SandboxRule[] = resolved.writableRoots.flatMap((root) =>
+    PROTECTED_SUBPATHS.map((name) => path.join(root, name))
+      .filter((p) => probe.kind(p) !== 'missing')
+      .map((p) => ({ path: p, access: 'read' as const, missing: 'skip' as const })),
+  );
+  for (const r of [...metadata, ...original.rules]) {
+    if (r.access === 'write') continue;
+    const parts = r.path.split('/').filter(Boolean);
+    for (let i = 1; i <= parts.length; i++) {
+      const lexical = '/' + parts.slice(0, i).join('/');
+      let parent: string;
+      try {
+        parent = resolvePath(path.dirname(lexical), probe).path;
+      } catch {
+        break; // a loop: the rule names nothing (resolveProfile dropped it)
+      }
+      const at = path.join(parent, parts[i - 1]);
+      if (probe.kind(at) !== 'symlink') continue;
+      if (accessFor(resolved, at) !== 'write') continue;
+      const what = r.access === 'none' ? 'deny-read' : 'read-only';
+      return `cannot enforce sandbox ${what} path ${r.path} because it crosses writable symlink ${lexical}`;
+    }
+  }
+  return undefined;
 }

@@ -125,9 +125,14 @@ async function probe(bwrap: string): Promise<SandboxSupport> {
  * directory owned by us and closed to others (someone else may have planted the name in a
  * shared /tmp); otherwise a private mkdtemp directory, removed at exit.
  */
+/** Where the engine keeps its sandbox files (seccomp programs, the deny file): in the temp dir, so the agent gate protects it. */
+export function sandboxPrivateDirPath(): string {
+  return path.join(os.tmpdir(), `exec-server-sandbox-${process.getuid?.() ?? 0}`);
+}
+
 function privateDirectory(): string {
   const uid = process.getuid?.() ?? 0;
-  const dir = path.join(os.tmpdir(), `exec-server-sandbox-${uid}`);
+  const dir = sandboxPrivateDirPath();
   const ours = () => {
     const st = fs.lstatSync(dir);
     return st.isDirectory() && st.uid === uid && (st.mode & 0o077) === 0;

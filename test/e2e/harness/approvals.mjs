@@ -22,7 +22,7 @@ export async function answerPendingApprovals(page, controlDir, log) {
     const outcome = await tryAnswer(page, req, waitedMs());
     const giveUpMs = typeof req.giveUpMs === 'number' ? req.giveUpMs : GIVE_UP_MS;
     if (outcome.found && (outcome.clicked || !req.answer)) {
-      log(`approval: ${req.answer ? `clicked "${req.answer}"` : req.notice ? 'found the notice' : 'inspected'} on "${String(outcome.text).slice(0, 300)}"`);
+      log(`approval: ${req.answer ? `clicked "${req.answer}"${outcome.attempts > 1 ? ` (${outcome.attempts} clicks: the first left it on screen)` : ''}` : req.notice ? 'found the notice' : 'inspected'} on "${String(outcome.text).slice(0, 300)}"`);
       writeResult(resultFile, outcome);
     } else if (waitedMs() > giveUpMs) {
       log(`approval: gave up on ${req.answer ? `"${req.answer}"` : 'inspecting'} (${(req.contains ?? []).join(', ')}): ${outcome.error}${outcome.callLog ? `\n${outcome.callLog}` : ''}`);
@@ -67,6 +67,35 @@ async function clickButton(button) {
   }
 }
 
+/**
+ * Clicks `button` inside the question `scope`, then makes sure the question went away (VS Code
+ * closes a notification or dialog on any button click). A click can land on a toast that VS Code
+ * is re-rendering, or the dispatched fallback on a detached copy, and do nothing: then the same
+ * element (by handle, never a re-query that could match another question) still shows the same
+ * text, and its button is clicked again from the page. Reports clicked only when it went away.
+ */
+async function clickAndConfirm(scope, button, answer, text, textSelector) {
+  const handle = await scope.elementHandle({ timeout: 2000 });
+  // Gone: detached, hidden, or showing other text; checked in the page every 100 ms (a failed
+  // check, e.g. the page navigated, counts as gone, as a failed evaluate did).
+  const goneWithin = (ms) => scope.page().waitForFunction(({ el, t, sel }) => {
+    if (!el.isConnected || el.getClientRects().length === 0) return true;
+    const m = sel ? el.querySelector(sel) : el;
+    return !m || m.innerText.trim() !== t;
+  }, { el: handle, t: text, sel: textSelector }, { timeout: ms, polling: 100 }).then(() => true, (err) => err?.name !== 'TimeoutError');
+  for (let attempt = 1; attempt <= 3; attempt += 1) {
+    if (attempt === 1) await clickButton(button);
+    else {
+      await handle.evaluate((el, a) => {
+        const b = [...el.querySelectorAll('a.monaco-button, .monaco-button, [role="button"]')].find((x) => x.textContent?.trim() === a);
+        b?.click();
+      }, answer).catch(() => undefined);
+    }
+    if (await goneWithin(2000)) return { clicked: true, attempts: attempt };
+  }
+  return { clicked: false, attempts: 3, error: `clicked "${answer}" 3 times but the question stayed on screen` };
+}
+
 /** Reads a notification (toast or center item) and clicks `req.answer` on it, if asked to. */
 async function answerItem(page, req, item, where) {
   const message = item.locator('.notification-list-item-message').first();
@@ -77,8 +106,8 @@ async function answerItem(page, req, item, where) {
   const html = (await message.innerHTML()).slice(0, 8000);
   const seen = { found: true, kind: 'toast', where, text, detail: '', buttons, links, html };
   if (!req.answer) return { ...seen, clicked: false };
-  await clickButton(item.getByRole('button', { name: req.answer, exact: true }));
-  return { ...seen, clicked: true };
+  const r = await clickAndConfirm(item, item.getByRole('button', { name: req.answer, exact: true }), req.answer, text, '.notification-list-item-message');
+  return { ...seen, ...r, found: r.clicked };
 }
 
 async function tryAnswer(page, req, pendingMs) {
@@ -97,8 +126,8 @@ async function tryAnswer(page, req, pendingMs) {
       const html = (await box.innerHTML()).slice(0, 8000);
       const seen = { found: true, kind: 'modal', text, detail, buttons, links, html };
       if (!req.answer) return { ...seen, clicked: false };
-      await clickButton(box.locator('.dialog-buttons').getByRole('button', { name: req.answer, exact: true }));
-      return { ...seen, clicked: true };
+      const r = await clickAndConfirm(box, box.locator('.dialog-buttons').getByRole('button', { name: req.answer, exact: true }), req.answer, text, '.dialog-message-text');
+      return { ...seen, ...r, found: r.clicked };
     }
     const toasts = filtered(page.locator(TOASTS), page, req).filter({ visible: true });
     if ((await toasts.count()) > 0) return await answerItem(page, req, toasts.first(), 'toast');
@@ -109,7 +138,8 @@ async function tryAnswer(page, req, pendingMs) {
       lastCenterLook = Date.now();
       if ((await page.locator(CENTER).count()) === 0) {
         await toggleNotificationCenter(page);
-        await page.waitForTimeout(300);
+        // Opened and its rows drawn (an empty center draws none: the bound, not an error).
+        await page.locator(CENTER_ITEMS).first().waitFor({ state: 'visible', timeout: 1000 }).catch(() => undefined);
       }
       try {
         const items = filtered(page.locator(CENTER_ITEMS), page, req);

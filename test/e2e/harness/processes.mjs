@@ -1,6 +1,7 @@
 // Kills a process and everything it started: its descendants (found through /proc, snapshotted
 // before anything dies, so PTY children in their own sessions are included) and its process group.
 import { readdirSync, readFileSync } from 'node:fs';
+import { waitUntil } from './wait.mjs';
 
 function parentMap() {
   const parents = new Map();
@@ -49,8 +50,7 @@ export async function killTree(root, graceMs = 3000) {
   const pids = [root, ...descendants(root)];
   signal(-root, 'SIGTERM'); // the process group (code-server was started detached)
   for (const pid of pids) signal(pid, 'SIGTERM');
-  const deadline = Date.now() + graceMs;
-  while (Date.now() < deadline && pids.some(alive)) await new Promise((r) => setTimeout(r, 100));
+  await waitUntil(() => !pids.some(alive), { timeout: graceMs, what: 'the tree to exit on SIGTERM' }).catch(() => undefined); // then SIGKILL
   // Anything started meanwhile is killed too.
   for (const pid of [...pids, ...descendants(root)]) signal(pid, 'SIGKILL');
   signal(-root, 'SIGKILL');

@@ -68,8 +68,9 @@ async function handle(main, req) {
   if (req.op === 'keys') {
     for (const key of [].concat(req.press ?? [])) {
       await page.keyboard.press(key);
-      await page.waitForTimeout(150);
+      await page.waitForTimeout(150); // why: keys one after another, as a user types (a key has no event for its effect)
     }
+    // why: the workbench has no "done reacting to these keys" event; callers wait for the state they need next
     await page.waitForTimeout(req.settleMs ?? 400);
     return { ok: true };
   }
@@ -100,7 +101,7 @@ async function handle(main, req) {
     } catch {
       await target.dispatchEvent('click');
     }
-    await page.waitForTimeout(req.settleMs ?? 300);
+    await page.waitForTimeout(req.settleMs ?? 300); // why: no "done reacting to the click" event; callers wait for the state they need next
     return { ok: true };
   }
   const widget = page.locator(WIDGET);
@@ -127,8 +128,9 @@ async function handle(main, req) {
   for (const key of [].concat(req.press ?? [])) {
     await input.focus().catch(() => undefined);
     await page.keyboard.press(key);
-    await page.waitForTimeout(150);
+    await page.waitForTimeout(150); // why: keys one after another, as a user types
   }
+  // why: the returned state is what the quick input shows once it reacted; it has no event for that (settleMs: a slower filter)
   await page.waitForTimeout(req.settleMs ?? 400);
   return { ok: true, before, state: await quickInputState(page) };
 }

@@ -10,6 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { killTree } from './processes.mjs';
+import { waitUntil } from './wait.mjs';
 
 const e2eDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 export const repo = path.resolve(e2eDir, '../..');
@@ -56,15 +57,11 @@ function buildProductVsix() {
 }
 
 async function waitHealthy(port, child) {
-  for (let i = 0; i < 300; i++) {
+  const healthy = async () => {
     if (child.exitCode !== null) throw new Error(`code-server exited early (code ${child.exitCode})`);
-    try {
-      const res = await fetch(`http://127.0.0.1:${port}/healthz`);
-      if (res.ok) return;
-    } catch {}
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  throw new Error('code-server did not answer /healthz within 60 s');
+    return fetch(`http://127.0.0.1:${port}/healthz`).then((res) => res.ok, () => false);
+  };
+  await waitUntil(healthy, { timeout: 60_000, interval: 200, what: 'code-server to answer /healthz' });
 }
 
 /** The user settings of every harness run; `extra` adds to / overrides them. */

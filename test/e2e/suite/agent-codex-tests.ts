@@ -1,6 +1,6 @@
 // The real Codex agent through the agent endpoint, in the workbench: the unmodified
 // `codex app-server` (reference package, scripts/install-reference.sh) with a scripted stand-in
-// model (test/codex/mock-model.ts) whose turn calls Codex's shell tool once; Codex's remote
+// model (test/support/codex/mock-model.ts) whose turn calls Codex's shell tool once; Codex's remote
 // environment is the endpoint, configured the way the README tells users to (environments.toml
 // `url` + `auth_bearer_token`). The harness answers the real approval question.
 //   - danger-full-access (Codex sends no sandbox): the question appears; Allow runs, Deny changes nothing;
@@ -10,8 +10,8 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import * as vscode from 'vscode';
-import { startCodexAppServer, type CodexAppServer, type SandboxMode, type TurnResult } from '../../codex/codex-app-server';
-import { startMockModel, type MockModel } from '../../codex/mock-model';
+import { startCodexAppServer, type CodexAppServer, type SandboxMode, type TurnResult } from '../../support/codex/codex-app-server';
+import { startMockModel, type MockModel } from '../../support/codex/mock-model';
 import { agentEndpoint } from './agent-security-tests';
 import { answerApprovalIfShown, defaultApprovalPolicy, inspectApproval, setApprovalPolicyForTest, type ApprovalAnswer, type ApprovalResult } from './approval';
 import { config } from './config';

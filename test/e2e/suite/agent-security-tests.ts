@@ -1,4 +1,4 @@
-// The agent endpoint attacked the way an agent holding the token would (issue 10), in the real
+// The agent endpoint attacked the way an agent holding the token would (docs/security.md, "Agent endpoint: threat model"), in the real
 // workbench: raw websocket requests from agent-client.ts, the real approval question clicked (or
 // only inspected) by the harness. Each test is the attack; it asserts that a question appears
 // where the policy requires one, that Deny (or no answer) changes nothing on disk, in the
@@ -475,6 +475,8 @@ export function registerAgentSecurityTests(): void {
     const { url, token } = await agentEndpoint();
     // The attacker retries "already attached" (-32010) the way a reconnecting client does,
     // until the user's connection goes away (a disconnect, a reload).
+    let refusals = 0;
+    let finished = false;
     const attackerDone = (async (): Promise<string> => {
       const deadline = Date.now() + 20_000;
       while (Date.now() < deadline) {
@@ -488,15 +490,17 @@ export function registerAgentSecurityTests(): void {
         }
         c.terminate();
         if (r.error.code !== -32010) return `refused: ${r.error.message}`;
-        await sleep(100);
+        refusals++;
+        await sleep(100); // why: a paced retry, as a reconnecting client's
       }
       return 'refused: still attached after 20 s';
-    })();
-    await sleep(500);
+    })().finally(() => (finished = true));
+    // The attacker was turned away once while the session is attached, then the user disconnects.
+    await waitFor('the attacker to be refused while attached', () => refusals > 0 || finished, 20_000, 50);
     await vscode.commands.executeCommand('execServer.disconnect', { environment: LOCAL });
     try {
+      // Refused, the attacker never sent its write (it writes only on a resumed session): nothing to wait for.
       const result = await attackerDone;
-      await sleep(1500);
       const f = new Findings();
       f.check(result.startsWith('refused'), `the endpoint refused the Local session: ${result}`);
       f.check(!existsSync(out) || !readFileSync(out, 'utf8').includes('pwned'), `nothing the attacker typed reached the user's process (${existsSync(out) ? readFileSync(out, 'utf8').trim() : 'no output'})`);
@@ -583,6 +587,7 @@ export function registerAgentSecurityTests(): void {
       assert(first.found, `the first question appeared (${first.error})`);
       const aFirst = first.text?.includes(`${pair}-A`) === true;
       const [mine, other] = aFirst ? [`${pair}-A`, `${pair}-B`] : [`${pair}-B`, `${pair}-A`];
+      // why: both requests must be with the gate before the answer, and only the first question shows
       await sleep(1000);
       await answerApproval('Allow for Session', { contains: mine });
       const seen2 = await answerApprovalIfShown('Deny', { contains: other, giveUpMs: 15_000 });
@@ -615,8 +620,11 @@ export function registerAgentSecurityTests(): void {
       // No answer: the request times out (the new gate may enforce a longer minimum timeout).
       const r1 = await Promise.race([s1, sleep(70_000).then(() => undefined)]);
       assert(r1 && !r1.ok, `the unanswered request failed at the timeout (${r1 ? outcome(r1) : 'still pending after 70 s'})`);
+      // The question's toast cannot be taken back (VS Code API): the denial is a warning beside it, without buttons.
+      const denial = await findNotice({ contains: ['Denied: no answer within', m1], giveUpMs: 10_000 });
+      assert(denial.found && (denial.buttons ?? []).length === 0, `a "Denied: no answer within N s" notice without buttons (${denial.error ?? JSON.stringify(denial.buttons)})`);
       const late = await answerApprovalIfShown('Allow for Session', { contains: m1, giveUpMs: 5_000 });
-      await sleep(2000);
+      await sleep(2000); // why: a (wrong) late grant or run must NOT happen: it can only be awaited for a while
       const sp2 = startParams(['/bin/sh', '-c', `echo ${m2} > second.txt`], dir);
       const s2 = c.settle('process/start', sp2);
       const [seen2, r2] = await Promise.all([answerApprovalIfShown('Deny', { contains: m2, giveUpMs: 20_000 }), s2]);
@@ -646,7 +654,7 @@ export function registerAgentSecurityTests(): void {
     const late = await answerApprovalIfShown('Allow', { contains: m, giveUpMs: 5_000 });
     const s = await Promise.race([start, sleep(5_000).then(() => undefined)]);
     if (s?.ok) await settleProcess(c, s, sp.processId);
-    else await sleep(2000);
+    else await sleep(2000); // why: a start that must NOT happen can only be awaited for a while
     assert(!existsSync(path.join(dir, 'ran.txt')), `Allow ${late.clicked ? 'clicked' : '(question gone)'} after 31 s started nothing (process/start ${s ? outcome(s) : 'still pending'})`);
   });
 
@@ -660,9 +668,9 @@ export function registerAgentSecurityTests(): void {
     const shown = await inspectApproval({ contains: m });
     assert(shown.found, `the question appeared (${shown.error})`);
     c.terminate(); // the agent gave up (Codex stops waiting for an MCP start after 30 s)
-    await sleep(1500);
+    await sleep(1500); // why: the click is to come after the extension saw the agent leave (no event of it reaches the test)
     const late = await answerApprovalIfShown('Allow', { contains: m, giveUpMs: 5_000 });
-    await sleep(3000);
+    await sleep(3000); // why: a start that must NOT happen can only be awaited for a while
     assert(!existsSync(path.join(dir, 'ran.txt')), `Allow after the agent left (${late.clicked ? 'clicked' : 'question gone'}) started nothing`);
   });
 
@@ -799,11 +807,19 @@ export function registerAgentSecurityTests(): void {
         else errors.add(r.error.message.replace(/w\d+-\d+/g, 'w…'));
       }
     }
-    const probe = await ctx.connect();
-    const info = await probe.settle('environment/info', {});
+    // The endpoint also bounds its connections (16): with the attack's connections still open a
+    // new one is refused with that JSON-RPC error, which is the endpoint answering, not hanging.
+    let answered: string;
+    try {
+      const info = await (await ctx.connect()).settle('environment/info', {});
+      answered = info.ok ? '' : outcome(info);
+    } catch (e) {
+      const m = (e as Error).message;
+      answered = /too many agent connections/.test(m) ? '' : `connect: ${m}`;
+    }
     const f = new Findings();
     f.check(accepted < CONNECTIONS * PER_CONNECTION, `the endpoint stopped accepting watches before ${CONNECTIONS * PER_CONNECTION} (accepted ${accepted}, ${refusedConnections} connections refused; errors: ${[...errors].slice(0, 3).join(' | ')})`);
-    f.check(info.ok, `the endpoint still answers after the attempt (${outcome(info)})`);
+    f.check(answered === '', `the endpoint still answers after the attempt (${answered})`);
     f.done();
   }, 180_000);
 }
@@ -815,7 +831,8 @@ export function registerAgentSecurityTests(): void {
  * Deny (e.g. "Show Details"). Returns the needles that cannot be seen, and where the others were.
  */
 async function reachableFromQuestion(marker: string, needles: string[]): Promise<{ missing: string[]; how: string }> {
-  const docsText = () => vscode.workspace.textDocuments.map((d) => d.getText()).filter((t) => t.includes(marker)).join('\n');
+  // A details line over DETAIL_COLUMNS is broken with continuations marked '↪ ' (display-text.ts wrapDetail): read as one line.
+  const docsText = () => vscode.workspace.textDocuments.map((d) => d.getText().replace(/\n↪ /g, '')).filter((t) => t.includes(marker)).join('\n');
   const seen: ApprovalResult = await inspectApproval({ contains: marker });
   if (!seen.found) return { missing: needles, how: `no question appeared (${seen.error})` };
   const shown = `${seen.text ?? ''}\n${seen.detail ?? ''}`;

@@ -4,7 +4,8 @@
 // are the test's, test/support/podman.ts — the product runs only exec/cp/inspect):
 // the quick pick lists the container, the install modal is answered "Install" (the VSIX's CLI
 // is copied in with podman cp), a terminal of the environment runs inside (the container's
-// hostname and pid namespace), a folder of the container opens in the Explorer, stopping the
+// hostname and pid namespace), the status bar's environment indicator names it, a folder of the
+// container opens in the Explorer, stopping the
 // container makes the terminal say so, starting it again reconnects (a new shell runs inside).
 import { readlinkSync } from 'node:fs';
 import * as vscode from 'vscode';
@@ -68,6 +69,9 @@ export function registerContainerTests(): void {
       const saved = (vscode.workspace.getConfiguration('execServer').inspect<{ name: string; command?: string; args?: string[] }[]>('environments')?.globalValue ?? []).find((e) => e.name === ENV);
       assert(saved?.command?.endsWith('podman') && JSON.stringify(saved.args?.slice(0, 4)) === JSON.stringify(['exec', '-i', '--', NAME]), `saved as a podman exec environment: ${JSON.stringify(saved)}`);
       assertEqual(await state(), 'connected', 'state');
+      // The current-environment indicator names the container's environment.
+      const status = await uiTexts('[id$="execServer.currentEnvironment"]', ENV);
+      assert(status.some((s) => s.includes(ENV)), `the status bar names ${ENV}: ${JSON.stringify(status)}`);
 
       // A terminal: the shell runs inside the container.
       const t = await vscode.commands.executeCommand<vscode.Terminal>('execServer.newTerminal', { environment: ENV, cwd: '/', name: 'e2e-container-shell' });

@@ -5,7 +5,7 @@ import path from 'node:path';
 import * as vscode from 'vscode';
 import { afterAll, test } from './framework';
 import { RemoteServer } from './remote-server';
-import { assert, assertEqual, expectReject, productApi, uniqueName, waitFor } from './util';
+import { assert, assertEqual, expectReject, productApi, uniqueName, waitFor, within } from './util';
 
 export const LOCAL = 'Local';
 export const remote = { name: '', server: new RemoteServer() };
@@ -118,10 +118,7 @@ export function registerRemoteLifecycleTests(): void {
     assertEqual(remote.server.port, port, 'restarted server port');
     const api = await productApi();
     // Each attempt is bounded: a request sent while the client is still recovering may hang.
-    const pid = await waitFor('a process to run on the restarted server', () => Promise.race([
-      parentPid(name),
-      new Promise<undefined>((r) => setTimeout(() => r(undefined), 10_000)),
-    ]), 60_000, 1_000);
+    const pid = await waitFor('a process to run on the restarted server', () => within(parentPid(name), 10_000), 60_000, 1_000);
     assert(pid !== oldPid, 'the process ran on the new server, not the old one');
     assertEqual(pid, remote.server.pid, 'processes are children of the restarted CLI server');
     assert(['connected', undefined].includes(envState(api, name)?.state as string | undefined), 'state is connected again');

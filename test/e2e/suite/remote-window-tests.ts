@@ -1,7 +1,10 @@
-// A remote-folder window acts remote (issue 22 §3): in a window whose only folder is an
+// A remote-folder window acts remote (docs/extension.md, "What it does"): in a window whose only folder is an
 // exec-server: folder ("Open in New Window" from Open Remote Folder, driven as a user would, by
 // keys), Ctrl+Shift+F opens Find in Files (Remote Folder), Ctrl+P Go to File (Remote Folder), and
-// Ctrl+` a shell in the folder's environment — its parent is the remote server, not VS Code.
+// Ctrl+` a shell in the folder's environment — its parent is the remote server, not VS Code —
+// and so does the terminal '+' menu's "Exec Server" profile, without asking for an environment,
+// and the '+' button itself (VS Code's default profile: the window's workspace file names ours;
+// the user's settings are not touched).
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import * as vscode from 'vscode';
@@ -34,8 +37,10 @@ export function registerRemoteWindowTests(): void {
       const root = freshDir('rwin');
       mkdirSync(path.join(root, 'project'), { recursive: true });
       writeFileSync(path.join(root, 'project', 'remote-only.txt'), 'x\n');
+      const userDefault = () => vscode.workspace.getConfiguration().inspect('terminal.integrated.defaultProfile.linux')?.globalValue;
+      const userBefore = userDefault();
       await vscode.commands.executeCommand('execServer.openRemoteFolder', { environment: name, path: `${root}/project`, newWindow: true });
-      await uiPages('folder=', 20_000);
+      await uiPages('remote-windows', 20_000);
       const other = async (req: Parameters<typeof uiOnOtherWindow>[0], what: string) => {
         const r = await uiOnOtherWindow(req);
         if (!r.ok) throw new Error(`${what}: ${r.error} (${JSON.stringify(r.state ?? r.texts ?? '')})`);
@@ -43,7 +48,13 @@ export function registerRemoteWindowTests(): void {
       };
       await waitFor('the other window to load', async () => (await uiOnOtherWindow({ op: 'text', selector: '.explorer-folders-view, .pane-header', contains: 'project', giveUpMs: 2_000 })).ok, 90_000, 1_000);
       // The extension there has activated (its context key is set) once its Remote Search view exists.
-      await waitFor('the extension in the other window', async () => (await uiOnOtherWindow({ op: 'text', selector: '.explorer-folders-view .monaco-list-row', contains: 'remote-only.txt', giveUpMs: 2_000 })).ok, 60_000, 1_000);
+      // The window is the folder's workspace file: its Explorer shows the folder as a root row
+      // (expanded: explorer.expandSingleFolderWorkspaces), opened with a click if collapsed.
+      await waitFor('the extension in the other window', async () => {
+        if ((await uiOnOtherWindow({ op: 'text', selector: '.explorer-folders-view .monaco-list-row', contains: 'remote-only.txt', giveUpMs: 2_000 })).ok) return true;
+        await uiOnOtherWindow({ op: 'click', selector: '.explorer-folders-view .monaco-list-row .monaco-tl-twistie.collapsible.collapsed' });
+        return undefined;
+      }, 120_000, 1_000);
 
       await other({ op: 'keys', press: 'Control+Shift+F', settleMs: 1000 }, 'Ctrl+Shift+F');
       const find = await other({ op: 'quickInput', waitTitle: 'Find in Files (Remote Folder)', giveUpMs: 15_000 }, 'the remote Find in Files');
@@ -59,10 +70,39 @@ export function registerRemoteWindowTests(): void {
       await other({ op: 'keys', press: 'Control+Backquote', settleMs: 3000 }, 'Ctrl+`');
       await other({ op: 'text', selector: '.terminal .xterm-rows', giveUpMs: 30_000 }, 'the terminal');
       const out = path.join(root, 'ppid');
-      await other({ op: 'keys', press: [...`echo $PPID:$PWD > ${out}`.split('').map((c) => (c === ' ' ? 'Space' : c)), 'Enter'], settleMs: 500 }, 'type in the terminal');
-      const [ppid, cwd] = (await waitForFile(out, (s) => s.includes(':'), 30_000)).trim().split(':');
+      await other({ op: 'keys', press: [...`echo $$:$PPID:$PWD > ${out}`.split('').map((c) => (c === ' ' ? 'Space' : c)), 'Enter'], settleMs: 500 }, 'type in the terminal');
+      const [first, ppid, cwd] = (await waitForFile(out, (s) => s.includes(':'), 30_000)).trim().split(':');
+      // Each shell below is a new one (typing into an earlier terminal would prove nothing).
+      const shells = new Set([first]);
+      const tabs = async () => ((await uiOnOtherWindow({ op: 'count', selector: '.terminal-tabs-entry' })) as { count?: number }).count ?? 0;
       assert(ancestors(Number(ppid)).includes(server.pid!), `the shell (parent ${ppid}) runs under the remote server ${server.pid} (the folder's environment), not VS Code`);
       assertEqual(cwd, `${root}/project`, 'it starts in the folder');
+
+      // The '+' menu's "Exec Server" profile there opens the folder's shell too, without asking
+      // which environment (Local and this one exist: elsewhere it asks).
+      const shellIn = async (what: string, file: string) => {
+        await other({ op: 'text', selector: '.terminal .xterm-rows', giveUpMs: 30_000 }, what);
+        // The new terminal is there (and focused, as every new one) before typing.
+        await waitFor(`${what} to open`, async () => (await tabs()) > shells.size || undefined, 30_000, 500);
+        await other({ op: 'keys', press: [...`echo $$:$PPID:$PWD > ${file}`.split('').map((c) => (c === ' ' ? 'Space' : c)), 'Enter'], settleMs: 500 }, `type in ${what}`);
+        const [shell, p, d] = (await waitForFile(file, (s) => s.includes(':'), 30_000)).trim().split(':');
+        assert(!shells.has(shell), `${what}: a new shell (${shell}), not one of ${[...shells].join(', ')}`);
+        shells.add(shell);
+        assert(ancestors(Number(p)).includes(server.pid!), `${what}: the shell (parent ${p}) runs under the remote server ${server.pid}`);
+        assertEqual(d, `${root}/project`, `${what} starts in the folder`);
+      };
+      // (Its entry reads "Exec Server (Default)" once the window's default profile is ours.)
+      await other({ op: 'click', selector: '.part.panel .monaco-dropdown-with-primary .dropdown-action-container .action-label' }, "the '+' menu");
+      await other({ op: 'text', selector: '.monaco-menu .action-label', contains: 'Exec Server', giveUpMs: 10_000 }, 'the menu lists the Exec Server profile');
+      await other({ op: 'click', selector: '.monaco-menu .action-label:has-text("Exec Server")' }, 'its Exec Server entry');
+      assert(!(await uiOnOtherWindow({ op: 'quickInput', waitTitle: '', waitItem: 'Local', giveUpMs: 2_000 })).ok, 'no environment picker');
+      await shellIn("the '+' menu's Exec Server terminal", path.join(root, 'ppid-profile'));
+
+      // The '+' button itself (not its menu): VS Code's default profile, which is ours here.
+      await other({ op: 'click', selector: '.part.panel .monaco-dropdown-with-primary > .action-container .action-label' }, "the '+' button");
+      assert(!(await uiOnOtherWindow({ op: 'quickInput', waitTitle: '', waitItem: 'Local', giveUpMs: 2_000 })).ok, 'no environment picker');
+      await shellIn("the '+' button's terminal", path.join(root, 'ppid-plus'));
+      assertEqual(userDefault(), userBefore, "the user's terminal.integrated.defaultProfile.linux");
     } finally {
       await uiCloseOtherWindows().catch(() => undefined);
       await vscode.commands.executeCommand('execServer.removeEnvironment', { name }).then(undefined, () => undefined);

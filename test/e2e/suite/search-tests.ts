@@ -1,4 +1,4 @@
-// Find in Files / Go to File for exec-server folders (issue 15 §3), in the real workbench: a
+// Find in Files / Go to File for exec-server folders (docs/extension.md, "What it does"), in the real workbench: a
 // remote folder served by the project's CLI on loopback is searched on the host (grep or rg
 // through the executor), the rows show in the Remote Search view (names with markup as plain
 // text), a click on a row opens the file at the line and column; Go to File fills a quick pick

@@ -1,4 +1,4 @@
-// Connect to Host in the real workbench against a host that is really remote (issue 22): a real
+// Connect to Host in the real workbench against a host that is really remote (docs/security.md, "Network paths and proxies"): a real
 // sshd in a network + UTS namespace of its own (test/support/netns.ts: its own hostname and
 // 127.0.0.1, reached through a veth pair), started so that it outlives this extension host, and
 // VS Code's DEFAULT http.proxySupport — whose patched http.request sent the websocket meant for

@@ -159,6 +159,9 @@ export function registerSshTests(): void {
     const shown = await findNotice({ contains: ['refused the login'], giveUpMs: 20_000 });
     assert(shown.found, `an error toast names the cause: ${shown.error}`);
     assert(/Permission denied/.test(shown.text ?? ''), `with ssh's words: ${shown.text}`);
+    assert(!/ssh: ssh:/.test(shown.text ?? ''), `ssh quoted once: ${shown.text}`);
+    for (const b of ['Retry', 'Open SSH Config', 'Show Log']) assert(shown.buttons?.includes(b), `the error offers ${b}: ${JSON.stringify(shown.buttons)}`);
+    await uiScreenshot('ssh-error-actions');
     const twice = await findNotice({ contains: ['Error running command'], giveUpMs: 3_000 });
     assert(!twice.found, `no second "Error running command" toast: ${twice.text}`);
     assertEqual(savedEntry('e2e-badkey'), undefined, 'nothing saved');

@@ -1,4 +1,4 @@
-// Terminals that survive (issue 15 §4) and the Open Remote Folder windows (§2), in the real
+// Terminals that survive (docs/reliability.md) and the Open Remote Folder windows (§2), in the real
 // workbench: what an open terminal shows when its connection drops and when its server is killed
 // and restarted (the view agrees: "reconnecting", never "failed"; Enter starts the shell again);
 // a window reload re-attaching a remote terminal with its earlier output, still interactive, and
@@ -17,7 +17,7 @@ import { afterAll, test, testAcrossReload } from './framework';
 import { RemoteServer } from './remote-server';
 import { newTerminal } from './terminal-tests';
 import { quickInput, uiCloseOtherWindows, uiOnOtherWindow, uiPages, uiScreenshot, uiTexts } from './ux-driver';
-import { assert, assertEqual, freshDir, productApi, sleep, uniqueName, waitFor, waitForFile } from './util';
+import { assert, assertEqual, freshDir, productApi, uniqueName, waitFor, waitForFile } from './util';
 
 /** The rows of the terminal shown in the panel (Playwright's :visible: hidden terminals keep theirs). */
 const TERMINAL_ROWS = '.terminal .xterm-rows:visible';
@@ -104,7 +104,7 @@ export function registerTerminalSurvivalTests(): void {
     const server = new RemoteServer();
     const name = uniqueName('survive');
     const states: string[] = [];
-    let sampling = true;
+    let sampler: ReturnType<typeof setInterval> | undefined;
     const restoreRenderer = await domRenderer();
     try {
       await server.start(0);
@@ -116,12 +116,8 @@ export function registerTerminalSurvivalTests(): void {
       await waitForFile(path.join(dir, 'one'), (s) => s.includes('kept-42'));
       await vscode.commands.executeCommand('execServer.environments.focus');
       terminal.show(false);
-      void (async () => {
-        while (sampling) {
-          states.push(String(api.getEnvironments().find((e) => e.name === name)?.state));
-          await sleep(100);
-        }
-      })();
+      // The state, sampled every 100 ms for the whole test (the API has no change event).
+      sampler = setInterval(() => states.push(String(api.getEnvironments().find((e) => e.name === name)?.state)), 100);
 
       // 1. The link drops (the server lives): the session resumes, the shell is the same one.
       const client = (await api.getClient(name)) as { sessionId: string; simulateDisconnect?(): void };
@@ -157,12 +153,12 @@ export function registerTerminalSurvivalTests(): void {
       terminal.sendText(''); // Enter
       terminal.sendText(`echo "restarted-$((1+2))-[$X]" > ${dir}/three`);
       await waitForFile(path.join(dir, 'three'), (s) => s.includes('restarted-3-[]'));
-      sampling = false;
+      clearInterval(sampler);
       assert(!states.includes('failed'), `never "failed" while reconnecting (states: ${[...new Set(states)].join(', ')})`);
       assert(states.includes('reconnecting'), `"reconnecting" was shown (states: ${[...new Set(states)].join(', ')})`);
       terminal.dispose();
     } finally {
-      sampling = false;
+      clearInterval(sampler);
       await restoreRenderer();
       await vscode.commands.executeCommand('execServer.removeEnvironment', { name }).then(undefined, () => undefined);
       await server.stop();
@@ -189,10 +185,14 @@ export function registerTerminalSurvivalTests(): void {
       await quickInput({ waitTitle: 'Open', press: 'Enter' });
       const uri = String(await done);
       assertEqual(vscode.Uri.parse(uri).path, `${root}/project`, 'the folder the command opened');
-      // The other window's address names the folder (code-server: ?folder=<uri>).
-      const encoded = encodeURIComponent(uri);
-      const pages = await uiPages(`folder=${encoded}`, 20_000).catch(async () => uiPages(`folder=${uri}`, 5_000));
+      // The other window is the folder's workspace file (code-server: ?workspace=<file>), which names
+      // the folder and the default terminal profile (docs/extension.md, Terminals).
+      const pages = await uiPages('remote-windows', 20_000);
       assert(pages.length >= 2, `a second window is open (${JSON.stringify(pages)})`);
+      const file = decodeURIComponent(/[?&]workspace=([^&#]+)/.exec(pages.find((p) => p.includes('remote-windows'))!)![1]).replace(/^file:\/\//, '');
+      const ws = JSON.parse(readFileSync(file, 'utf8')) as { folders: { uri: string }[]; settings: Record<string, unknown> };
+      assertEqual(ws.folders.map((f) => f.uri), [uri], 'its folder');
+      assertEqual(ws.settings['terminal.integrated.defaultProfile.linux'], 'Exec Server', 'its default terminal profile');
       // This window did not reload (this test is still running in it) and did not change its folders.
       assertEqual((vscode.workspace.workspaceFolders ?? []).map((f) => f.uri.toString()), before, 'this window\'s folders');
       // The other window shows the remote folder in its Explorer.
@@ -218,7 +218,9 @@ export function registerTerminalSurvivalTests(): void {
       await vscode.commands.executeCommand('execServer.addEnvironment', { name, url: server.url, token: server.token });
       const root = freshDir('warn');
       for (const d of ['first', 'second']) mkdirSync(path.join(root, d), { recursive: true });
-      await vscode.commands.executeCommand('execServer.openRemoteFolder', { environment: name, path: `${root}/first`, newWindow: true });
+      // Open in New Window gives a workspace file (adding to it does not reload): the single-folder
+      // window is opened as VS Code's own Open Recent would.
+      await vscode.commands.executeCommand('vscode.openFolder', vscode.Uri.parse(`exec-server://${name}${root}/first`), { forceNewWindow: true });
       await uiPages('folder=', 20_000);
       const other = async (req: Parameters<typeof uiOnOtherWindow>[0], what: string) => {
         const r = await uiOnOtherWindow(req);
@@ -328,7 +330,8 @@ export function registerTerminalSurvivalTests(): void {
   testAcrossReload<{ url: string; token: string }>(
     'survive: the agent endpoint comes back after a window reload on the same URL with the same token (the agent\'s entry stays valid)',
     async () => {
-      const r = await vscode.commands.executeCommand<{ url: string; token: string }>('execServer.startAgentEndpoint');
+      // Arguments mean Local: without them the command asks which environment when a remote one is connected (a setup test leaves one).
+      const r = await vscode.commands.executeCommand<{ url: string; token: string }>('execServer.startAgentEndpoint', { quiet: true });
       assert(r && /^ws:\/\/127\.0\.0\.1:\d+$/.test(r.url), `the endpoint started (${JSON.stringify(r?.url)})`);
       const c = await AgentClient.connect(r.url, r.token);
       c.close();
@@ -343,7 +346,7 @@ export function registerTerminalSurvivalTests(): void {
         c.close();
         const wrong = await AgentClient.open(url, 'x'.repeat(43)).then(() => 'accepted', (e: Error) => e.message);
         assert(/401/.test(wrong), `another token is refused (${wrong})`);
-        const again = await vscode.commands.executeCommand<{ url: string; token: string }>('execServer.startAgentEndpoint');
+        const again = await vscode.commands.executeCommand<{ url: string; token: string }>('execServer.startAgentEndpoint', { quiet: true });
         assertEqual(again, { url, token }, 'the running endpoint');
       } finally {
         await vscode.commands.executeCommand('execServer.stopAgentEndpoint');

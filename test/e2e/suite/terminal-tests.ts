@@ -4,7 +4,7 @@
 import path from 'node:path';
 import * as vscode from 'vscode';
 import { test } from './framework';
-import { assert, assertEqual, freshDir, productApi, sleep, waitFor, waitForFile } from './util';
+import { assert, assertEqual, freshDir, productApi, waitFor, waitForFile } from './util';
 import { descendants, isAlive } from '../../support/process';
 
 const opened = new Set<vscode.Terminal>();
@@ -164,6 +164,5 @@ export function registerTerminalTests(label: string, env: () => string, serverPi
     assertEqual(await waitForFile(path.join(dir, 'argv.txt'), (t) => t.endsWith('\n'), 30_000), 'argv-2\n', 'output of argv');
     const t = await done;
     assertEqual(t.exitStatus?.code, 4, 'exit code of argv');
-    await sleep(0);
   });
 }

@@ -7,8 +7,14 @@ import { config } from './config';
 
 export const EXTENSION_ID = 'exec-server.exec-server';
 
+/** A fixed pause: only where elapsed time is the subject, and each caller says why. */
 export function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
+  return new Promise((r) => setTimeout(r, ms)); // why: the one definition
+}
+
+/** `p`, or undefined once `ms` have passed first: the bound of one attempt, not a pause. */
+export function within<T>(p: Promise<T>, ms: number): Promise<T | undefined> {
+  return Promise.race([p, new Promise<undefined>((r) => setTimeout(() => r(undefined), ms))]);
 }
 
 /** Polls `probe` until it returns a value other than undefined/false, or fails after timeoutMs. */
@@ -31,7 +37,7 @@ export async function waitFor<T>(
       const why = lastError instanceof Error ? ` (last error: ${lastError.message})` : '';
       throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${why}`);
     }
-    await sleep(intervalMs);
+    await sleep(intervalMs); // why: the poll interval of this bounded wait
   }
 }
 

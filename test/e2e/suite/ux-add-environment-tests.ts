@@ -1,4 +1,4 @@
-// Add Environment as a user meets it (issue 15, item 5): the real quick input, typed into and
+// Add Environment as a user meets it (docs/extension.md, "First steps in detail"): the real quick input, typed into and
 // answered through the harness (ux-driver.ts) — steps with "n/3" in the title, validation
 // while typing, Back, host:port read as ws://, a quoted command, the connection test before
 // saving, Escape saving nothing, a reused name replaced only after asking, and one error

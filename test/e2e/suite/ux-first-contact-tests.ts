@@ -1,10 +1,10 @@
-// First contact (issue 15, item 6), read from the workbench DOM through the harness: Local
+// First contact (docs/extension.md, "First steps in detail"), read from the workbench DOM through the harness: Local
 // reads "ready" in the Exec Server view (not "disconnected"), the status bar says what it is
-// (not a bare "0/1"), the Get Started walkthrough has its four steps, a click on a process
+// (not a bare "0/1"), the Get Started walkthrough starts with Connect to Host, a click on a process
 // row shows its terminal, and the agent endpoint row starts and stops the endpoint.
 import * as vscode from 'vscode';
 import { test } from './framework';
-import { uiClick, uiScreenshot, uiTexts } from './ux-driver';
+import { quickInput, uiClick, uiScreenshot, uiTexts } from './ux-driver';
 import { assert, waitFor } from './util';
 
 const VIEW = '[id="workbench.view.extension.execServer"]';
@@ -25,15 +25,20 @@ export function registerUxFirstContactTests(): void {
     assert(!/^\s*\d+\/\d+\s*$/.test(status[0]) && /Exec Server/.test(status[0]), `the status bar item reads as words ("${status[0]}")`);
   });
 
-  test('ux first contact: the Get Started walkthrough shows its four steps; its first button opens a Local terminal', async () => {
+  test('ux first contact: the Get Started walkthrough starts with Connect to Host (its button opens the host pick); its Local terminal button opens one', async () => {
     await vscode.commands.executeCommand('workbench.action.openWalkthrough', 'exec-server.exec-server#execServer.firstSteps', false);
     const texts = await uiTexts('.gettingStartedContainer', 'Get Started with Exec Server');
     const page = texts.join('\n');
-    for (const step of ['Open a terminal in Local', 'Add a remote environment', 'Open a remote folder', 'Let an agent work here']) {
-      assert(page.includes(step), `walkthrough step "${step}" (page: ${page.slice(0, 600)})`);
-    }
+    const steps = ['Connect to an ssh host', 'Open a remote folder', 'Open a terminal', 'Add an exec-server by URL or command', 'Let an agent work here'];
+    for (const step of steps) assert(page.includes(step), `walkthrough step "${step}" (page: ${page.slice(0, 600)})`);
+    assert(page.indexOf(steps[0]) < page.indexOf(steps[1]), `Connect to Host comes first (page: ${page.slice(0, 600)})`);
     await uiScreenshot('walkthrough');
-    // The first step's button runs its command: a Local terminal opens (no environment picker).
+    // The first step's button runs Connect to Host: its quick pick opens.
+    await uiClick('.gettingStartedContainer >> text="Connect to Host…"');
+    await quickInput({ waitTitle: 'Connect to Host', press: 'Escape' });
+    await quickInput({ waitHidden: true });
+    // The terminal step's Local button: a Local terminal opens (no environment picker).
+    await uiClick('.gettingStartedContainer >> text="Open a terminal"');
     const before = new Set(vscode.window.terminals);
     await uiClick('.gettingStartedContainer >> text="Open a Local Terminal"');
     const t = await waitFor('a terminal opened by the walkthrough button', () => vscode.window.terminals.find((x) => !before.has(x) && /\(Local\)/.test(x.name)), 20_000);

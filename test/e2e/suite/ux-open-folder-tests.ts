@@ -1,4 +1,4 @@
-// Open Remote Folder as a user meets it (issue 15, item 2), through the real quick pick: the
+// Open Remote Folder as a user meets it (docs/extension.md, "First steps in detail"), through the real quick pick: the
 // browser starts in the remote's home directory (an absolute path, not file:///…), Enter goes
 // into folders, typing filters, a typed /path jumps there, "Open this folder" picks it, then
 // "Open in New Window" / "Add to This Window"; the folder becomes a recent one.

@@ -1,4 +1,4 @@
-// First contact (issue 15, item 6): the terminal panel's "+" dropdown entry "Exec Server" (the
+// First contact (docs/extension.md, "First steps in detail"): the terminal panel's "+" dropdown entry "Exec Server" (the
 // contributed terminal profile) opens a terminal that is shown, focused and usable — done as a
 // user does it, with clicks on the dropdown and keys typed into the workbench, read back from
 // the terminal rows on screen. Another terminal is active before, so a profile terminal that

@@ -1,4 +1,4 @@
-// The user-experience flows of issue 15 (first contact, Add Environment, Open Remote Folder),
+// The user-experience flows of docs/extension.md ("First steps in detail") (first contact, Add Environment, Open Remote Folder),
 // driven through the real workbench UI (ux-driver.ts ↔ harness/ui.mjs).
 import { registerUxAddEnvironmentTests } from './ux-add-environment-tests';
 import { registerUxFirstContactTests } from './ux-first-contact-tests';

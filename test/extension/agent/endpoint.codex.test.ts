@@ -8,9 +8,9 @@ import { existsSync, mkdtempSync, readFileSync, realpathSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { referenceCodexBinary, startCodexAppServer, type SandboxMode } from '../../codex/codex-app-server';
-import { startMockModel, type MockStep } from '../../codex/mock-model';
-import { removeDir, startEndpoint } from './attack-helpers';
+import { referenceCodexBinary, startCodexAppServer, type SandboxMode } from '../../support/codex/codex-app-server';
+import { startMockModel, type MockStep } from '../../support/codex/mock-model';
+import { removeDir, startEndpoint } from '../../support/agent-attack';
 
 const repoRoot = path.resolve(__dirname, '..', '..', '..', '..');
 let codex: string;

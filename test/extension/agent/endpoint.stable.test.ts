@@ -1,4 +1,4 @@
-// A stable agent endpoint (issue 15 §4, optional part): the extension restarts the endpoint
+// A stable agent endpoint (docs/reliability.md, optional part): the extension restarts the endpoint
 // after a window reload with the token it keeps in SecretStorage and the port it had, so the
 // agent's environments.toml entry stays valid. The core takes the token it is given — only a
 // strong one — and other tokens still get HTTP 401.

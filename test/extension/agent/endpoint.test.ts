@@ -11,7 +11,7 @@ import { RpcError } from '../../../src/protocol/errors';
 import { sha256 } from '../../../src/transports/ws-auth';
 import { AgentEndpoint, checkBearer, withoutSessionIds, type AgentProcess } from '../../../src/extension/agent/endpoint';
 import type { ApprovalPolicy } from '../../../src/extension/approval/policy';
-import { RawAgent } from './attack-helpers';
+import { RawAgent } from '../../support/agent-attack';
 import { waitFor } from '../../support/wait';
 
 let dir: string;
@@ -91,7 +91,7 @@ describe('agent endpoint', () => {
       assert.equal(existsSync(path.join(dir, 'ran')), false);
       assert.equal(prompts.length, 2);
       assert.match(prompts[0], new RegExp(`^Exec Server: agent connection #\\d+ \\(127\\.0\\.0\\.1:\\d+\\), client "[^"]+" wants to write 2 bytes to ${target}$`));
-      assert.ok(prompts[1].includes(`wants to run /bin/sh -c 'touch ${path.join(dir, 'ran')}' in ${dir} (unsandboxed`), prompts[1]);
+      assert.ok(prompts[1].includes(`wants to run (unsandboxed) /bin/sh -c 'touch ${path.join(dir, 'ran')}' in ${dir}`), prompts[1]);
       // Metadata is not gated; under alwaysAsk a listing is.
       await c.fs.stat(dir);
       assert.equal(prompts.length, 2);

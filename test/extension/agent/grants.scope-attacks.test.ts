@@ -9,7 +9,9 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { managedSandbox, workspaceWriteEntries } from '../../../src/protocol/codex-sandbox';
 import { waitFor } from '../../support/wait';
-import { changedOutside, RawAgent, removeDir, startSwapper, stopSwapper, withAgent as withAgentAt, sleep, startEndpoint, startParams, tmpDir, uri, type EndpointFixture } from './attack-helpers';
+import os from 'node:os';
+import { sandboxPrivateDirPath } from '../../../src/server/sandbox/support';
+import { changedOutside, RawAgent, neverStarted, removeDir, startSwapper, stopSwapper, withAgent as withAgentAt, startEndpoint, startParams, tmpDir, uri, type EndpointFixture } from '../../support/agent-attack';
 
 let ws: string; // the workspace folder
 let outside: string; // stands for $HOME
@@ -83,7 +85,7 @@ describe('agent gate: grant scope attacks', () => {
       const r = await a.send('process/start', startParams('b2', ['./build.sh'], ws));
       assert.equal(f.questions.length, 2, 'the rewritten script was asked about, not covered by the grant for the old one');
       assert.ok(r.error, 'denied');
-      await sleep(300);
+      await neverStarted(a, 'b2');
       assert.equal(existsSync(pwned), false, 'the rewritten script did not run');
       // The question names the file that runs (and what the grant is bound to).
       assert.match(f.questions[0].detail, /Program file: .*build\.sh/);
@@ -100,6 +102,7 @@ describe('agent gate: grant scope attacks', () => {
       const r = await a.send('process/start', startParams('s2', ['./tool', '-c', `echo owned > ${pwned}`], ws));
       assert.equal(f.questions.length, 2, 'the swapped link was asked about');
       assert.ok(r.error, 'denied');
+      await neverStarted(a, 's2');
     });
     // A bare name found through a relative PATH entry: a 'true' planted in the workspace later
     // (an unasked sandboxed command there may write and chmod it) shadows /usr/bin/true.
@@ -112,9 +115,32 @@ describe('agent gate: grant scope attacks', () => {
       assert.equal(f.questions.length, 2, 'the planted program was asked about');
       assert.match(f.questions[1].detail, new RegExp(`Program file: ${path.join(ws, 'true').replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`));
       assert.ok(r.error, 'denied');
+      await neverStarted(a, 'p2');
     });
-    await sleep(300);
     assert.equal(existsSync(pwned), false, 'nothing ran a swapped program');
+  });
+
+  it('write grant: "Allow for Session" for a file in the temp dir does not cover the engine\'s sandbox files there (the seccomp programs every later sandbox loads)', async () => {
+    const priv = sandboxPrivateDirPath();
+    mkdirSync(priv, { recursive: true, mode: 0o700 });
+    const probe = path.join(priv, `probe-${process.pid}.bpf`);
+    const own = path.join(os.tmpdir(), `grant-probe-${process.pid}.txt`);
+    const messages: string[] = [];
+    try {
+      await withAgent({ policy: 'askOutsideWorkspace', answer: (q) => (messages.push(q.message), messages.length === 1 ? 'Allow for Session' : 'Deny') }, async (_f, a) => {
+        assert.ok((await a.send('fs/writeFile', { path: own, dataBase64: Buffer.from('x').toString('base64') })).result, 'the temp-dir write was allowed for the session');
+        const again = path.join(os.tmpdir(), `grant-probe-${process.pid}-2.txt`);
+        assert.ok((await a.send('fs/writeFile', { path: again, dataBase64: Buffer.from('x').toString('base64') })).result);
+        rmSync(again, { force: true });
+        assert.equal(messages.length, 1, 'the grant covers the temp dir');
+        await a.send('fs/writeFile', { path: probe, dataBase64: Buffer.from('PERMISSIVE').toString('base64') });
+        assert.ok(!existsSync(probe), 'the engine\'s private sandbox directory was written under the temp-dir grant');
+        assert.equal(messages.length, 2, 'the write into the engine\'s sandbox files was asked');
+      });
+    } finally {
+      rmSync(probe, { force: true });
+      rmSync(own, { force: true });
+    }
   });
 
   it('question: the one line names the variables a command is started with (BASH_ENV / LD_PRELOAD turn a harmless command into any code), not just how many', async () => {
@@ -133,7 +159,8 @@ describe('agent gate: grant scope attacks', () => {
       assert.match(line, /VAR_0_n+…/, 'a very long name is cut visibly');
       assert.match(line, /and \d+ more variables \(see the details\)/);
       assert.ok(line.length < 600, `line length ${line.length}`);
-      for (const k of Object.keys(many)) assert.ok(f.questions[1].detail.includes(k), `details hold ${k.slice(0, 10)}…`);
+      // (details lines are wrapped at 160 columns, continuations marked ↪)
+      for (const k of Object.keys(many)) assert.ok(f.questions[1].detail.replace(/\n↪ /g, '').includes(k), `details hold ${k.slice(0, 10)}…`);
     });
   });
 
@@ -340,7 +367,7 @@ describe('agent gate: grant scope attacks', () => {
       assert.ok((await a.send('fs/writeFile', { path: uri(script), dataBase64: b64(`#!/bin/sh\necho owned > ${pwned}\n`) })).result);
       f.questions[0].answer('Allow');
       const r = await start;
-      await sleep(300);
+      await neverStarted(a, 'w1');
       assert.equal(existsSync(pwned), false, 'the rewritten script did not run on the answer given for the old one');
       assert.ok(r.error, 'refused');
       assert.match(r.error.message, /changed while the question was open/);

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { withAgent } from './attack-helpers';
+import { withAgent } from '../../support/agent-attack';
 
 const SECRET = 'host-secret-5d1b0c';
 describe('agent http/request: valueEnvVar (attacks)', () => {

@@ -11,7 +11,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { isLocalAddress } from '../../../src/extension/agent/http';
-import { withAgent } from './attack-helpers';
+import { withAgent } from '../../support/agent-attack';
 
 /** The attacker's DNS for names under .rebind.test; other names go to the real resolver (the fixture's own). */
 const attackerDns: { answer: string | (() => string); asked: number } = { answer: '192.0.2.10', asked: 0 };

@@ -11,12 +11,14 @@ import { pathToFileURL } from 'node:url';
 import { AgentEndpoint } from '../../../src/extension/agent/endpoint';
 import type { AgentQuestion } from '../../../src/extension/agent/gate';
 import type { RelayTarget } from '../../../src/extension/agent/relay';
+import { relayTargetOf } from '../../../src/extension/agent/relay-targets';
 import { RpcChannel } from '../../../src/rpc/channel';
 import { spawnCommandTransport } from '../../../src/transports/command';
 import { cliPath } from '../../support/cli';
+import { childPids, cmdline } from '../../support/process';
 import { startSshd, whichOrThrow, type TestSshd } from '../../support/sshd';
 import { tempDir } from '../../support/tmp';
-import { RawAgent } from './attack-helpers';
+import { RawAgent } from '../../support/agent-attack';
 
 export { RawAgent };
 
@@ -27,17 +29,21 @@ export const ws = path.join(work, 'ws');
 export const outside = path.join(work, 'outside');
 export const hostView = path.join(work, 'host-view');
 let sshd: TestSshd | undefined;
-export const sshChildren: { kill(s: NodeJS.Signals): boolean; pid?: number }[] = [];
+const scriptChildren: { kill(s: NodeJS.Signals): boolean; pid?: number }[] = [];
 
-export function sshTarget(alias: string, name = alias): RelayTarget {
-  return {
-    name,
-    open: async () => {
-      const { transport, child } = await spawnCommandTransport(whichOrThrow('ssh'), ['-F', sshd!.configFile, alias, process.execPath, cliPath, '--listen', 'stdio://']);
-      sshChildren.push(child);
-      return new RpcChannel(transport, () => child.kill('SIGKILL'));
-    },
-  };
+/**
+ * The host's exec-server over ssh stdio, as the UI builds it for a command environment
+ * (relay-targets.ts): this project's CLI, or `remote` (e.g. the reference `codex exec-server --listen stdio`).
+ */
+export function sshTarget(alias: string, name = alias, remote: string[] = [process.execPath, cliPath, '--listen', 'stdio://']): RelayTarget {
+  return relayTargetOf({ name, kind: 'command', command: whichOrThrow('ssh'), args: ['-F', sshd!.configFile, alias, ...remote] }, async () => undefined);
+}
+
+/** Every ssh client of this file's sshd (the relays' and the gates' links): SIGKILLed, a forced drop. */
+export function killSshClients(): number {
+  const pids = childPids(process.pid).filter((pid) => sshd && cmdline(pid).includes(sshd.configFile));
+  for (const pid of pids) process.kill(pid, 'SIGKILL');
+  return pids.length;
 }
 
 /** A "host" that is a script: it says what the test tells it (forged notifications, hostile paths). */
@@ -48,21 +54,29 @@ export function scriptTarget(name: string, script: string): RelayTarget {
     name,
     open: async () => {
       const { transport, child } = await spawnCommandTransport(process.execPath, [file]);
-      sshChildren.push(child);
+      scriptChildren.push(child);
       return new RpcChannel(transport, () => child.kill('SIGKILL'));
     },
   };
 }
 
+export type SandboxDenial = { connection: string; argv: string[]; cwd: string; exitCode: number };
+
 export interface Fixture {
   endpoint: AgentEndpoint;
   questions: AgentQuestion[];
+  /** What the endpoint reported as sandbox denials (the UI's notice). */
+  denials: SandboxDenial[];
   agent(): Promise<RawAgent>;
   stop(): Promise<void>;
 }
 
-export async function endpointFor(target: RelayTarget, o: { sandboxAll: boolean; answer?: string; policy?: 'askOutsideWorkspace' | 'alwaysAsk' | 'neverAsk' }): Promise<Fixture> {
+export async function endpointFor(
+  target: RelayTarget,
+  o: { sandboxAll: boolean; answer?: string | ((q: AgentQuestion) => string); policy?: 'askOutsideWorkspace' | 'alwaysAsk' | 'neverAsk'; log?: (level: string, message: string) => void },
+): Promise<Fixture> {
   const questions: AgentQuestion[] = [];
+  const denials: SandboxDenial[] = [];
   const agents: RawAgent[] = [];
   const endpoint = await AgentEndpoint.start({
     port: 0,
@@ -74,13 +88,16 @@ export async function endpointFor(target: RelayTarget, o: { sandboxAll: boolean;
       workspaceRoots: () => [ws],
       ask: async (q) => {
         questions.push(q);
-        return o.answer ?? 'Deny';
+        return typeof o.answer === 'function' ? o.answer(q) : (o.answer ?? 'Deny');
       },
     },
+    onSandboxDenied: (d) => denials.push(d),
+    log: o.log,
   });
   return {
     endpoint,
     questions,
+    denials,
     agent: async () => {
       const a = await RawAgent.connect(endpoint.url, endpoint.token);
       agents.push(a);
@@ -103,8 +120,15 @@ export function outputOf(a: RawAgent, id: string): string {
 }
 export const closedOf = (a: RawAgent, id: string) => a.notifications.some((n) => n.method === 'process/closed' && (n.params as { processId: string }).processId === id);
 
-/** Starts the sshd before the file's tests, stops it (and every ssh child) after them. */
-export function useSshd(): void {
+/** The running sshd of this file (useSshd). */
+export const runningSshd = (): TestSshd => sshd!;
+
+/**
+ * Starts the sshd before the file's tests, stops it (and every ssh child) after them. `netns`:
+ * the sshd runs on a host of its own (test/support/netns.ts: its own network namespace and
+ * hostname, reached over a veth pair; the filesystem is shared, so paths are the same there).
+ */
+export function useSshd(opts: { netns?: boolean } = {}): void {
 before(async () => {
   mkdirSync(path.join(ws, 'link'), { recursive: true }); // here: a folder inside the workspace
   mkdirSync(outside, { recursive: true });
@@ -112,11 +136,15 @@ before(async () => {
   symlinkSync(outside, path.join(hostView, 'link')); // on the twisted host: a link out
   const twist = path.join(work, 'twist.sh');
   writeFileSync(twist, `#!/bin/sh\nexec /usr/bin/bwrap --dev-bind / / --bind ${hostView} ${ws} -- /bin/sh -c "$SSH_ORIGINAL_COMMAND"\n`, { mode: 0o755 });
-  sshd = await startSshd([{ alias: 'devbox' }, { alias: 'twisted', command: twist }], { parent: work });
+  // The login's bash reads ~/.bashrc (sshd runs it), which on this machine runs `pyenv rehash`:
+  // a lock left by a killed shell made every login wait 60 s for it.
+  const env = { PYENV_REHASH_TIMEOUT: '1' };
+  sshd = await startSshd([{ alias: 'devbox', env }, { alias: 'twisted', command: twist, env }], { parent: work, netns: opts.netns ? { hostname: 'devbox-ns' } : undefined });
 });
 
 after(async () => {
-  for (const c of sshChildren) c.kill('SIGKILL');
+  killSshClients();
+  for (const c of scriptChildren) c.kill('SIGKILL');
   await sshd?.stop();
 });
 }

@@ -1,6 +1,6 @@
 // Attacks on the relay of a remote environment's agent endpoint: paths judged on the host, not
-// here; pipelined requests; other agents' and other environments' processes; a hostile host's
-// forged notifications and hostile text in questions.
+// here; pipelined requests; other agents' and other environments' processes (a hostile host
+// itself: relay.hostile-host.test.ts).
 import { strict as assert } from 'node:assert';
 import { existsSync, realpathSync } from 'node:fs';
 import path from 'node:path';
@@ -8,7 +8,7 @@ import { describe, it } from 'node:test';
 import { pathToFileURL } from 'node:url';
 import { workspaceOnlySandbox } from '../../../src/extension/agent/confine';
 import { waitFor } from '../../support/wait';
-import { closedOf, endpointFor, outputOf, outside, scriptTarget, sshTarget, start, useSshd, ws } from './relay-helpers';
+import { closedOf, endpointFor, outputOf, outside, sshTarget, start, useSshd, ws } from './relay-helpers';
 
 useSshd();
 
@@ -63,7 +63,7 @@ describe('agent endpoint relay: attacks', () => {
     try {
       const a1 = await f1.agent();
       await a1.handshake();
-      const r = await a1.send('process/start', { ...start('victim', ['/bin/sh', '-c', 'echo victim-out; sleep 30']), pipeStdin: true });
+      const r = await a1.send('process/start', { ...start('victim', ['/bin/sh', '-c', 'echo victim-out; sleep 300']), pipeStdin: true });
       assert.ok(r.result, JSON.stringify(r.error));
       await waitFor(() => outputOf(a1, 'victim').includes('victim-out'), { timeout: 30_000, what: 'victim output' });
       const a2 = await f2.agent();
@@ -86,68 +86,6 @@ describe('agent endpoint relay: attacks', () => {
     } finally {
       await f1.stop();
       await f2.stop();
-    }
-  });
-});
-
-const FAKE_HOST = (canonical: string) => `
-const rl = require('readline').createInterface({ input: process.stdin });
-const send = (m) => process.stdout.write(JSON.stringify(m) + '\\n');
-rl.on('line', (line) => {
-  const m = JSON.parse(line);
-  if (m.id === undefined) return;
-  if (m.method === 'initialize') return send({ id: m.id, result: { sessionId: '00000000-0000-4000-8000-000000000000', extensions: ['x'] } });
-  if (m.method === 'fs/canonicalize') return send({ id: m.id, result: { path: ${JSON.stringify(canonical)} } });
-  if (m.method === 'process/start') {
-    const b = (s) => Buffer.from(s).toString('base64');
-    // Forged: processes this agent connection never started, a watch it never opened.
-    send({ method: 'process/output', params: { processId: 'not-started', seq: 1, stream: 'stdout', chunk: b('FORGED') } });
-    send({ method: 'process/exited', params: { processId: 'not-started', seq: 2, exitCode: 0, sandboxDenied: false } });
-    send({ method: 'fs/changed', params: { watchId: 'never-opened', changes: [{ path: '/etc/passwd', kind: 'modified' }] } });
-    send({ id: m.id, result: { processId: m.params.processId, sandboxType: 'none' } });
-    send({ method: 'process/output', params: { processId: m.params.processId, seq: 1, stream: 'stdout', chunk: b('real') } });
-    return;
-  }
-  send({ id: m.id, error: { code: -32601, message: 'no' } });
-});
-`;
-
-describe('agent endpoint relay against a hostile host', () => {
-  it('attack: notifications for processes (or watches) this connection did not start are dropped', async () => {
-    const f = await endpointFor(scriptTarget('forger', FAKE_HOST(ws)), { sandboxAll: false, policy: 'neverAsk' });
-    try {
-      const a = await f.agent();
-      await a.handshake();
-      const r = await a.send('process/start', start('mine', ['/bin/true']));
-      assert.ok(r.result, JSON.stringify(r.error));
-      await waitFor(() => outputOf(a, 'mine') === 'real', { timeout: 20_000, what: 'the real output' });
-      await new Promise((res) => setTimeout(res, 200));
-      const seen = a.notifications.map((n) => `${n.method} ${JSON.stringify(n.params)}`);
-      assert.ok(!seen.some((s) => s.includes('not-started') || s.includes('never-opened')), seen.join('\n'));
-    } finally {
-      await f.stop();
-    }
-  });
-
-  it('attack: markup and control characters in host-supplied text (a resolved path) cannot shape the question', async () => {
-    const evil = `/ws/[Allow](command:workbench.action.openGlobalSettings)\u001b[2J\u202Eevil\nline2`;
-    const f = await endpointFor(scriptTarget('liar', FAKE_HOST(evil)), { sandboxAll: false });
-    try {
-      const a = await f.agent();
-      await a.handshake();
-      const r = await a.send('process/start', start('q', ['/bin/true']));
-      assert.match(r.error?.message ?? '', /not approved/);
-      assert.equal(f.questions.length, 1);
-      const { message, detail } = f.questions[0];
-      const link = /\[([^\]]+)\]\(((?:https?:\/\/|command:|file:)[^)\s]+)/i;
-      for (const t of [message, detail]) {
-        assert.doesNotMatch(t, link, 'no link');
-        assert.doesNotMatch(t, /[\u0000-\u0008\u000b-\u001f\u007f\u202E]/, 'no control or bidi characters');
-      }
-      assert.doesNotMatch(message, /\n/, 'one line');
-      assert.match(message, /\\u202e|\\x1b|\\e/i, 'shown escaped');
-    } finally {
-      await f.stop();
     }
   });
 });

@@ -6,8 +6,9 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import { pathToFileURL } from 'node:url';
+import { neverStarted } from '../../support/agent-attack';
 import { waitFor } from '../../support/wait';
-import { closedOf, endpointFor, outputOf, sshTarget, sshChildren, start, useSshd, ws } from './relay-helpers';
+import { closedOf, endpointFor, killSshClients, outputOf, sshTarget, start, useSshd, ws } from './relay-helpers';
 
 useSshd();
 
@@ -18,7 +19,7 @@ describe('agent endpoint of an ssh environment (relay)', () => {
       const a = await f.agent();
       const init = await a.handshake();
       assert.ok(init.result, JSON.stringify(init.error));
-      const r = await a.send('process/start', { ...start('p1', ['/bin/sh', '-c', 'for i in 1 2 3 4 5; do echo line-$i; done; echo host-$SSH_CONNECTION | cut -c1-9']), envPolicy: { inherit: 'all' } });
+      const r = await a.send('process/start', { ...start('p1', ['/bin/sh', '-c', 'for i in 1 2 3 4 5; do echo line-$i; done; echo host-$SSH_CONNECTION | cut -c1-9']), env: { API_TOKEN: 'hunter2-secret' }, envPolicy: { inherit: 'all' } });
       assert.ok(r.result, `${JSON.stringify(r.error)} ${f.questions[0]?.detail}`);
       assert.equal((r.result as { sandboxType?: string }).sandboxType !== 'none', true, 'sandboxed on the host');
       await waitFor(() => closedOf(a, 'p1'), { timeout: 30_000, what: 'process/closed of p1' });
@@ -26,6 +27,13 @@ describe('agent endpoint of an ssh environment (relay)', () => {
       assert.equal(f.questions.length, 0, 'no question for a sandboxed command inside the workspace');
       const seqs = a.notifications.filter((n) => (n.params as { processId?: string }).processId === 'p1').map((n) => (n.params as { seq: number }).seq);
       assert.deepEqual(seqs, [...seqs].sort((x, y) => x - y), 'in seq order');
+      // The audit log: the decision, by the rule, on devbox, the secret masked.
+      const starts = f.endpoint.audit.list().filter((r) => r.method === 'process/start');
+      assert.equal(starts.length, 1, f.endpoint.audit.toJsonLines());
+      assert.deepEqual({ ...starts[0], time: undefined, request: undefined }, { time: undefined, request: undefined, environment: 'devbox', connection: starts[0].connection, client: 'attack-test', method: 'process/start', outcome: 'allowed', by: 'rule', why: 'sandboxed inside the workspace' });
+      assert.match(starts[0].connection, /→ "devbox"/);
+      assert.match(starts[0].request, /"API_TOKEN":"<redacted>"/);
+      assert.doesNotMatch(f.endpoint.audit.toJsonLines(), /hunter2/, 'secrets masked in the audit log');
     } finally {
       await f.stop();
     }
@@ -46,10 +54,14 @@ describe('agent endpoint of an ssh environment (relay)', () => {
           assert.ok(r.result, JSON.stringify(r.error));
           await waitFor(() => closedOf(a, 'u1'), { timeout: 30_000, what: 'process/closed' });
           assert.ok(existsSync(marker));
+          assert.deepEqual(f.endpoint.audit.list().filter((r) => r.method === 'process/start').map((r) => [r.outcome, r.by, r.why]), [['allowed', 'user', 'user allowed']]);
         } else {
           assert.match(r.error?.message ?? '', /not approved/);
-          await new Promise((res) => setTimeout(res, 300));
+          await neverStarted(a, 'u1');
           assert.ok(!existsSync(marker), 'nothing ran');
+          const [rec] = f.endpoint.audit.list().filter((r) => r.method === 'process/start');
+          assert.deepEqual([rec?.outcome, rec?.by], ['refused', 'user']);
+          assert.match(rec.why, /the VS Code user denied it/);
         }
       } finally {
         await f.stop();
@@ -66,7 +78,7 @@ describe('agent endpoint of an ssh environment (relay)', () => {
       assert.ok(r.result, JSON.stringify(r.error));
       await waitFor(() => outputOf(a, 'long').includes('before'), { timeout: 30_000, what: 'output before the drop' });
       const closed = new Promise<void>((res) => a.ws.once('close', () => res()));
-      for (const c of sshChildren) c.kill('SIGKILL'); // the relay's ssh and the gate's
+      assert.ok(killSshClients() >= 2, "the relay's ssh and the gate's");
       await closed;
     } finally {
       await f.stop();

@@ -12,7 +12,7 @@ import { METHODS } from '../../../src/server/router';
 import { classify, gatedMethods, type AgentContext } from '../../../src/extension/agent/request';
 import type { ApprovalPolicy } from '../../../src/extension/approval/policy';
 import { commandLine, formsLink, shellQuote } from '../../../src/extension/approval/display-text';
-import { removeDir, tmpDir, uri } from './attack-helpers';
+import { removeDir, tmpDir, uri } from '../../support/agent-attack';
 
 let ws: string;
 let out: string;

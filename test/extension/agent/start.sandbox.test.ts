@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { managedSandbox, workspaceWriteEntries } from '../../../src/protocol/codex-sandbox';
 import { after, before, describe, it } from 'node:test';
-import { RawAgent, removeDir, withAgent as withAgentAt, startEndpoint, startParams, tmpDir, uri, type EndpointFixture } from './attack-helpers';
+import { RawAgent, removeDir, withAgent as withAgentAt, startEndpoint, startParams, tmpDir, uri, type EndpointFixture } from '../../support/agent-attack';
 import { waitFor } from '../../support/wait';
 
 let ws: string;
@@ -155,5 +155,25 @@ describe('agent gate: sandbox first', () => {
       assert.doesNotMatch(done.out, /PRIVATE-KEY-MATERIAL|NETRC-SECRET/, done.out);
       assert.match(done.out, /ordinary file/, 'the rest of the home directory stays readable');
     });
+  });
+});
+
+describe('agent gate: sandbox first only when the workspace is fully protected', () => {
+  it('attack: a workspace with more protected entries than the carve-out scan takes (4 100 .vscode folders, made by an earlier unasked run or a checkout) asks instead of running unasked with part of them writable', async () => {
+    const big = tmpDir('agent-sbx-big-');
+    try {
+      for (let i = 0; i < 4_100; i++) mkdirSync(path.join(big, `d${i}`, '.vscode'), { recursive: true });
+      mkdirSync(path.join(big, 'zz-vendor', 'sub', '.git'), { recursive: true });
+      await withAgentAt({ roots: [big], policy: 'askOutsideWorkspace', answer: () => 'Deny' }, async (f, a) => {
+        const sandbox = managedSandbox({ entries: workspaceWriteEntries({ protectedSubpaths: ['.git'] }), cwd: uri(big) });
+        const r = await a.send('process/start', startParams('big', ['/bin/sh', '-c', 'echo "[core] fsmonitor = x" >> zz-vendor/sub/.git/config'], big, { sandbox }));
+        assert.match(r.error?.message ?? '', /not approved/, 'it ran without a question');
+        assert.equal(f.questions.length, 1);
+        // Whichever bound it hits first (on a loaded machine the 2 s time bound may come before the count).
+        assert.match(f.questions[0].message, /could not be fully checked for \.git\/\.vscode \((more than 4096 protected paths|scanning \S+ took more than)/);
+      });
+    } finally {
+      removeDir(big);
+    }
   });
 });

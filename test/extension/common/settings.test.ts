@@ -12,11 +12,15 @@ function userSettings(initial: Partial<Record<SettingKey, unknown>> = {}) {
     'approval.policy': 'askOutsideWorkspace',
     'approval.timeoutSeconds': 25,
     'approval.sandboxAgentCommands': false,
+    'network.allowedDomains': [],
     'agentEndpoint.port': 0,
+    'tracing.otlpEndpoint': '',
+    'tracing.otlpProtocol': 'http/protobuf',
     'telemetry.otlpEndpoint': '',
     'telemetry.otlpProtocol': 'http/protobuf',
     'ssh.path': '',
     'ssh.configFile': '',
+    'ssh.keepSessionSeconds': 300,
     'containers.cli': 'auto',
     'containers.context': '',
     'kubernetes.kubectlPath': '',
@@ -39,28 +43,36 @@ function userSettings(initial: Partial<Record<SettingKey, unknown>> = {}) {
 
 describe('settings owner', () => {
   it('reads every setting typed, with the defaults for values of the wrong type or range', () => {
-    const good = readSettings((k) => ({ 'approval.policy': 'alwaysAsk', 'approval.timeoutSeconds': 3, 'approval.sandboxAgentCommands': true, 'agentEndpoint.port': 4567, 'telemetry.otlpEndpoint': ' http://127.0.0.1:4318 ', 'telemetry.otlpProtocol': 'http/json', 'ssh.path': ' /opt/ssh ', 'ssh.configFile': '~/cfg' })[k as string]);
+    const good = readSettings((k) => ({ 'approval.policy': 'alwaysAsk', 'approval.timeoutSeconds': 3, 'approval.sandboxAgentCommands': true, 'network.allowedDomains': [' PyPI.org ', '*.github.com', '**.npmjs.org', '127.0.0.1', 'http://x.org', 'a*b.com', '*', 'x.org:443', 7, 'pypi.org'], 'agentEndpoint.port': 4567, 'tracing.otlpEndpoint': ' http://127.0.0.1:4318 ', 'tracing.otlpProtocol': 'http/json', 'ssh.path': ' /opt/ssh ', 'ssh.configFile': '~/cfg', 'ssh.keepSessionSeconds': 900 })[k as string]);
     assert.deepEqual(good, {
       environments: undefined,
       approvalPolicy: 'alwaysAsk',
       approvalTimeoutMs: 3000,
       sandboxAgentCommands: true,
+      networkAllowedDomains: ['pypi.org', '*.github.com', '**.npmjs.org', '127.0.0.1'],
       agentEndpointPort: 4567,
       telemetry: { otlpEndpoint: 'http://127.0.0.1:4318', otlpProtocol: 'http/json' },
-      ssh: { path: '/opt/ssh', configFile: '~/cfg' },
+      ssh: { path: '/opt/ssh', configFile: '~/cfg', keepSessionSec: 900 },
       containers: { cli: 'auto', context: '', kubectl: '', kubeContext: '' },
     });
-    const bad = readSettings((k) => ({ 'approval.policy': 'yolo', 'approval.timeoutSeconds': -1, 'approval.sandboxAgentCommands': 'yes', 'agentEndpoint.port': 70000, 'telemetry.otlpEndpoint': 42, 'telemetry.otlpProtocol': 'grpc', 'ssh.path': 7 })[k as string]);
+    const bad = readSettings((k) => ({ 'approval.policy': 'yolo', 'approval.timeoutSeconds': -1, 'approval.sandboxAgentCommands': 'yes', 'network.allowedDomains': 'pypi.org', 'agentEndpoint.port': 70000, 'tracing.otlpEndpoint': 42, 'tracing.otlpProtocol': 'grpc', 'ssh.path': 7, 'ssh.keepSessionSeconds': 5 })[k as string]);
     assert.deepEqual(bad, {
       environments: undefined,
       approvalPolicy: 'askOutsideWorkspace',
       approvalTimeoutMs: 25_000,
       sandboxAgentCommands: false,
+      networkAllowedDomains: [],
       agentEndpointPort: 0,
       telemetry: { otlpEndpoint: '', otlpProtocol: 'http/protobuf' },
-      ssh: { path: '', configFile: '' },
+      ssh: { path: '', configFile: '', keepSessionSec: 300 },
       containers: { cli: 'auto', context: '', kubectl: '', kubeContext: '' },
     });
+  });
+
+  it('tracing: execServer.tracing.* (not filed under VS Code\'s "Telemetry"); the former execServer.telemetry.* pair still works when no new endpoint is set', () => {
+    const read = (v: Record<string, unknown>) => readSettings((k) => v[k as string]).telemetry;
+    assert.deepEqual(read({ 'telemetry.otlpEndpoint': 'http://old:4318', 'telemetry.otlpProtocol': 'http/json', 'tracing.otlpProtocol': 'http/protobuf' }), { otlpEndpoint: 'http://old:4318', otlpProtocol: 'http/json' });
+    assert.deepEqual(read({ 'tracing.otlpEndpoint': 'http://new:4318', 'telemetry.otlpEndpoint': 'http://old:4318', 'telemetry.otlpProtocol': 'http/json', 'tracing.otlpProtocol': 'http/protobuf' }), { otlpEndpoint: 'http://new:4318', otlpProtocol: 'http/protobuf' }, 'the new pair wins, both its fields');
   });
 
   it('refresh() fires once per actual change, naming the changed fields', () => {
@@ -68,7 +80,7 @@ describe('settings owner', () => {
     owner.refresh();
     assert.equal(changes.length, 0, 'nothing changed: no event');
     values.set('approval.policy', 'alwaysAsk');
-    values.set('telemetry.otlpProtocol', 'http/json');
+    values.set('tracing.otlpProtocol', 'http/json');
     owner.refresh();
     assert.equal(changes.length, 1);
     assert.deepEqual([...changes[0].changed].sort(), ['approvalPolicy', 'telemetry']);

@@ -16,21 +16,14 @@ import { connectContainer, containerState } from '../../../src/extension/contain
 import { parseContainerList } from '../../../src/extension/containers/list';
 import { chooseContainerExecutor, ContainerInstallError, findBundle, installInContainer, planContainerInstall, probeContainer } from '../../../src/extension/containers/setup';
 import { listArgv, type ContainerTarget } from '../../../src/extension/containers/target';
-import { execIn, havePodman, PODMAN, removeContainer, startContainer, startTestContainer, stopContainer } from '../../support/podman';
+import { execIn, havePodman, PODMAN, runThrough, removeContainer, startContainer, startTestContainer, stopContainer } from '../../support/podman';
 
 const REPO = path.resolve(__dirname, '..', '..', '..', '..');
 const NAME = `es-ctr-test-${process.pid}`;
 const target: ContainerTarget = { cli: 'podman', program: PODMAN, container: NAME };
 const version = '9.9.9-test';
 
-async function run(client: ExecClient, argv: string[]): Promise<string> {
-  const p = await client.startProcess({ argv, cwd: '/', tty: false } as Parameters<ExecClient['startProcess']>[0]);
-  let out = '';
-  p.onOutput((e) => (out += Buffer.from(e.data).toString()));
-  await p.exited;
-  await p.closed;
-  return out;
-}
+const run = runThrough;
 
 describe('containers: real podman', { skip: !havePodman() && 'podman/runc not installed (node scripts/tools/install.mjs podman runc)', timeout: 240_000 }, () => {
   before(() => startTestContainer(NAME, { hostname: 'es-ctr-host' }));

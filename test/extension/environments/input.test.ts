@@ -79,10 +79,12 @@ describe('Add Environment input', () => {
 });
 
 describe('status words', () => {
-  it('Local is "ready" before it is used; other states are shown as they are', () => {
+  it('Local is "ready" before and after it is used (one word, not ready/connected), "failed" only when it failed; other states are shown as they are', () => {
     assert.equal(shownState('local', 'disconnected'), 'ready');
-    assert.equal(shownState('local', 'connected'), 'connected');
-    assert.equal(shownState('websocket', 'disconnected'), 'disconnected');
+    assert.equal(shownState('local', 'connecting'), 'ready');
+    assert.equal(shownState('local', 'connected'), 'ready');
+    assert.equal(shownState('local', 'failed'), 'failed');
+    for (const s of ['connecting', 'connected', 'reconnecting', 'disconnected', 'failed'] as const) assert.equal(shownState('command', s), s);
   });
 
   it('the status bar says which environment is connected or failing, never a bare count', () => {

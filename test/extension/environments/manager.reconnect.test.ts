@@ -1,4 +1,4 @@
-// The environment manager while a connection comes back (issue 15 §4): the state reads
+// The environment manager while a connection comes back (docs/reliability.md): the state reads
 // "reconnecting" — never "failed" — while automatic attempts remain (the view and the
 // "reconnecting…" toast agree), "failed" plus onDidGiveUp once they are used up; and a first
 // connection can resume a session by id (a reloaded window), falling back to a new session
@@ -23,15 +23,18 @@ function listen(port = 0): Promise<WebSocketListener> {
 
 function setup(settings: EnvironmentSetting[], delays: number[]) {
   const store = new EnvironmentStore({ read: () => settings, write: async () => {} }, { get: async () => undefined, store: async () => {}, delete: async () => {} });
+  const attempts = { failed: 0 };
   const connector: Connector = {
     connect(config, _token, opts): Promise<ExecClient> {
-      return connectWebSocket(config.url!, { connectTimeoutMs: 2000, recoveryTimeoutMs: 600, reconnectDelayMs: 50, resumeSessionId: opts?.resumeSessionId });
+      const c = connectWebSocket(config.url!, { connectTimeoutMs: 2000, recoveryTimeoutMs: 600, reconnectDelayMs: 50, resumeSessionId: opts?.resumeSessionId });
+      c.catch(() => attempts.failed++);
+      return c;
     },
   };
   const manager = new EnvironmentManager(store, connector, { reconnectDelaysMs: delays });
   const states: EnvironmentState[] = [];
   manager.onDidChangeState((e) => states.push(e.state));
-  return { manager, states };
+  return { manager, states, attempts };
 }
 
 
@@ -39,7 +42,7 @@ describe('environment manager: reconnecting', () => {
   it('reads "reconnecting" while attempts remain and comes back connected — never "failed" in between', async () => {
     let l = await listen();
     const port = l.port;
-    const { manager, states } = setup([{ name: 'remote', url: l.url }], [200, 300, 400, 500, 600, 800, 1000]);
+    const { manager, states, attempts } = setup([{ name: 'remote', url: l.url }], [200, 300, 400, 500, 600, 800, 1000]);
     try {
       await manager.getClient('remote');
       const lost: string[] = [];
@@ -48,7 +51,8 @@ describe('environment manager: reconnecting', () => {
       await l.close(); // down for longer than the client's own recovery (600 ms) and the session TTL
       await waitFor(() => lost.length === 1, { what: 'the session lost', timeout: 10_000 });
       assert.equal(manager.state('remote'), 'reconnecting');
-      await new Promise((r) => setTimeout(r, 700)); // a failed attempt or two
+      const failed = attempts.failed;
+      await waitFor(() => attempts.failed > failed, { what: "the manager's attempt to fail while the server is down" });
       l = await listen(port);
       await waitFor(() => manager.state('remote') === 'connected', { what: 'connected again', timeout: 20_000 });
       assert.ok(!states.includes('failed'), `states: ${states.join(' → ')}`);
@@ -69,7 +73,7 @@ describe('environment manager: reconnecting', () => {
       let error: string | undefined;
       h.onClose((e) => (error = e.error));
       await l.close();
-      await new Promise((r) => setTimeout(r, 400)); // past the session TTL (300 ms)
+      await waitFor(() => remote.sessionCount === 0, { what: 'the detached session to expire (300 ms TTL)' });
       l = await listen(port);
       await h.closed;
       assert.match(error ?? '', /session lost: .*unknown session/);
@@ -108,7 +112,7 @@ describe('environment manager: reconnecting', () => {
       const resumed = await a.manager.getClient('remote', { resumeSessionId: session });
       assert.equal(resumed.sessionId, session);
       await a.manager.dispose();
-      await new Promise((r) => setTimeout(r, 600)); // past the TTL: the session is gone
+      await waitFor(() => remote.sessionCount === 0, { what: 'the detached session to expire (300 ms TTL)' });
       const b = setup([{ name: 'remote', url: l.url }], [100]);
       const fresh = await b.manager.getClient('remote', { resumeSessionId: session });
       assert.notEqual(fresh.sessionId, session);

@@ -10,7 +10,7 @@ import type { ExecServerClient } from '../../../src/client/client';
 import { connectCommand } from '../../../src/client/connect';
 import { listFiles } from '../../../src/extension/search/files';
 import { searchInFolder, summarize } from '../../../src/extension/search/run';
-import { referenceBinary, referenceEnv } from '../../interop/helpers';
+import { referenceBinary, referenceEnv } from '../../support/reference';
 import { tempDir } from '../../support/tmp';
 
 let client: ExecServerClient;

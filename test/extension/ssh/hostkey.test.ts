@@ -17,6 +17,7 @@ import { chooseExecutor, probeHost } from '../../../src/extension/ssh/probe';
 import { SshError, type SshOptions } from '../../../src/extension/ssh/target';
 import { cliPath, repoRoot } from '../../support/cli';
 import { tempDir } from '../../support/tmp';
+import { waitFor } from '../../support/wait';
 import { binDir, startSshd, whichOrThrow, type TestSshd } from '../../support/sshd';
 
 let sshd: TestSshd;
@@ -219,10 +220,8 @@ describe('ssh host (real sshd)', () => {
     setTimeout(() => ac.abort(), 800);
     await assert.rejects(p, /cancelled/);
     assert.ok(Date.now() - started < 4000, `rejected after ${Date.now() - started} ms, not after the 5 s probe`);
-    await new Promise((r) => setTimeout(r, 300));
-    const ps = spawnSync('ps', ['-eo', 'pid,args'], { encoding: 'utf8' }).stdout;
-    const left = ps.split('\n').filter((l) => l.includes(ssh.sshPath!) && l.includes('slow-probe'));
-    assert.deepEqual(left, [], 'the ssh client was killed');
+    const left = () => spawnSync('ps', ['-eo', 'pid,stat,args'], { encoding: 'utf8' }).stdout.split('\n').filter((l) => l.includes(ssh.sshPath!) && l.includes('slow-probe') && !/^\s*\d+\s+Z/.test(l));
+    await waitFor(() => left().length === 0, { timeout: 5_000, what: 'the ssh client to be killed', detail: () => left().join('\n') });
   });
 
   it('a host without sh on its PATH (as a Windows host): the error says so, not just an exit code', async () => {

@@ -1,4 +1,4 @@
-// Connect to Host against a host that is really remote (issue 22): a real sshd in a network and
+// Connect to Host against a host that is really remote (docs/security.md, "Network paths and proxies"): a real sshd in a network and
 // UTS namespace of its own (test/support/netns.ts: own hostname, own 127.0.0.1, reached through a veth
 // pair), running this repository's CLI. Every earlier ssh test host was a loopback sshd whose
 // 127.0.0.1 is ours, so a websocket meant for the host's 127.0.0.1:PORT that was opened on this

@@ -15,7 +15,7 @@ import type { ExecClient, ProcessHandle } from '../../../src/client/api';
 import { connectCommand } from '../../../src/client/connect';
 import { readRunRecord, runPaths } from '../../../src/cli/detach';
 import { sshEnvironmentInput } from '../../../src/extension/ssh/environment';
-import { connectPersistentSsh, isStdioFallback, openForwardedChannel, PersistenceUnavailable, persistentSshSpec, stdioOnlyReason, type PersistentSshSpec } from '../../../src/extension/ssh/persist';
+import { connectPersistentSsh, detachCommand, isStdioFallback, openForwardedChannel, PersistenceUnavailable, persistentSshSpec, stdioOnlyReason, type PersistentSshSpec } from '../../../src/extension/ssh/persist';
 import { createServer, type AddressInfo } from 'node:net';
 import { chooseExecutor, probeHost } from '../../../src/extension/ssh/probe';
 import type { SshOptions } from '../../../src/extension/ssh/target';
@@ -23,6 +23,7 @@ import type { EnvironmentConfig } from '../../../src/extension/environments/stor
 import { isAlive } from '../../support/process';
 import { cliPath } from '../../support/cli';
 import { tempDir } from '../../support/tmp';
+import { waitFor } from '../../support/wait';
 import { binDir, startSshd, whichOrThrow, type TestSshd } from '../../support/sshd';
 import { killSquatters, squat } from '../../support/detach-squatter';
 
@@ -75,11 +76,7 @@ function collect(p: ProcessHandle): { text(): string } {
 }
 
 async function until(what: string, cond: () => boolean, ms = 20_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  await waitFor(cond, { what, timeout: ms, interval: 50 });
 }
 
 /** Pids of this test's `ssh … -W 127.0.0.1:PORT` children (matched by our temp config file). */
@@ -211,16 +208,17 @@ describe('persistent ssh connection (real sshd)', () => {
 describe('persistent ssh: idle exit and fallback (real sshd)', () => {
   it('the detached server stays while a client or a session is there, then exits after --idle-exit', async () => {
     const spec = persistentSshSpec(await environmentFor('idle', ssh))!;
-    const c = await connectPersistentSsh(spec, { clientName: 'idle', log, idleExitSec: 2, fallback: () => Promise.reject(new Error('fell back')) });
+    // --session-ttl 30 (the --detach default is 300 s): the timing below is about a 30 s TTL.
+    const c = await connectPersistentSsh(spec, { clientName: 'idle', log, idleExitSec: 2, sessionTtlSec: 30, fallback: () => Promise.reject(new Error('fell back')) });
     const session = c.sessionId;
     const rec = readRunRecord(runPaths(path.join(work, 'home-i')).record)!;
     const p = await c.startProcess({ argv: ['/bin/sh', '-c', 'sleep 600'], cwd: '/', tty: false, envPolicy: ENV });
-    await new Promise((r) => setTimeout(r, 4000));
+    await new Promise((r) => setTimeout(r, 4000)); // why: elapsed time is the subject (connected past the 2 s idle limit)
     assert.ok(isAlive(rec.pid), 'alive with a client (2 s idle limit, 4 s connected)');
     // The client goes away: the session stays detached for its 30 s TTL (its process too), then
     // the server is idle and exits 2 s later.
     await c.close();
-    await new Promise((r) => setTimeout(r, 10_000));
+    await new Promise((r) => setTimeout(r, 10_000)); // why: elapsed time is the subject (detached, within the 30 s TTL)
     assert.ok(isAlive(rec.pid), 'alive while the detached session (and its process) lives');
     const closedAt = Date.now();
     await until('the server exited', () => !isAlive(rec.pid), 60_000);
@@ -246,7 +244,8 @@ describe('persistent ssh: idle exit and fallback (real sshd)', () => {
     assert.equal(answer.started, true);
     const paths = runPaths(home);
     try {
-      await new Promise((r) => setTimeout(r, 2500));
+      // The watcher (checked every second) has seen the record name it once: it logs so.
+      await until('the watcher to see its record', () => existsSync(paths.log) && /names this server/.test(readFileSync(paths.log, 'utf8')));
       assert.ok(isAlive(answer.pid), 'alive while its record names it');
       rmSync(paths.record);
       await until('the server exited', () => !isAlive(answer.pid), 15_000);
@@ -288,6 +287,11 @@ describe('persistent ssh: idle exit and fallback (real sshd)', () => {
 
 describe('persistentSshSpec', () => {
   const base = { name: 'h', kind: 'command' as const, command: '/usr/bin/ssh' };
+  it('the --detach command carries --idle-exit / --session-ttl only when asked (an older CLI on a host knows neither)', () => {
+    const spec: PersistentSshSpec = { ssh: 'ssh', options: [], host: 'h', program: "'/h/.exec-server/bin/exec-server'" };
+    assert.equal(detachCommand(spec), "'/h/.exec-server/bin/exec-server' --detach");
+    assert.equal(detachCommand(spec, 2, 900), "'/h/.exec-server/bin/exec-server' --detach --idle-exit 2 --session-ttl 900");
+  });
   it('takes only the shape Connect to Host saves for a one-word executor', () => {
     const opts = ['-T', '-o', 'BatchMode=yes'];
     assert.deepEqual(persistentSshSpec({ ...base, args: [...opts, '--', 'host', "'/home/u/.exec-server/bin/exec-server' --listen stdio://"] }), {

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { chooseEnvironmentName } from '../../../src/extension/ssh/environment';
-import { classifySshFailure, environmentNameFor, formatSshTarget, parseSshTarget, shQuote, sshArgv } from '../../../src/extension/ssh/target';
+import { classifySshFailure, describeSshFailure, environmentNameFor, formatSshTarget, parseSshTarget, shQuote, sshArgv } from '../../../src/extension/ssh/target';
 
 describe('ssh targets', () => {
   it('reads host, user@host, user@host:port, [v6]:port and ssh:// URLs', () => {
@@ -68,5 +68,18 @@ describe('ssh targets', () => {
     ];
     for (const [msg, kind] of cases) assert.equal(classifySshFailure(msg, 255), kind, msg);
     assert.equal(classifySshFailure('bash: exec-server: command not found', 127), undefined);
+  });
+
+  it('an error quotes ssh once ("ssh: …", not "ssh: ssh: …") and names what to check', () => {
+    const m = describeSshFailure('refused', 'devbox', 'ssh: connect to host 10.0.0.5 port 22: Connection refused\n');
+    assert.equal(m, 'devbox refused the connection: no ssh server listens on that port (ssh: connect to host 10.0.0.5 port 22: Connection refused)');
+    assert.match(describeSshFailure('auth', 'devbox', 'root@devbox: Permission denied (publickey,password).'), /refused the login \(ssh: root@devbox: Permission denied \(publickey,password\)\.\)\. Check the user name and the password or key/);
+  });
+
+  it('BatchMode=yes without a helper for questions, BatchMode=no with one; the saved form never carries the helper', () => {
+    const t = { host: 'h' };
+    assert.ok(sshArgv(t, {}, 'true').includes('BatchMode=yes'));
+    const askpass = { open: () => ({ env: {}, dispose: () => undefined }) };
+    assert.ok(sshArgv(t, { askpass }, 'true').includes('BatchMode=no'));
   });
 });

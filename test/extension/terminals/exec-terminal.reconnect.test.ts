@@ -7,7 +7,7 @@ import { ExecServer } from '../../../src/server/exec-server';
 import { serveConnection } from '../../../src/transports/serve';
 import { listenWebSocket } from '../../../src/transports/websocket-server';
 import { ExecTerminal } from '../../../src/extension/terminals/exec-terminal';
-import { startDropProxy } from '../../client/drop-proxy';
+import { startDropProxy } from '../../support/drop-proxy';
 import { waitFor } from '../../support/wait';
 
 const server = new ExecServer();

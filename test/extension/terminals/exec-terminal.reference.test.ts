@@ -9,7 +9,7 @@ import { ExecServerClient } from '../../../src/client/client';
 import { connectCommand } from '../../../src/client/connect';
 import { ExecFileSystem, FileType, type FsErrorFactory } from '../../../src/extension/files/exec-file-system';
 import { ExecTerminal } from '../../../src/extension/terminals/exec-terminal';
-import { referenceBinary, referenceEnv } from '../../interop/helpers';
+import { referenceBinary, referenceEnv } from '../../support/reference';
 import { waitFor } from '../../support/wait';
 
 class FsErr extends Error {

@@ -2,8 +2,7 @@
 // chunk boundaries, bounded writes, LF to CRLF.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { lfToCrlf, OutputCoalescer } from '../../../src/extension/terminals/output-coalescer';
-import { sleep } from '../../support/wait';
+import { type CoalescerClock, lfToCrlf, OutputCoalescer } from '../../../src/extension/terminals/output-coalescer';
 
 const enc = new TextEncoder();
 
@@ -74,13 +73,32 @@ describe('output coalescer', () => {
   });
 
   it('dispose drops the queue and resolves waiters; pushes after end are ignored', async () => {
-    const { c, writes } = collector({ intervalMs: 50 });
+    // Real timers, counted: a write comes at once or from a pending timer, so none pending means none to come.
+    const pending = new Set<unknown>();
+    const clock: CoalescerClock = {
+      now: () => Date.now(),
+      setTimeout: (fn, ms) => {
+        const h = setTimeout(() => {
+          pending.delete(h);
+          fn();
+        }, ms);
+        pending.add(h);
+        return h;
+      },
+      clearTimeout: (h) => {
+        pending.delete(h);
+        clearTimeout(h as ReturnType<typeof setTimeout>);
+      },
+    };
+    const { c, writes } = collector({ intervalMs: 50, clock });
     c.push(enc.encode('never shown'));
+    assert.ok(pending.size > 0, 'the first write waits for a timer');
     const drained = c.drained();
     c.dispose();
     await drained;
     c.push(enc.encode('late'));
-    await sleep(80); // past the 50 ms interval: a write that must NOT come can only be awaited for a while
+    assert.equal(pending.size, 0, 'no timer left to write anything');
+    assert.equal(c.pendingChars, 0);
     assert.deepEqual(writes, []);
   });
 

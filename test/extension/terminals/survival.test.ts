@@ -1,4 +1,4 @@
-// Terminals that survive (issue 15 §4) with real servers, sockets and PTYs: the terminal says
+// Terminals that survive (docs/reliability.md) with real servers, sockets and PTYs: the terminal says
 // "connection lost — reconnecting…" as soon as the link drops (not after the ~25 s recovery
 // timeout) and "reconnected" when the session resumed, with every output line exactly once; a
 // server killed under the terminal ends the process with a message and an offer to start it
@@ -6,6 +6,8 @@
 // reload) leaves its process running for the next window, which adopts it with its earlier
 // output; the records a reloaded window reads survive bad input.
 import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import path from 'node:path';
 import { after, describe, it } from 'node:test';
 import type { ExecClient } from '../../../src/client/api';
 import { connectWebSocket } from '../../../src/client/connect';
@@ -14,7 +16,8 @@ import { serveConnection } from '../../../src/transports/serve';
 import { listenWebSocket } from '../../../src/transports/websocket-server';
 import { ExecTerminal, type ExecTerminalOptions } from '../../../src/extension/terminals/exec-terminal';
 import { followConnection, lossMessage, MAX_TERMINAL_RECORDS, readTerminalRecords, restorePlan, TerminalRecords, type TerminalRecord } from '../../../src/extension/terminals/survival';
-import { startDropProxy } from '../../client/drop-proxy';
+import { startDropProxy } from '../../support/drop-proxy';
+import { tempDir } from '../../support/tmp';
 import { waitFor } from '../../support/wait';
 
 const PATH = process.env.PATH ?? '/usr/bin:/bin';
@@ -72,7 +75,8 @@ describe('terminal: connection notices', () => {
 
     // A stream numbered line by line, cut in the middle while the server stays unreachable for a while.
     const from = output().length;
-    term.handleInput('i=1; while [ $i -le 2000 ]; do echo "n:$i:"; [ $((i % 200)) = 0 ] && sleep 0.1; i=$((i+1)); done; echo stream-done\r');
+    const ended = path.join(tempDir('survival-'), 'stream-ended');
+    term.handleInput(`i=1; while [ $i -le 2000 ]; do echo "n:$i:"; [ $((i % 200)) = 0 ] && sleep 0.1; i=$((i+1)); done; echo stream-done; : > ${ended}\r`);
     await waitFor(() => /n:300:/.test(output().slice(from)), { what: 'the stream', timeout: 20_000, detail: () => output().slice(-300) });
     proxy.refuse = true;
     const cut = Date.now();
@@ -82,7 +86,11 @@ describe('terminal: connection notices', () => {
     assert.ok(shownAfterMs < 3_000, `shown ${shownAfterMs} ms after the drop`);
     assert.equal(client.state, 'recovering', 'still reconnecting when the notice shows');
     assert.ok(!output().includes('[Exec Server: reconnected]'));
-    await new Promise((r) => setTimeout(r, 1500)); // unreachable for a while
+    // Unreachable while the rest of the stream is written (the shell marks its end in a file), and
+    // until two of the client's reconnect attempts were refused.
+    const refused = proxy.refused;
+    await waitFor(() => existsSync(ended) && proxy.refused >= refused + 2, { what: 'the stream to end and two refused reconnect attempts', timeout: 20_000 });
+    assert.equal(client.state, 'recovering', 'still reconnecting after failed attempts');
     proxy.refuse = false;
     await waitFor(() => output().includes('[Exec Server: reconnected]'), { what: 'the reconnected notice', timeout: 20_000, detail: () => output().slice(-300) });
     await waitFor(() => /\r\nstream-done/.test(output().slice(from)), { what: 'the end of the stream', timeout: 30_000, detail: () => output().slice(-300) });

@@ -10,7 +10,7 @@ import { isLocalAddress, judgeHost, matchPattern, modeGuard } from '../../../src
 function cfg(domains: Record<string, 'allow' | 'deny' | 'none'> | null, more: Partial<ProxyConfig> = {}): ProxyConfig {
   return {
     enabled: true, enableSocks5: true, enableSocks5Udp: true, allowUpstreamProxy: true, dangerouslyAllowAllUnixSockets: false, mode: 'full',
-    domains: Object.entries(domains ?? {}), unixSockets: [], allowLocalBinding: false, reviewDomains: [], credentialMasking: false, transparentTcp: false, ...more,
+    domains: Object.entries(domains ?? {}), unixSockets: [], allowLocalBinding: false, reviewDomains: [], credentialMasking: false, credentialProviders: [], transparentTcp: false, ...more,
   };
 }
 /** Names as /etc/hosts maps them on the reference's test machine: all loopback. */

@@ -3,13 +3,17 @@
 // editor for long requests), sandbox-denial notices, workspace trust. Every approval setting
 // is read from the USER settings only: an agent can write workspace files, so workspace (and
 // folder) values must never loosen the policy.
+import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
+import { codexEnvironmentEntries, type EndpointEntry } from '../codex-entry';
 import { AgentEndpoint, MIN_AGENT_TOKEN_LENGTH, newAgentToken } from '../endpoint';
+import { relayTargetOf, type RelayRoutes } from '../relay-targets';
+import { AuditLog, auditFileOf } from '../audit';
 import type { AgentGateHost, AgentQuestion } from '../gate';
 import type { ApprovalHost } from '../../approval';
-import { commandLine } from '../../approval';
-import { LOCAL_ENVIRONMENT } from '../../environments';
+import { commandLine, timedOutText } from '../../approval';
+import { LOCAL_ENVIRONMENT, type EnvironmentStore } from '../../environments';
 import { QuestionPacer } from '../../approval';
 import type { SettingsOwner } from '../../common';
 import type { ServerTelemetry } from '../../../telemetry/api';
@@ -64,6 +68,7 @@ export function vscodeAgentGateHost(ctx: vscode.ExtensionContext, settings: Sett
   return {
     policy: () => settings.current.approvalPolicy,
     sandboxAll: () => settings.current.sandboxAgentCommands,
+    allowedDomains: () => settings.current.networkAllowedDomains,
     timeoutMs: () => settings.current.approvalTimeoutMs,
     workspaceRoots: () => workspaceFolderPaths(LOCAL_ENVIRONMENT),
     protectedRoots: () => [userDir, ...extensionsDir],
@@ -101,6 +106,13 @@ export function vscodeAgentGateHost(ctx: vscode.ExtensionContext, settings: Sett
           q.connection,
         );
       });
+    },
+    timedOut(q, seconds) {
+      // VS Code has no way to take a shown notification (or its buttons) back: the question's
+      // toast may stay on screen with live-looking buttons, whose click then only says it changed
+      // nothing (late). So the denial is said at once, next to it, as a warning without buttons.
+      const say = q.kind === 'network' ? vscode.window.showInformationMessage : vscode.window.showWarningMessage;
+      void say(`Exec Server: approval #${q.id}: ${timedOutText(seconds)} — ${q.message.replace(/^Exec Server: /, '')}`);
     },
     late(q, choice) {
       void vscode.window.showInformationMessage(
@@ -163,35 +175,87 @@ export interface AgentServiceDeps {
   /** Server spans/metrics of the endpoint's own engine (execServer.telemetry.*), read at each start. */
   serverTelemetry?: () => ServerTelemetry;
   /**
-   * Stable across reloads (issue 15 §4): the token in SecretStorage, the last port (used again
+   * Stable across reloads (docs/reliability.md): the token in SecretStorage, the last port (used again
    * when the port setting is 0 and it is free) in globalState, and whether the endpoint was
    * running when this window went away in workspaceState. Absent: a fresh token and port per start.
    */
   persistence?: { secrets: vscode.SecretStorage; globalState: vscode.Memento; workspaceState: vscode.Memento };
+  /** The configured environments (a remote environment's endpoint relays to its server). */
+  store?: EnvironmentStore;
+  /** How the relay reaches a command environment the way the connector does (ssh: the user's login questions, the detached server). */
+  relayRoutes?: RelayRoutes;
+  /** The folder the endpoints' audit logs are kept in across reloads (audit.ts); absent: memory only. */
+  auditDir?: string;
 }
 
 const TOKEN_SECRET = 'execServer.agentEndpoint.token';
 const LAST_PORT_KEY = 'execServer.agentEndpoint.lastPort';
 const RUNNING_KEY = 'execServer.agentEndpoint.running';
 
-/** The Codex `environments.toml` entry for a running endpoint (Codex reads the token only from here). */
-export function codexEnvironmentEntry(url: string, token: string, id = 'vscode'): string {
-  return `[[environments]]\nid = "${id}"\nurl = "${url}"\nauth_bearer_token = "${token}"\n`;
-}
-
 export class AgentEndpointService implements vscode.Disposable {
   private endpoint: AgentEndpoint | undefined;
   private starting: Promise<AgentEndpoint> | undefined;
+  /** Endpoints of remote environments (relay.ts), by environment name: a free port and a fresh token each, for this window's life. */
+  private readonly remotes = new Map<string, Promise<AgentEndpoint>>();
 
   constructor(private readonly deps: AgentServiceDeps) {}
 
+  /** Local's endpoint. */
   get running(): { url: string; token: string } | undefined {
     return this.endpoint ? { url: this.endpoint.url, token: this.endpoint.token } : undefined;
   }
 
-  async start(): Promise<{ url: string; token: string }> {
+  /** Every running endpoint, Local first. */
+  async endpoints(): Promise<EndpointEntry[]> {
+    const out: EndpointEntry[] = this.endpoint ? [{ environment: LOCAL_ENVIRONMENT, url: this.endpoint.url, token: this.endpoint.token }] : [];
+    for (const [environment, p] of this.remotes) {
+      const ep = await p.catch(() => undefined);
+      if (ep) out.push({ environment, url: ep.url, token: ep.token });
+    }
+    return out;
+  }
+
+  /** The Codex environments.toml entries of every running endpoint (one `[[environments]]` each). */
+  async codexEntries(): Promise<string> {
+    return codexEnvironmentEntries(await this.endpoints(), LOCAL_ENVIRONMENT);
+  }
+
+  /** The gate decisions of every running endpoint (audit.ts), Local first, then those kept of endpoints not running now, as JSON Lines. */
+  async auditJsonLines(): Promise<string> {
+    const eps = [...(this.endpoint ? [this.endpoint] : [])];
+    for (const p of this.remotes.values()) {
+      const ep = await p.catch(() => undefined);
+      if (ep) eps.push(ep);
+    }
+    const running = new Set(eps.map((ep) => ep.audit.environment));
+    const kept: string[] = [];
+    const dir = this.deps.auditDir;
+    let files: string[] = [];
+    try {
+      files = dir ? fs.readdirSync(dir).filter((f) => f.endsWith('.jsonl')).sort() : [];
+    } catch {
+      /* no log kept yet */
+    }
+    for (const f of files) {
+      let environment: string;
+      try {
+        environment = decodeURIComponent(f.slice(0, -'.jsonl'.length));
+      } catch {
+        continue;
+      }
+      if (!running.has(environment)) kept.push(new AuditLog(environment, undefined, path.join(dir!, f)).toJsonLines());
+    }
+    return eps.map((ep) => ep.audit.toJsonLines()).join('') + kept.join('');
+  }
+
+  /** Starts (or gives) the endpoint of `environment` (default Local). */
+  async start(environment: string = LOCAL_ENVIRONMENT): Promise<{ url: string; token: string }> {
     if (!vscode.workspace.isTrusted) {
       throw new Error('Exec Server: the agent endpoint is off in untrusted workspaces (trust the workspace first)');
+    }
+    if (environment !== LOCAL_ENVIRONMENT) {
+      const ep = await this.startRemote(environment);
+      return { url: ep.url, token: ep.token };
     }
     if (this.endpoint) return { url: this.endpoint.url, token: this.endpoint.token };
     this.starting ??= this.listen().finally(() => (this.starting = undefined));
@@ -203,7 +267,10 @@ export class AgentEndpointService implements vscode.Disposable {
    * `shutdown`: the window is going away — the endpoint comes back with the reloaded window
    * (restoreAfterReload). Otherwise the user stopped it: it stays stopped.
    */
-  async stop(opts: { shutdown?: boolean } = {}): Promise<boolean> {
+  async stop(opts: { shutdown?: boolean; environment?: string } = {}): Promise<boolean> {
+    if (opts.environment !== undefined && opts.environment !== LOCAL_ENVIRONMENT) return this.stopRemote(opts.environment);
+    // All of them (the window goes away, or Stop without naming one).
+    if (opts.environment === undefined) for (const name of [...this.remotes.keys()]) await this.stopRemote(name);
     if (!opts.shutdown) await this.deps.persistence?.workspaceState.update(RUNNING_KEY, undefined);
     const ep = this.endpoint ?? (await this.starting?.catch(() => undefined));
     this.endpoint = undefined;
@@ -217,6 +284,49 @@ export class AgentEndpointService implements vscode.Disposable {
 
   dispose(): void {
     void this.stop({ shutdown: true });
+  }
+
+  private startRemote(environment: string): Promise<AgentEndpoint> {
+    const known = this.remotes.get(environment);
+    if (known) return known;
+    const store = this.deps.store;
+    const config = store?.get(environment);
+    if (!store || !config) return Promise.reject(new Error(`Exec Server: unknown environment "${environment}"`));
+    const log = this.deps.log;
+    const starting = AgentEndpoint.start({
+      port: 0,
+      relay: relayTargetOf(config, () => store.token(environment), (level, m) => log[level](`[agent endpoint ${environment}] ${m}`), this.deps.relayRoutes),
+      // The same questions and settings as Local, against the folders open for that environment (paths on its host).
+      gate: { ...this.deps.gateHost, workspaceRoots: () => workspaceFolderPaths(environment), protectedRoots: () => [] },
+      onProcessStarted: (p) => this.deps.terminals.showAgentProcess(p),
+      onSandboxDenied: (d) => this.sandboxDenied(d),
+      auditFile: this.deps.auditDir ? auditFileOf(this.deps.auditDir, environment) : undefined,
+      log: (level, message) => log[level](`[agent endpoint ${environment}] ${message}`),
+    });
+    this.remotes.set(environment, starting);
+    starting.then(
+      (ep) => log.info(`agent endpoint for ${environment} listening on ${ep.url} (relayed to its server)`),
+      () => this.remotes.get(environment) === starting && this.remotes.delete(environment),
+    );
+    return starting;
+  }
+
+  private async stopRemote(environment: string): Promise<boolean> {
+    const p = this.remotes.get(environment);
+    this.remotes.delete(environment);
+    const ep = await p?.catch(() => undefined);
+    if (!ep) return false;
+    await ep.stop();
+    this.deps.log.info(`agent endpoint for ${environment} stopped`);
+    return true;
+  }
+
+  /** The connection's label names the host for a remote endpoint ("agent connection #1 (…) → "devbox""). */
+  private sandboxDenied({ connection, argv, exitCode }: { connection: string; argv: string[]; exitCode: number }): void {
+    this.deps.log.warn(`[agent endpoint] sandbox denied: ${connection}: ${commandLine(argv)} (exit code ${exitCode})`);
+    void vscode.window.showWarningMessage(
+      `Exec Server: the sandbox blocked ${commandLine(argv)} (${connection}, exit code ${exitCode}). If the agent retries it without the sandbox, you will be asked first.`,
+    );
   }
 
   /** After a window reload: start the endpoint again if it was running (same port and token when possible). */
@@ -265,12 +375,8 @@ export class AgentEndpointService implements vscode.Disposable {
       gate: this.deps.gateHost,
       serverOptions: { telemetry: this.deps.serverTelemetry?.() },
       onProcessStarted: (p) => this.deps.terminals.showAgentProcess(p),
-      onSandboxDenied: ({ connection, argv, exitCode }) => {
-        log.warn(`[agent endpoint] sandbox denied: ${connection}: ${commandLine(argv)} (exit code ${exitCode})`);
-        void vscode.window.showWarningMessage(
-          `Exec Server: the sandbox blocked ${commandLine(argv)} (${connection}, exit code ${exitCode}). If the agent retries it without the sandbox, you will be asked first.`,
-        );
-      },
+      onSandboxDenied: (d) => this.sandboxDenied(d),
+      auditFile: this.deps.auditDir ? auditFileOf(this.deps.auditDir, LOCAL_ENVIRONMENT) : undefined,
       log: (level, message) => log[level](`[agent endpoint] ${message}`),
     });
     this.endpoint = ep;

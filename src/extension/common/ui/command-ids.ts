@@ -37,6 +37,7 @@ export const COMMANDS = {
   'execServer.startAgentEndpoint': { title: 'Start Agent Endpoint', icon: '$(broadcast)', enablement: 'isWorkspaceTrusted' },
   'execServer.stopAgentEndpoint': { title: 'Stop Agent Endpoint', icon: '$(circle-slash)' },
   'execServer.copyEndpointToken': { title: 'Copy Codex Environment Entry (with Agent Endpoint Token)', icon: '$(key)' },
+  'execServer.showAgentAudit': { title: 'Show Agent Audit Log (JSON Lines)', icon: '$(checklist)' },
   'execServer.process.interrupt': { title: 'Interrupt Process', icon: '$(debug-pause)' },
   'execServer.process.terminate': { title: 'Terminate Process', icon: '$(stop-circle)' },
   'execServer.process.reveal': { title: 'Show Process Terminal', icon: '$(terminal)' },
@@ -76,9 +77,14 @@ export interface CommandSignatures {
   'execServer.showProcesses': { args: undefined; result: { environment: string; processId: string; label: string; origin: string }[] };
   'execServer.showLog': { args: undefined; result: void };
   'execServer.showRequestStatistics': { args: undefined; result: void };
-  'execServer.startAgentEndpoint': { args: { quiet?: boolean }; result: { url: string; token: string } };
-  'execServer.stopAgentEndpoint': { args: undefined; result: boolean };
-  'execServer.copyEndpointToken': { args: { tokenOnly?: boolean }; result: boolean };
+  /** Without `environment` (and no other argument): a picker of Local and the connected environments; other arguments only: Local. A remote environment's endpoint relays to its server. */
+  'execServer.startAgentEndpoint': { args: { quiet?: boolean; environment?: string }; result: { url: string; token: string } | undefined };
+  /** Without `environment`: every endpoint. */
+  'execServer.stopAgentEndpoint': { args: { environment?: string }; result: boolean };
+  /** The Codex entries of every running endpoint; `tokenOnly`: one endpoint's token (Local's unless `environment`). */
+  'execServer.copyEndpointToken': { args: { tokenOnly?: boolean; environment?: string }; result: boolean };
+  /** Every running endpoint's gate decisions, oldest first, one JSON object a line; resolves with that text. */
+  'execServer.showAgentAudit': { args: undefined; result: string };
   'execServer.process.interrupt': { args: ProcessNodeArgs; result: boolean };
   'execServer.process.terminate': { args: ProcessNodeArgs; result: boolean };
   'execServer.process.reveal': { args: ProcessNodeArgs; result: boolean };

@@ -6,3 +6,4 @@ export { executeCommand, registerCommand, str, strArray } from './command-regist
 export type { Args, CommandHandler } from './command-registry';
 export { createSettingsOwner } from './settings';
 export { registerRequestTelemetry } from './telemetry';
+export { oneAnswer, type OneAnswer } from './quick-input';

@@ -7,7 +7,7 @@
 import * as os from 'node:os';
 import * as vscode from 'vscode';
 import type { CommandId } from '../../common/ui';
-import { str, type CommandHandler } from '../../common/ui';
+import { oneAnswer, str, type CommandHandler } from '../../common/ui';
 import type { EnvironmentManager } from '../../environments';
 import { LOCAL_ENVIRONMENT, type EnvironmentStore } from '../../environments';
 import { noIcons, noLinks } from '../../common';
@@ -31,6 +31,8 @@ export interface ContainerCommandDeps {
   approve(environment: string, argv: string[], cwd: string): Promise<void>;
   /** execServer.containers.* / execServer.kubernetes.* (user settings). */
   settings(): ContainerSettings;
+  /** The current-environment indicator: the window now works in `environment`. */
+  connected(environment: string): void;
 }
 
 type Item = vscode.QuickPickItem & { target?: ContainerTarget };
@@ -93,20 +95,15 @@ async function pickContainer(d: ContainerCommandDeps): Promise<ContainerTarget |
   qp.busy = true;
   qp.show();
   return new Promise((resolve) => {
-    let done = false;
-    const finish = (t: ContainerTarget | undefined) => {
-      if (done) return;
-      done = true;
-      resolve(t);
-      qp.dispose();
-    };
+    const answer = oneAnswer<ContainerTarget | undefined>(qp, resolve);
+    const finish = answer.finish;
     qp.onDidAccept(() => {
       const t = qp.activeItems[0]?.target;
       if (t) finish(t);
     });
     qp.onDidHide(() => finish(undefined));
     void listAll(d.settings(), d.log).then((items) => {
-      if (done) return;
+      if (answer.done) return;
       qp.items = items;
       qp.busy = false;
     });
@@ -190,6 +187,7 @@ export function registerContainerCommands(d: ContainerCommandDeps): void {
         d.log.info(`environment ${name} saved: ${input.command} ${input.args.join(' ')}`);
       }
       await run(`Exec Server: starting ${executor.description} in ${where}`, () => d.manager.getClient(name), false);
+      d.connected(name);
       d.refresh();
       if (!programmatic) {
         void vscode.window.showInformationMessage(`Exec Server: connected to ${name} (${executor.description}).`, 'New Terminal', 'Open Remote Folder').then((c) => {

@@ -6,6 +6,7 @@ import * as vscode from 'vscode';
 import type { ExecClient } from '../../../client/api';
 import { joinCommandLine, parseWhere, type Where } from '../input';
 import { parseEnvironment, type AddEnvironmentInput, type EnvironmentConfig, type EnvironmentStore } from '../store';
+import { oneAnswer } from '../../common/ui';
 
 const TITLE = 'Exec Server: Add Environment';
 export const WHERE_PLACEHOLDER = 'ws://127.0.0.1:8765  ·  127.0.0.1:8765  ·  ssh devbox exec-server --listen stdio';
@@ -47,13 +48,8 @@ function inputStep(opts: {
     box.password = !!opts.password;
     box.ignoreFocusOut = true;
     box.buttons = opts.step > 1 ? [vscode.QuickInputButtons.Back] : [];
-    let done = false;
-    const finish = (r: StepResult) => {
-      if (done) return;
-      done = true;
-      resolve(r);
-      box.dispose();
-    };
+    const answer = oneAnswer<StepResult>(box, resolve);
+    const finish = answer.finish;
     const check = () => (box.validationMessage = box.value === '' ? undefined : opts.validate(box.value));
     box.onDidChangeValue(check);
     box.onDidAccept(() => {

@@ -1,19 +1,15 @@
-// Environments in the UI: the connector (in-process Local server, websocket, command), lazy
+// Environments in the UI: the in-process Local server, lazy
 // connects with progress, clear notifications on failures, and the status-bar item.
 import * as vscode from 'vscode';
 import { markReported } from '../../common';
 import type { ExecClient } from '../../../client/api';
 import type { CommandId } from '../../common/ui';
-import { connectCommand, connectInProcess, connectWebSocket } from '../../../client/connect';
 import { ExecServer } from '../../../server/exec-server';
-import { EnvironmentConnectError, EnvironmentManager, type CommandRoute, type Connector } from '../manager';
-import { EnvironmentStore, LOCAL_ENVIRONMENT, type EnvironmentConfig } from '../store';
-import type { ClientTelemetry, ServerTelemetry } from '../../../telemetry/api';
-import { localUnsupported } from '../local-platform';
+import { EnvironmentConnectError, EnvironmentManager } from '../manager';
+import { EnvironmentStore, LOCAL_ENVIRONMENT } from '../store';
+import type { ServerTelemetry } from '../../../telemetry/api';
 import { shownState, statusText } from '../status-text';
 import { noLinks } from '../../common';
-
-const CLIENT_NAME = 'vscode-exec-server';
 
 /** The in-process server behind `Local` (the agent endpoint runs its own); created on first use. */
 export class LocalServerHolder implements vscode.Disposable {
@@ -38,46 +34,6 @@ export class LocalServerHolder implements vscode.Disposable {
   dispose(): void {
     void this.shutdown();
   }
-}
-
-/**
- * `telemetry`: the request hook of a new connection to an environment (statistics, spans);
- * `routes`: other ways to reach a command environment, the first that applies wins (a
- * container's exec, Connect to Host's persistent server: given by the activation, environments
- * know neither containers nor ssh).
- */
-export function createConnector(local: LocalServerHolder, telemetry?: (environment: string) => ClientTelemetry, routes: readonly CommandRoute[] = []): Connector {
-  return {
-    connect(config: EnvironmentConfig, token: string | undefined, opts?: { resumeSessionId?: string }): Promise<ExecClient> {
-      const t = telemetry?.(config.name);
-      switch (config.kind) {
-        case 'local': {
-          // Windows: refused in plain words (also said once at activation) rather than a node-pty crash.
-          const unsupported = localUnsupported();
-          if (unsupported) return Promise.reject(new Error(unsupported));
-          return connectInProcess(local.get(), { clientName: CLIENT_NAME, label: 'vscode', telemetry: t });
-        }
-        case 'websocket':
-          // '' (not undefined): never fall back to the extension host's CODEX_EXEC_SERVER_CONNECTION_TOKEN.
-          return connectWebSocket(config.url!, {
-            clientName: CLIENT_NAME,
-            token: token ?? '',
-            resumeSessionId: opts?.resumeSessionId,
-            connectTimeoutMs: 10_000,
-            initializeTimeoutMs: 10_000,
-            telemetry: t,
-          });
-        case 'command': {
-          const stdio = () => connectCommand(config.command!, config.args ?? [], { clientName: CLIENT_NAME, initializeTimeoutMs: 20_000, telemetry: t });
-          for (const route of routes) {
-            const routed = route(config, stdio, { clientName: CLIENT_NAME, initializeTimeoutMs: 20_000, telemetry: t, resumeSessionId: opts?.resumeSessionId });
-            if (routed) return routed;
-          }
-          return stdio();
-        }
-      }
-    },
-  };
 }
 
 /** Connect with a progress notification and a clear error message (rethrown for callers, marked as reported). */

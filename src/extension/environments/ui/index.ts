@@ -1,6 +1,7 @@
-// Environments in the UI for other features: the connector, connecting with progress, the
+// Environments in the UI for other features: connecting with progress, the
 // status-bar item, and the command context every feature's commands take.
 export { createCommandContext } from './command-context';
 export type { CommandContext } from './command-context';
 export { registerEnvironmentCommands } from './commands';
-export { connectWithProgress, createConnector, LocalServerHolder, StatusBar } from './connect';
+export { connectWithProgress, LocalServerHolder, StatusBar } from './connect';
+export { showReconnecting } from './lost-notice';

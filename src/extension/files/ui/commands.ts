@@ -6,6 +6,7 @@ import { str } from '../../common/ui';
 import { remoteUri } from './file-system-provider';
 import { browseFolder, openFolder, pickStart, pickWhere, startFolder, type OpenWhere } from './open-remote-folder';
 import { SCHEME } from '../../common';
+import { remoteWindowWorkspaceFile } from '../../terminals/ui';
 
 export function registerFolderCommands(d: CommandContext): void {
   const folderDeps = {
@@ -13,6 +14,7 @@ export function registerFolderCommands(d: CommandContext): void {
     environments: () => d.store.list().map((e) => ({ name: e.name, state: d.manager.state(e.name) })),
     clientFor: d.clientFor,
     log: d.log,
+    windowWorkspace: (environment: string, folder: string, uri: vscode.Uri) => remoteWindowWorkspaceFile(d.ctx, environment, folder, uri),
   };
 
   // Args: {environment, path, newWindow?}: opens without asking (adds to this window unless

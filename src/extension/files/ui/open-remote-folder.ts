@@ -8,6 +8,7 @@ import { infoPath } from '../../environments';
 import { noIcons } from '../../common';
 import { addingFolderReloads, addRecentFolder, browserRows, normalizePath, readRecentFolders, typedPath, type BrowserRow, type RecentFolder } from '../remote-folders';
 import { remoteUri } from './file-system-provider';
+import { oneAnswer } from '../../common/ui';
 
 export const RECENT_KEY = 'execServer.recentFolders';
 
@@ -18,6 +19,8 @@ export interface OpenRemoteFolderDeps {
   environments(): { name: string; state: string }[];
   clientFor(environment: string): Promise<ExecClient>;
   log: vscode.LogOutputChannel;
+  /** The workspace file of the folder's own window (Open in New Window): the folder, and the terminal '+' button on its environment. */
+  windowWorkspace(environment: string, folder: string, uri: vscode.Uri): Promise<vscode.Uri>;
 }
 
 export function recentFolders(deps: Pick<OpenRemoteFolderDeps, 'globalState'>): RecentFolder[] {
@@ -76,14 +79,9 @@ export function browseFolder(environment: string, client: ExecClient, start: str
     pick.ignoreFocusOut = true;
     pick.matchOnDescription = false;
     let current = '/';
-    let done = false;
     let generation = 0;
-    const finish = (v: string | undefined) => {
-      if (done) return;
-      done = true;
-      resolve(v);
-      pick.dispose();
-    };
+    const answer = oneAnswer<string | undefined>(pick, resolve);
+    const finish = answer.finish;
     const go = async (dir: string) => {
       const my = ++generation;
       pick.busy = true;
@@ -117,7 +115,7 @@ export function browseFolder(environment: string, client: ExecClient, start: str
     pick.show();
     void go(start).then(() => {
       // A start folder that cannot be listed (no home?): fall back to /.
-      if (!done && pick.items.length === 0) void go('/');
+      if (!answer.done && pick.items.length === 0) void go('/');
     });
   });
 }
@@ -151,8 +149,9 @@ export async function openFolder(deps: OpenRemoteFolderDeps, environment: string
   const base = folder.replace(/\/+$/, '').split('/').pop() || '/';
   await deps.globalState.update(RECENT_KEY, addRecentFolder(deps.globalState.get(RECENT_KEY), { environment, path: folder }));
   if (where === 'newWindow') {
-    await vscode.commands.executeCommand('vscode.openFolder', uri, { forceNewWindow: true });
-    deps.log.info(`${environment}: opened ${folder} in a new window`);
+    const workspace = await deps.windowWorkspace(environment, folder, uri);
+    await vscode.commands.executeCommand('vscode.openFolder', workspace, { forceNewWindow: true });
+    deps.log.info(`${environment}: opened ${folder} in a new window (${workspace.fsPath})`);
     return uri;
   }
   const folders = vscode.workspace.workspaceFolders ?? [];

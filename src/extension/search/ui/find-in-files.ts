@@ -4,7 +4,7 @@
 // file at the match.
 import * as vscode from 'vscode';
 import { noIcons, noLinks } from '../../common';
-import { SEARCH_RESULTS_VIEW, str, strArray, type CommandResult } from '../../common/ui';
+import { oneAnswer, SEARCH_RESULTS_VIEW, str, strArray, type CommandResult } from '../../common/ui';
 import type { CommandContext } from '../../environments/ui';
 import { validateQuery, type SearchQuery } from '../argv';
 import { visiblePath } from '../parse';
@@ -89,13 +89,8 @@ function askQuery(folders: RemoteFolder[], initial: SearchQuery): Promise<Search
   box.valueSelection = [0, initial.pattern.length];
   render();
   return new Promise((resolve) => {
-    let done = false;
-    const finish = (v: SearchQuery | undefined) => {
-      if (done) return;
-      done = true;
-      resolve(v);
-      box.dispose();
-    };
+    const answer = oneAnswer<SearchQuery | undefined>(box, resolve);
+    const finish = answer.finish;
     box.onDidTriggerButton((b) => {
       const t = buttonOf.get(b);
       if (t) q[t.key] = !q[t.key];

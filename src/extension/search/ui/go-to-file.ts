@@ -4,7 +4,7 @@ import * as path from 'node:path';
 import * as vscode from 'vscode';
 // Quick pick labels render `$(icon)`; a file may be named like that (noIcons).
 import { noIcons, noLinks } from '../../common';
-import { str } from '../../common/ui';
+import { oneAnswer, str } from '../../common/ui';
 import type { CommandContext } from '../../environments/ui';
 import { listFiles } from '../files';
 import { visiblePath } from '../parse';
@@ -39,15 +39,11 @@ function goToFile(d: CommandContext, sf: SearchFolders, folders: RemoteFolder[],
   };
   const truncated: string[] = [];
   return new Promise((resolve) => {
-    let done = false;
-    const finish = (v: string | undefined) => {
-      if (done) return;
-      done = true;
+    const answer = oneAnswer<string | undefined>(qp, resolve, () => {
       ac.abort();
       if (timer) clearTimeout(timer);
-      resolve(v);
-      qp.dispose();
-    };
+    });
+    const finish = answer.finish;
     qp.onDidAccept(async () => {
       const pick = qp.selectedItems[0] ?? qp.activeItems[0];
       if (!pick) return;
@@ -86,7 +82,7 @@ function goToFile(d: CommandContext, sf: SearchFolders, folders: RemoteFolder[],
         }
       }),
     ).then(() => {
-      if (done) return;
+      if (answer.done) return;
       if (timer) clearTimeout(timer);
       publish();
       qp.busy = false;

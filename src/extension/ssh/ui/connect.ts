@@ -9,10 +9,11 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import type { CommandId } from '../../common/ui';
-import { str, type Args, type CommandHandler } from '../../common/ui';
+import { oneAnswer, str, type Args, type CommandHandler } from '../../common/ui';
 import type { EnvironmentManager } from '../../environments';
 import type { EnvironmentStore } from '../../environments';
-import { noIcons, noLinks } from '../../common';
+import { markReported, noIcons, noLinks } from '../../common';
+import type { AskpassProvider } from '../askpass';
 import { readSshConfigHosts, type SshConfigHost } from '../config';
 import { chooseEnvironmentName, sshEnvironmentInput } from '../environment';
 import { findBundle, installOnHost, InstallError, isOutdated, planInstall, type CliBundle, type InstallPlan } from '../install';
@@ -36,6 +37,8 @@ export interface SshCommandDeps {
   approve(environment: string, argv: string[], cwd: string): Promise<void>;
   /** execServer.ssh.path / execServer.ssh.configFile (user settings). */
   sshOptions(): SshOptions;
+  /** ssh's login questions as input boxes (undefined: the helper could not start; BatchMode stays on). */
+  askpass(): Promise<AskpassProvider | undefined>;
 }
 
 type HostItem = vscode.QuickPickItem & { target?: SshTarget; openConfig?: true };
@@ -77,30 +80,15 @@ async function pickHost(d: SshCommandDeps, ssh: SshOptions): Promise<SshTarget |
   };
   update();
   return new Promise((resolve) => {
-    let done = false;
-    const finish = (t: SshTarget | undefined) => {
-      if (done) return;
-      done = true;
-      resolve(t);
-      qp.dispose();
-    };
+    const answer = oneAnswer<SshTarget | undefined>(qp, resolve);
+    const finish = answer.finish;
     qp.onDidChangeValue(update);
     qp.onDidAccept(() => {
       const v = qp.value.trim();
       // An alias typed in full wins over whatever row is active.
       const item = configured.find((i) => i.target?.host === v) ?? qp.activeItems[0];
       if (item?.openConfig) {
-        const file = ssh.configFile || path.join(os.homedir(), '.ssh', 'config');
-        try {
-          // No config yet: start an empty one with ssh's permissions (ssh refuses a config others can write).
-          if (!existsSync(file)) {
-            mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
-            writeFileSync(file, '', { mode: 0o600, flag: 'wx' });
-          }
-        } catch (e) {
-          d.log.warn(`cannot create ${file}: ${(e as Error).message}`);
-        }
-        void vscode.window.showTextDocument(vscode.Uri.file(file)).then(undefined, (e: Error) => void vscode.window.showErrorMessage(`Exec Server: cannot open ${file}: ${e.message}`));
+        openSshConfig(d, ssh);
         finish(undefined);
       } else if (item?.target) finish(item.target);
     });
@@ -133,12 +121,14 @@ function withProgress<T>(title: string, f: (p: Progress, signal: AbortSignal) =>
   });
 }
 
-export function registerSshCommands(d: SshCommandDeps): void {
+/** Returns the current-environment indicator: Connect to Container tells it what it reached too. */
+export function registerSshCommands(d: SshCommandDeps): { connected(environment: string): void } {
   const indicator = new CurrentEnvironmentIndicator(d.store, d.manager);
   d.ctx.subscriptions.push(indicator);
   // Args (programmatic): {host: alias | user@host[:port], name?, install?: true (install without
   // asking when no executor is found), trustNewHostKey?: true}. Without args: the quick pick.
   d.register('execServer.connectToHost', (args) => connectToHost(d, indicator, args));
+  return indicator;
 }
 
 /** One host's facts and the executor to use there (none: nothing runs yet). */
@@ -148,11 +138,11 @@ interface HostState {
   installed: boolean;
 }
 
-async function connectToHost(d: SshCommandDeps, indicator: CurrentEnvironmentIndicator, args: Args): Promise<ConnectToHostResult | undefined> {
-  const ssh = d.sshOptions();
-  const given = str(args, 'host');
+async function connectToHost(d: SshCommandDeps, indicator: CurrentEnvironmentIndicator, args: Args, retry?: SshTarget): Promise<ConnectToHostResult | undefined> {
+  const ssh: SshOptions = { ...d.sshOptions(), askpass: await d.askpass() };
+  const given = retry ? undefined : str(args, 'host');
   const programmatic = !!args && !!given;
-  const target = given ? parseSshTarget(given) : await pickHost(d, ssh);
+  const target = retry ?? (given ? parseSshTarget(given) : await pickHost(d, ssh));
   if (!target) return undefined;
   const shown = formatSshTarget(target);
   // ssh runs on this machine with the caller's target: a call from another extension asks first.
@@ -193,8 +183,38 @@ async function connectToHost(d: SshCommandDeps, indicator: CurrentEnvironmentInd
     }
     const why = e instanceof SshError || e instanceof InstallError ? e.message : `cannot connect to ${shown}: ${e instanceof Error ? e.message : String(e)}`;
     // Reported in a notification; the reason may quote the host (its banner, the probe's output).
-    throw new Error(`Exec Server: ${noLinks(why)}`);
+    const failure = new Error(`Exec Server: ${noLinks(why)}`);
+    if (e instanceof SshError) d.log.error(`Connect to Host: ${shown}: ssh said:\n${e.stderr.trim() || '(nothing)'}`);
+    if (!programmatic) {
+      markReported(failure);
+      offerActions(d, indicator, failure.message, target, ssh);
+    }
+    throw failure;
   }
+}
+
+/** The error with what the user does next: try again, fix the ssh config, read all ssh said. */
+function offerActions(d: SshCommandDeps, indicator: CurrentEnvironmentIndicator, message: string, target: SshTarget, ssh: SshOptions): void {
+  void vscode.window.showErrorMessage(message, 'Retry', 'Open SSH Config', 'Show Log').then((c) => {
+    if (c === 'Retry') void connectToHost(d, indicator, undefined, target).catch(() => undefined);
+    else if (c === 'Open SSH Config') openSshConfig(d, ssh);
+    else if (c === 'Show Log') d.log.show();
+  });
+}
+
+/** The config file Connect to Host lists and ssh reads (-F), created empty (0600) when there is none. */
+function openSshConfig(d: SshCommandDeps, ssh: SshOptions): void {
+  const file = ssh.configFile || path.join(os.homedir(), '.ssh', 'config');
+  try {
+    // No config yet: start an empty one with ssh's permissions (ssh refuses a config others can write).
+    if (!existsSync(file)) {
+      mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
+      writeFileSync(file, '', { mode: 0o600, flag: 'wx' });
+    }
+  } catch (e) {
+    d.log.warn(`cannot create ${file}: ${(e as Error).message}`);
+  }
+  void vscode.window.showTextDocument(vscode.Uri.file(file)).then(undefined, (e: Error) => void vscode.window.showErrorMessage(`Exec Server: cannot open ${file}: ${e.message}`));
 }
 
 /**

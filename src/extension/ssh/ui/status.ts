@@ -7,13 +7,14 @@
 import * as vscode from 'vscode';
 import { SCHEME } from '../../common';
 import type { EnvironmentManager } from '../../environments';
-import { LOCAL_ENVIRONMENT, type EnvironmentStore } from '../../environments';
+import { LOCAL_ENVIRONMENT, shownState, type EnvironmentStore } from '../../environments';
 import { noIcons } from '../../common';
+import { DisposableStore } from '../../../rpc/event';
 
 export class CurrentEnvironmentIndicator implements vscode.Disposable {
   private readonly item = vscode.window.createStatusBarItem('execServer.currentEnvironment', vscode.StatusBarAlignment.Left, 10_000);
   private last: string | undefined;
-  private readonly subs: vscode.Disposable[] = [];
+  private readonly subs = new DisposableStore();
 
   constructor(
     private readonly store: EnvironmentStore,
@@ -21,14 +22,14 @@ export class CurrentEnvironmentIndicator implements vscode.Disposable {
   ) {
     this.item.name = 'Exec Server: Current Environment';
     this.item.command = { title: 'Exec Server remote menu', command: 'workbench.action.remote.showMenu' };
-    this.subs.push(
+    this.subs.add(
       vscode.workspace.onDidChangeWorkspaceFolders((e) => {
         const added = e.added.find((f) => f.uri.scheme === SCHEME);
         if (added) this.last = this.environmentOf(added.uri.authority);
         this.update();
       }),
-      manager.onDidChangeState(() => this.update()),
     );
+    this.subs.add(manager.onDidChangeState(() => this.update()));
     this.update();
     this.item.show();
   }
@@ -54,7 +55,9 @@ export class CurrentEnvironmentIndicator implements vscode.Disposable {
 
   update(): void {
     const env = this.current();
-    const state = env === LOCAL_ENVIRONMENT ? 'ready' : this.manager.state(env);
+    const config = this.store.get(env);
+    // The view's words (environments/status-text.ts): Local "ready", others their state.
+    const state = shownState(env === LOCAL_ENVIRONMENT ? 'local' : config?.kind, this.manager.state(env));
     // The name may come from a workspace folder's exec-server://<authority> (a .code-workspace
     // file): a `$(icon)` in it is shown as text.
     this.item.text = `$(remote) ${noIcons(env)}`;
@@ -63,7 +66,7 @@ export class CurrentEnvironmentIndicator implements vscode.Disposable {
   }
 
   dispose(): void {
-    for (const s of this.subs) s.dispose();
+    this.subs.dispose();
     this.item.dispose();
   }
 }

@@ -6,6 +6,15 @@ import type { TerminalService } from './terminal-service';
 import { str, strArray } from '../../common/ui';
 import { SCHEME } from '../../common';
 
+/**
+ * In a remote window (every folder an exec-server: folder): the folder whose environment a
+ * terminal opened without naming one belongs to (the profile in the '+' menu), else undefined.
+ */
+export function remoteWindowFolder(): vscode.WorkspaceFolder | undefined {
+  const folders = vscode.workspace.workspaceFolders ?? [];
+  return folders.length > 0 && folders.every((f) => f.uri.scheme === SCHEME) ? remoteWorkspaceFolder() : undefined;
+}
+
 /** The exec-server: workspace folder of the active editor, else the first one. */
 function remoteWorkspaceFolder(): vscode.WorkspaceFolder | undefined {
   const active = vscode.window.activeTextEditor?.document.uri;

@@ -1,6 +1,6 @@
 // Terminals and processes in the UI: shell terminals over PTY processes, Run Command (a pipe
 // process shown in a terminal), API runs, and read-only terminals for agent processes.
-// Shells survive (issue 15 §4): each follows its connection ("connection lost — reconnecting…",
+// Shells survive (docs/reliability.md): each follows its connection ("connection lost — reconnecting…",
 // "reconnected"), a lost one is offered again, and the shells of remote (websocket) environments
 // are recorded so that a reloaded window re-attaches them (restoreTerminals; src/extension/terminals/survival.ts).
 import * as os from 'node:os';

@@ -2,6 +2,7 @@
 // and, when the harness asks for it, runs the suite inside the real extension host after
 // startup. It does nothing otherwise, so installing it by accident is harmless.
 import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
 import * as vscode from 'vscode';
 import { loadConfig, setConfig } from '../../suite/config';
 import { writeResults, type ResultsFile } from '../../suite/framework';
@@ -26,10 +27,12 @@ export function activate(context: vscode.ExtensionContext): void {
     void runScene(cfg, (line) => out.appendLine(line));
     return;
   }
-  // The harness opens a workspace file; another window (a test's "Open in New Window") has none
-  // and must leave the suite alone.
-  if (!vscode.workspace.workspaceFile) {
-    out.appendLine('not the harness window (no workspace file): not running the suite');
+  // The harness opens its workspace file, beside the results file; another window (a test's
+  // "Open in New Window": a folder, or the workspace file Open Remote Folder writes) must leave
+  // the suite alone.
+  const own = vscode.workspace.workspaceFile;
+  if (!own || own.scheme !== 'file' || path.dirname(own.fsPath) !== path.dirname(cfg.resultsFile)) {
+    out.appendLine(`not the harness window (${own ? own.toString() : 'no workspace file'}): not running the suite`);
     return;
   }
   // A second activation (the extension host restarted mid-run) must not start the suite again:

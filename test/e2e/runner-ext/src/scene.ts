@@ -46,7 +46,7 @@ function writeDemo(dir: string): void {
 
 /** Tells the harness the view is ready and waits until it took the screenshot. */
 async function shot(cfg: E2EConfig, name: string, log: (l: string) => void): Promise<void> {
-  await sleep(1500); // let the workbench finish layout and rendering
+  // The harness shoots once the view shows what it must (screenshots.mjs SHOTS): no pause here.
   writeFileSync(path.join(cfg.controlDir, `scene-${name}.ready`), name);
   log(`scene: ${name} ready`);
   await waitFor(`the harness to take ${name}`, () => existsSync(path.join(cfg.controlDir, `scene-${name}.taken`)), 90_000, 200);
@@ -89,7 +89,7 @@ export async function runScene(cfg: E2EConfig, log: (line: string) => void): Pro
     for (let i = 0; i < 3; i++) {
       // Revealing right after the root appears can be dropped by the tree: repeat (it is idempotent).
       await vscode.commands.executeCommand('revealInExplorer', file);
-      await sleep(700);
+      await sleep(700); // why: spaced tries: nothing says when the tree took a reveal
     }
     await shot(cfg, 'remote-explorer', log);
 

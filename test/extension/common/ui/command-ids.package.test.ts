@@ -46,7 +46,7 @@ describe('extension manifest', () => {
 
   it('activates after startup (never during it) and declares the terminal profile, view, file system and settings the code uses', () => {
     // onStartupFinished, not '*': a reloaded window re-attaches the shells of remote environments
-    // (issue 15 §4) without delaying the window; activate() itself connects nothing.
+    // (docs/reliability.md) without delaying the window; activate() itself connects nothing.
     assert.ok(!pkg.activationEvents.includes('*'));
     assert.ok(pkg.activationEvents.includes('onStartupFinished'));
     assert.ok(pkg.activationEvents.includes('onFileSystem:exec-server'));

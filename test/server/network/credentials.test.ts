@@ -1,0 +1,123 @@
+// The masking rules of ./src/server/network/credentials.ts, as measured on the reference (codex
+// 0.169 and 0.171; test/interop/credential-masking.test.ts runs them side by side): the
+// built-in dummies' shapes, the marker variable, dummies drawn from a custom pattern, the
+// destinations a credential may be bound to, and the swap (only `Authorization: Bearer
+// <dummy>`, only for a bound destination, never for a look-alike path or another host).
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import {
+  BROKERED_ENV, compilePattern, CredentialBroker, decodeCredentialProviders, dummyFromPattern, maskableArgv, maskEnv,
+  parseDestination, patternMatches, UnsupportedPattern,
+} from '../../../src/server/network/credentials';
+import { RpcError } from '../../../src/protocol/errors';
+
+const GH = `ghp_${'a'.repeat(36)}`;
+const OPENAI = `sk-proj-${'b'.repeat(20)}`;
+
+test('built-in sources: prefix kept, `masked`, a random tail, at least 40 (GitHub) / 51 (OpenAI) characters; others untouched', () => {
+  const env = { GITHUB_TOKEN: GH, GH_TOKEN: 'ghp_short', OPENAI_API_KEY: OPENAI, ANTHROPIC_API_KEY: 'sk-ant-ccc', AWS_SECRET_ACCESS_KEY: 'x', GITHUB_ENTERPRISE_TOKEN: GH };
+  const m = maskEnv(env, []);
+  assert.match(m.env.GITHUB_TOKEN, /^ghp_masked[A-Za-z0-9]{30}$/);
+  assert.match(m.env.GH_TOKEN, /^ghp_masked[A-Za-z0-9]{30}$/);
+  assert.match(m.env.OPENAI_API_KEY, /^sk-proj-masked[A-Za-z0-9]{37}$/);
+  assert.equal(m.env.ANTHROPIC_API_KEY, 'sk-ant-ccc');
+  assert.equal(m.env.AWS_SECRET_ACCESS_KEY, 'x');
+  // No GH_HOST: an enterprise token has no destination and stays as it is (the reference's rule).
+  assert.equal(m.env.GITHUB_ENTERPRISE_TOKEN, GH);
+  assert.equal(env.GITHUB_TOKEN, GH, 'the input is not changed');
+  assert.notEqual(maskEnv(env, []).env.GITHUB_TOKEN, m.env.GITHUB_TOKEN, 'a fresh tail per start');
+  const long = `github_pat_${'Z'.repeat(60)}`;
+  assert.match(maskEnv({ GH_TOKEN: long }, []).env.GH_TOKEN, /^github_pat_masked[A-Za-z0-9]{54}$/);
+  assert.equal(m.env.CODEX_NETWORK_PROXY_CREDENTIAL_BROKER_ACTIVE, '1');
+  const marker = JSON.parse(m.env[BROKERED_ENV]) as [string, string][];
+  assert.deepEqual(marker.map(([k]) => k), ['@alias:GH_TOKEN', '@alias:GITHUB_TOKEN', '@alias:OPENAI_API_KEY', 'GH_TOKEN', 'GITHUB_TOKEN', 'OPENAI_API_KEY']);
+  for (const [k, v] of marker) assert.equal(v, m.env[k.replace('@alias:', '')]);
+});
+
+test('an enterprise token is bound to GH_HOST (not a github.com host)', () => {
+  const m = maskEnv({ GH_ENTERPRISE_TOKEN: GH, GH_HOST: 'Git.Corp.Example' }, []);
+  assert.match(m.env.GH_ENTERPRISE_TOKEN, /^ghp_masked/);
+  const b = new CredentialBroker(m.credentials);
+  const auth = [['Authorization', `Bearer ${m.env.GH_ENTERPRISE_TOKEN}`]] as [string, string][];
+  assert.deepEqual(b.swap(auth, 'https', 'git.corp.example', 443, '/api/v3'), [['Authorization', `Bearer ${GH}`]]);
+  assert.equal(maskEnv({ GH_ENTERPRISE_TOKEN: GH, GH_HOST: 'github.com' }, []).env.GH_ENTERPRISE_TOKEN, GH);
+});
+
+test('a custom pattern gives a dummy of the same shape and length; unsupported syntax is refused, never guessed', () => {
+  const atoms = compilePattern('custom-[a-z]{20}');
+  const d = dummyFromPattern(atoms, `custom-${'e'.repeat(20)}`)!;
+  assert.match(d, /^custom-[a-z]{20}$/);
+  assert.notEqual(d, `custom-${'e'.repeat(20)}`);
+  for (const [pat, value, shape] of [
+    ['^tok_\\d{4}-[A-Fa-f0-9]+$', 'tok_1234-abcDEF99', /^tok_\d{4}-[A-Fa-f0-9]{8}$/],
+    ['x\\.[\\w]{3,8}\\-?z', 'x.ab_cd-z', /^x\.[\w]{5}-z$/],
+    ['k.{10}', 'kQQQQQQQQQQ', /^k.{10}$/],
+  ] as const) {
+    const a = compilePattern(pat);
+    const dd = dummyFromPattern(a, value)!;
+    assert.match(dd, shape, pat);
+    assert.equal(dd.length, value.length);
+    assert.ok(patternMatches(a, dd), `${pat} accepts its dummy ${dd}`);
+  }
+  assert.equal(dummyFromPattern(atoms, 'custom-short'), undefined, 'a value the pattern does not match is not masked');
+  for (const bad of ['(a|b)x', 'a|b', '[^a]x', '\\bx', 'a+?', '(?i)x', 'x\\Dy']) {
+    assert.throws(() => compilePattern(bad), UnsupportedPattern, bad);
+  }
+});
+
+test('custom providers: snake_case keys with the reference\'s unknown-field text; no patterns → skipped with its warning; bad destination → skipped', () => {
+  assert.throws(() => decodeCredentialProviders({ c: { urlPrefixes: [] } }), (e: RpcError) => e.code === -32602 && e.message === 'unknown field `urlPrefixes`, expected one of `env`, `patterns`, `url_prefixes`, `url_prefix_from_env`, `auth`, `header`, `prefix`');
+  const providers = decodeCredentialProviders({
+    nopat: { env: ['A'], url_prefixes: ['https://x.example/'] },
+    http: { env: ['B'], patterns: ['b-[a-z]{8}'], url_prefixes: ['http://runsc:80/'] },
+    ok: { env: ['C'], patterns: ['c-[a-z]{8}'], url_prefixes: ['http://localhost:8080/api'], auth: [] },
+  });
+  const m = maskEnv({ A: 'a-aaaaaaaa', B: 'b-bbbbbbbb', C: 'c-cccccccc' }, providers);
+  assert.deepEqual(m.warnings, [
+    'ignoring invalid credential provider provider=nopat error=credential provider `nopat` has no credential patterns',
+    'ignoring invalid credential provider provider=http error=invalid destination for credential provider `http`',
+  ]);
+  assert.equal(m.env.A, 'a-aaaaaaaa');
+  assert.equal(m.env.B, 'b-bbbbbbbb');
+  assert.match(m.env.C, /^c-[a-z]{8}$/);
+  assert.notEqual(m.env.C, 'c-cccccccc');
+  assert.ok(decodeCredentialProviders({ h: { env: [], patterns: ['x'], header: 'X-Api-Key' } })[0].unsupported);
+});
+
+test('destinations: HTTPS anywhere, HTTP only to loopback, scoped wildcards, no userinfo/query/fragment', () => {
+  assert.deepEqual(parseDestination('https://API.example.com/v1/'), { scheme: 'https', host: 'api.example.com', wildcard: false, port: 443, pathPrefix: '/v1/' });
+  assert.deepEqual(parseDestination('localhost:8080'), { scheme: 'http', host: 'localhost', wildcard: false, port: 8080, pathPrefix: '/' });
+  assert.deepEqual(parseDestination('*.example.com'), { scheme: 'https', host: 'example.com', wildcard: true, port: 443, pathPrefix: '/' });
+  for (const bad of ['http://example.com/', 'ftp://localhost/', 'https://u:p@x.com/', 'https://x.com/?q', 'https://x.com/#f', 'https://a*b.com/']) assert.equal(parseDestination(bad), undefined, bad);
+});
+
+test('the swap: only `Authorization: Bearer <dummy>` to a bound scheme, host, port and path prefix; anything else keeps the dummy', () => {
+  const providers = decodeCredentialProviders({ c: { env: ['C'], patterns: ['c-[a-z]{8}'], url_prefixes: ['https://api.example.com/v1'] } });
+  const m = maskEnv({ C: 'c-cccccccc', GITHUB_TOKEN: GH }, providers);
+  const b = new CredentialBroker(m.credentials);
+  const bearer = (v: string) => [['Host', 'api.example.com'], ['Authorization', `Bearer ${v}`]] as [string, string][];
+  const real = bearer('c-cccccccc');
+  assert.deepEqual(b.swap(bearer(m.env.C), 'https', 'api.example.com', 443, '/v1'), real);
+  assert.deepEqual(b.swap(bearer(m.env.C), 'https', 'API.example.com', 443, '/v1/models'), real);
+  const kept = (why: string, h: [string, string][], scheme: 'http' | 'https', host: string, port: number, path: string) => assert.deepEqual(b.swap(h, scheme, host, port, path), h, why);
+  kept('another host', bearer(m.env.C), 'https', 'evil.example.com', 443, '/v1');
+  kept('a suffix look-alike', bearer(m.env.C), 'https', 'api.example.com.evil', 443, '/v1');
+  kept('another port', bearer(m.env.C), 'https', 'api.example.com', 8443, '/v1');
+  kept('plain HTTP', bearer(m.env.C), 'http', 'api.example.com', 443, '/v1');
+  kept('a path beside the prefix', bearer(m.env.C), 'https', 'api.example.com', 443, '/v10');
+  kept('a dot segment out of the prefix', bearer(m.env.C), 'https', 'api.example.com', 443, '/v1/../admin');
+  kept('an encoded slash', bearer(m.env.C), 'https', 'api.example.com', 443, '/v1%2f..%2fadmin');
+  kept('another credential\'s destination (GitHub dummy to this host)', bearer(m.env.GITHUB_TOKEN), 'https', 'api.example.com', 443, '/v1');
+  kept('not Bearer', [['Authorization', `token ${m.env.C}`]], 'https', 'api.example.com', 443, '/v1');
+  kept('two Authorization headers', [['Authorization', `Bearer ${m.env.C}`], ['authorization', `Bearer ${m.env.C}`]], 'https', 'api.example.com', 443, '/v1');
+  kept('another header', [['X-Token', m.env.C]], 'https', 'api.example.com', 443, '/v1');
+  assert.deepEqual(b.swap(bearer(m.env.GITHUB_TOKEN), 'https', 'api.github.com', 443, '/user'), bearer(GH));
+  assert.deepEqual(b.swap(bearer(m.env.GITHUB_TOKEN), 'https', 'x.ghe.com', 443, '/'), bearer(GH));
+  kept('ghe.com itself is not *.ghe.com', bearer(m.env.GITHUB_TOKEN), 'https', 'ghe.com', 443, '/');
+});
+
+test('only a non-login shell command is masked (the reference\'s rule)', () => {
+  assert.ok(maskableArgv(['/bin/bash', '-c', 'x']));
+  assert.ok(maskableArgv(['sh', '-c', 'x']));
+  for (const a of [['/bin/bash', '-lc', 'x'], ['/bin/bash', '-l', '-c', 'x'], ['/usr/bin/env'], ['/bin/bash', '-c'], ['python3', '-c', 'x']]) assert.ok(!maskableArgv(a), a.join(' '));
+});

@@ -1,0 +1,60 @@
+// The carve-out scan's per-directory cache (src/server/sandbox/carve-outs.ts) against a `.git`
+// planted where the cache does not look: a directory whose mtime was put back after the plant
+// (utimes, as a sandboxed command may do; the same as a second write within one clock tick of
+// the first, which leaves the mtime as it was) must be read again. docs/security.md, "Managed sandbox".
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { after, test } from 'node:test';
+import { scanCarveOuts } from '../../../src/server/sandbox/carve-outs';
+import { tempDir } from '../../support/tmp';
+import { waitFor } from '../../support/wait';
+
+const root = tempDir('carve-cache-');
+after(() => fs.rmSync(root, { recursive: true, force: true }));
+
+/** A scan of the next turn (scans are kept for the turn they ran in). */
+const scanLater = () => new Promise<ReturnType<typeof scanCarveOuts>>((r) => setImmediate(() => r(scanCarveOuts(root))));
+
+test('a .git planted in a cached directory whose mtime was put back is still found', async () => {
+  const sub = path.join(root, 'sub');
+  fs.mkdirSync(sub);
+  fs.writeFileSync(path.join(sub, 'file'), 'x');
+  const T = 1_700_000_000; // whole seconds: put back exactly
+  fs.utimesSync(sub, T, T);
+  assert.equal((await scanLater()).paths.includes(path.join(sub, '.git')), false);
+  fs.mkdirSync(path.join(sub, '.git'));
+  fs.writeFileSync(path.join(sub, '.git', 'config'), '[core]\n\tfsmonitor = "touch /tmp/pwned"\n');
+  fs.utimesSync(sub, T, T);
+  assert.equal(fs.statSync(sub).mtimeMs, T * 1000, 'the mtime is what the cache saw');
+  // Before: the cache trusted the unchanged mtime and inode, and the new .git stayed writable.
+  assert.ok((await scanLater()).paths.includes(path.join(sub, '.git')), 'the planted .git is carved out');
+});
+
+test('a directory changed within the last 2 s is read at every scan; once settled it comes from the cache', async () => {
+  const tree = path.join(root, 'tree');
+  for (let i = 0; i < 5; i++) fs.mkdirSync(path.join(tree, `d${i}`), { recursive: true });
+  const reads: string[] = [];
+  const readdirSync = fs.readdirSync;
+  (fs as { readdirSync: unknown }).readdirSync = (p: fs.PathLike, ...rest: unknown[]) => {
+    reads.push(String(p));
+    return (readdirSync as (...a: unknown[]) => unknown)(p, ...rest);
+  };
+  try {
+    const scanTree = () => new Promise<void>((r) => setImmediate(() => (scanCarveOuts(tree), r())));
+    await scanTree();
+    reads.length = 0;
+    await scanTree();
+    // Just made: not trusted yet (a change in the same tick would leave the times as they are).
+    assert.equal(reads.length, 6, `every fresh directory read again: ${reads.join(' ')}`);
+    const settledAt = Date.now() + 2_100;
+    await waitFor(() => Date.now() > settledAt, { what: 'the tree to settle', interval: 100 });
+    await scanTree(); // read once more, now settled
+    reads.length = 0;
+    fs.mkdirSync(path.join(tree, 'd3', '.git'));
+    await scanTree();
+    assert.deepEqual(reads, [path.join(tree, 'd3')], 'only the changed directory is read');
+  } finally {
+    (fs as { readdirSync: unknown }).readdirSync = readdirSync;
+  }
+});

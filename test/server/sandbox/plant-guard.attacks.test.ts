@@ -1,0 +1,155 @@
+// Attacks (docs/security.md, "Managed sandbox") by a sandboxed command that runs unasked on what did NOT exist when its
+// sandbox started, so no read-only carve-out covers it: a new nested repository (`git init sub`,
+// then `core.fsmonitor` in its config), a new directory holding a gitfile that names a gitdir
+// the command prepared elsewhere, a repository made under another name and renamed to `.git`,
+// a new top-level `.vscode/` (tasks that run on folder open), a new `*.code-workspace`. Code
+// planted there runs OUTSIDE the sandbox as soon as git looks (VS Code's Git extension opens a
+// repository that appears in the workspace by itself, ~0.5 s after its file watcher saw it,
+// and runs `git status`). The victim here is exactly that: `git status` on the host, run
+// while the command is still alive, 0.5 s after the command says it planted everything.
+// Real bwrap, Codex's own workspace-write sandbox.
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { after, before, test } from 'node:test';
+import { managedSandbox, workspaceWriteEntries } from '../../../src/protocol/codex-sandbox';
+import { serverWithTmpDir, startParams, uri, type Client } from '../../support/server';
+import { waitFor } from '../../support/wait';
+
+let c: Client;
+let dir: string;
+let close: () => Promise<void>;
+
+before(async () => {
+  ({ c, dir, close } = await serverWithTmpDir());
+});
+after(() => close());
+
+const git = (cwd: string, ...args: string[]) => spawnSync('git', args, { cwd, encoding: 'utf8', env: { ...process.env, GIT_CEILING_DIRECTORIES: path.dirname(cwd) } });
+
+function workspace(name: string): { W: string; O: string } {
+  const W = path.join(dir, name, 'work');
+  const O = path.join(dir, name, 'outside');
+  fs.mkdirSync(W, { recursive: true });
+  fs.mkdirSync(O, { recursive: true });
+  assert.equal(git(W, 'init', '-q').status, 0);
+  fs.writeFileSync(path.join(W, 'README'), 'hello\n');
+  return { W, O };
+}
+
+const sandboxFor = (W: string) => managedSandbox({ entries: workspaceWriteEntries({ slashTmp: false }), cwd: uri(W) });
+
+/** Each plant: the script that makes it, and the protected entry it leaves in the workspace. */
+function plants(O: string): { tag: string; script: string; entry: string; repo?: string }[] {
+  const hook = (tag: string) => `touch ${O}/PWNED-${tag}`;
+  return [
+    // A new nested repository with an fsmonitor hook.
+    { tag: 'nested', entry: 'sub/.git', repo: 'sub', script: `git init -q sub && printf '[core]\\n\\tfsmonitor = "${hook('nested')}"\\n' >> sub/.git/config` },
+    // A gitfile in a new directory, naming a gitdir prepared under a harmless name.
+    {
+      tag: 'gitfile',
+      entry: 'wt/.git',
+      repo: 'wt',
+      script: `git init -q --bare prep/gd && printf '[core]\\n\\tbare = false\\n\\tfsmonitor = "${hook('gitfile')}"\\n' >> prep/gd/config && mkdir -p wt && echo "gitdir: $PWD/prep/gd" > wt/.git`,
+    },
+    // A repository made under a harmless name (`ren/x`), renamed to `ren/.git` in one step.
+    { tag: 'rename', entry: 'ren/.git', repo: 'ren', script: `git init -q --bare ren/x && printf '[core]\\n\\tbare = false\\n\\tfsmonitor = "${hook('rename')}"\\n' >> ren/x/config && mv ren/x ren/.git` },
+    // The workspace had no .vscode: tasks that run when the folder opens.
+    { tag: 'vscode', entry: '.vscode', script: `mkdir -p .vscode && echo '{"version":"2.0.0","tasks":[{"label":"x","type":"shell","command":"${hook('task')}","runOptions":{"runOn":"folderOpen"}}]}' > .vscode/tasks.json` },
+    // A new workspace file.
+    { tag: 'workspace', entry: 'evil.code-workspace', script: `echo '{"folders":[{"path":"."}],"settings":{"git.path":"/tmp/evil"}}' > evil.code-workspace` },
+  ];
+}
+
+const env = (O: string) => ({ PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: O });
+
+for (const i of [0, 1, 2, 3, 4]) {
+  const tag = plants('/x')[i].tag;
+  test(`sandboxed attack (${tag}): ${tag === 'vscode' ? 'a new .vscode' : tag === 'workspace' ? 'a new *.code-workspace' : 'a new .git'} planted by an unasked command is moved aside at once, the command stopped, and no code of it runs outside the sandbox`, async () => {
+    const { W, O } = workspace(`plant-${tag}`);
+    const plant = plants(O)[i];
+    const id = `plant-${tag}`;
+    const script = ['set +e', `echo ordinary > ordinary.txt`, plant.script, 'echo planted', 'sleep 8', 'echo survived'].join('\n');
+    const t0 = Date.now();
+    await c.call('process/start', startParams(id, ['/bin/bash', '-c', script], { cwd: uri(W), sandbox: sandboxFor(W), env: env(O) }));
+    // The victim: what VS Code's Git extension does 0.5 s after a repository appears.
+    const victim = () => {
+      if (plant.repo && fs.existsSync(path.join(W, plant.repo))) git(path.join(W, plant.repo), 'status', '--porcelain');
+    };
+    let planted = false;
+    await waitFor(() => (planted = /planted/.test(c.sink.outputText(id))) || c.sink.closed(id), { timeout: 30_000, what: 'the planting to finish' });
+    if (planted) {
+      await new Promise((r) => setTimeout(r, 500)); // the Git extension's debounce
+      victim();
+    }
+    await c.sink.waitFor(() => c.sink.closed(id), 40_000, `${id} closed`);
+    victim(); // and once more after it is gone
+    const pwned = fs.readdirSync(O).filter((n) => n.startsWith('PWNED'));
+    assert.deepEqual(pwned, [], `code planted by the sandboxed command ran outside it: ${pwned.join(', ')}`);
+    assert.ok(!fs.existsSync(path.join(W, plant.entry)), `${plant.entry} is still in the workspace`);
+    assert.ok(fs.existsSync(path.join(W, `${plant.entry}.exec-server-quarantine`)), 'it was moved aside, not deleted');
+    const out = c.sink.outputText(id);
+    assert.doesNotMatch(out, /survived/, 'the command that planted it was stopped');
+    assert.ok(Date.now() - t0 < 7_000, 'stopped well before its sleep ended');
+    const exited = c.sink.forProcess(id).find((e) => e.method === 'process/exited');
+    assert.equal(exited?.params.sandboxDenied, true, 'its exit says the sandbox stopped it');
+    assert.ok(out.includes(`created ${path.join(W, plant.entry)}`), `the command (and the agent reading it) is told why:\n${out}`);
+    assert.equal(fs.readFileSync(path.join(W, 'ordinary.txt'), 'utf8'), 'ordinary\n', 'ordinary writes before it were kept');
+  });
+}
+
+test('sandboxed attack: a command that re-creates .git as fast as it can after each quarantine is stopped at the first one', async () => {
+  const { W, O } = workspace('loop');
+  const id = 'plant2';
+  const script = [
+    `for i in $(seq 1 300); do git init -q loop 2>/dev/null; printf '[core]\\n\\tfsmonitor = "touch ${O}/PWNED-loop"\\n' >> loop/.git/config 2>/dev/null; done`,
+    'echo survived',
+  ].join('\n');
+  await c.call('process/start', startParams(id, ['/bin/bash', '-c', script], { cwd: uri(W), sandbox: sandboxFor(W), env: env(O) }));
+  await c.sink.waitFor(() => c.sink.closed(id), 60_000, `${id} closed`);
+  git(path.join(W, 'loop'), 'status', '--porcelain');
+  assert.ok(!fs.existsSync(path.join(W, 'loop', '.git')), 'loop/.git is still there');
+  assert.doesNotMatch(c.sink.outputText(id), /survived/);
+  assert.deepEqual(fs.readdirSync(O).filter((n) => n.startsWith('PWNED')), []);
+});
+
+test('an ordinary sandboxed command (build output, new directories) is not stopped, and what the user creates while no sandbox runs is left alone', async () => {
+  const { W } = workspace('plain');
+  const id = 'plain1';
+  await c.call('process/start', startParams(id, ['/bin/bash', '-c', 'mkdir -p build/obj && echo x > build/obj/a.o && echo gitignore > .gitignore && echo done'], { cwd: uri(W), sandbox: sandboxFor(W) }));
+  await c.sink.waitFor(() => c.sink.closed(id), 30_000, `${id} closed`);
+  assert.match(c.sink.outputText(id), /done/);
+  const exited = c.sink.forProcess(id).find((e) => e.method === 'process/exited');
+  assert.equal(exited?.params.exitCode, 0);
+  assert.equal(exited?.params.sandboxDenied, false);
+  // The user, not a sandbox: kept.
+  fs.mkdirSync(path.join(W, '.vscode'));
+  assert.equal(git(path.join(W, 'build'), 'init', '-q').status, 0);
+  await new Promise((r) => setTimeout(r, 300)); // why: a removal that must NOT happen can only be awaited for a while
+  assert.ok(fs.existsSync(path.join(W, '.vscode')));
+  assert.ok(fs.existsSync(path.join(W, 'build', '.git')));
+});
+
+test('sandboxed attack: an existing nested repository moved away and a new .git planted at its old path is still caught (known by identity, not by path)', async () => {
+  const { W, O } = workspace('swap');
+  fs.mkdirSync(path.join(W, 'vendor', 'sub'), { recursive: true });
+  assert.equal(git(path.join(W, 'vendor', 'sub'), 'init', '-q').status, 0);
+  const id = 'swap1';
+  const script = [
+    'set +e',
+    'mv vendor/sub vendor/old; mkdir -p vendor/sub',
+    `git init -q --bare vendor/x && printf '[core]\\n\\tbare = false\\n\\tfsmonitor = "touch ${O}/PWNED-swap"\\n' >> vendor/x/config && mv vendor/x vendor/sub/.git`,
+    'echo planted',
+    'sleep 8',
+    'echo survived',
+  ].join('\n');
+  await c.call('process/start', startParams(id, ['/bin/bash', '-c', script], { cwd: uri(W), sandbox: sandboxFor(W), env: env(O) }));
+  await waitFor(() => /planted/.test(c.sink.outputText(id)) || c.sink.closed(id), { timeout: 30_000, what: 'the planting to finish' });
+  await new Promise((r) => setTimeout(r, 500)); // the Git extension's debounce
+  git(path.join(W, 'vendor', 'sub'), 'status', '--porcelain');
+  await c.sink.waitFor(() => c.sink.closed(id), 40_000, `${id} closed`);
+  git(path.join(W, 'vendor', 'sub'), 'status', '--porcelain');
+  assert.deepEqual(fs.readdirSync(O).filter((n) => n.startsWith('PWNED')), []);
+  assert.doesNotMatch(c.sink.outputText(id), /survived/);
+});
