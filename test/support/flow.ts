@@ -14,19 +14,23 @@ export const LINE_BYTES = 10; // "%09d\n"
 
 /**
  * argv of a child writing lines 1..total ("000000001\n"...), blocking when its stdout is not
- * read; every 100 lines it writes how many it has written to `progressFile`.
+ * read; every 100 lines it writes how many it has written to `progressFile`. With `hold`, it
+ * stops after line `afterLine` (flushed) until `untilFile` exists, so a test can be sure the
+ * process is still running when it needs it to be.
  */
-export function numberedLines(total: number, progressFile: string): string[] {
+export function numberedLines(total: number, progressFile: string, hold?: { afterLine: number; untilFile: string }): string[] {
   const py = [
-    'import os, sys',
+    'import os, sys, time',
     'out = sys.stdout.buffer',
     `total = ${total}`,
+    `hold = ${hold ? hold.afterLine : 0}`,
     'for i in range(1, total + 1):',
     "    out.write(b'%09d\\n' % i)",
-    '    if i % 100 == 0 or i == total:',
+    '    if i % 100 == 0 or i == total or i == hold:',
     '        out.flush()',
     `        with open(${JSON.stringify(progressFile + '.tmp')}, 'w') as f: f.write(str(i))`,
     `        os.replace(${JSON.stringify(progressFile + '.tmp')}, ${JSON.stringify(progressFile)})`,
+    ...(hold ? ['    if i == hold:', `        while not os.path.exists(${JSON.stringify(hold.untilFile)}): time.sleep(0.01)`] : []),
   ].join('\n');
   return ['python3', '-c', py];
 }

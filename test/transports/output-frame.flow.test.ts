@@ -146,23 +146,30 @@ test('recovery across encodings: binary websocket → JSON connection → binary
   try {
     assert.equal(client.binaryOutputEnabled, true);
     const total = 300_000;
-    const h = await client.startProcess({ argv: numberedLines(total, path.join(dir, 'progress')), cwd: dir, env: ENV });
+    // The child holds after line 250 000 until released, so the third (binary) connection is
+    // sure to carry output: without the hold a fast run finished the process over JSON.
+    const held = 250_000;
+    const release = path.join(dir, 'release');
+    const h = await client.startProcess({ argv: numberedLines(total, path.join(dir, 'progress'), { afterLine: held, untilFile: release }), cwd: dir, env: ENV });
     const lines = new LineChecker();
     let closeError: string | undefined;
     h.onClose((e) => (closeError = e.error));
-    const encodings = new Set<boolean>();
+    const encodings: boolean[] = [];
     h.onOutput((e) => lines.push(e.data));
     // Two drops mid-stream: the process is followed over binary, then JSON, then binary.
     await waitFor(() => lines.bytes > 300_000, 'output over the first (binary) connection');
-    encodings.add(client.binaryOutputEnabled);
+    encodings.push(client.binaryOutputEnabled);
     client.simulateDisconnect();
     await waitFor(() => client.state === 'connected' && client.reconnects === 1, 'the JSON reconnect');
-    encodings.add(client.binaryOutputEnabled);
-    const before = lines.bytes;
-    await waitFor(() => lines.bytes > before + 300_000 || h.isClosed, 'output over the JSON connection');
+    encodings.push(client.binaryOutputEnabled);
+    await waitFor(() => lines.lines === held, 'every line up to the hold over the JSON connection');
     client.simulateDisconnect();
+    await waitFor(() => client.state === 'connected' && client.reconnects === 2, 'the binary reconnect');
+    encodings.push(client.binaryOutputEnabled);
+    assert.equal(h.isClosed, false, 'the process is still held');
+    fs.writeFileSync(release, '');
     await h.closed;
-    assert.deepEqual([...encodings], [true, false]);
+    assert.deepEqual(encodings, [true, false, true]);
     assert.deepEqual(kinds.slice(0, 3), ['binary', 'json', 'binary']);
     assert.equal(closeError, undefined);
     assert.equal(lines.error, undefined);
