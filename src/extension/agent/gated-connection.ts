@@ -4,7 +4,6 @@
 // bounds (agent-limits.ts): watch budget, large answers toward a client that does not read,
 // HTTP body sizes. Server notifications pass through filterNotification() (HTTP bodies being
 // collected, sandbox denials to report).
-import { promises as fsp } from 'node:fs';
 import { ErrorCodes, Messages, RpcError } from '../../protocol/errors';
 import type { HttpBodyDeltaNotification, ParamsOf, ProcessStartParams, RequestMethod, ResultOf } from '../../protocol/types';
 import type { NotificationSink, ServerConnection } from '../../server/api';
@@ -180,8 +179,8 @@ export class GatedServerConnection implements ServerConnection {
       case 'http/request':
         return this.httpRequest(p);
       case 'fs/readFile': {
-        const st = await fsp.stat(uriToPath(String(p.path))).catch(() => undefined);
-        if (st?.isFile() && st.size > AGENT_LIMITS.maxReadFileBytes) {
+        const st = await this.readFileSize(p);
+        if (st !== undefined && st > AGENT_LIMITS.maxReadFileBytes) {
           throw new RpcError(ErrorCodes.InvalidRequest, `file is larger than ${AGENT_LIMITS.maxReadFileBytes} bytes: read it with fs/open + fs/readBlock`);
         }
         return queued ? this.inner.requestUntyped(method, params) : this.large.run(() => this.inner.requestUntyped(method, params));
@@ -190,6 +189,22 @@ export class GatedServerConnection implements ServerConnection {
     if (LARGE_ANSWERS.has(method) && !queued) return this.large.run(() => this.inner.requestUntyped(method, params));
     if (method === 'process/read') return this.reads.run(() => this.inner.requestUntyped(method, params));
     return this.inner.requestUntyped(method, params);
+  }
+
+  /**
+   * The size of the file an fs/readFile names, asked of the engine rather than this machine's
+   * disk: on a relayed endpoint the file is on the host. A final symlink is followed there (a
+   * host whose metadata describes the link itself is asked again at the link's target).
+   */
+  private async readFileSize(p: Record<string, unknown>): Promise<number | undefined> {
+    type Meta = { isFile?: boolean; isSymlink?: boolean; size?: number };
+    const meta = (path: unknown) => this.inner.requestUntyped('fs/getMetadata', { path, sandbox: p.sandbox ?? null }).then((m) => m as Meta, () => undefined);
+    let st = await meta(p.path);
+    if (st?.isSymlink && !st.isFile) {
+      const real = (await this.inner.requestUntyped('fs/canonicalize', { path: p.path, sandbox: p.sandbox ?? null }).catch(() => undefined)) as { path?: unknown } | undefined;
+      st = real?.path ? await meta(real.path) : undefined;
+    }
+    return st?.isFile && typeof st.size === 'number' ? st.size : undefined;
   }
 
   private async start(params: ProcessStartParams, forwarded: () => void, call?: RequestRecord): Promise<unknown> {

@@ -1,8 +1,8 @@
 // Attacks on the relay of a remote environment's agent endpoint: paths judged on the host, not
-// here; pipelined requests; other agents' and other environments' processes (a hostile host
+// here; fs/readFile's size bound measured on the host; pipelined requests; other agents' and other environments' processes (a hostile host
 // itself: relay.hostile-host.test.ts).
 import { strict as assert } from 'node:assert';
-import { existsSync, realpathSync } from 'node:fs';
+import { existsSync, realpathSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import { pathToFileURL } from 'node:url';
@@ -31,6 +31,27 @@ describe('agent endpoint relay: attacks', () => {
       assert.ok(!existsSync(path.join(outside, 'escaped')) && !existsSync(path.join(outside, 'escaped-fs')), 'nothing written outside');
     } finally {
       await f.stop();
+    }
+  });
+
+  it("attack: fs/readFile of a file over the agent bound is refused by the host's size, not this machine's", async () => {
+    // On the twisted host ws/link/big is a 40 MiB file; here ws/link is an empty folder, so a
+    // size looked up on this machine finds nothing and the whole file would be read.
+    const big = path.join(outside, 'big');
+    writeFileSync(big, '');
+    truncateSync(big, 40 * 1024 * 1024);
+    assert.ok(!existsSync(path.join(ws, 'link', 'big')), 'precondition: no such file here');
+    const f = await endpointFor(sshTarget('twisted'), { sandboxAll: false, answer: 'Allow' });
+    try {
+      const a = await f.agent();
+      await a.handshake();
+      const r = await a.send('fs/readFile', { path: pathToFileURL(path.join(ws, 'link', 'big')).href });
+      assert.match(r.error?.message ?? '', /file is larger than 33554432 bytes/, JSON.stringify(r).slice(0, 300));
+      const small = await a.send('fs/readFile', { path: pathToFileURL(path.join(ws, 'link', 'missing')).href });
+      assert.ok(small.error && !/larger than/.test(small.error.message), "a missing file keeps the host's own error");
+    } finally {
+      await f.stop();
+      rmSync(big, { force: true });
     }
   });
 
