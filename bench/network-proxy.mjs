@@ -7,6 +7,7 @@
 // build of dist/cli.js as a third target, for a before/after in the same run). `npm run bench` runs it
 // last (skip with --no-network; --only=network runs it alone).
 import { spawn, spawnSync } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -19,7 +20,11 @@ const body = Buffer.alloc(1024 * 1024, 'x');
 function findReference() {
   const r = spawnSync(process.execPath, [path.join(root, 'scripts/tools/install.mjs'), '--find', 'reference'], { encoding: 'utf8' });
   const keys = Object.fromEntries(r.stdout.split('\n').filter((l) => l.includes('=')).map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]));
-  return keys.REFERENCE ? { cmd: [keys.REFERENCE, 'exec-server', '--listen', 'stdio'], env: { ...process.env, CODEX_HOME: keys.CODEX_HOME } } : undefined;
+  if (!keys.REFERENCE) return undefined;
+  // The installer leaves CODEX_HOME to its user (test/support/reference.ts makes it too): without
+  // it the reference cannot link its sandbox helper and every sandboxed command fails at once.
+  mkdirSync(keys.CODEX_HOME, { recursive: true });
+  return { cmd: [keys.REFERENCE, 'exec-server', '--listen', 'stdio'], env: { ...process.env, CODEX_HOME: keys.CODEX_HOME } };
 }
 
 class Server {
@@ -106,7 +111,10 @@ for (let r = 0; r < rounds; r++) {
     for (const kind of ['direct', 'proxied']) {
       const params = { processId: `b${++n}`, argv: kind === 'direct' ? curl("--noproxy '*'") : curl(''), cwd, env: { PATH: '/usr/bin:/bin' }, tty: false, sandbox,
         ...(kind === 'proxied' ? { enforceManagedNetwork: true, networkProxy: { proxy } } : {}) };
-      const bps = Number(await t.server.run(params));
+      const out = await t.server.run(params);
+      const bps = Number(out);
+      // A download that failed is not a rate: say what the child printed instead of a NaN.
+      if (!(bps > 0)) throw new Error(`${t.name} ${kind}: curl printed ${JSON.stringify(out.slice(0, 300))}`);
       (results[`${t.name} ${kind}`] ??= []).push(bps / 1024 / 1024);
     }
   }
