@@ -102,6 +102,10 @@ export function attachProxy(channel: IpcChannel, owner: ProxyOwner): { close(): 
   };
 
   const serveConnection = (listener: Listener, sock: net.Socket) => {
+    // A connection the child closed is destroyed (its descriptor closed) as its end is read, but
+    // its 'close' (which takes it out of `open`) comes only in the loop's close phase: a connect
+    // read in the same wakeup as those ends saw them all still open and was reset.
+    if (open.size >= MAX_CONNECTIONS) for (const s of open) if (s.destroyed) open.delete(s);
     if (closed || open.size >= MAX_CONNECTIONS) return void sock.resetAndDestroy();
     open.add(sock);
     sock.once('close', () => open.delete(sock));
