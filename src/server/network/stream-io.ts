@@ -12,6 +12,22 @@ export const HANDSHAKE_TIMEOUT_MS = 30_000;
 /** How long one upstream connect may take. */
 export const CONNECT_TIMEOUT_MS = 10_000;
 
+/**
+ * Read block of a streaming relayed connection (see relayOneWay): 1 MiB while few relays are
+ * open, NET_BLOCK_BYTES (256 KiB) beyond that. A proxied 64 MiB download cost the executor
+ * ~92 ms of CPU above a direct one with 256 KiB blocks and ~59 ms with 1 MiB ones (fewer reads,
+ * writes and wakeups; 512 KiB: ~69, 4 MiB: ~76; docs/performance.md "The managed network
+ * proxy"). A streaming direction mostly holds two blocks (the one read into, the one being
+ * written), so the bound keeps many streaming connections at the memory they had before: only
+ * the first 16 relays open at a time get the large blocks.
+ */
+export const RELAY_BLOCK_BYTES = 1024 * 1024;
+/** Open relays (both directions of one connection) that get RELAY_BLOCK_BYTES. */
+export const LARGE_BLOCK_RELAYS = 16;
+let openRelays = 0;
+/** Relays open now (for tests: each one ends when either side closes). */
+export const openRelayCount = (): number => openRelays;
+
 /** Buffers what `stream` sends until `take` finds a complete message in it. */
 export class PrefixReader {
   private buf: Buffer = Buffer.alloc(0);
@@ -101,12 +117,12 @@ export async function connectPinned(addresses: readonly ResolvedAddress[], port:
 
 /**
  * Moves `from`'s bytes to `to` in recycled read blocks (../process/read-blocks.ts): once a
- * connection streams, its reads go into 256 KiB blocks that are already mapped instead of a
+ * connection streams, its reads go into blocks (RELAY_BLOCK_BYTES) that are already mapped instead of a
  * fresh 64 KiB allocation per read, which the kernel had to fault in and zero (measured in a
  * one-hop forwarder: ~300 → ~70 ms of CPU per 64 MiB; docs/performance.md "The managed network proxy").
  * A block is held until `to` has taken it; `from` waits while `to` is above its mark.
  */
-function relayOneWay(from: Duplex, to: Duplex): void {
+function relayOneWay(from: Duplex, to: Duplex, blockBytes: number): void {
   let waiting = false;
   readRecycled(from, (d) => {
     if (to.destroyed) return;
@@ -119,16 +135,21 @@ function relayOneWay(from: Duplex, to: Duplex): void {
         from.resume();
       });
     }
-  }, NET_BLOCK_BYTES);
+  }, blockBytes);
   from.once('end', () => to.end());
 }
 
 /** Relays both ways; an end is passed on as a half close, a reset or error destroys both. */
 export function splice(a: Duplex, b: Duplex, aPrefix?: Buffer): void {
   if (aPrefix && aPrefix.length > 0) b.write(aPrefix);
-  relayOneWay(a, b);
-  relayOneWay(b, a);
+  const blockBytes = openRelays < LARGE_BLOCK_RELAYS ? RELAY_BLOCK_BYTES : NET_BLOCK_BYTES;
+  openRelays++;
+  relayOneWay(a, b, blockBytes);
+  relayOneWay(b, a, blockBytes);
+  let open = true;
   const kill = () => {
+    if (open) openRelays--;
+    open = false;
     a.destroy();
     b.destroy();
   };
