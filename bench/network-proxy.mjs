@@ -7,7 +7,7 @@
 // build of dist/cli.js as a third target, for a before/after in the same run). `npm run bench` runs it
 // last (skip with --no-network; --only=network runs it alone).
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -73,6 +73,24 @@ class Server {
   }
 }
 
+/**
+ * CPU time of a server process so far, in ms: the sum over its threads of the time they ran
+ * (schedstat, in ns: the 10 ms ticks of /proc/PID/stat are too coarse for a ~30 ms download).
+ * Its children (the sandbox, curl) are not in it. A thread that exited meanwhile is missed;
+ * the servers' threads live as long as they do.
+ */
+function cpuMs(pid) {
+  let ns = 0;
+  for (const t of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      ns += Number(readFileSync(`/proc/${pid}/task/${t}/schedstat`, 'utf8').split(' ')[0]);
+    } catch {
+      // the thread ended between the listing and the read
+    }
+  }
+  return ns / 1e6;
+}
+
 const origin = http.createServer((req, res) => {
   res.writeHead(200, { 'content-length': SIZE });
   let sent = 0;
@@ -111,18 +129,23 @@ for (let r = 0; r < rounds; r++) {
     for (const kind of ['direct', 'proxied']) {
       const params = { processId: `b${++n}`, argv: kind === 'direct' ? curl("--noproxy '*'") : curl(''), cwd, env: { PATH: '/usr/bin:/bin' }, tty: false, sandbox,
         ...(kind === 'proxied' ? { enforceManagedNetwork: true, networkProxy: { proxy } } : {}) };
+      results[`${t.name} ${kind}`] ??= [];
+      const cpu0 = cpuMs(t.server.child.pid);
       const out = await t.server.run(params);
+      (results[`${t.name} ${kind}`].cpu ??= []).push(cpuMs(t.server.child.pid) - cpu0);
       const bps = Number(out);
       // A download that failed is not a rate: say what the child printed instead of a NaN.
       if (!(bps > 0)) throw new Error(`${t.name} ${kind}: curl printed ${JSON.stringify(out.slice(0, 300))}`);
-      (results[`${t.name} ${kind}`] ??= []).push(bps / 1024 / 1024);
+      results[`${t.name} ${kind}`].push(bps / 1024 / 1024);
     }
   }
 }
 for (const t of targets) t.server.stop();
 origin.close();
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-for (const [k, v] of Object.entries(results)) console.log(`${k.padEnd(20)} ${median(v).toFixed(0).padStart(6)} MiB/s  (rounds: ${v.map((x) => x.toFixed(0)).join(' ')})`);
+for (const [k, v] of Object.entries(results)) {
+  console.log(`${k.padEnd(20)} ${median(v).toFixed(0).padStart(6)} MiB/s  (rounds: ${v.map((x) => x.toFixed(0)).join(' ')}); server CPU ${median(v.cpu).toFixed(0)} ms (rounds: ${v.cpu.map((x) => x.toFixed(0)).join(' ')})`);
+}
 // The ratio of each round's proxied download to the direct one just before it (the machine's
 // load drifts between rounds; a pair is seconds apart), then the median of those.
 for (const t of targets) {
