@@ -96,6 +96,33 @@ async function clickAndConfirm(scope, button, answer, text, textSelector) {
   return { clicked: false, attempts: 3, error: `clicked "${answer}" 3 times but the question stayed on screen` };
 }
 
+/**
+ * The characters of `el` that are on screen: inside its box and every clipping ancestor's and
+ * the viewport (innerText also returns what a one-line toast cuts off behind its ellipsis or
+ * its edge). Runs in the page.
+ */
+function onScreen(el) {
+  let clip = { l: 0, t: 0, r: window.innerWidth, b: window.innerHeight };
+  for (let a = el; a; a = a.parentElement) {
+    if (a !== el && getComputedStyle(a).overflow === 'visible') continue;
+    const r = a.getBoundingClientRect();
+    clip = { l: Math.max(clip.l, r.left), t: Math.max(clip.t, r.top), r: Math.min(clip.r, r.right), b: Math.min(clip.b, r.bottom) };
+  }
+  const walker = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+  const range = document.createRange();
+  let out = '';
+  for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+    for (let i = 0; i < n.data.length; i++) {
+      range.setStart(n, i);
+      range.setEnd(n, i + 1);
+      const r = range.getBoundingClientRect();
+      if (r.width === 0 && r.height === 0) continue; // collapsed whitespace
+      if (r.left >= clip.l - 0.5 && r.right <= clip.r + 0.5 && r.top >= clip.t - 0.5 && r.bottom <= clip.b + 0.5) out += n.data[i];
+    }
+  }
+  return out;
+}
+
 /** Reads a notification (toast or center item) and clicks `req.answer` on it, if asked to. */
 async function answerItem(page, req, item, where) {
   const message = item.locator('.notification-list-item-message').first();
@@ -104,7 +131,8 @@ async function answerItem(page, req, item, where) {
     .map((b) => b.trim()).filter(Boolean);
   const links = await linksIn(message);
   const html = (await message.innerHTML()).slice(0, 8000);
-  const seen = { found: true, kind: 'toast', where, text, detail: '', buttons, links, html };
+  const visibleText = await message.evaluate(onScreen).catch(() => undefined);
+  const seen = { found: true, kind: 'toast', where, text, visibleText, detail: '', buttons, links, html };
   if (!req.answer) return { ...seen, clicked: false };
   const r = await clickAndConfirm(item, item.getByRole('button', { name: req.answer, exact: true }), req.answer, text, '.notification-list-item-message');
   return { ...seen, ...r, found: r.clicked };

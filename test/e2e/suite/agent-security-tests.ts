@@ -65,7 +65,7 @@ function workspaceRoot(): string {
  * /tmp): under the project's tool cache in $HOME, standing in for the user's home. Removed after the suite.
  */
 const homeDirs: string[] = [];
-function homeLikeDir(prefix: string): string {
+export function homeLikeDir(prefix: string): string {
   const base = process.env.EXEC_SERVER_CACHE ?? path.join(os.homedir(), '.cache', 'exec-server');
   const dir = path.join(base, 'e2e-outside', uniqueName(prefix));
   mkdirSync(dir, { recursive: true });
@@ -77,7 +77,7 @@ afterAll(() => {
 });
 
 /** A fresh directory inside the workspace folder. */
-function insideDir(prefix: string): string {
+export function insideDir(prefix: string): string {
   const dir = path.join(workspaceRoot(), uniqueName(prefix));
   mkdirSync(dir, { recursive: true });
   return dir;

@@ -21,6 +21,8 @@ export interface ApprovalResult {
   kind?: 'toast' | 'modal';
   /** The question's visible text (innerText: link targets and tooltips are not part of it). */
   text?: string;
+  /** A notification's text as far as it is on screen (inside its box: not cut off by its edge or ellipsis). */
+  visibleText?: string;
   /** A modal's detail text ('' for a toast). */
   detail?: string;
   /** Titles of the question's buttons, in order. */

@@ -2,6 +2,7 @@
 //   - the runner extension (runner-ext) calls runFromConfig() when the harness asks for it;
 //   - @vscode/test-electron loads this file as extensionTestsPath and calls run();
 //   - @vscode/test-cli loads it with Mocha's TDD globals: tests register with Mocha.
+import { registerAgentAttackTests } from './agent-attack-tests';
 import { registerAgentCodexTests } from './agent-codex-tests';
 import { registerAgentEnvironmentTests } from './agent-environment-tests';
 import { registerAgentNetworkTests } from './agent-network-tests';
@@ -40,6 +41,7 @@ registerAgentTests();
 registerAgentSecurityTests();
 registerAgentQuestionsTests();
 registerAgentNetworkTests();
+registerAgentAttackTests();
 registerAgentCodexTests();
 registerAgentEnvironmentTests();
 registerUxTests();
