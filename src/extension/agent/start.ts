@@ -9,6 +9,7 @@ import { managedSandbox, workspaceWriteEntries } from '../../protocol/codex-sand
 import type { EnvPolicy } from '../../protocol/types';
 import { buildChildEnv } from '../../server/process/env-policy';
 import { resolveExecutable } from '../../server/process/spawn-pty';
+import { setOpenFolders } from '../../server/sandbox/carve-outs';
 import { protectionOf } from '../../server/sandbox/plant-guard';
 import type { SandboxProfile } from '../../server/sandbox/profile';
 import { resolveProfile } from '../../server/sandbox/resolve';
@@ -125,6 +126,9 @@ export async function decideStart(ctx: AgentContext, params: unknown, d: Record<
   // Unasked only when the engine can keep its promise about .git/.vscode/*.code-workspace: every
   // existing one carved out and every new one caught (../../server/sandbox/plant-guard.ts). A
   // workspace too big to scan or watch asks instead. (A remote host's own scan is not seen here.)
+  // The engine protects the workspace folders a temp dir of the sandbox reaches too (a
+  // repository appearing in them is opened by the Git extension by itself).
+  if (!ctx.onHost) setOpenFolders(ctx.workspaceRoots);
   const protection = contained && sandbox.kind === 'managed' && !ctx.onHost ? protectionOf(resolveProfile(sandbox).writableRoots) : { complete: true };
 
   const command = commandLine(argv);

@@ -243,6 +243,43 @@ export function tempRoots(): string[] {
   return [...out];
 }
 
+/** The folders an editor has open (real paths); see setOpenFolders. */
+let openFolders: string[] = [];
+
+/**
+ * The folders an editor has open (VS Code's workspace folders). A repository that appears there
+ * is opened by itself (VS Code's Git extension watches them and runs `git status`), so where a
+ * sandbox writes one through a temp dir, that part of the temp dir is protected as a project
+ * root is: scanned within the full bounds and watched (./plant-guard.ts). Before, a workspace
+ * under /tmp written through the sandbox's /tmp rather than its project roots got a new
+ * repository whose fsmonitor hook the Git extension ran on the host (e2e agent-attack-tests.ts).
+ */
+export function setOpenFolders(folders: readonly string[]): void {
+  openFolders = folders.map((f) => {
+    try {
+      return fs.realpathSync(f);
+    } catch {
+      return path.resolve(f);
+    }
+  });
+}
+
+/**
+ * What of the open folders `writableRoots` (resolved) reach through a temp dir itself: an open
+ * folder inside a writable temp dir, or a writable temp dir inside an open folder.
+ */
+export function exposedThroughTemp(writableRoots: readonly string[]): string[] {
+  const temp = tempRoots();
+  const out = new Set<string>();
+  for (const t of writableRoots.filter((w) => temp.includes(w))) {
+    for (const f of openFolders) {
+      if (isInside(f, t)) out.add(f);
+      else if (isInside(t, f)) out.add(t);
+    }
+  }
+  return [...out];
+}
+
 /** Writable roots too wide to scan or carve (the client asked for everything writable there). */
 function scannable(root: string): boolean {
   return root !== '/';
@@ -265,13 +302,15 @@ export function withCarveOuts(prof: ManagedSandboxProfile): ProtectedProfile {
   let complete = true;
   let reason: string | undefined;
   const seen = new Set(prof.rules.map((r) => r.path));
-  const temp = tempRoots();
-  for (const root of prof.writableRoots) {
+  const exposed = exposedThroughTemp(prof.writableRoots);
+  const temp = tempRoots().filter((t) => !exposed.includes(t));
+  const roots = [...new Set([...prof.writableRoots, ...exposed])];
+  for (const root of roots) {
     if (!scannable(root)) continue;
     const isTemp = temp.includes(root);
-    // A temp dir is walked around the workspaces inside it (each is a writable root scanned on
-    // its own): a project under /tmp was otherwise walked twice per start.
-    const nested = isTemp ? prof.writableRoots.filter((w) => w !== root && isInside(w, root)) : [];
+    // A temp dir is walked around the workspaces inside it (each is a root scanned on its own):
+    // a project under /tmp was otherwise walked twice per start.
+    const nested = isTemp ? roots.filter((w) => w !== root && isInside(w, root)) : [];
     const scan = scanCarveOuts(root, SCAN_MAX_ENTRIES, isTemp ? SCAN_TEMP_MAX_MS : SCAN_MAX_MS, nested);
     if (!isTemp) {
       if (!scan.complete && complete) reason = scan.reason;

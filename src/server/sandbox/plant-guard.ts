@@ -19,11 +19,12 @@
 // The watcher cannot tell who created a name: one the user makes while an agent's sandbox is
 // running is moved aside too (and says so). Temp directories themselves are not watched
 // (nothing opens a repository there by itself, and test suites make them there all the time);
-// a project inside one is. A tree with more directories than the guard may watch is reported
+// a project inside one is, and so is an editor's open folder inside one (the Git extension
+// opens repositories there by itself). A tree with more directories than the guard may watch is reported
 // incomplete (the VS Code gate then asks before such a run).
 import fs from 'node:fs';
 import path from 'node:path';
-import { forgetTurnScans, isPlantableName, QUARANTINE_SUFFIX, scanCarveOuts, tempRoots } from './carve-outs';
+import { exposedThroughTemp, forgetTurnScans, isPlantableName, QUARANTINE_SUFFIX, scanCarveOuts, tempRoots } from './carve-outs';
 import { isInside } from '../paths';
 
 /** Directories the guard watches at most, over all roots (inotify watches are a per-user budget). */
@@ -278,10 +279,13 @@ function identity(p: string): string | undefined {
 
 const guards = new Map<string, RootGuard>();
 
-/** The writable roots the guard watches: not `/`, not a temp dir itself, not inside another. */
+/**
+ * The writable roots the guard watches: not `/`, not a temp dir itself (but what of an open
+ * folder a writable temp dir reaches: ./carve-outs.ts setOpenFolders), not inside another.
+ */
 export function guardedRoots(writableRoots: readonly string[]): string[] {
   const temp = tempRoots();
-  const roots = writableRoots.filter((r) => r !== '/' && !temp.includes(r));
+  const roots = [...new Set([...writableRoots.filter((r) => r !== '/' && !temp.includes(r)), ...exposedThroughTemp(writableRoots)])];
   return roots.filter((r) => !roots.some((o) => o !== r && isInside(r, o)));
 }
 

@@ -53,11 +53,16 @@ function git(cwd: string, ...args: string[]): void {
   assert(r.status === 0, `git ${args.join(' ')} in ${cwd}: ${r.stderr}`);
 }
 
-/** Codex's workspace-write sandbox without its own `.git` entries: what stays read-only is the engine's doing. */
-function writeOnly(root: string): unknown {
+/**
+ * Codex's workspace-write sandbox without its own `.git` entries (what stays read-only is the
+ * engine's doing); `tmp`: with its /tmp and $TMPDIR writes (this workspace lies under /tmp).
+ */
+function writeOnly(root: string, tmp = false): unknown {
   const special = (kind: string) => ({ type: 'special', value: { kind } });
+  const entries = [{ path: special('root'), access: 'read' }, { path: special('project_roots'), access: 'write' }];
+  if (tmp) entries.push({ path: special('slash_tmp'), access: 'write' }, { path: special('tmpdir'), access: 'write' });
   return {
-    permissions: { type: 'managed', file_system: { type: 'restricted', entries: [{ path: special('root'), access: 'read' }, { path: special('project_roots'), access: 'write' }] }, network: 'restricted' },
+    permissions: { type: 'managed', file_system: { type: 'restricted', entries }, network: 'restricted' },
     cwd: uri(root),
     workspaceRoots: [uri(root)],
     windowsSandboxLevel: 'disabled',
@@ -74,9 +79,11 @@ export function registerAgentAttackTests(): void {
     // app/ a repository, app/nested/ one inside it, both opened by the Git extension.
     const project = realpathSync(insideDir('atk-git'));
     const control = realpathSync(insideDir('atk-git-ctl'));
+    const sibling = realpathSync(insideDir('atk-git-sib'));
     onTestEnd(() => {
       rmSync(project, { recursive: true, force: true });
       rmSync(control, { recursive: true, force: true });
+      rmSync(sibling, { recursive: true, force: true });
     });
     const app = path.join(project, 'app');
     const nested = path.join(app, 'nested');
@@ -110,24 +117,31 @@ export function registerAgentAttackTests(): void {
       `git init -q lib && ${config('fresh')} >> lib/.git/config && echo ${m}-planted-fresh`,
       'sleep 10',
       `echo ${m}-survived`,
-    ].join('\n');
+    ];
     const { url, token } = await agentEndpoint();
     const c = await AgentClient.connect(url, token);
     onTestEnd(() => c.terminate());
-    const start = c.settle('process/start', {
-      processId: m, argv: ['/bin/bash', '-c', script], cwd: uri(project), env: { PATH: '/usr/bin:/bin', HOME: outside },
-      tty: false, pipeStdin: false, arg0: null, sandbox: writeOnly(project),
-    });
-    // Unasked is the premise (a question would be a Deny here, and the attack would prove nothing).
-    const [s, asked] = await Promise.all([start, answerApprovalIfShown('Deny', { contains: m, giveUpMs: 3_000 })]);
-    assert(!asked.clicked, `the sandboxed command ran without a question (it asked: ${asked.text})`);
-    assert(s.ok, `process/start: ${s.ok ? '' : s.error.message}`);
-    const exitCode = await c.waitForExit(m, 30_000);
-    const exited = c.notifications.find((n) => n.method === 'process/exited' && n.params?.processId === m)?.params;
-    const output = c.notifications
-      .filter((n) => n.method === 'process/output' && n.params?.processId === m)
-      .map((n) => Buffer.from(String(n.params.chunk), 'base64').toString())
-      .join('');
+    const run = async (id: string, lines: string[], sandbox: unknown) => {
+      const start = c.settle('process/start', {
+        processId: id, argv: ['/bin/bash', '-c', lines.join('\n')], cwd: uri(project), env: { PATH: '/usr/bin:/bin', HOME: outside },
+        tty: false, pipeStdin: false, arg0: null, sandbox,
+      });
+      // Unasked is the premise (a question would be a Deny here, and the attack would prove nothing).
+      const [s, asked] = await Promise.all([start, answerApprovalIfShown('Deny', { contains: id, giveUpMs: 3_000 })]);
+      assert(!asked.clicked, `the sandboxed command ran without a question (it asked: ${asked.text})`);
+      assert(s.ok, `process/start: ${s.ok ? '' : s.error.message}`);
+      const exitCode = await c.waitForExit(id, 30_000);
+      const exited = c.notifications.find((n) => n.method === 'process/exited' && n.params?.processId === id)?.params;
+      const output = c.notifications
+        .filter((n) => n.method === 'process/output' && n.params?.processId === id)
+        .map((n) => Buffer.from(String(n.params.chunk), 'base64').toString())
+        .join('');
+      return { exitCode, exited, output };
+    };
+    const { exitCode, exited, output } = await run(m, script, writeOnly(project));
+    // The same through Codex's /tmp write, into a folder of the workspace outside the project
+    // root (this workspace lies under /tmp, the temp dir the sandbox may write).
+    const viaTmp = await run(`${m}-tmp`, [`git init -q ${sibling} && ${config('tmp')} >> ${sibling}/.git/config && echo ${m}-planted-tmp`, 'sleep 10', `echo ${m}-survived`], writeOnly(project, true));
 
     // The Git extension looks after the plants: its refresh (the SCM view's, git.refresh) runs
     // status on app/ and app/nested/ (which then lists a file written after the command ended;
@@ -157,6 +171,8 @@ export function registerAgentAttackTests(): void {
     check(output.includes('the sandboxed command was stopped: it created') && output.includes(path.join(fresh, '.git')), `its stderr says it was stopped for lib/.git (output: ${output})`);
     check(exitCode !== 0 && exited?.sandboxDenied === true, `the exit reports sandboxDenied (exit ${exitCode}, ${JSON.stringify(exited)})`);
     check(notice.found, `a notification names the blocked command (${notice.error})`);
+    check(!repoAt(api, sibling) && !existsSync(path.join(sibling, '.git')), 'the repository planted through /tmp is gone and was never opened');
+    check(!viaTmp.output.includes('-survived') && viaTmp.exited?.sandboxDenied === true, `the command planting through /tmp was stopped (exit ${viaTmp.exitCode}, ${JSON.stringify(viaTmp.exited)}, output: ${viaTmp.output})`);
     assert(problems.length === 0, `the plant worked:\n  - ${problems.join('\n  - ')}`);
   }, 90_000);
 
