@@ -3,7 +3,9 @@
 //   1. An unasked sandboxed command (default policy, writable root inside the workspace) plants
 //      code that git runs: `core.fsmonitor` in an existing nested repository's `.git/config` and
 //      in the top-level one, a `post-index-change` hook (git status may write the index), and a
-//      NEW repository (`git init`) with such a config. VS Code's own Git extension is the victim:
+//      NEW repository (`git init`) with such a config; then a second command plants one through
+//      Codex's /tmp write in a folder of the workspace outside its project root (this workspace
+//      lies under /tmp, as a clone in /tmp does). VS Code's own Git extension is the victim:
 //      it opens repositories that appear in the workspace by itself and runs `git status` on
 //      them, outside the sandbox. The marker the hooks would write lies outside the sandbox.
 //   2. A question padded with 700 spaces before the dangerous part: the toast must still show,
