@@ -57,6 +57,11 @@ interface DirEntry {
   subdirs: string[];
   /** Protected names (`.git`, `.vscode`, `*.code-workspace`, quarantined ones) found in it. */
   protectedPaths: string[];
+  /**
+   * Their `dev:ino` when the directory was read (undefined: gone meanwhile). Valid as long as the
+   * entry is: a name only gets another inode through a change to this directory.
+   */
+  ids: (string | undefined)[];
   /** What those name elsewhere (a gitfile's gitdir, a symlink's target): carved out too. */
   targets: string[];
   /**
@@ -105,9 +110,19 @@ function gitfileTarget(file: string): string | undefined {
   }
 }
 
+/** `dev:ino` of `p` itself (not followed); undefined when it is gone. */
+export function identityOf(p: string): string | undefined {
+  try {
+    const st = fs.lstatSync(p);
+    return `${st.dev}:${st.ino}`;
+  } catch {
+    return undefined;
+  }
+}
+
 function readDir(dir: string, st: fs.Stats): DirEntry {
   const settled = Date.now() - Math.max(st.mtimeMs, st.ctimeMs) > UNSETTLED_MS;
-  const entry: DirEntry = { mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs, ino: st.ino, settled, subdirs: [], protectedPaths: [], targets: [], links: [], unreadable: false, linked: [], size: 0 };
+  const entry: DirEntry = { mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs, ino: st.ino, settled, subdirs: [], protectedPaths: [], ids: [], targets: [], links: [], unreadable: false, linked: [], size: 0 };
   let names: fs.Dirent[];
   try {
     names = fs.readdirSync(dir, { withFileTypes: true });
@@ -121,6 +136,7 @@ function readDir(dir: string, st: fs.Stats): DirEntry {
     const p = path.join(dir, d.name);
     if (isProtectedName(d.name)) {
       entry.protectedPaths.push(p);
+      entry.ids.push(identityOf(p));
       if (d.name === '.git' && d.isFile()) {
         const target = gitfileTarget(p);
         if (target) entry.targets.push(target);
@@ -151,6 +167,8 @@ export interface CarveOutScan {
   paths: string[];
   /** The protected entries themselves (a subset of `paths`: names, not what they point to). */
   entries: string[];
+  /** Their `dev:ino` as the scan saw them (./plant-guard.ts tells the user's from new ones by it). */
+  entryIds: (string | undefined)[];
   /** Every directory visited (listed or carved out whole). */
   dirs: string[];
   /** Their inode numbers as the scan saw them (./plant-guard.ts watches by them without another lstat). */
@@ -173,7 +191,7 @@ export function scanCarveOuts(root: string, maxEntries = SCAN_MAX_ENTRIES, maxMs
   const key = `${maxEntries}:${maxMs}:${root}:${skip.join('\0')}`;
   const memo = turnScans.get(key);
   if (memo) return memo;
-  const scan = scanNow(root, maxEntries, maxMs, new Set(skip));
+  const scan = scanNow(key, root, maxEntries, maxMs, new Set(skip));
   if (turnScans.size === 0) setImmediate(() => turnScans.clear());
   turnScans.set(key, scan);
   return scan;
@@ -184,16 +202,44 @@ export function forgetTurnScans(): void {
   turnScans.clear();
 }
 
+/**
+ * The last walk of each scan key: the cache entries it went through (undefined: a directory gone
+ * or no longer one), and what it returned. A later walk through exactly the same entries, in the
+ * same order, would build the same result: it returns that same object instead, so what is built
+ * from a scan (withCarveOuts's profile) is kept for as long as nothing below the root changed.
+ * Every directory is still lstat'ed at every walk: that is the validation.
+ */
+const lastWalks = new Map<string, { seen: (DirEntry | undefined)[]; scan: CarveOutScan }>();
+const LAST_WALKS_MAX = 64;
+
+function sameWalk(a: readonly (DirEntry | undefined)[], b: readonly (DirEntry | undefined)[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
 /** `skip`: directories below `root` not entered (writable roots of their own, scanned apart). */
-function scanNow(root: string, maxEntries: number, maxMs: number, skip: ReadonlySet<string>): CarveOutScan {
+function scanNow(key: string, root: string, maxEntries: number, maxMs: number, skip: ReadonlySet<string>): CarveOutScan {
+  const seen: (DirEntry | undefined)[] = [];
+  const scan = walk(root, maxEntries, maxMs, skip, seen);
+  const last = lastWalks.get(key);
+  if (last && sameWalk(last.seen, seen)) return last.scan;
+  lastWalks.delete(key);
+  if (lastWalks.size >= LAST_WALKS_MAX) lastWalks.delete(lastWalks.keys().next().value!);
+  lastWalks.set(key, { seen, scan });
+  return scan;
+}
+
+function walk(root: string, maxEntries: number, maxMs: number, skip: ReadonlySet<string>, seen: (DirEntry | undefined)[]): CarveOutScan {
   const paths: string[] = [];
   const entries: string[] = [];
+  const entryIds: (string | undefined)[] = [];
   const dirs: string[] = [];
   const inos: number[] = [];
   const stack = [root];
   let visited = 0;
   const deadline = Date.now() + maxMs;
-  const stop = (reason: string): CarveOutScan => ({ paths: paths.slice(0, SCAN_MAX_CARVE_OUTS), entries, dirs, inos, complete: false, reason });
+  const stop = (reason: string): CarveOutScan => ({ paths: paths.slice(0, SCAN_MAX_CARVE_OUTS), entries, entryIds, dirs, inos, complete: false, reason });
   while (stack.length > 0) {
     const dir = stack.pop()!;
     let st: fs.Stats;
@@ -201,9 +247,13 @@ function scanNow(root: string, maxEntries: number, maxMs: number, skip: Readonly
       st = fs.lstatSync(dir);
     } catch {
       cache.delete(dir);
+      seen.push(undefined);
       continue;
     }
-    if (!st.isDirectory()) continue;
+    if (!st.isDirectory()) {
+      seen.push(undefined);
+      continue;
+    }
     let entry = cache.get(dir);
     if (!entry || !entry.settled || entry.mtimeMs !== st.mtimeMs || entry.ctimeMs !== st.ctimeMs || entry.ino !== st.ino) {
       entry = readDir(dir, st);
@@ -211,6 +261,7 @@ function scanNow(root: string, maxEntries: number, maxMs: number, skip: Readonly
       if (cache.size >= CACHE_MAX_DIRS) cache.delete(cache.keys().next().value!);
       cache.set(dir, entry);
     }
+    seen.push(entry);
     dirs.push(dir);
     inos.push(st.ino);
     visited += entry.size;
@@ -220,14 +271,16 @@ function scanNow(root: string, maxEntries: number, maxMs: number, skip: Readonly
       paths.push(dir);
       continue;
     }
-    paths.push(...(entry.links.length ? entry.protectedPaths.filter((q) => !entry.links.includes(q)) : entry.protectedPaths), ...entry.targets);
-    entries.push(...entry.protectedPaths);
-    if (entry.linked.length > LINKED_FILES_PER_DIR) paths.push(dir);
-    else paths.push(...entry.linked);
+    const e = entry;
+    paths.push(...(e.links.length ? e.protectedPaths.filter((q) => !e.links.includes(q)) : e.protectedPaths), ...e.targets);
+    entries.push(...e.protectedPaths);
+    entryIds.push(...e.ids);
+    if (e.linked.length > LINKED_FILES_PER_DIR) paths.push(dir);
+    else paths.push(...e.linked);
     if (paths.length > SCAN_MAX_CARVE_OUTS) return stop(`more than ${SCAN_MAX_CARVE_OUTS} protected paths below ${root}`);
-    for (const sub of entry.subdirs) if (!skip.has(sub)) stack.push(sub);
+    for (const sub of e.subdirs) if (!skip.has(sub)) stack.push(sub);
   }
-  return { paths, entries, dirs, inos, complete: true };
+  return { paths, entries, entryIds, dirs, inos, complete: true };
 }
 
 /** Temp directories themselves (their real paths too). */
@@ -298,20 +351,37 @@ export interface ProtectedProfile {
  * below its writable roots that the profile would otherwise let a command write.
  */
 export function withCarveOuts(prof: ManagedSandboxProfile): ProtectedProfile {
-  const extra: SandboxRule[] = [];
-  let complete = true;
-  let reason: string | undefined;
-  const seen = new Set(prof.rules.map((r) => r.path));
   const exposed = exposedThroughTemp(prof.writableRoots);
   const temp = tempRoots().filter((t) => !exposed.includes(t));
   const roots = [...new Set([...prof.writableRoots, ...exposed])];
+  const scans: { scan: CarveOutScan; isTemp: boolean }[] = [];
   for (const root of roots) {
     if (!scannable(root)) continue;
     const isTemp = temp.includes(root);
     // A temp dir is walked around the workspaces inside it (each is a root scanned on its own):
     // a project under /tmp was otherwise walked twice per start.
     const nested = isTemp ? roots.filter((w) => w !== root && isInside(w, root)) : [];
-    const scan = scanCarveOuts(root, SCAN_MAX_ENTRIES, isTemp ? SCAN_TEMP_MAX_MS : SCAN_MAX_MS, nested);
+    scans.push({ scan: scanCarveOuts(root, SCAN_MAX_ENTRIES, isTemp ? SCAN_TEMP_MAX_MS : SCAN_MAX_MS, nested), isTemp });
+  }
+  // The same profile over the same scans (nothing below its roots changed): the same answer.
+  // Building it again was ~4 ms per start for 200 carve-outs (bench/carve-outs.ts).
+  const key = JSON.stringify([prof.rules, prof.network, prof.cwd, temp, roots]);
+  const last = lastProtected;
+  if (last && last.key === key && last.scans.length === scans.length && last.scans.every((s, i) => s === scans[i].scan)) return last.result;
+  const result = protect(prof, scans);
+  lastProtected = { key, scans: scans.map((s) => s.scan), result };
+  return result;
+}
+
+/** The last answer of withCarveOuts, and what it was built from. */
+let lastProtected: { key: string; scans: CarveOutScan[]; result: ProtectedProfile } | undefined;
+
+function protect(prof: ManagedSandboxProfile, scans: readonly { scan: CarveOutScan; isTemp: boolean }[]): ProtectedProfile {
+  const extra: SandboxRule[] = [];
+  let complete = true;
+  let reason: string | undefined;
+  const seen = new Set(prof.rules.map((r) => r.path));
+  for (const { scan, isTemp } of scans) {
     if (!isTemp) {
       if (!scan.complete && complete) reason = scan.reason;
       complete &&= scan.complete;

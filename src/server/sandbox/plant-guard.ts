@@ -24,7 +24,7 @@
 // incomplete (the VS Code gate then asks before such a run).
 import fs from 'node:fs';
 import path from 'node:path';
-import { exposedThroughTemp, forgetTurnScans, isPlantableName, QUARANTINE_SUFFIX, scanCarveOuts, tempRoots } from './carve-outs';
+import { exposedThroughTemp, forgetTurnScans, identityOf, isPlantableName, QUARANTINE_SUFFIX, scanCarveOuts, tempRoots } from './carve-outs';
 import { isInside } from '../paths';
 
 /** Directories the guard watches at most, over all roots (inotify watches are a per-user budget). */
@@ -128,7 +128,7 @@ class RootGuard {
     if (this.leases.size === 0) {
       // Nothing of a sandbox is running here: what exists now is the user's (or was moved aside).
       const scan = scanCarveOuts(this.root);
-      this.known = new Set(scan.entries.map(identity).filter((x): x is string => x !== undefined));
+      this.known = new Set(scan.entryIds.filter((x): x is string => x !== undefined));
       this.complete = scan.complete;
       this.reason = scan.reason;
       this.watch(scan);
@@ -214,7 +214,7 @@ class RootGuard {
 
   /** Exists, and is not one of the entries known at the start. */
   private isNew(p: string): boolean {
-    const id = identity(p);
+    const id = identityOf(p);
     return id !== undefined && !this.known.has(id);
   }
 
@@ -240,9 +240,11 @@ class RootGuard {
       // A new or changed directory: everything below it (its contents may predate our watch).
       const scan = scanCarveOuts(p);
       this.watch(scan);
-      for (const e of scan.entries) {
-        if (isPlantableName(path.basename(e)) && this.isNew(e)) moved.push({ path: e, movedTo: quarantine(e) });
-      }
+      // By the identity the scan saw (its directory's cache entry is as fresh as the scan).
+      scan.entries.forEach((e, i) => {
+        const id = scan.entryIds[i];
+        if (isPlantableName(path.basename(e)) && id !== undefined && !this.known.has(id)) moved.push({ path: e, movedTo: quarantine(e) });
+      });
     };
     // A directory whose ancestor is also dirty is looked at through that ancestor.
     const dirtySet = new Set(todo);
@@ -268,14 +270,6 @@ class RootGuard {
   }
 }
 
-function identity(p: string): string | undefined {
-  try {
-    const st = fs.lstatSync(p);
-    return `${st.dev}:${st.ino}`;
-  } catch {
-    return undefined;
-  }
-}
 
 const guards = new Map<string, RootGuard>();
 
