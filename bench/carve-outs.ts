@@ -78,14 +78,23 @@ async function sandboxedStarts(root: string): Promise<{ times: number[]; cpuMs: 
   return { times, cpuMs: (cpu.user + cpu.system) / 1000 / ROUNDS };
 }
 
-/** bubblewrap alone: the argv the engine builds for `root`, run directly (its mounts' cost, no engine). */
-async function bwrapOnly(root: string): Promise<number> {
+/**
+ * bubblewrap alone: the argv the engine builds for `root`, run directly (its mounts' cost, no
+ * engine); `keep`: only the first that many carve-out mounts (`--ro-bind-try`) of it.
+ */
+async function bwrapOnly(root: string, keep = Infinity): Promise<number> {
   const backend = await sandboxBackend();
   const req = backend.wrap(profileFor(root), { argv: ['true'], cwd: root, env: { PATH: '/usr/bin:/bin' }, pipeStdin: false, rows: 24, cols: 80 });
+  const argv: string[] = [];
+  let kept = 0;
+  for (let i = 0; i < req.argv.length; i++) {
+    if (req.argv[i] === '--ro-bind-try' && kept++ >= keep) i += 2;
+    else argv.push(req.argv[i]);
+  }
   const times: number[] = [];
   for (let i = 0; i < ROUNDS; i++) {
     const t0 = performance.now();
-    const r = spawnSync(req.argv[0], req.argv.slice(1), { cwd: root, env: req.env, stdio: 'ignore' });
+    const r = spawnSync(argv[0], argv.slice(1), { cwd: root, env: req.env, stdio: 'ignore' });
     if (r.status !== 0) throw new Error(`bwrap failed: ${r.status}`);
     times.push(performance.now() - t0);
   }
@@ -124,6 +133,11 @@ export async function main(): Promise<number> {
     console.log(`scan cached (later starts): median ${median(scanOnly).toFixed(1)} ms; with the profile built from it: median ${median(cached).toFixed(1)} ms, max ${Math.max(...cached).toFixed(1)} ms over ${ROUNDS}`);
     const [be, bb] = [await bwrapOnly(empty), await bwrapOnly(big)];
     console.log(`bubblewrap alone (the same argv, spawned directly): empty median ${be.toFixed(1)} ms; this workspace median ${bb.toFixed(1)} ms (added: ${(bb - be).toFixed(1)} ms)`);
+    // Each bind makes bubblewrap re-read /proc/self/mountinfo, which grows by one line per
+    // mount: the cost grows with the square of the carve-outs (the floor of this goal).
+    const scale: string[] = [];
+    for (const k of [0, 50, 100, 200]) scale.push(`${k}: ${(await bwrapOnly(big, k)).toFixed(1)} ms`);
+    console.log(`bubblewrap alone with the first N carve-out mounts of this workspace: ${scale.join('; ')}`);
     const [e, b] = [median(startsEmpty.times), median(startsBig.times)];
     console.log(`sandboxed start of \`true\`: empty workspace median ${e.toFixed(1)} ms; this workspace median ${b.toFixed(1)} ms (added: ${(b - e).toFixed(1)} ms)`);
     console.log(`engine CPU per start (this process, user + system): empty ${startsEmpty.cpuMs.toFixed(1)} ms; this workspace ${startsBig.cpuMs.toFixed(1)} ms (added: ${(startsBig.cpuMs - startsEmpty.cpuMs).toFixed(1)} ms)`);
