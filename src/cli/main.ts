@@ -313,6 +313,7 @@ export async function main(argv: string[]): Promise<number> {
       log,
       onReject: (status) => telemetry.connectionRejected(rejectReason(status)),
       onHttpRequest: detachedToken ? proofResponder(detachedToken, () => (provenAt = Date.now())) : undefined,
+      sessionCount: () => server.sessionCount,
       onConnection: (transport, req) => {
         const label = `ws ${req.socket.remoteAddress}:${req.socket.remotePort}`;
         serveConnection(server, transport, { label, maxInFlight: opts.maxInFlight, log });

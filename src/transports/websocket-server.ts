@@ -35,6 +35,11 @@ export interface WebSocketListenOptions {
   onConnection(transport: WebSocketTransport, req: http.IncomingMessage): void;
   /** An upgrade was refused with this HTTP status before any JSON-RPC (metrics). */
   onReject?(status: number): void;
+  /**
+   * Sessions the server holds now (attached or detached, waiting for a resume): with it, a new
+   * websocket is refused while sessions + websockets reach MAX_SESSIONS (see there).
+   */
+  sessionCount?: () => number;
   /** A plain HTTP request other than /readyz: true when answered (--detach's proof, src/transports/detach-proof.ts). */
   onHttpRequest?(req: http.IncomingMessage, res: http.ServerResponse): boolean;
   log?: (level: 'debug' | 'info' | 'warn' | 'error', message: string) => void;
@@ -54,6 +59,22 @@ export const HEADERS_TIMEOUT_MS = 10_000;
 export const REQUEST_TIMEOUT_MS = 15_000;
 /** Connections not (yet) upgraded to a websocket, at most. */
 export const MAX_PENDING_CONNECTIONS = 128;
+/**
+ * Websockets open at once, at most: past it an upgrade is answered 503 with the reason. Each
+ * holds a descriptor, a send buffer and a JSON-RPC connection with its own handles, so a peer
+ * with the token could otherwise fill the descriptor table or the heap, and a crash of the
+ * server takes every session's processes with it.
+ */
+export const MAX_CONNECTIONS = 128;
+/**
+ * Sessions, at most. A session outlives its websocket (detached until its TTL, with its
+ * processes), so a peer that connects, initializes and leaves, in a loop, otherwise piles up
+ * sessions without ever holding many websockets. A websocket is admitted only while
+ * sessions + websockets stay below this: each websocket not yet initialized may still make one
+ * session, so the sessions never exceed it. A client that comes to resume its session is
+ * refused too while the server is full (503; it may retry once a detached session expired).
+ */
+export const MAX_SESSIONS = 256;
 
 export interface WebSocketListener {
   /** ws://host:port (wss:// with TLS) */
@@ -82,6 +103,8 @@ export async function listenWebSocket(opts: WebSocketListenOptions): Promise<Web
   const wss = new WebSocketServer({ noServer: true, maxPayload: opts.maxPayload ?? MAX_MESSAGE_BYTES, perMessageDeflate: false });
   const alive = new WeakMap<WebSocket, boolean>();
   const sockets = new Set<Socket | Duplex>();
+  /** Websockets admitted (from the upgrade on, until closed): MAX_CONNECTIONS counts these. */
+  let open = 0;
 
   const onRequest = (req: http.IncomingMessage, res: http.ServerResponse) => {
     const pathOnly = (req.url ?? '/').split('?')[0];
@@ -142,8 +165,30 @@ export async function listenWebSocket(opts: WebSocketListenOptions): Promise<Web
         }
       }
       if (socket.destroyed) return;
+      // Judged here, after every await: the count cannot change before `open` is taken.
+      const sessions = opts.sessionCount?.() ?? 0;
+      const full =
+        open >= MAX_CONNECTIONS
+          ? `too many connections: ${open} websockets open (at most ${MAX_CONNECTIONS}); retry later`
+          : sessions + open >= MAX_SESSIONS
+            ? `too many sessions: ${sessions} sessions and ${open} websockets (at most ${MAX_SESSIONS} together); retry once a detached session expired`
+            : undefined;
+      if (full) {
+        log('warn', `refused websocket from ${peer}: ${full}`);
+        opts.onReject?.(503);
+        rejectUpgrade(socket, 503, full);
+        return;
+      }
       pending.delete(req.socket);
+      open++;
+      let counted = true;
+      const uncount = () => {
+        if (counted) open--;
+        counted = false;
+      };
+      socket.once('close', uncount);
       wss.handleUpgrade(req, socket, head, (ws) => {
+        ws.once('close', uncount);
         alive.set(ws, true);
         ws.on('pong', () => alive.set(ws, true));
         const transport = new WebSocketTransport(ws, { highWaterMark: opts.highWaterMark });

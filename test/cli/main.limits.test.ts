@@ -5,8 +5,9 @@ import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import { ensureFreshBuild } from '../support/fresh-build';
-import { openRpc, RawRpc, startCli, stopAll } from '../support/cli-servers';
+import { attempt, openRpc, RawRpc, startCli, stopAll } from '../support/cli-servers';
 import { tempDir } from '../support/security';
+import { MAX_SESSIONS } from '../../src/transports/websocket-server';
 
 const tmp = tempDir();
 before(() => ensureFreshBuild()); // the CLI built from this tree, not a stale bundle
@@ -109,4 +110,28 @@ test('a frame over the 64 MiB maximum closes the connection with 1009; the serve
   assert.deepEqual((await fresh.call('environment/status', null)).result, { status: 'ready' });
   fresh.ws.close();
   await cli.stop();
+});
+
+test('attack: connect, initialize, leave in a loop: past MAX_SESSIONS sessions (detached, kept for their TTL) a new websocket gets 503 with the reason, and the server stays up', async () => {
+  const cli = await startCli(['--listen', 'ws://127.0.0.1:0', '--session-ttl', '600']);
+  for (let i = 0; i <= MAX_SESSIONS; i++) {
+    const a = await attempt(cli.url);
+    if (a.kind !== 'open') {
+      // Before: no bound, so this loop ran to its end. After: refused at the bound (one early
+      // when the server has not yet seen the last websocket close: it counts until then).
+      assert.ok(i >= MAX_SESSIONS - 1, `refused after only ${i} sessions: ${JSON.stringify(a)}`);
+      assert.equal(a.kind === 'http' && a.status, 503);
+      assert.match(a.kind === 'http' ? a.body : '', /too many sessions: \d+ sessions and [01] websockets/);
+      const rpc = await openRpc(cli.url).catch((e: Error) => e);
+      assert.ok(rpc instanceof Error, 'still refused');
+      assert.deepEqual(await fetch(`${cli.url.replace('ws:', 'http:')}/readyz`).then((r) => r.status), 200);
+      await cli.stop();
+      return;
+    }
+    const rpc = new RawRpc(a.ws);
+    await rpc.init();
+    a.ws.close();
+    await rpc.closed;
+  }
+  assert.fail(`${MAX_SESSIONS + 1} sessions were made: no bound`);
 });
