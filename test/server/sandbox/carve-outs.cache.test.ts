@@ -1,12 +1,18 @@
 // The carve-out scan's per-directory cache (src/server/sandbox/carve-outs.ts) against a `.git`
 // planted where the cache does not look: a directory whose mtime was put back after the plant
 // (utimes, as a sandboxed command may do; the same as a second write within one clock tick of
-// the first, which leaves the mtime as it was) must be read again. docs/security.md, "Managed sandbox".
+// the first, which leaves the mtime as it was) must be read again; and the profile withCarveOuts
+// keeps while its scans are the same must not outlive a change. docs/security.md, "Managed sandbox".
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, test } from 'node:test';
-import { scanCarveOuts } from '../../../src/server/sandbox/carve-outs';
+import os from 'node:os';
+import { pathToFileURL } from 'node:url';
+import { managedSandbox, workspaceWriteEntries } from '../../../src/protocol/codex-sandbox';
+import { scanCarveOuts, withCarveOuts } from '../../../src/server/sandbox/carve-outs';
+import { parseSandbox, type ManagedSandboxProfile } from '../../../src/server/sandbox/profile';
+import { resolveProfile } from '../../../src/server/sandbox/resolve';
 import { tempDir } from '../../support/tmp';
 import { waitFor } from '../../support/wait';
 
@@ -57,4 +63,24 @@ test('a directory changed within the last 2 s is read at every scan; once settle
   } finally {
     (fs as { readdirSync: unknown }).readdirSync = readdirSync;
   }
+});
+
+test('withCarveOuts keeps its profile while nothing below the roots changed, and a .git made since is in the next one', async () => {
+  const tree = fs.realpathSync(tempDir('carve-memo-'));
+  fs.mkdirSync(path.join(tree, 'a', 'b'), { recursive: true });
+  fs.mkdirSync(path.join(tree, 'c', '.git'), { recursive: true });
+  const sb = managedSandbox({ entries: workspaceWriteEntries({ slashTmp: false }), cwd: pathToFileURL(tree).href });
+  const prof = resolveProfile(parseSandbox(sb, { cwd: tree, tmpDir: os.tmpdir() }) as ManagedSandboxProfile);
+  const later = () => new Promise<ReturnType<typeof withCarveOuts>>((r) => setImmediate(() => r(withCarveOuts(prof))));
+  const settledAt = Date.now() + 2_100;
+  await waitFor(() => Date.now() > settledAt, { what: 'the tree to settle', interval: 100 });
+  const first = await later();
+  const second = await later();
+  assert.ok(first.profile.readOnlyCarveouts.includes(path.join(tree, 'c', '.git')));
+  assert.equal(second, first, 'the same answer, not built again');
+  fs.mkdirSync(path.join(tree, 'a', 'b', '.git'));
+  const third = await later();
+  assert.notEqual(third, first);
+  assert.ok(third.profile.readOnlyCarveouts.includes(path.join(tree, 'a', 'b', '.git')), 'the new .git is carved out');
+  fs.rmSync(tree, { recursive: true, force: true });
 });
