@@ -9,6 +9,7 @@ import { VERSION } from '../version';
 import { CAN_PIN } from './fs/confined';
 import { pathToUri } from './paths';
 import { sandboxSupport } from './sandbox/support';
+import { SHELL_SNAPSHOTS } from './process/shell-snapshot';
 
 /** Awaits the sandbox probe (./sandbox/support.ts): the capabilities are always the settled answer. */
 export async function environmentInfo(): Promise<EnvironmentInfo> {
@@ -65,6 +66,9 @@ export async function environmentInfo(): Promise<EnvironmentInfo> {
       // writableSymlinkCrossing), as the reference does (test/interop/sandbox-root-write).
       linuxRootWritePreservesDevices: sandbox.ok,
       linuxApprovedRootWritePreservesRestrictions: sandbox.ok,
+      // process/start.shellSnapshot: a login shell's profile captured once per scope and restored
+      // in later starts (./process/shell-snapshot.ts; bash and sh). Built and measured on Linux only.
+      shellSnapshotV2: SHELL_SNAPSHOTS,
     },
   };
 }

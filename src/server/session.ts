@@ -7,6 +7,7 @@ import { markVerbatim } from '../rpc/verbatim';
 import type { NotificationSink } from './api';
 import { ManagedProcess, type ProcessHost } from './process/managed-process';
 import { donateChunk } from './process/read-blocks';
+import { ShellSnapshots } from './process/shell-snapshot';
 import { NOOP_SERVER_TELEMETRY, type ProcessRecord, type ServerTelemetry } from '../telemetry/api';
 
 export interface SessionLimits {
@@ -74,6 +75,8 @@ export class Session implements ProcessHost {
    */
   private flowControl = false;
   ended = false;
+  /** process/start.shellSnapshot's captures (./process/shell-snapshot.ts): per session, as on the reference. */
+  readonly shellSnapshots = new ShellSnapshots();
   /** Telemetry of live processes by id (start → exit); empty while telemetry is off. */
   private readonly processTelemetry = new Map<string, ProcessRecord>();
 
@@ -237,6 +240,7 @@ export class Session implements ProcessHost {
   end(): Promise<void>[] {
     if (this.ended) return [];
     this.ended = true;
+    this.shellSnapshots.dispose();
     if (this.ttlTimer) clearTimeout(this.ttlTimer);
     this.drainSub?.dispose();
     for (const t of this.retentionTimers.values()) clearTimeout(t);

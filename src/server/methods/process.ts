@@ -13,6 +13,7 @@ import { nulByteError, sandboxError, spawnError } from '../process/spawn-error';
 import { MAX_OUTPUT_WINDOW } from '../process/managed-process';
 import { resolveExecutable } from '../process/spawn-pty';
 import { decodeMetadata, decodeShellSnapshot } from '../process/start-options';
+import { snapshotTarget } from '../process/shell-snapshot';
 import { decodeEnforce, decodeManagedNetwork, decodeNetworkProxy } from '../network/launch-config';
 import { FAIL_CLOSED_EXIT, NO_PROXY_TO_BRIDGE, networkMode } from '../network/start-mode';
 import { attachProxy, HTTP_PROXY_KEYS, SOCKS_PROXY_KEYS, staticProxyEnv } from '../network/proxy-launch';
@@ -134,13 +135,15 @@ export const processMethods: MethodTable<ProcessMethod> = {
       // Decoded here so a malformed sandbox is a -32602 before anything else, as on the reference.
       const sandbox = parseSandbox(o.sandbox, { cwd, tmpDir: childEnv.TMPDIR || os.tmpdir(), homeDir: childEnv.HOME });
       decodeMetadata(o.metadata);
-      decodeShellSnapshot(o.shellSnapshot);
+      const shellSnapshot = decodeShellSnapshot(o.shellSnapshot);
       const enforce = decodeEnforce(o);
       const managedNetwork = decodeManagedNetwork(o.managedNetwork);
       const networkProxy = decodeNetworkProxy(o.networkProxy);
       // Refused here (-32600) when it asks for a network policy this engine does not enforce.
       const network = networkMode({ sandbox, enforce, managedNetwork, networkProxy, env: childEnv, tty });
-      return { processId, argv, cwd, childEnv, tty, pipeStdin, arg0, rows, cols, sandbox, outputWindow, network };
+      // A shell the reference has no snapshot for: -32602 (only when the argv is that shell's login shell).
+      const snapshot = snapshotTarget(argv, shellSnapshot);
+      return { processId, argv, cwd, childEnv, env, envPolicy, tty, pipeStdin, arg0, rows, cols, sandbox, sandboxParam: o.sandbox, outputWindow, network, shellSnapshot, snapshot };
     },
     async (ctx, p): Promise<ProcessStartResult> => {
       const session = ctx.session();
@@ -154,6 +157,21 @@ export const processMethods: MethodTable<ProcessMethod> = {
       try {
         const nul = nulByteError(p.argv, p.arg0, p.childEnv);
         if (nul) throw nul;
+        if (p.snapshot?.kind === 'unsupported') ctx.log('info', `process ${p.processId}: no shell snapshot for ${p.shellSnapshot?.shell.name} here; running the login shell`);
+        if (p.snapshot?.kind === 'snapshot' && p.shellSnapshot) {
+          // Captured under the same sandbox as the command (never shared with another profile).
+          const restored = await session.shellSnapshots.prepare({
+            req: p.shellSnapshot,
+            shell: p.snapshot.shell,
+            spawn: req,
+            requestEnvKeys: Object.keys(p.env),
+            envPolicy: p.envPolicy,
+            sandboxParam: p.sandboxParam,
+            sandbox: backend && p.sandbox.kind === 'managed' ? { backend, profile: p.sandbox } : undefined,
+            log: (level, message) => ctx.log(level, `process ${p.processId}: ${message}`),
+          });
+          if (restored) req = restored;
+        }
         if (backend && p.sandbox.kind === 'managed') {
           // What an unsandboxed spawn reports as a spawn error is checked first, on the host
           // (same files: the sandbox sees the host's paths); inside, bwrap would only print it.

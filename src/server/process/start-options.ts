@@ -1,7 +1,7 @@
 // process/start's `metadata` (ExecMetadata: which thread / tool call started the command) and
 // `shellSnapshot` (ShellSnapshotRequest, shellSnapshotV2), validated as the reference does
 // (codex 0.169, measured): malformed → -32602 with its texts. Only the shape is checked here;
-// neither changes how the command runs yet (shellSnapshotV2 is not advertised).
+// what a snapshot does to the start is ./shell-snapshot.ts (metadata changes nothing).
 import { invalidParams } from '../../protocol/errors';
 import { decodeStruct, optional, str, uuid, type FieldSpec } from '../serde-struct';
 
