@@ -1,0 +1,55 @@
+// process/start.shellSnapshot tests (test/server/process/shell-snapshot*.test.ts): a HOME whose
+// ~/.bash_profile prints to stderr, exports a random value, defines a function and an alias and
+// runs `cd /tmp` (REFERENCE-CAPABILITIES §4.1), an in-process server with its log, and `run`.
+import { mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import type { TestContext } from 'node:test';
+import { ExecServer } from '../../src/server/exec-server';
+import { connectClient, uri, type Client } from './server';
+import { tempDir } from './tmp';
+
+export const PROFILE = [
+  'echo profile-ran >&2',
+  'export SNAP_RAND=$RANDOM$RANDOM$RANDOM',
+  'snapfn() { echo "fn:$1"; }',
+  "alias snapal='echo aliased'",
+  'shopt -s expand_aliases',
+  'cd /tmp',
+  '',
+].join('\n');
+/** What a start prints: where it runs, the profile's variable, function and alias. */
+export const PROBE = 'echo "pwd=$PWD"; echo "rand=$SNAP_RAND"; type snapfn >/dev/null 2>&1 && snapfn x || echo nofn; snapal 2>/dev/null || echo noalias';
+
+export interface Ran {
+  out: string;
+  err: string;
+  exitCode: number | undefined;
+}
+
+export const snap = (scopeId: string, name = 'bash', p = '/bin/bash') => ({ shellSnapshot: { scopeId, shell: { name, path: p } } });
+/** The value of a `k=v` line of `out`. */
+export const field = (out: string, k: string): string | undefined => out.match(new RegExp(`^${k}=(.*)$`, 'm'))?.[1];
+
+export async function snapshotFixture(t: TestContext, profile = PROFILE) {
+  const base = tempDir('es-snap-', { t });
+  const home = path.join(base, 'home');
+  const work = path.join(base, 'work');
+  for (const d of [home, work]) mkdirSync(d);
+  writeFileSync(path.join(home, '.bash_profile'), profile);
+  const logs: string[] = [];
+  const server = new ExecServer({ log: (level, m) => logs.push(`${level} ${m}`) });
+  t.after(() => server.shutdown());
+  const c = await connectClient(server);
+  let n = 0;
+  const run = async (argv: string[], extra: Record<string, unknown> = {}, client: Client = c): Promise<Ran> => {
+    const processId = `p${++n}`;
+    await client.call('process/start', { processId, argv, cwd: uri(work), env: { PATH: '/usr/bin:/bin', HOME: home }, tty: false, ...extra });
+    await client.sink.waitFor(() => client.sink.closed(processId), 60_000, `${processId} closed`);
+    const events = client.sink.forProcess(processId);
+    const text = (stream: string) =>
+      Buffer.concat(events.filter((e) => e.method === 'process/output' && e.params.stream === stream).map((e) => Buffer.from(e.params.chunk, 'base64'))).toString();
+    const exited = events.find((e) => e.method === 'process/exited');
+    return { out: text('stdout'), err: text('stderr'), exitCode: exited?.params.exitCode };
+  };
+  return { base, home, work, server, c, run, logs };
+}
