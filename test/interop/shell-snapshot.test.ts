@@ -1,0 +1,123 @@
+// Conformance of `shellSnapshotV2` (process/start.shellSnapshot, REFERENCE-CAPABILITIES §4.1)
+// against every reference version and ours, over a websocket, with the same HOME (a
+// ~/.bash_profile that prints to stderr and stdout, exports a random value, defines a function
+// and an alias, sets noclobber and runs `cd /tmp`): the same output for a plain login shell, a
+// first and a repeated use of a scope, another scope, another cwd, a sandboxed start, `-c`, a
+// shell.path that is not argv[0], `sh` as the announced shell, a non-shell argv and an unknown
+// shell (-32602); the random value compared as "same as start N" (it differs run to run).
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { test, type TestContext } from 'node:test';
+import { pathToFileURL } from 'node:url';
+import { managedSandbox, specialEntry } from '../../src/protocol/codex-sandbox';
+import { ourServer, referenceServers, startWsServer, type ServerCommand } from '../support/reference';
+import { RawRpcClient } from '../support/raw-rpc';
+
+const cacheDir = process.env.EXEC_SERVER_CACHE ?? path.join(os.homedir(), '.cache', 'exec-server');
+const u = (p: string) => pathToFileURL(p).href;
+
+const PROFILE = `echo profile-ran >&2
+echo profile-stdout
+export SNAP_RAND=$RANDOM$RANDOM$RANDOM
+snapfn() { echo "fn:$1"; }
+alias snapal='echo aliased'
+shopt -s expand_aliases
+set -o noclobber
+cd /tmp
+`;
+const PROBE = 'echo "pwd=$PWD"; echo "rand=$SNAP_RAND"; type snapfn >/dev/null 2>&1 && snapfn x || echo nofn; snapal 2>/dev/null || echo noalias; echo "opts=$-"; shopt login_shell';
+
+async function scenario(server: ServerCommand, t: TestContext) {
+  const base = path.join(cacheDir, `snap-${randomBytes(4).toString('hex')}`);
+  const home = path.join(base, 'home');
+  const work = path.join(base, 'work');
+  for (const d of [home, work]) mkdirSync(d, { recursive: true });
+  t.after(() => rmSync(base, { recursive: true, force: true }));
+  writeFileSync(path.join(home, '.bash_profile'), PROFILE);
+  const srv = await startWsServer(server, [], 30_000, t);
+  const c = await RawRpcClient.open(srv.url);
+  t.after(() => c.close());
+  let n = 0;
+  const run = async (argv: string[], extra: Record<string, unknown> = {}) => {
+    const processId = `s${++n}`;
+    try {
+      await c.call('process/start', { processId, argv, cwd: u(work), env: { PATH: '/usr/bin:/bin', HOME: home }, tty: false, ...extra });
+    } catch (e) {
+      return { error: { code: (e as { code: number }).code, message: (e as Error).message } };
+    }
+    let out = '';
+    let err = '';
+    let after = 0;
+    for (let k = 0; k < 120; k++) {
+      const r = await c.call('process/read', { processId, afterSeq: after, waitMs: 1000 });
+      for (const ch of r.chunks) {
+        const text = Buffer.from(ch.chunk, 'base64').toString();
+        if (ch.stream === 'stderr') err += text;
+        else out += text;
+        after = ch.seq;
+      }
+      if (r.closed) return { exitCode: r.exitCode, out: out.split(base).join('<base>'), err };
+    }
+    throw new Error(`${server.name}: ${processId} did not end`);
+  };
+  const snap = (scopeId: string, name = 'bash', p = '/bin/bash') => ({ shellSnapshot: { scopeId, shell: { name, path: p } } });
+  const sandbox = managedSandbox({ entries: [specialEntry('root', 'read'), specialEntry('project_roots', 'write')], cwd: u(work) });
+  const ran = [
+    await run(['/bin/bash', '-lc', PROBE]),
+    await run(['/bin/bash', '-lc', PROBE], snap('A')),
+    await run(['/bin/bash', '-lc', PROBE], snap('A')),
+    await run(['/bin/bash', '-lc', PROBE], snap('B')),
+    await run(['/bin/bash', '-lc', PROBE], { ...snap('A'), cwd: u(base) }),
+    await run(['/bin/bash', '-lc', PROBE], { ...snap('A'), sandbox }),
+    await run(['/bin/bash', '-lc', PROBE], { ...snap('A'), sandbox }),
+    await run(['/bin/bash', '-lc', PROBE], snap('A')),
+    await run(['/bin/bash', '-c', PROBE], snap('A')),
+    await run(['/bin/bash', '-lc', PROBE], snap('A', 'zsh', '/bin/zsh')),
+    await run(['/bin/bash', '-lc', PROBE], snap('SH', 'sh', '/bin/bash')),
+    await run(['/bin/bash', '-lc', 'echo "$0 $1 rand=$SNAP_RAND"', 'zero', 'one'], snap('A')),
+    await run(['/bin/bash', '-lc', PROBE], { ...snap('A'), env: { PATH: '/usr/bin:/bin', HOME: home, SNAP_RAND: 'from-env' } }),
+    await run(['/usr/bin/env'], snap('A')),
+    await run(['/bin/bash', '-lc', PROBE], snap('F', 'fish', '/bin/bash')),
+  ];
+  // The random value as "the value of start i" (its first appearance), the environment sorted.
+  const seen = new Map<string, number>();
+  const info = await c.call('environment/info', {});
+  const advertised = info.capabilities.shellSnapshotV2 as boolean;
+  const results = ran.map((r, i) => {
+    if (!('out' in r) || r.out === undefined) return r;
+    let out = r.out.replace(/rand=(\d+)/g, (_m, v: string) => {
+      if (!seen.has(v)) seen.set(v, i);
+      return `rand=<of start ${seen.get(v)}>`;
+    });
+    if (i === 13) out = out.split('\n').sort().join('\n');
+    return { ...r, out };
+  });
+  return { advertised, ran: results };
+}
+
+test('shell snapshots: the same output, the same captured state across starts, and the same cwd as every reference version', async (t) => {
+  const { advertised, ran: ours } = await scenario(ourServer, t);
+  assert.equal(advertised, true);
+  // What must hold on ours whatever the reference says.
+  const out = (i: number) => (ours[i] as { out: string }).out;
+  const err = (i: number) => (ours[i] as { err: string }).err;
+  assert.equal(err(0), 'profile-ran\n');
+  assert.match(out(0), /^pwd=\/tmp$/m);
+  assert.equal(err(1), '');
+  assert.match(out(1), /^pwd=<base>\/work$/m);
+  assert.match(out(1), /^rand=<of start 1>$/m);
+  assert.match(out(2), /^rand=<of start 1>$/m, 'the same scope: the same state');
+  assert.match(out(3), /^rand=<of start 3>$/m, 'another scope: captured afresh');
+  assert.match(out(5), /^rand=<of start 5>$/m, 'sandboxed: its own capture');
+  assert.match(out(6), /^rand=<of start 5>$/m);
+  assert.match(out(7), /^rand=<of start 1>$/m);
+  assert.deepEqual(ours[14], { error: { code: -32602, message: 'shell snapshots are unsupported for shell `fish`' } });
+  for (const ref of referenceServers()) {
+    const { advertised: theirFlag, ran: theirs } = await scenario(ref, t);
+    assert.equal(theirFlag, true, `${ref.name} advertises shellSnapshotV2`);
+    for (let i = 0; i < ours.length; i++) assert.deepEqual(ours[i], theirs[i], `start ${i} vs ${ref.name}`);
+  }
+});
