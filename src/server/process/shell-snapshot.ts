@@ -204,7 +204,7 @@ export class ShellSnapshots {
       const tmp = path.join(dir, `.${key}.${randomBytes(6).toString('hex')}`);
       fs.writeFileSync(tmp, data, { mode: 0o600, flag: 'wx' });
       fs.renameSync(tmp, file);
-      l.log('info', `shell snapshot of scope ${scope} captured (${data.length} bytes of state, ${Object.keys(out.env).length} variables)`);
+      l.log('info', `shell snapshot of scope ${scope} captured in ${file} (${data.length} bytes of state, ${Object.keys(out.env).length} variables)`);
       return { file, sha256: createHash('sha256').update(data).digest('hex'), size: data.length, env: out.env };
     } catch (e) {
       l.log('warn', `shell snapshot of scope ${scope}: ${(e as Error).message}; running the login shell`);

@@ -7,7 +7,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { CAPTURE_TIMEOUT_MS } from '../../../src/server/process/shell-snapshot';
 import { cmdline } from '../../support/process';
@@ -21,17 +20,14 @@ function pidsWith(needle: string): number[] {
     .filter((pid) => pid !== process.pid && cmdline(pid).includes(needle));
 }
 
-/** The session's snapshot directory (the only exec-server-snapshots-* directory this session created). */
-function dirOf(logs: string[], before: Set<string>): string {
-  const tmp = os.tmpdir();
-  const now = readdirSync(tmp).filter((d) => d.startsWith('exec-server-snapshots-') && !before.has(d));
-  assert.equal(now.length, 1, `one new snapshot directory: ${now.join()} (${logs.join('\n')})`);
-  return path.join(tmp, now[0]);
+/** The session's snapshot directory, as its capture log lines name it (other test files make their own meanwhile). */
+function dirOf(logs: string[]): string {
+  const dirs = new Set(logs.map((l) => l.match(/captured in (\S+)\/[0-9a-f]{64}\.sh /)?.[1]).filter((d): d is string => d !== undefined));
+  assert.equal(dirs.size, 1, logs.join('\n'));
+  return [...dirs][0];
 }
-const existing = () => new Set(readdirSync(os.tmpdir()).filter((d) => d.startsWith('exec-server-snapshots-')));
 
 test('a scopeId that is a path names no file: snapshots are hashed names in a private directory, gone at shutdown', async (t) => {
-  const before = existing();
   const { run, base, logs, server, work } = await fixture(t);
   const scopes = ['../../x', 'a/b', `/${path.join(base, 'abs')}`, '..', '.'];
   const rands = new Set<string | undefined>();
@@ -41,7 +37,7 @@ test('a scopeId that is a path names no file: snapshots are hashed names in a pr
     rands.add(field(r.out, 'rand'));
   }
   assert.equal(rands.size, scopes.length, 'each scope its own capture');
-  const dir = dirOf(logs, before);
+  const dir = dirOf(logs);
   assert.equal(statSync(dir).mode & 0o777, 0o700);
   const files = readdirSync(dir);
   assert.equal(files.length, scopes.length, files.join());
@@ -78,11 +74,10 @@ test('a profile that prints 100 MB: the capture is cut off at its size limit, th
 });
 
 test('a snapshot file replaced after its capture is not sourced: other content, or a symlink to a planted script', async (t) => {
-  const before = existing();
   const { run, logs, base } = await fixture(t);
   const first = await run(['/bin/bash', '-lc', PROBE], snap('W'));
   assert.equal(first.err, '');
-  const dir = dirOf(logs, before);
+  const dir = dirOf(logs);
   const [file] = readdirSync(dir).map((f) => path.join(dir, f));
   // Same owner, same mode, other text.
   writeFileSync(file, 'echo pwned-content\n', { mode: 0o600 });
