@@ -38,9 +38,12 @@ export const MAX_SNAPSHOTS = 16;
 /** A failed scope is tried again after this long, at most MAX_ATTEMPTS times in all. */
 const RETRY_AFTER_MS = 1_000;
 const MAX_ATTEMPTS = 3;
-/** Environment variables that carry the state into the shell (each under Linux's 128 KiB per string). */
+/**
+ * Environment variables that carry the state into the shell: each under Linux's 128 KiB per
+ * string (32 Ki UTF-16 units are at most 96 KiB of UTF-8).
+ */
 const STATE_VAR = '__EXEC_SERVER_SHELL_SNAPSHOT_';
-const STATE_CHUNK = 60 * 1024;
+const STATE_CHUNK = 32 * 1024;
 
 /** Where snapshots are taken (environmentInfo.capabilities.shellSnapshotV2): Linux, where they were built and measured. */
 export const SHELL_SNAPSHOTS = process.platform === 'linux';
@@ -349,11 +352,16 @@ function launchRequest(l: SnapshotLaunch, captured: Record<string, string>, stat
   const env: Record<string, string> = { ...l.spawn.env, ...captured };
   for (const k of l.requestEnvKeys) if (k in l.spawn.env) env[k] = l.spawn.env[k];
   const names: string[] = [];
-  for (let i = 0; i * STATE_CHUNK < state.length || i === 0; i++) {
-    const name = `${STATE_VAR}${i}`;
-    env[name] = state.slice(i * STATE_CHUNK, (i + 1) * STATE_CHUNK);
+  let at = 0;
+  do {
+    let end = Math.min(state.length, at + STATE_CHUNK);
+    // A surrogate pair stays whole (each half alone is not UTF-8).
+    if (end < state.length && /[\ud800-\udbff]/.test(state[end - 1])) end--;
+    const name = `${STATE_VAR}${names.length}`;
+    env[name] = state.slice(at, end);
     names.push(name);
-  }
+    at = end;
+  } while (at < state.length);
   const expand = names.map((n) => `\${${n}}`).join('');
   const failed = `printf '%s\\n' 'exec-server: the shell snapshot could not be restored' >&2`;
   const [shellPath, , script, ...rest] = l.spawn.argv;

@@ -3,7 +3,8 @@
 // an alias and runs `cd /tmp`: every row of REFERENCE-CAPABILITIES §4.1 (no snapshot, first
 // use, same scope, another scope, a sandboxed start, `-c`, a shell.path not argv[0], a
 // non-shell argv), the request's env winning over captured values, one capture for concurrent
-// first uses, the -32602 of an unknown shell, and the advertised capability.
+// first uses, the -32602 of an unknown shell, a state larger than one environment string, and
+// the advertised capability.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
@@ -95,4 +96,16 @@ test('a sandboxed start with the same scope is captured inside its sandbox, apar
   assert.equal(field(boxed.out, 'pwd'), work);
   assert.notEqual(field(boxed.out, 'rand'), field(plain.out, 'rand'), 'not the unsandboxed state');
   assert.equal(field(boxedAgain.out, 'rand'), field(boxed.out, 'rand'), 'the sandboxed scope is reused');
+});
+
+test('a state larger than one environment string (multi-byte and astral characters, ~300 KiB) is restored whole', async (t) => {
+  // ~300 KiB of UTF-8 in one function: more than Linux's 128 KiB per environment string.
+  const body = 'é'.repeat(50_000) + '😀'.repeat(20_000) + 'ü'.repeat(40_000);
+  const { run } = await fixture(t, `${PROFILE}bigfn() { printf '%s' '${body}' | wc -c; }\n`);
+  const first = await run(['/bin/bash', '-lc', 'bigfn'], snap('L'));
+  const again = await run(['/bin/bash', '-lc', 'bigfn'], snap('L'));
+  const bytes = String(Buffer.byteLength(body));
+  assert.equal(first.err, '');
+  assert.equal(first.out.trim(), bytes);
+  assert.deepEqual(again, first);
 });
