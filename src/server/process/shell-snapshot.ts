@@ -326,10 +326,11 @@ function parseCapture(out: Buffer, nonce: string, l: SnapshotLaunch): { state: s
   const end = e < 0 ? -1 : at('END', e);
   if (end < 0) return 'the capture did not finish its output (the profile exited or replaced the shell?)';
   const markLen = `\0ES-STATE-${nonce}\0`.length;
-  const state = out.subarray(s + markLen, e).toString('utf8');
+  const stateBytes = out.subarray(s + markLen, e);
+  const state = stateBytes.toString('utf8');
   const envBytes = out.subarray(e + `\0ES-ENV-${nonce}\0`.length, end);
   if (state.includes('\0')) return 'the snapshot state has a NUL byte';
-  if (state.length > MAX_SNAPSHOT_BYTES || envBytes.length > MAX_SNAPSHOT_BYTES) return `the snapshot is larger than ${MAX_SNAPSHOT_BYTES} bytes`;
+  if (stateBytes.length > MAX_SNAPSHOT_BYTES || envBytes.length > MAX_SNAPSHOT_BYTES) return `the snapshot is larger than ${MAX_SNAPSHOT_BYTES} bytes`;
   const captured: Record<string, string> = {};
   for (const entry of envBytes.toString('utf8').split('\0')) {
     const eq = entry.indexOf('=');
