@@ -1,14 +1,15 @@
 // Attacks on process/start.shellSnapshot (src/server/process/shell-snapshot.ts): a scopeId
 // that is a path (`../../x`, `a/b`, absolute) never names a file (snapshots are named by a
 // hash, in a 0700 directory, 0600 files); a profile that never returns, or prints 100 MB, is
-// cut off (time and size bounds) and the start falls back to the plain login shell, saying so
-// in the log, with nothing of the capture left running; a snapshot file replaced after capture
-// (other content, a symlink) is never sourced; the files go when the server shuts down.
+// cut off (time and size bounds), as is a state past 512 KiB, and the start falls back to the
+// plain login shell, saying so in the log, with nothing of the capture left running; a snapshot
+// file replaced after capture (other content, a symlink) is never sourced; the files go when the
+// server shuts down.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { CAPTURE_TIMEOUT_MS } from '../../../src/server/process/shell-snapshot';
+import { CAPTURE_TIMEOUT_MS, MAX_SNAPSHOT_BYTES } from '../../../src/server/process/shell-snapshot';
 import { cmdline } from '../../support/process';
 import { field, PROBE, PROFILE, snap, snapshotFixture as fixture } from '../../support/shell-snapshot';
 
@@ -96,4 +97,12 @@ test('a snapshot file replaced after its capture is not sourced: other content, 
   const linked = await run(['/bin/bash', '-lc', PROBE], snap('W'));
   assert.doesNotMatch(linked.out, /pwned/);
   assert.equal(linked.err, 'profile-ran\n');
+});
+
+test('a profile whose state passes the snapshot bound (600 KB of functions) falls back to the login shell', async (t) => {
+  const { run, logs } = await fixture(t, `${PROFILE}hugefn() { : '${'x'.repeat(600_000)}'; }\n`);
+  const r = await run(['/bin/bash', '-lc', 'type hugefn >/dev/null && echo has-hugefn'], snap('Z'));
+  assert.equal(r.err, 'profile-ran\n');
+  assert.equal(r.out, 'has-hugefn\n');
+  assert.ok(logs.some((l) => l.startsWith('warn') && l.includes(`larger than ${MAX_SNAPSHOT_BYTES} bytes`)), logs.join('\n'));
 });
