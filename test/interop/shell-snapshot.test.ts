@@ -3,8 +3,8 @@
 // ~/.bash_profile that prints to stderr and stdout, exports a random value, defines a function
 // and an alias, sets noclobber and runs `cd /tmp`): the same output for a plain login shell, a
 // first and a repeated use of a scope, another scope, another cwd, a sandboxed start, `-c`, a
-// shell.path that is not argv[0], `sh` as the announced shell, a non-shell argv and an unknown
-// shell (-32602); the random value compared as "same as start N" (it differs run to run).
+// shell.path that is not argv[0], `sh` as the announced shell (bash, and dash with a ~/.profile),
+// a non-shell argv and an unknown shell (-32602); the random value compared as "same as start N" (it differs run to run).
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -28,6 +28,16 @@ shopt -s expand_aliases
 set -o noclobber
 cd /tmp
 `;
+const SH_PROFILE = `echo profile-ran >&2
+export SNAP_RAND=$$
+export MULTI="a
+b"
+alias sa='echo aliased'
+f() { echo fn; }
+set -o noglob
+cd /tmp
+`;
+const SH_PROBE = 'echo "pwd=$PWD"; echo "rand=$SNAP_RAND"; echo "multi=$MULTI"; f 2>&1; sa 2>&1; set -o | grep noglob';
 const PROBE = 'echo "pwd=$PWD"; echo "rand=$SNAP_RAND"; type snapfn >/dev/null 2>&1 && snapfn x || echo nofn; snapal 2>/dev/null || echo noalias; echo "opts=$-"; shopt login_shell';
 
 async function scenario(server: ServerCommand, t: TestContext) {
@@ -37,6 +47,8 @@ async function scenario(server: ServerCommand, t: TestContext) {
   for (const d of [home, work]) mkdirSync(d, { recursive: true });
   t.after(() => rmSync(base, { recursive: true, force: true }));
   writeFileSync(path.join(home, '.bash_profile'), PROFILE);
+  // dash as a login shell reads ~/.profile (bash does not while ~/.bash_profile exists).
+  writeFileSync(path.join(home, '.profile'), SH_PROFILE);
   const srv = await startWsServer(server, [], 30_000, t);
   const c = await RawRpcClient.open(srv.url);
   t.after(() => c.close());
@@ -81,6 +93,8 @@ async function scenario(server: ServerCommand, t: TestContext) {
     await run(['/bin/bash', '-lc', PROBE], { ...snap('A'), env: { PATH: '/usr/bin:/bin', HOME: home, SNAP_RAND: 'from-env' } }),
     await run(['/usr/bin/env'], snap('A')),
     await run(['/bin/bash', '-lc', PROBE], snap('F', 'fish', '/bin/bash')),
+    await run(['/bin/sh', '-lc', SH_PROBE], snap('D', 'sh', '/bin/sh')),
+    await run(['/bin/sh', '-lc', SH_PROBE], snap('D', 'sh', '/bin/sh')),
   ];
   // The random value as "the value of start i" (its first appearance), the environment sorted.
   const seen = new Map<string, number>();
@@ -114,6 +128,9 @@ test('shell snapshots: the same output, the same captured state across starts, a
   assert.match(out(5), /^rand=<of start 5>$/m, 'sandboxed: its own capture');
   assert.match(out(6), /^rand=<of start 5>$/m);
   assert.match(out(7), /^rand=<of start 1>$/m);
+  assert.equal(err(15), '', 'sh (dash): a snapshot too');
+  assert.match(out(15), /^multi=a\nb$/m, 'a value with a newline');
+  assert.match(out(16), /^rand=<of start 15>$/m);
   assert.deepEqual(ours[14], { error: { code: -32602, message: 'shell snapshots are unsupported for shell `fish`' } });
   for (const ref of referenceServers()) {
     const { advertised: theirFlag, ran: theirs } = await scenario(ref, t);

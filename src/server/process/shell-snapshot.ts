@@ -250,15 +250,15 @@ function captureScript(shell: SnapshotShell, nonce: string): string {
       `builtin ${mark('END')}`,
     ].join('\n');
   }
-  // POSIX sh: functions only where the shell can list them (bash as sh; dash cannot);
-  // options and aliases as the shell prints them (dash leaves out the word `alias`).
+  // POSIX sh: functions only where the shell can list them (bash as sh; dash cannot) and the
+  // options; no aliases (the reference restores none for sh: measured with dash and bash as sh).
+  // The environment NUL-separated by env -0 where it has it (a value may hold a newline).
   return [
     `${mark('STATE')}`,
     `if command -v declare >/dev/null 2>&1; then declare -f; elif command -v typeset >/dev/null 2>&1; then typeset -f; fi`,
     `set +o 2>/dev/null | grep -v -e ' errexit$' -e ' privileged$' || true`,
-    `alias 2>/dev/null | sed -e 's/^alias //' -e 's/^/alias /' || true`,
     `${mark('ENV')}`,
-    `env | while IFS= read -r __es_l; do printf '%s\\0' "$__es_l"; done`,
+    `if env -0 >/dev/null 2>&1; then env -0; else env | tr '\\n' '\\0'; fi`,
     `${mark('END')}`,
   ].join('\n');
 }
