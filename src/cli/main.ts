@@ -20,6 +20,8 @@ import { closeInheritedDescriptors } from '../server/inherited-fds';
 import { readFileSync } from 'node:fs';
 import { DEFAULT_DETACHED_IDLE_EXIT_SEC, DEFAULT_DETACHED_SESSION_TTL_SEC, DEFAULT_SESSION_TTL_SEC, ensureDetachedServer, removeOwnRunRecord, watchRunRecord } from './detach';
 import { proofResponder } from '../transports/detach-proof';
+import { observeChildren } from '../server/process/child';
+import { runSentinel, SENTINEL_FLAG, startSentinel } from './sentinel';
 
 type Level = 'debug' | 'info' | 'warn' | 'error';
 const LEVELS: Level[] = ['debug', 'info', 'warn', 'error'];
@@ -175,6 +177,8 @@ export async function main(argv: string[]): Promise<number> {
   /** --run-record's server: its capability token, for the proof --detach asks before trusting it. */
   let detachedToken: string | undefined;
   let telemetryOptions: TelemetryConfig;
+  // Hidden: started by a detached server only (./sentinel.ts).
+  if (argv[0] === SENTINEL_FLAG) return runSentinel(argv.slice(1));
   try {
     // Security flags (ws-auth-args.ts) are taken out first; the rest is parsed below.
     const parsedSecurity = parseAuthArgs(argv);
@@ -255,6 +259,13 @@ export async function main(argv: string[]): Promise<number> {
   // (only a SIGKILL or a crash of node itself skips this; --detach verifies what it finds anyway).
   const runRecord = opts.runRecord;
   if (runRecord) process.once('exit', () => removeOwnRunRecord(runRecord));
+  // Should this detached server die without its shutdown (SIGKILL, a crash), nothing would kill
+  // its children: a sentinel does (./sentinel.ts). Told "bye" after the shutdown above killed them.
+  const sentinel = runRecord ? startSentinel(runRecord, log) : undefined;
+  if (sentinel) {
+    observeChildren(sentinel.observer);
+    process.once('exit', () => sentinel.bye());
+  }
   process.on('uncaughtException', (e) => {
     log('error', `fatal: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
     process.exit(1);

@@ -55,6 +55,24 @@ export interface ChildHandle {
   resume(): void;
 }
 
+/**
+ * Told of each OS child a managed process starts (right after spawn, before it can be reaped, so
+ * `pid` is still that child) and of its end (the managed process closed: what shutdown would kill
+ * is gone). Set by the detached CLI server only, for its sentinel (src/cli/sentinel.ts), which
+ * kills what is left should the server die without shutting down; unset, nothing is told.
+ */
+export interface ChildObserver {
+  started(pid: number): void;
+  ended(pid: number): void;
+}
+let childObserver: ChildObserver | undefined;
+export function observeChildren(o: ChildObserver | undefined): void {
+  childObserver = o;
+}
+export function observedChildren(): ChildObserver | undefined {
+  return childObserver;
+}
+
 export function exitCodeOf(code: number | null, signal: NodeJS.Signals | number | null): number {
   if (typeof code === 'number' && (signal === null || signal === 0 || signal === undefined)) return code;
   if (typeof signal === 'number' && signal > 0) return 128 + signal;

@@ -3,7 +3,7 @@
 import { internalError, invalidParams } from '../../protocol/errors';
 import type { NotificationMap, NotificationMethod, OutputStream, ProcessReadResult, WriteStatus } from '../../protocol/types';
 import type { ChildHandle, ChildEvents, SpawnRequest } from './child';
-import { killGroup } from './child';
+import { killGroup, observedChildren } from './child';
 import { DENIAL_SCAN_BYTES, sandboxDenied } from '../sandbox/denial';
 import { OutputBuffer } from './output-buffer';
 import { spawnPipe } from './spawn-pipe';
@@ -197,6 +197,7 @@ export class ManagedProcess {
           reportExit(heldExit.code);
         }
         this.closed = true;
+        if (this.child) observedChildren()?.ended(this.child.pid);
         const seq = this.nextSeq++;
         this.host.notify('process/closed', { processId: this.id, seq });
         this.wake();
@@ -207,6 +208,7 @@ export class ManagedProcess {
     this.note = (text) => events.output(tty ? 'pty' : 'stderr', Buffer.from(text));
     const child = tty ? await spawnPty(req, events) : await spawnPipe(req, events);
     this.child = child;
+    if (!this.closed) observedChildren()?.started(child.pid);
     if (this.disposed || this.violation !== undefined) child.kill('SIGKILL'); // the session ended (or the sandbox was stopped) while we were spawning
     else if (this.childPaused) child.pause();
   }
