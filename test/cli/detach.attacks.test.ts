@@ -22,7 +22,7 @@ import WebSocket from 'ws';
 import { readRunRecord, runPaths, type RunRecord } from '../../src/cli/detach';
 import { listenerHeldBy } from '../../src/transports/detach-proof';
 import { cliPath } from '../support/cli';
-import { isAlive } from '../support/process';
+import { cmdline, descendants, isAlive } from '../support/process';
 import { tempDir } from '../support/tmp';
 import { waitFor } from '../support/wait';
 import { killSquatters, squat, type Squatter } from '../support/detach-squatter';
@@ -54,12 +54,17 @@ async function until(what: string, cond: () => boolean, ms = 15_000): Promise<vo
 
 /**
  * A detached server that died leaving its record: started by --detach, then SIGKILLed (no
- * exit path of it runs). Returns its record as it was.
+ * exit path of it runs) — its sentinel first, which would otherwise remove the record
+ * (src/cli/sentinel.ts; both killed at once: a user's `kill -9 -1`, the OOM killer twice).
+ * Returns its record as it was.
  */
 async function deadServerRecord(home: string): Promise<RunRecord> {
   mkdirSync(home, { recursive: true });
   const first = await detach(home);
   assert.equal(first.started, true);
+  const sentinel = await waitFor(() => descendants(first.pid).find((p) => cmdline(p.pid).includes('--sentinel-of'))?.pid, { what: 'the sentinel of the first server' });
+  process.kill(sentinel, 'SIGKILL');
+  await until('the sentinel to die', () => !isAlive(sentinel));
   process.kill(first.pid, 'SIGKILL');
   await until('the first server to die', () => !isAlive(first.pid));
   const rec = readRunRecord(runPaths(home).record);
