@@ -163,8 +163,9 @@ test('backpressure: a congested sink pauses child output until drained', async (
   await conn.requestUntyped('process/start', startParams('y', ['yes']));
   const bytes = () => events.filter((e) => e.method === 'process/output').reduce((n, e) => n + Buffer.from(e.params.chunk, 'base64').length, 0);
   await waitFor(() => bytes() > 0, { what: 'first output', timeout: 10_000 });
-  // Fixed pauses: the test is that output does NOT grow during a while (settle, then 500 ms).
-  await sleep(300);
+  // The server paused reading when it subscribed to the drain: from then on, only what was
+  // already read may still arrive. The test is that output does NOT grow during a while.
+  await waitFor(() => drains.size === 1, { what: 'the server to wait for the drain', timeout: 10_000 });
   const b1 = bytes();
   await sleep(500); // why: the window in which output must NOT grow
   const b2 = bytes();
