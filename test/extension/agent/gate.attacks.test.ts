@@ -302,7 +302,8 @@ describe('agent gate attacks', () => {
       const r = await a.send('process/start', startParams('late', ['/bin/sh', '-c', `touch ${marker}`], ws));
       assert.match(r.error?.message ?? '', /not approved/);
       f.questions[0].answer('Allow for Session'); // the user clicks after the timeout
-      await sleep(100); // let a (wrong) late grant take effect, if it would
+      // The click is handled (a late one reported as such) in the same step a (wrong) grant would take.
+      await waitFor(() => f.lates.includes('Allow for Session'), { what: 'the late click to be handled', detail: () => f.logs.slice(-5).join('\n') });
       let settled = false;
       const again = a.send('process/start', startParams('late2', ['/bin/sh', '-c', `touch ${marker}`], ws)).finally(() => (settled = true));
       // Asked again, or (wrongly) answered without asking: whichever comes first.
