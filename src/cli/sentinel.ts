@@ -11,20 +11,14 @@
 // Its own session: a signal to the server's process group does not reach it.
 import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
-import { killGroup, killTree, type ChildObserver } from '../server/process/child';
+import { killGroup, killTree, procStatFields, type ChildObserver } from '../server/process/child';
 import { readRunRecord } from './detach';
 
 export const SENTINEL_FLAG = '--sentinel-of';
 
 /** Linux: the start time of `pid` (clock ticks after boot, /proc/<pid>/stat field 22), undefined when there is no such process. */
 export function procStartTime(pid: number): string | undefined {
-  try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    // After "pid (comm) ": state is field 3, starttime field 22.
-    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19];
-  } catch {
-    return undefined;
-  }
+  return procStatFields(pid)?.[19];
 }
 
 type Log = (level: 'info' | 'warn', message: string) => void;

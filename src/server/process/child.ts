@@ -101,6 +101,20 @@ export function killGroup(pid: number, signal: NodeJS.Signals | number, fallback
 }
 
 /**
+ * Linux: the fields of /proc/<pid>/stat after "pid (comm) ", so [0] is the state (field 3), [1]
+ * the ppid, [4] tty_nr, [5] tpgid, [19] starttime (field 22); comm may hold spaces and parens,
+ * hence the last ')'. Undefined when there is no such process (or no /proc).
+ */
+export function procStatFields(pid: number | string): string[] | undefined {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  } catch {
+    return undefined;
+  }
+}
+
+/**
  * Linux: every live descendant of `pid` by parent links (/proc/<n>/stat), whatever group or
  * session it is in. Empty elsewhere, or when /proc cannot be listed.
  */
@@ -115,13 +129,8 @@ export function descendantsOf(pid: number): number[] {
   }
   for (const n of names) {
     if (!/^\d+$/.test(n)) continue;
-    let stat: string;
-    try {
-      stat = fs.readFileSync(`/proc/${n}/stat`, 'utf8');
-    } catch {
-      continue; // gone meanwhile
-    }
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const f = procStatFields(n);
+    if (!f) continue; // gone meanwhile
     if (f[0] === 'Z' || f[0] === 'X') continue;
     const ppid = Number(f[1]);
     const list = children.get(ppid);
@@ -168,16 +177,11 @@ export function killTree(pid: number, fallbackToPid = false): void {
 
 /** Linux: controlling tty (tty_nr) and its foreground group (tpgid) of `pid`, from /proc. */
 export function procTty(pid: number): { ttyNr: number; tpgid: number } | undefined {
-  try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    // "pid (comm) state ppid pgrp session tty_nr tpgid ..." — comm may contain spaces/parens.
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    const ttyNr = Number(fields[4]);
-    const tpgid = Number(fields[5]);
-    return Number.isInteger(ttyNr) && Number.isInteger(tpgid) ? { ttyNr, tpgid } : undefined;
-  } catch {
-    return undefined;
-  }
+  const fields = procStatFields(pid);
+  if (!fields) return undefined;
+  const ttyNr = Number(fields[4]);
+  const tpgid = Number(fields[5]);
+  return Number.isInteger(ttyNr) && Number.isInteger(tpgid) ? { ttyNr, tpgid } : undefined;
 }
 
 /** The terminal's foreground process group of `pid` (Linux; undefined elsewhere). */

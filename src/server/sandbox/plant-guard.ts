@@ -270,7 +270,6 @@ class RootGuard {
   }
 }
 
-
 const guards = new Map<string, RootGuard>();
 
 /**
