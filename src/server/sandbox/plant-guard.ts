@@ -33,6 +33,8 @@ export const GUARD_MAX_DIRS = 50_000;
 const RESCAN_MS = 2_000;
 /** Watches are kept this long after the last sandbox of a root closed (back-to-back commands). */
 const LINGER_MS = 10_000;
+/** Scans of one changed directory at most in one look while each adds watches (then next turn). */
+const MAX_WATCH_ROUNDS = 8;
 
 export interface Planted {
   /** The protected path that appeared. */
@@ -162,8 +164,12 @@ class RootGuard {
     guards.delete(this.root);
   }
 
-  /** Watches every directory of a scan (by the inode the scan just saw: no second lstat per directory). */
-  private watch(scan: { dirs: readonly string[]; inos: readonly number[] }): void {
+  /**
+   * Watches every directory of a scan (by the inode the scan just saw: no second lstat per
+   * directory). Returns how many watches it added.
+   */
+  private watch(scan: { dirs: readonly string[]; inos: readonly number[] }): number {
+    let added = 0;
     for (let i = 0; i < scan.dirs.length; i++) {
       const d = scan.dirs[i];
       const ino = scan.inos[i];
@@ -194,12 +200,14 @@ class RootGuard {
         });
         this.watchers.set(d, { w, ino });
         watchedDirs++;
+        added++;
       } catch (e) {
         // ENOSPC: the user's inotify watch budget is spent (fs.inotify.max_user_watches).
         this.complete = false;
         this.reason ??= `cannot watch ${d}: ${(e as Error).message}`;
       }
     }
+    return added;
   }
 
   /** `p` (a changed entry, or a directory to look at again) needs a look. */
@@ -225,9 +233,13 @@ class RootGuard {
     this.dirty.clear();
     forgetTurnScans(); // what is on disk now, not what this turn saw earlier
     const moved: Planted[] = [];
+    const movedPaths = new Set<string>();
     const look = (p: string) => {
       if (isPlantableName(path.basename(p)) && p !== this.root) {
-        if (this.isNew(p)) moved.push({ path: p, movedTo: quarantine(p) });
+        if (this.isNew(p) && !movedPaths.has(p)) {
+          movedPaths.add(p);
+          moved.push({ path: p, movedTo: quarantine(p) });
+        }
         return;
       }
       let st: fs.Stats;
@@ -238,13 +250,29 @@ class RootGuard {
       }
       if (!st.isDirectory()) return;
       // A new or changed directory: everything below it (its contents may predate our watch).
-      const scan = scanCarveOuts(p);
-      this.watch(scan);
-      // By the identity the scan saw (its directory's cache entry is as fresh as the scan).
-      scan.entries.forEach((e, i) => {
-        const id = scan.entryIds[i];
-        if (isPlantableName(path.basename(e)) && id !== undefined && !this.known.has(id)) moved.push({ path: e, movedTo: quarantine(e) });
-      });
+      // A name created in a directory after the scan read it but before its watch was added
+      // raises no event (measured: ~1 in 80 of `mkdir d && echo … > d/.git` loops), so a scan
+      // that added watches is done again until one adds none; unchanged directories are then
+      // only lstat'ed (the scan cache).
+      for (let round = 0; ; round++) {
+        const scan = scanCarveOuts(p);
+        const added = this.watch(scan);
+        // By the identity the scan saw (its directory's cache entry is as fresh as the scan).
+        scan.entries.forEach((e, i) => {
+          const id = scan.entryIds[i];
+          if (isPlantableName(path.basename(e)) && id !== undefined && !this.known.has(id) && !movedPaths.has(e)) {
+            movedPaths.add(e);
+            moved.push({ path: e, movedTo: quarantine(e) });
+          }
+        });
+        if (added === 0) break;
+        forgetTurnScans();
+        if (round === MAX_WATCH_ROUNDS) {
+          // Still growing as fast as it is read: looked at again next turn.
+          this.markDirty(p);
+          break;
+        }
+      }
     };
     // A directory whose ancestor is also dirty is looked at through that ancestor.
     const dirtySet = new Set(todo);

@@ -9,11 +9,12 @@
 // while the command is still alive, 0.5 s after the command says it planted everything.
 // Real bwrap, Codex's own workspace-write sandbox.
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { managedSandbox, workspaceWriteEntries } from '../../../src/protocol/codex-sandbox';
+import { guardSandbox } from '../../../src/server/sandbox/plant-guard';
 import { serverWithTmpDir, startParams, uri, type Client } from '../../support/server';
 import { waitFor } from '../../support/wait';
 
@@ -152,4 +153,38 @@ test('sandboxed attack: an existing nested repository moved away and a new .git 
   git(path.join(W, 'vendor', 'sub'), 'status', '--porcelain');
   assert.deepEqual(fs.readdirSync(O).filter((n) => n.startsWith('PWNED')), []);
   assert.doesNotMatch(c.sink.outputText(id), /survived/);
+});
+
+test('attack on the watch itself: a .git written into a directory the moment it is made (600 times, at random delays) is moved within the Git extension\'s 500 ms, not at the next full rescan', async () => {
+  // The window: the guard reads a new directory, then adds its watch; a name made in between
+  // raises no event. Measured on the old code: 4 to 9 of 300 waited for the 2 s rescan.
+  const { W } = workspace('watch-race');
+  const movedAt = new Map<string, number>();
+  const lease = guardSandbox([W], (p) => {
+    for (const x of p) movedAt.set(x.path, Date.now());
+  });
+  const N = 600;
+  const maker = `const fs = require('fs');
+    const spin = (ns) => { const until = process.hrtime.bigint() + BigInt(ns); while (process.hrtime.bigint() < until); };
+    for (let i = 0; i < ${N}; i++) {
+      const d = ${JSON.stringify(W)} + '/d' + i;
+      fs.mkdirSync(d);
+      spin(Math.floor(Math.random() * 400000));
+      fs.writeFileSync(d + '/.git', 'gitdir: /nowhere\\n');
+      console.log(i + ' ' + Date.now());
+      spin(2000000);
+    }`;
+  try {
+    const child = spawn(process.execPath, ['-e', maker], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    child.stdout.on('data', (b: Buffer) => (out += b));
+    await new Promise((r) => child.on('exit', r));
+    const made = out.trim().split('\n').map((l) => l.split(' ').map(Number));
+    assert.equal(made.length, N);
+    await waitFor(() => movedAt.size >= N, { timeout: 10_000, what: 'every planted .git to be moved' });
+    const late = made.map(([i, t]) => ({ i, ms: movedAt.get(path.join(W, `d${i}`, '.git'))! - t })).filter((x) => x.ms > 500);
+    assert.deepEqual(late, [], 'moved more than 500 ms after it was written (the Git extension would have run git there)');
+  } finally {
+    lease.release();
+  }
 });
