@@ -114,47 +114,148 @@ export function procStatFields(pid: number | string): string[] | undefined {
   }
 }
 
-/**
- * Linux: every live descendant of `pid` by parent links (/proc/<n>/stat), whatever group or
- * session it is in. Empty elsewhere, or when /proc cannot be listed.
- */
-export function descendantsOf(pid: number): number[] {
+interface ProcEntry {
+  pid: number;
+  ppid: number;
+  /** Clock ticks after boot (field 22). */
+  start: number;
+}
+
+/** Linux: every live process of /proc (zombies and dead ones left out); empty elsewhere. */
+function procTable(): ProcEntry[] {
   if (process.platform !== 'linux') return [];
-  const children = new Map<number, number[]>();
   let names: string[];
   try {
     names = fs.readdirSync('/proc');
   } catch {
     return [];
   }
+  const out: ProcEntry[] = [];
   for (const n of names) {
     if (!/^\d+$/.test(n)) continue;
     const f = procStatFields(n);
     if (!f) continue; // gone meanwhile
     if (f[0] === 'Z' || f[0] === 'X') continue;
-    const ppid = Number(f[1]);
-    const list = children.get(ppid);
-    if (list) list.push(Number(n));
-    else children.set(ppid, [Number(n)]);
+    out.push({ pid: Number(n), ppid: Number(f[1]), start: Number(f[19]) });
   }
+  return out;
+}
+
+function childrenMap(table: readonly ProcEntry[]): Map<number, number[]> {
+  const children = new Map<number, number[]>();
+  for (const e of table) {
+    const list = children.get(e.ppid);
+    if (list) list.push(e.pid);
+    else children.set(e.ppid, [e.pid]);
+  }
+  return children;
+}
+
+function descendantsIn(children: ReadonlyMap<number, number[]>, roots: readonly number[]): number[] {
   const out: number[] = [];
-  const stack = [pid];
+  const stack = [...roots];
   while (stack.length > 0) for (const c of children.get(stack.pop()!) ?? []) out.push(c), stack.push(c);
+  return out;
+}
+
+/**
+ * Linux: every live descendant of `pid` by parent links (/proc/<n>/stat), whatever group or
+ * session it moved to; empty elsewhere or when `pid` has none.
+ */
+export function descendantsOf(pid: number): number[] {
+  return descendantsIn(childrenMap(procTable()), [pid]);
+}
+
+/**
+ * What a child's standard descriptors are, read right after its spawn: its own ends of the stdio
+ * socket pairs (`socket:[inode]`, `pipe:[inode]`) or its terminal (`/dev/pts/N`), and when it
+ * started. A process that holds one of them later got it from this child, however it left the
+ * child's tree: a double fork (`setsid -f`) re-parents a descendant to init, out of reach of
+ * parent links, while it still writes to our pipe or terminal (and keeps it open).
+ */
+export interface StdioMark {
+  readonly links: ReadonlySet<string>;
+  readonly start: number;
+}
+
+/** The mark of `pid` (Linux; undefined elsewhere or when nothing of it can be read). */
+export function stdioMarkOf(pid: number, ptsName?: string): StdioMark | undefined {
+  const start = Number(procStatFields(pid)?.[19]);
+  if (!Number.isFinite(start)) return undefined;
+  const links = new Set<string>();
+  if (ptsName) links.add(ptsName);
+  else {
+    for (const fd of [0, 1, 2]) {
+      try {
+        const l = fs.readlinkSync(`/proc/${pid}/fd/${fd}`);
+        // Only what is this child's alone (not /dev/null, not a file others may open too).
+        if (/^(socket|pipe):\[\d+\]$/.test(l)) links.add(l);
+      } catch {
+        // not open, or gone
+      }
+    }
+  }
+  return links.size > 0 ? { links, start } : undefined;
+}
+
+/** Processes started no earlier than the mark's child (not this one) holding one of its links. */
+function holdersIn(table: readonly ProcEntry[], mark: StdioMark): number[] {
+  const out: number[] = [];
+  for (const e of table) {
+    if (e.start < mark.start || e.pid === process.pid) continue;
+    let fds: string[];
+    try {
+      fds = fs.readdirSync(`/proc/${e.pid}/fd`);
+    } catch {
+      continue; // gone, or another user's
+    }
+    for (const fd of fds) {
+      let l: string;
+      try {
+        l = fs.readlinkSync(`/proc/${e.pid}/fd/${fd}`);
+      } catch {
+        continue;
+      }
+      if (mark.links.has(l)) {
+        out.push(e.pid);
+        break;
+      }
+    }
+  }
   return out;
 }
 
 /**
  * SIGKILL for a whole tree: the process group (what a shell pipeline is in) and every
  * descendant found by parent links, which also reaches one that left the group (`setsid`,
- * a PTY child's own session) while an ancestor of it still lives. The descendants are stopped
- * first and looked for again until no new one appears, so none forks away between the look and
- * the kill. Not reached: a descendant whose parent already exited (re-parented to init) and that
- * left the group; a managed sandbox's pid namespace ends with its first process instead.
+ * a PTY child's own session) while an ancestor of it still lives; with `mark`, also every
+ * process still holding the child's stdio or terminal (and its descendants), which reaches one
+ * a double fork re-parented to init. The descendants are stopped first and looked for again
+ * until no new one appears, so none forks away between the look and the kill. Not reached: a
+ * descendant that left the group, whose parent already exited and that holds none of the stdio
+ * (a daemon that closed it); a managed sandbox's pid namespace ends with its first process instead.
  */
-export function killTree(pid: number, fallbackToPid = false): void {
+export function killTree(pid: number, fallbackToPid = false, mark?: StdioMark): void {
+  const found = stopTree(pid, mark);
+  killGroup(pid, 'SIGKILL', fallbackToPid);
+  killAll(found);
+}
+
+/**
+ * After the leader was reaped (its pid may be someone else's now): SIGKILL for every process still
+ * holding its stdio or terminal, and their descendants, stopped first as killTree does.
+ */
+export function killHolders(mark: StdioMark): void {
+  killAll(stopTree(undefined, mark));
+}
+
+function stopTree(pid: number | undefined, mark: StdioMark | undefined): Set<number> {
   const found = new Set<number>();
   for (let pass = 0; pass < 8; pass++) {
-    const fresh = descendantsOf(pid).filter((p) => !found.has(p));
+    const table = procTable();
+    const holders = mark ? holdersIn(table, mark).filter((h) => h !== pid) : [];
+    const roots = pid === undefined ? holders : [pid, ...holders];
+    const fresh = [...holders, ...descendantsIn(childrenMap(table), roots)].filter((p) => p !== pid && !found.has(p));
     if (fresh.length === 0) break;
     for (const p of fresh) {
       found.add(p);
@@ -165,8 +266,11 @@ export function killTree(pid: number, fallbackToPid = false): void {
       }
     }
   }
-  killGroup(pid, 'SIGKILL', fallbackToPid);
-  for (const p of found) {
+  return found;
+}
+
+function killAll(pids: Iterable<number>): void {
+  for (const p of pids) {
     try {
       process.kill(p, 'SIGKILL');
     } catch {

@@ -284,7 +284,16 @@ export class ManagedProcess {
    * acknowledging (a terminal the user closed).
    */
   terminate(): boolean {
-    if (!this.running) return false;
+    if (!this.running) {
+      // The leader is gone but its output is not closed: what still holds it open (a background
+      // job of its group, a double fork's orphan) is killed, so the process can close.
+      if (this.child && !this.closed) {
+        this.child.kill('SIGKILL');
+        this.window = 0;
+        this.applyPause();
+      }
+      return false;
+    }
     this.child!.kill('SIGKILL');
     this.window = 0;
     this.applyPause();

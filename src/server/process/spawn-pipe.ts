@@ -2,7 +2,7 @@
 // interrupt/terminate reach everything it started (a shell and its pipeline).
 import { spawn, type ChildProcess, type StdioOptions } from 'node:child_process';
 import type { ChildEvents, ChildHandle, SpawnRequest } from './child';
-import { exitCodeOf, killGroup, killTree } from './child';
+import { exitCodeOf, killGroup, killHolders, killTree, stdioMarkOf } from './child';
 import { pipeStdio } from './pty-masters';
 import { readRecycled } from './recycled-pipe-reader';
 
@@ -45,6 +45,8 @@ export function spawnPipe(req: SpawnRequest, events: ChildEvents): Promise<Child
       stdio: withChannel(pipeStdio([req.pipeStdin ? 'pipe' : 'ignore', 'pipe', 'pipe']), req.channel?.fd),
       windowsHide: true,
     });
+    // Read at once: the child has just exec'ed (spawn returns after the exec), its descriptors are still ours.
+    const mark = child.pid !== undefined ? stdioMarkOf(child.pid) : undefined;
     // Before any message can be read (the channel's reads start in a later turn).
     if (req.channel) req.channel.onChannel(child);
     let spawned = false;
@@ -96,8 +98,13 @@ export function spawnPipe(req: SpawnRequest, events: ChildEvents): Promise<Child
         },
         kill(signal) {
           // While the leader lives its descendants are found through it (not after: pids may be reused).
-          if (signal === 'SIGKILL' && child.exitCode === null && child.signalCode === null) killTree(pid, true);
-          else killGroup(pid, signal, true);
+          const alive = child.exitCode === null && child.signalCode === null;
+          if (signal === 'SIGKILL' && alive) killTree(pid, true, mark);
+          else {
+            killGroup(pid, signal, alive);
+            // A leader gone before its output ended: what still holds that output keeps it open.
+            if (signal === 'SIGKILL' && mark) killHolders(mark);
+          }
         },
         pause() {
           child.stdout?.pause();

@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { IPty } from 'node-pty';
 import type { ChildEvents, ChildHandle, SpawnRequest } from './child';
-import { exitCodeOf, foregroundGroupOf, killGroup, killTree } from './child';
+import { exitCodeOf, foregroundGroupOf, killGroup, killHolders, killTree, stdioMarkOf } from './child';
 import { ptyCloser, trackMaster } from './pty-masters';
 
 type NodePty = typeof import('node-pty');
@@ -142,6 +142,9 @@ export async function spawnPty(req: SpawnRequest, events: ChildEvents): Promise<
     events.close();
   });
   const pid = pty.pid;
+  // The terminal's slave: whatever holds it later got it from this child (node-pty names it at spawn).
+  const ptsName = (pty as unknown as { ptsName?: string }).ptsName;
+  const mark = ptsName ? stdioMarkOf(pid, ptsName) : undefined;
   // node-pty reaps the child before it reports the exit (which we hold back while output
   // drains): once reaped, `pid` may be reused, so nothing is signalled any more. node-pty
   // marks that moment with `_boundClose` (set by its native exit callback).
@@ -169,10 +172,15 @@ export async function spawnPty(req: SpawnRequest, events: ChildEvents): Promise<
       killGroup(foregroundGroupOf(pid) ?? pid, 'SIGINT', true);
     },
     kill(signal) {
-      if (!stillOurs()) return;
+      if (!stillOurs()) {
+        // The leader was reaped, but its exit waits for the terminal's EOF, which whatever still
+        // holds the terminal keeps from coming.
+        if (signal === 'SIGKILL' && !exited && mark) killHolders(mark);
+        return;
+      }
       const fg = foregroundGroupOf(pid); // read before the leader dies
       // Bare-pid fallback: right after spawn the child may not have made its own group yet.
-      if (signal === 'SIGKILL') killTree(pid, true);
+      if (signal === 'SIGKILL') killTree(pid, true, mark);
       else killGroup(pid, signal, true);
       if (fg !== undefined && fg !== pid) killGroup(fg, signal);
     },
