@@ -198,23 +198,21 @@ export function stdioMarkOf(pid: number, ptsName?: string): StdioMark | undefine
   return links.size > 0 ? { links, start } : undefined;
 }
 
-/** Processes started no earlier than the mark's child (not this one) holding one of its links. */
+/**
+ * Processes started no earlier than the mark's child (not this one) holding one of its links as
+ * their standard input, output or error (as inherited): three readlinks each, not every
+ * descriptor of every process (an editor's processes hold hundreds).
+ */
 function holdersIn(table: readonly ProcEntry[], mark: StdioMark): number[] {
   const out: number[] = [];
   for (const e of table) {
     if (e.start < mark.start || e.pid === process.pid) continue;
-    let fds: string[];
-    try {
-      fds = fs.readdirSync(`/proc/${e.pid}/fd`);
-    } catch {
-      continue; // gone, or another user's
-    }
-    for (const fd of fds) {
+    for (const fd of [0, 1, 2]) {
       let l: string;
       try {
         l = fs.readlinkSync(`/proc/${e.pid}/fd/${fd}`);
       } catch {
-        continue;
+        continue; // not open, gone, or another user's
       }
       if (mark.links.has(l)) {
         out.push(e.pid);
@@ -233,7 +231,8 @@ function holdersIn(table: readonly ProcEntry[], mark: StdioMark): number[] {
  * a double fork re-parented to init. The descendants are stopped first and looked for again
  * until no new one appears, so none forks away between the look and the kill. Not reached: a
  * descendant that left the group, whose parent already exited and that holds none of the stdio
- * (a daemon that closed it); a managed sandbox's pid namespace ends with its first process instead.
+ * as its own standard descriptors (a daemon that closed or moved them); a managed sandbox's pid
+ * namespace ends with its first process instead.
  */
 export function killTree(pid: number, fallbackToPid = false, mark?: StdioMark): void {
   const found = stopTree(pid, mark);
