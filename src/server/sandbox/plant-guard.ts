@@ -29,8 +29,11 @@ import { isInside } from '../paths';
 
 /** Directories the guard watches at most, over all roots (inotify watches are a per-user budget). */
 export const GUARD_MAX_DIRS = 50_000;
-/** How often a full rescan runs while a sandbox lives (backstop for a lost inotify event). */
-const RESCAN_MS = 2_000;
+/**
+ * How often a full rescan runs while a sandbox lives (backstop for a lost inotify event). A
+ * property, not a constant: a test turns the backstop off to see what the events alone catch.
+ */
+export const guardTiming = { rescanMs: 2_000 };
 /** Watches are kept this long after the last sandbox of a root closed (back-to-back commands). */
 const LINGER_MS = 10_000;
 /** Scans of one changed directory at most in one look while each adds watches (then next turn). */
@@ -134,7 +137,7 @@ class RootGuard {
       this.complete = scan.complete;
       this.reason = scan.reason;
       this.watch(scan);
-      this.rescanTimer = setInterval(() => this.markDirty(this.root), RESCAN_MS);
+      this.rescanTimer = setInterval(() => this.markDirty(this.root), guardTiming.rescanMs);
       this.rescanTimer.unref?.();
     } else {
       // Another sandbox is live: whatever appeared since is looked at first (never blessed).
