@@ -22,6 +22,7 @@ import { DEFAULT_DETACHED_IDLE_EXIT_SEC, DEFAULT_DETACHED_SESSION_TTL_SEC, DEFAU
 import { proofResponder } from '../transports/detach-proof';
 import { observeChildren } from '../server/process/child';
 import { runSentinel, SENTINEL_FLAG, startSentinel } from './sentinel';
+import { PID_NAMESPACE_MODES, type PidNamespaceMode } from '../server/sandbox/bwrap';
 
 type Level = 'debug' | 'info' | 'warn' | 'error';
 const LEVELS: Level[] = ['debug', 'info', 'warn', 'error'];
@@ -48,6 +49,12 @@ Options:
                         as one JSON line and exit. Connect to Host uses it over ssh.
   --run-record FILE     (set by --detach, with --ws-token-file) exit once FILE no longer
                         names this server, remove it on exit, prove the token on request
+  --exit-on-stdin-close websocket listener: exit (code 0, children killed) once standard
+                        input reaches its end (the parent holding its pipe closed it or died)
+  --linux-sandbox-pid-namespace MODE
+                        a managed sandbox's pid namespace: isolate (default: its own, it sees
+                        and signals only its processes) or inherit (the server's: it can signal
+                        every process of this user; only for a dedicated environment)
   -h, --help            show this help
   -V, --version         print the version
 With a websocket listener the bound URL is printed as one line on stdout once it accepts
@@ -70,6 +77,10 @@ interface CliOptions {
   detach: boolean;
   /** --run-record (a server started by --detach). */
   runRecord?: string;
+  /** --exit-on-stdin-close. */
+  exitOnStdinClose: boolean;
+  /** --linux-sandbox-pid-namespace (undefined: not given, the engine's default `isolate`). */
+  pidNamespace?: PidNamespaceMode;
 }
 
 /** Telemetry flags (src/telemetry/config.ts) → the TelemetryFlags field they set. */
@@ -89,6 +100,7 @@ function parseArgs(argv: string[]): CliOptions | 'help' | 'version' {
     logLevel: (LEVELS as string[]).includes(process.env.EXEC_SERVER_LOG ?? '') ? (process.env.EXEC_SERVER_LOG as Level) : 'info',
     telemetry: {},
     detach: false,
+    exitOnStdinClose: false,
   };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
@@ -133,6 +145,18 @@ function parseArgs(argv: string[]): CliOptions | 'help' | 'version' {
       case '--run-record':
         o.runRecord = value();
         break;
+      case '--exit-on-stdin-close':
+        if (eq > 0) throw new UsageError('--exit-on-stdin-close takes no value');
+        o.exitOnStdinClose = true;
+        break;
+      case '--linux-sandbox-pid-namespace': {
+        // As the reference: the exact lowercase names, given at most once.
+        if (o.pidNamespace !== undefined) throw new UsageError('--linux-sandbox-pid-namespace can be given only once');
+        const v = value();
+        if (!(PID_NAMESPACE_MODES as readonly string[]).includes(v)) throw new UsageError(`invalid --linux-sandbox-pid-namespace ${JSON.stringify(v)}: expected ${PID_NAMESPACE_MODES.join(' or ')}`);
+        o.pidNamespace = v as PidNamespaceMode;
+        break;
+      }
       case '--log-level': {
         const v = value();
         if (!(LEVELS as string[]).includes(v)) throw new UsageError(`--log-level must be one of ${LEVELS.join(', ')}`);
@@ -193,6 +217,8 @@ export async function main(argv: string[]): Promise<number> {
       return 0;
     }
     if (opts.detach) {
+      // A detached server is found by its version alone: it would be handed to a caller that asked for another pid namespace.
+      if (opts.exitOnStdinClose || opts.pidNamespace !== undefined) throw new UsageError('--exit-on-stdin-close and --linux-sandbox-pid-namespace cannot be used with --detach');
       try {
         const answer = await ensureDetachedServer({ idleExitSec: opts.idleExitSec, sessionTtlSec: opts.sessionTtlSec });
         // The token goes to stdout only (the caller's pipe), never to stderr or a log.
@@ -206,6 +232,8 @@ export async function main(argv: string[]): Promise<number> {
     }
     listen = parseListen(opts.listen);
     if ((opts.idleExitSec !== undefined || opts.runRecord) && listen.kind !== 'ws') throw new UsageError('--idle-exit and --run-record need a websocket listener');
+    // With stdio the end of input already ends the server (and the reference refuses the flag there too).
+    if (opts.exitOnStdinClose && listen.kind !== 'ws') throw new UsageError('--exit-on-stdin-close needs a websocket listener (with --listen stdio the server exits at the end of its input anyway)');
     telemetryOptions = telemetryConfig(process.env, opts.telemetry);
     // Non-loopback needs --ws-auth; wss:// needs a cert; reads and checks secrets now.
     validateListenSecurity(opts.listen, security);
@@ -247,7 +275,14 @@ export async function main(argv: string[]): Promise<number> {
     return 1;
   }
   // The engine's own per-connection cap follows --max-in-flight too (it would otherwise stay at its own default).
-  const server = new ExecServer({ log, maxInFlightPerConnection: opts.maxInFlight, telemetry, detachedSessionTtlMs: (opts.sessionTtlSec ?? DEFAULT_SESSION_TTL_SEC) * 1000 });
+  const server = new ExecServer({
+    log,
+    maxInFlightPerConnection: opts.maxInFlight,
+    telemetry,
+    detachedSessionTtlMs: (opts.sessionTtlSec ?? DEFAULT_SESSION_TTL_SEC) * 1000,
+    linuxSandboxPidNamespace: opts.pidNamespace,
+  });
+  if (opts.pidNamespace === 'inherit') log('warn', 'managed sandboxes share this server\'s pid namespace (--linux-sandbox-pid-namespace inherit): a sandboxed command can signal every process of this user');
   // A server of its own: memory held after a burst of work goes back once it idles (../server/idle-gc.ts).
   startIdleCollector();
   setListenerErrorHandler((e) => log('error', `an event listener threw: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`));
@@ -337,6 +372,13 @@ export async function main(argv: string[]): Promise<number> {
       process.stdout.write(`${listener.url}\n`);
       log('info', `listening on ${listener.url}`);
       if (opts.idleExitSec !== undefined) exitWhenIdle(opts.idleExitSec * 1000);
+      if (opts.exitOnStdinClose) {
+        // Whatever comes on stdin is read and dropped; its end (the parent closed the pipe or
+        // died; at once for /dev/null) stops the server as a signal does: exit code 0, as the reference.
+        const ended = () => void stop('end of standard input (--exit-on-stdin-close)').then(finish);
+        process.stdin.once('end', ended).once('close', ended).once('error', ended);
+        process.stdin.resume();
+      }
       if (opts.runRecord) {
         const record = opts.runRecord;
         watchRunRecord(record, (why) => void stop(`unreachable: ${why}`).then(finish), () => log('info', `run record ${record} names this server`));

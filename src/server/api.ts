@@ -3,6 +3,7 @@
 // it directly (no JSON, no socket).
 import type { NotificationMap, NotificationMethod, OutputStream, ParamsOf, RequestMethod, ResultOf } from '../protocol/types';
 import type { RequestRecord, ServerTelemetry } from '../telemetry/api';
+import type { PidNamespaceMode } from './sandbox/bwrap';
 
 /** Where a connection's server→client notifications go. */
 export interface NotificationSink {
@@ -86,6 +87,11 @@ export interface ServerOptions {
   maxReadFileBytes?: number;
   /** Spans and metrics (src/telemetry); default: the no-op (nothing loaded, nothing recorded). */
   telemetry?: ServerTelemetry;
+  /**
+   * A managed sandbox's pid namespace (the CLI's --linux-sandbox-pid-namespace, as the
+   * reference's): `isolate` (default) its own, `inherit` the server's (src/server/sandbox/bwrap.ts).
+   */
+  linuxSandboxPidNamespace?: PidNamespaceMode;
   /** Is this transport one where end-of-connection ends the session (stdio)? Decided per connect(). */
   log?: (level: 'debug' | 'info' | 'warn' | 'error', message: string) => void;
 }

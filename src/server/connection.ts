@@ -28,6 +28,7 @@ import { checkInFlight, DEFAULT_MAX_IN_FLIGHT } from './in-flight';
 import { KeyedOrder } from './ordering';
 import { checkSandbox } from './sandbox/gate';
 import { methodSpec } from './router';
+import type { PidNamespaceMode } from './sandbox/bwrap';
 import type { Session } from './session';
 import type { RequestRecord } from '../telemetry/api';
 import { base64TextAsString } from '../rpc/verbatim';
@@ -45,6 +46,9 @@ export class Connection implements ServerConnection, ConnectionContext {
   binaryOutput = false;
   log(level: 'debug' | 'info' | 'warn' | 'error', message: string): void {
     this.server.log(level, message);
+  }
+  get sandboxPidNamespace(): PidNamespaceMode {
+    return this.server.sandboxPidNamespace;
   }
   readonly handles: FileHandles;
   readonly watches: Watches;

@@ -8,6 +8,7 @@ import type { FileHandles } from './fs/handles';
 import type { MissingWatches } from './fs/missing-watch';
 import type { Watches } from './fs/watch';
 import type { HttpRequestInput } from './http-pinned';
+import type { PidNamespaceMode } from './sandbox/bwrap';
 import type { Session } from './session';
 import type { ServerTelemetry } from '../telemetry/api';
 
@@ -38,6 +39,8 @@ export interface ConnectionContext {
   readonly maxReadFileBytes: number;
   /** The server's log (ServerOptions.log). */
   log(level: 'debug' | 'info' | 'warn' | 'error', message: string): void;
+  /** A managed sandbox's pid namespace (ServerOptions.linuxSandboxPidNamespace). */
+  readonly sandboxPidNamespace: PidNamespaceMode;
 }
 
 
@@ -51,4 +54,6 @@ export interface ConnectionHost {
   releaseSession(owner: object, s: Session, terminate: boolean): void;
   /** A connection ended (initialized or not). */
   connectionClosed(conn: object): void;
+  /** ServerOptions.linuxSandboxPidNamespace, default `isolate`. */
+  readonly sandboxPidNamespace: PidNamespaceMode;
 }

@@ -7,6 +7,7 @@ import { Connection } from './connection';
 import type { ConnectionHost } from './context';
 import { DEFAULT_MAX_IN_FLIGHT } from './in-flight';
 import { MAX_READ_FILE_BYTES } from './fs/fs-methods';
+import type { PidNamespaceMode } from './sandbox/bwrap';
 import { sandboxSupport } from './sandbox/support';
 import { ProcessBudget, Session, type SessionLimits } from './session';
 import { NOOP_SERVER_TELEMETRY, type ServerTelemetry } from '../telemetry/api';
@@ -33,9 +34,11 @@ export class ExecServer implements ConnectionHost {
   private shuttingDown = false;
   /** Spans and metrics (the no-op unless ServerOptions.telemetry is given). */
   readonly telemetry: ServerTelemetry;
+  readonly sandboxPidNamespace: PidNamespaceMode;
 
   constructor(private readonly options: ServerOptions = {}) {
     this.telemetry = options.telemetry ?? NOOP_SERVER_TELEMETRY;
+    this.sandboxPidNamespace = options.linuxSandboxPidNamespace ?? 'isolate';
     this.opts = {
       detachedSessionTtlMs: options.detachedSessionTtlMs ?? DEFAULTS.detachedSessionTtlMs,
       exitedProcessRetentionMs: options.exitedProcessRetentionMs ?? DEFAULTS.exitedProcessRetentionMs,

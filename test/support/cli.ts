@@ -33,6 +33,8 @@ export interface StartOptions {
   user?: { uid: number; gid: number };
   /** Name in error messages (default: the command's base name). */
   name?: string;
+  /** Its standard input: /dev/null (default) or a pipe (child.stdin, e.g. for --exit-on-stdin-close). */
+  stdin?: 'ignore' | 'pipe';
 }
 
 const running = new Set<ServerProcess>();
@@ -57,7 +59,7 @@ export function startServerProcess(command: string, args: string[], opts: StartO
     });
   }
   return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'], cwd: opts.cwd, env: opts.env ?? process.env, ...opts.user });
+    const child = spawn(command, args, { stdio: [opts.stdin ?? 'ignore', 'pipe', 'pipe'], cwd: opts.cwd, env: opts.env ?? process.env, ...opts.user });
     let out = '';
     let err = '';
     let exited: Promise<void> | undefined;

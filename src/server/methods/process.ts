@@ -71,7 +71,7 @@ async function failClosed(
   p: { processId: string; tty: boolean; pipeStdin: boolean; rows: number; cols: number; sandbox: { kind: string }; outputWindow: number },
 ): Promise<ProcessStartResult> {
   // A managed profile still needs a usable sandbox host (-32600 otherwise), as any managed start.
-  const backend = p.sandbox.kind === 'managed' ? await sandboxBackend() : undefined;
+  const backend = p.sandbox.kind === 'managed' ? await sandboxBackend(ctx.sandboxPidNamespace) : undefined;
   const proc = ctx.session().reserve(p.processId, p.outputWindow);
   const script = 'printf "%s\\n" "$1" >&2; exit "$2"';
   const req: SpawnRequest = {
@@ -150,7 +150,7 @@ export const processMethods: MethodTable<ProcessMethod> = {
       if (p.network.kind === 'failClosed') return failClosed(ctx, p);
       let req: SpawnRequest = { argv: p.argv, cwd: p.cwd, env: p.childEnv, arg0: p.arg0, pipeStdin: p.pipeStdin, rows: p.rows, cols: p.cols };
       // Refused before the id is taken: no usable sandbox → -32600, never an unconfined run.
-      const backend = p.sandbox.kind === 'managed' ? await sandboxBackend().catch((e) => Promise.reject(sandboxError(e, 'sandboxUnavailable'))) : undefined;
+      const backend = p.sandbox.kind === 'managed' ? await sandboxBackend(ctx.sandboxPidNamespace).catch((e) => Promise.reject(sandboxError(e, 'sandboxUnavailable'))) : undefined;
       const proc = session.reserve(p.processId, p.outputWindow); // synchronous: a concurrent duplicate fails here
       let lease: GuardLease | undefined;
       let masking: Masking | undefined;

@@ -12,10 +12,12 @@
 // caller; here the child already has its own session (pipes: no terminal at all; PTY: a
 // terminal whose only reader is the sandbox). Terminate still reaches everything: bwrap is
 // in the killed group, and with --die-with-parent + a pid namespace, the sandbox's pid 1
-// and every process in it die with bwrap, even ones that left the group.
+// and every process in it die with bwrap, even ones that left the group (not so with the pid
+// namespace inherited, --linux-sandbox-pid-namespace inherit: as on the reference, a process
+// that left the group outlives terminate).
 import { invalidRequest } from '../../protocol/errors';
 import type { SpawnRequest } from '../process/child';
-import { wrapArgv, type BwrapTools, type ProxiedSandbox } from './bwrap';
+import { wrapArgv, type BwrapTools, type PidNamespaceMode, type ProxiedSandbox } from './bwrap';
 import type { ManagedSandboxProfile } from './profile';
 import { withCarveOuts } from './carve-outs';
 import { guardSandbox, type GuardLease, type Planted } from './plant-guard';
@@ -39,7 +41,11 @@ export interface SandboxBackend {
 
 export class BwrapBackend implements SandboxBackend {
   readonly sandboxType = 'linuxSeccomp';
-  constructor(private readonly tools: BwrapTools) {}
+  constructor(
+    private readonly tools: BwrapTools,
+    /** ServerOptions.linuxSandboxPidNamespace (./bwrap.ts PidNamespaceMode). */
+    private readonly pidNamespace: PidNamespaceMode = 'isolate',
+  ) {}
 
   wrap(profile: ManagedSandboxProfile, req: SpawnRequest, proxied?: ProxiedSandbox): SpawnRequest {
     ensureToolFiles(this.tools);
@@ -53,7 +59,7 @@ export class BwrapBackend implements SandboxBackend {
       const say = 'printf "%s\\n" "$1" >&2; exit 1';
       return { ...req, argv: [this.tools.sh, '-c', say, 'exec-server-sandbox', `error building bubblewrap command: Fatal error: ${crossing}`], arg0: undefined };
     }
-    const argv = wrapArgv(carved, { argv: req.argv, cwd: req.cwd, arg0: req.arg0, proxied }, this.tools);
+    const argv = wrapArgv(carved, { argv: req.argv, cwd: req.cwd, arg0: req.arg0, proxied }, this.tools, undefined, this.pidNamespace);
     return { ...req, argv, arg0: undefined, closesDescriptors: true };
   }
 
@@ -66,8 +72,8 @@ export class BwrapBackend implements SandboxBackend {
  * The backend for this host, or -32600 naming why managed sandboxes cannot be enforced here.
  * Waits for the startup probe while it runs (never an unconfined run while the answer is unknown).
  */
-export async function sandboxBackend(): Promise<SandboxBackend> {
+export async function sandboxBackend(pidNamespace: PidNamespaceMode = 'isolate'): Promise<SandboxBackend> {
   const support = await sandboxSupport();
   if (!support.ok) throw invalidRequest(`managed sandbox requested but it cannot be enforced: ${support.reason}`);
-  return new BwrapBackend(support.tools);
+  return new BwrapBackend(support.tools, pidNamespace);
 }

@@ -55,6 +55,17 @@ export interface ProxiedSandbox {
   socksScheme: 'socks5h' | 'http';
 }
 
+/**
+ * The sandbox's pid namespace (the CLI's --linux-sandbox-pid-namespace, as the reference's):
+ * `isolate` (the default) gives it its own (--unshare-pid, a fresh /proc: it sees and signals
+ * only its own processes, and everything in it dies with its pid 1); `inherit` leaves it in
+ * the server's, as the reference does: no --unshare-pid, and /proc is the host's, read-only
+ * (bwrap cannot mount a procfs of its own there). The command can then see and signal every
+ * process of the same uid, and a process that left the sandbox's group outlives terminate.
+ */
+export type PidNamespaceMode = 'isolate' | 'inherit';
+export const PID_NAMESPACE_MODES: readonly PidNamespaceMode[] = ['isolate', 'inherit'];
+
 /** Signals a terminal sends to its foreground group; see wrapArgv for why they matter. */
 export const TTY_SIGNALS = 'INT,QUIT,TSTP';
 
@@ -94,6 +105,7 @@ export function bwrapArgs(
   cwd: string,
   tools: Pick<BwrapTools, 'denyFile' | 'privateDir' | 'seccomp'>,
   probe: FsProbe = realFs,
+  pidNamespace: PidNamespaceMode = 'isolate',
 ): string[] {
   const args: string[] = [];
   if (profile.fullWrite) args.push('--bind', '/', '/');
@@ -109,7 +121,8 @@ export function bwrapArgs(
       else if (k === 'symlink') args.push('--symlink', probe.readlink(p), p); // /bin → usr/bin on merged-/usr systems
     }
   }
-  args.push('--dev', '/dev', '--proc', '/proc');
+  // Inherit: the host's /proc, read-only (the fd-closing wrapper needs /proc/self/fd whatever the rules say).
+  args.push('--dev', '/dev', ...(pidNamespace === 'inherit' ? ['--ro-bind', '/proc', '/proc'] : ['--proc', '/proc']));
 
   const paths = [...new Set(profile.rules.map((r) => r.path))]
     .filter((p) => p !== '/' && !isVirtual(p))
@@ -139,7 +152,7 @@ export function bwrapArgs(
   if (accessFor(profile, tools.privateDir) === 'write') args.push('--tmpfs', tools.privateDir);
   for (const p of remountRo) args.push('--remount-ro', p);
 
-  args.push('--unshare-user', '--unshare-pid', '--unshare-ipc');
+  args.push('--unshare-user', ...(pidNamespace === 'inherit' ? [] : ['--unshare-pid']), '--unshare-ipc');
   if (profile.network === 'restricted') args.push('--unshare-net');
   // Real root keeps every capability inside the user namespace unless told otherwise.
   args.push('--cap-drop', 'ALL', '--die-with-parent', '--chdir', path.resolve(cwd));
@@ -165,6 +178,7 @@ export function wrapArgv(
   req: { argv: string[]; cwd: string; arg0?: string; proxied?: ProxiedSandbox },
   tools: BwrapTools,
   probe: FsProbe = realFs,
+  pidNamespace: PidNamespaceMode = 'isolate',
 ): string[] {
   const proxied = req.proxied;
   const first = proxied
@@ -177,7 +191,7 @@ export function wrapArgv(
   // relay's node binary (and the directory it loads from) is made readable when it is not.
   const netProfile = proxied ? { ...profile, network: 'restricted' as const } : profile;
   const extra = proxied && accessFor(profile, path.dirname(proxied.node)) === 'none' ? ['--ro-bind', path.dirname(proxied.node), path.dirname(proxied.node)] : [];
-  const args = bwrapArgs(netProfile, req.cwd, tools, probe);
+  const args = bwrapArgs(netProfile, req.cwd, tools, probe, pidNamespace);
   // The extra binds go before the namespace flags (bwrapArgs ends with them), after the mounts.
   const at = args.indexOf('--unshare-user');
   args.splice(at, 0, ...extra);

@@ -125,6 +125,21 @@ test('bwrap: explicit path through a symlink is bound at its real location', () 
   assert.deepEqual(a.slice(7, 10), ['--bind', '/w/proj', '/w/proj']);
 });
 
+test('bwrap: pid namespace inherit (--linux-sandbox-pid-namespace) → no --unshare-pid, the host\'s /proc read-only instead of a fresh one; the rest unchanged', () => {
+  const p = profile([{ path: special('root'), access: 'read' }]);
+  assert.deepEqual(bwrapArgs(p, '/w/proj', TOOLS, FS, 'isolate'), args(p), 'isolate is the default');
+  assert.deepEqual(bwrapArgs(p, '/w/proj', TOOLS, FS, 'inherit'), [
+    '--ro-bind', '/', '/', '--dev', '/dev', '--ro-bind', '/proc', '/proc', '--unshare-user', '--unshare-ipc', '--unshare-net', ...END,
+  ]);
+  // No root read: /proc still there (the descriptor-closing wrapper reads /proc/self/fd).
+  const minimal = bwrapArgs(profile([{ path: special('project_roots'), access: 'write' }]), '/w/proj', TOOLS, FS, 'inherit');
+  assert.deepEqual(minimal.slice(minimal.indexOf('--dev'), minimal.indexOf('--dev') + 5), ['--dev', '/dev', '--ro-bind', '/proc', '/proc']);
+  assert.ok(!minimal.includes('--proc') && !minimal.includes('--unshare-pid'));
+  const w = wrapArgv(p, { argv: ['true'], cwd: '/w/proj' }, TOOLS, FS, 'inherit');
+  assert.ok(!w.includes('--unshare-pid') && w.includes('--unshare-user'));
+  assert.ok(wrapArgv(p, { argv: ['true'], cwd: '/w/proj' }, TOOLS, FS).includes('--unshare-pid'));
+});
+
 test('bwrap: /proc and /dev rules are never bound over the sandbox\'s own', () => {
   const a = args(profile([{ path: special('root'), access: 'read' }, { path: { type: 'path', path: 'file:///proc/1' }, access: 'write' }]));
   assert.ok(!a.includes('/proc/1'));
