@@ -74,7 +74,7 @@ test('cli: --linux-sandbox-pid-namespace and --exit-on-stdin-close refuse bad us
     const bin = reference(version, t);
     if (!bin) continue;
     for (const c of cases.filter((x) => x.reference)) {
-      const r = spawnSync(bin, ['exec-server', ...withListen(c.args)], { encoding: 'utf8', timeout: 30_000, env: referenceEnv(version), stdio: ['ignore', 'pipe', 'pipe'] });
+      const r: ReturnType<typeof ours> = spawnSync(bin, ['exec-server', ...withListen(c.args)], { encoding: 'utf8', timeout: 30_000, env: referenceEnv(version), stdio: ['ignore', 'pipe', 'pipe'] });
       assert.equal(r.status, 2, `reference ${version} ${c.args.join(' ')}: ${r.stderr}`);
       assert.match(r.stderr, c.reference!, `reference ${version} ${c.args.join(' ')}`);
     }
