@@ -3,7 +3,8 @@
 // sandboxed command is in a pid namespace of its own (its /proc/self/ns/pid inode is not this
 // test's, it cannot signal this test's process), with `inherit` in the host's (the same inode, it
 // can signal a process of its uid) — and on both the /proc of another process stays closed to it
-// (its environ: permission denied, the user namespace is still its own). A reference binary that
+// (its environ: permission denied, the user namespace is still its own). The command is run by sh
+// (bash would source ~/.bashrc: stdin is a socket). A reference binary that
 // is not installed skips only its half.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
@@ -58,7 +59,7 @@ async function observe(server: ServerCommand, args: string[], t: TestContext): P
     `cat /proc/${me}/environ >/dev/null 2>&1 && echo proc=yes || echo proc=no`,
   ].join('; ');
   const sandbox = managedSandbox({ entries: [specialEntry('root', 'read'), specialEntry('project_roots', 'write')], cwd: u(cwd) });
-  const st = await call('process/start', { processId: 'p', argv: ['/bin/bash', '-c', script], cwd: u(cwd), env: { PATH: '/usr/bin:/bin', HOME: os.homedir() }, tty: false, sandbox });
+  const st = await call('process/start', { processId: 'p', argv: ['/bin/sh', '-c', script], cwd: u(cwd), env: { PATH: '/usr/bin:/bin', HOME: os.homedir() }, tty: false, sandbox });
   assert.equal(st.result?.sandboxType, 'linuxSeccomp', `${server.name}: ${JSON.stringify(st)}`);
   let out = '';
   let after = 0;
