@@ -4,7 +4,7 @@
 // the tests themselves only find what it installed.
 //
 //   node scripts/tools/install.mjs [--find] [--print KEY] <tool|group>...
-//     groups: unit (bubblewrap, openssh-server, openssh-client, podman, runc, reference, reference-<newer version>,
+//     groups: unit (bubblewrap, openssh-server, openssh-client, zsh, podman, runc, reference, reference-<newer version>,
 //     qemu-user-static, g++-aarch64-linux-gnu, node-arm64), e2e (openssh-*, podman, runc, chromium, libkrb5-dev, pkg-config, node24,
 //     code-server, playwright-core); tools: see tools.mjs.
 //   stdout: KEY=VALUE lines (REFERENCE=…, CODEX_HOME=…, NODE24=…), or only the value of --print KEY.

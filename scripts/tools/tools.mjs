@@ -2,7 +2,7 @@
 // cache (EXEC_SERVER_CACHE, default ~/.cache/exec-server), how it is installed and how an install
 // is verified. install.mjs installs them; the tests only look them up (find).
 //   - Debian packages (apt-get): bubblewrap (sandbox tests), openssh-server + openssh-client (the
-//     ssh tests start their own sshd on a loopback port), chromium, libkrb5-dev, pkg-config (e2e)
+//     ssh tests start their own sshd on a loopback port), zsh (shell snapshots), chromium, libkrb5-dev, pkg-config (e2e)
 //     qemu-user-static + g++-aarch64-linux-gnu (the linux-arm64 VSIX: node-pty cross-compiled,
 //     then loaded by an arm64 Node under qemu; the cross toolchain's sysroot holds arm64 glibc)
 //   - npm, each in its own folder: the reference @openai/codex, Node 24, an arm64 Node
@@ -143,6 +143,8 @@ function tools() {
     // The ssh tests (test/extension/ssh, test/cli) start their own sshd on 127.0.0.1; the package's own service is not used.
     deb('openssh-server', { keys: () => ({ SSHD: '/usr/sbin/sshd' }) }),
     deb('openssh-client', { command: 'ssh', keys: () => ({ SSH: which('ssh') }) }),
+    // The zsh shell snapshots (test/server/process/shell-snapshot*, test/interop/shell-snapshot).
+    deb('zsh', { command: 'zsh', keys: () => ({ ZSH: which('zsh') }) }),
     // Connect to Container tests: podman with Debian's runc (containers from a local root file system, no image pulled).
     deb('podman', { command: 'podman', keys: () => ({ PODMAN: which('podman') }) }),
     deb('runc', { command: 'runc', keys: () => ({ RUNC: which('runc') || (existsSync('/usr/sbin/runc') ? '/usr/sbin/runc' : '') }) }),
@@ -227,7 +229,7 @@ function tools() {
 /** Named sets: what the unit/interop tests need, and what the VS Code e2e suite needs. */
 export const groups = {
   get unit() {
-    return ['bubblewrap', 'openssh-server', 'openssh-client', 'podman', 'runc', ...referenceVersions().map(referenceToolName), 'qemu-user-static', 'g++-aarch64-linux-gnu', 'node-arm64'];
+    return ['bubblewrap', 'openssh-server', 'openssh-client', 'zsh', 'podman', 'runc', ...referenceVersions().map(referenceToolName), 'qemu-user-static', 'g++-aarch64-linux-gnu', 'node-arm64'];
   },
   e2e: ['openssh-server', 'openssh-client', 'podman', 'runc', 'chromium', 'libkrb5-dev', 'pkg-config', 'node24', 'code-server', 'playwright-core'],
 };
