@@ -1,6 +1,8 @@
 // process/start.shellSnapshot tests (test/server/process/shell-snapshot*.test.ts): a HOME whose
 // ~/.bash_profile prints to stderr, exports a random value, defines a function and an alias and
-// runs `cd /tmp` (REFERENCE-CAPABILITIES §4.1), an in-process server with its log, and `run`.
+// runs `cd /tmp` (REFERENCE-CAPABILITIES §4.1), an in-process server with its log, and `run`;
+// the zsh login files (~/.zshenv, ~/.zprofile, ~/.zshrc, ~/.zlogin) and where zsh is.
+import { spawnSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { TestContext } from 'node:test';
@@ -19,6 +21,47 @@ export const PROFILE = [
 ].join('\n');
 /** What a start prints: where it runs, the profile's variable, function and alias. */
 export const PROBE = 'echo "pwd=$PWD"; echo "rand=$SNAP_RAND"; type snapfn >/dev/null 2>&1 && snapfn x || echo nofn; snapal 2>/dev/null || echo noalias';
+
+/**
+ * zsh's login files, each printing its name to stderr and exporting a random value; ~/.zprofile
+ * also a value with a newline, a non-exported parameter, a function, plain, global and suffix
+ * aliases, two options, a named directory and `cd /tmp`.
+ */
+export const ZSH_FILES: Record<string, string> = {
+  '.zshenv': 'echo zshenv-ran >&2\necho zshenv-stdout\nexport ZENVRAND=$RANDOM\nenvfn() { echo envfn; }\n',
+  '.zprofile': [
+    'echo zprofile-ran >&2',
+    'echo zprofile-stdout',
+    'export ZRAND=$RANDOM$RANDOM',
+    'export MULTI="a',
+    'b"',
+    'ZLOCAL=notexported',
+    'zfn() { echo "fn:$1"; }',
+    "alias zal='echo aliased'",
+    "alias -g GAL='| tr a-z A-Z'",
+    'alias -s txt=cat',
+    'setopt noclobber',
+    'unsetopt nomatch',
+    'hash -d dd=/usr',
+    'cd /tmp',
+    '',
+  ].join('\n'),
+  '.zshrc': "echo zshrc-ran >&2\nexport ZRCRAND=$RANDOM\nzrcfn() { echo rcfn; }\nalias zrcal='echo rcaliased'\nsetopt extendedglob\n",
+  '.zlogin': 'echo zlogin-ran >&2\nexport ZLOGINRAND=$RANDOM\n',
+};
+/** What a zsh start prints: cwd, the values, functions, aliases (and their line numbers), options, login, $0, named directory. */
+export const ZSH_PROBE =
+  'echo "pwd=$PWD"; echo "rand=$ZRAND env=$ZENVRAND rc=$ZRCRAND login=$ZLOGINRAND"; echo "multi=$MULTI"; echo "local=$ZLOCAL"; zfn x 2>&1; envfn 2>&1; zrcfn 2>&1; zal 2>&1; zrcal 2>&1; echo hi GAL; echo "opts:"; setopt; [[ -o login ]] && echo login || echo nologin; [[ -o interactive ]] && echo inter || echo noninter; echo "0=$0 1=$1"; echo ~dd; echo "shlvl=$SHLVL flags=$-"; alias | sort';
+
+/** zsh's path (/bin/zsh where it is, else `command -v zsh`), or undefined where there is none. */
+export function zshPath(): string | undefined {
+  const r = spawnSync('/bin/sh', ['-c', 'if [ -x /bin/zsh ]; then echo /bin/zsh; else command -v zsh; fi'], { encoding: 'utf8' });
+  return r.stdout.trim() || undefined;
+}
+
+export function writeZshFiles(home: string, files: Record<string, string> = ZSH_FILES): void {
+  for (const [name, text] of Object.entries(files)) writeFileSync(path.join(home, name), text);
+}
 
 export interface Ran {
   out: string;

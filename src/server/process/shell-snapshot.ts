@@ -1,12 +1,20 @@
 // process/start.shellSnapshot (shellSnapshotV2, REFERENCE-CAPABILITIES §4.1): a login shell
 // `[shell.path, "-lc", S, ...]` runs its login profile once per scope; later starts of the
 // scope run S in a non-login shell that restores what the profile left (exported variables,
-// functions, aliases, `set -o` and shopt options), so the profile neither runs again nor
-// prints, and its `cd` does not move the command. As measured on the reference (0.169 and 0.171
+// functions, aliases, `set -o` and shopt options; zsh: `setopt` options), so the profile
+// neither runs again nor prints, and its `cd` does not move the command. As measured on the reference (0.169 and 0.171
 // alike): one cache per session; the key is the scope, the shell, the cwd, the envPolicy and
 // the sandbox (a sandboxed start is captured inside that sandbox and never shares a state with
 // an unsandboxed one); the request's own `env` keys win over captured values; errexit and the
 // umask are not restored. A failed capture falls back to the unchanged login shell.
+//
+// zsh, as measured on both versions: the capture runs the login files (/etc/zshenv, ~/.zshenv,
+// ~/.zprofile, ~/.zlogin) and then sources ${ZDOTDIR:-$HOME}/.zshrc itself (a `-lc` shell would
+// not); the restoring shell is `zsh -fc` — only /etc/zshenv runs, ~/.zshenv does not run again —
+// whose script begins with `setopt RCS` and one line restoring the state, so S's line numbers
+// are 2 more. The `login` option comes back with the others; non-exported parameters, named
+// directories and the umask do not. The aliases are defined but not expanded in S: zsh parses
+// a `-c` script whole before running it.
 //
 // Where the state lives. Each capture is a private file (0600 in a 0700 directory of this
 // session, named by a hash of the key, never by the client's scope), removed when the session
@@ -48,17 +56,16 @@ const STATE_CHUNK = 32 * 1024;
 /** Where snapshots are taken (environmentInfo.capabilities.shellSnapshotV2): Linux, where they were built and measured. */
 export const SHELL_SNAPSHOTS = process.platform === 'linux';
 
-export type SnapshotShell = 'bash' | 'sh';
+export type SnapshotShell = 'bash' | 'sh' | 'zsh';
 
 /**
  * Whether this start is one the snapshot applies to: a login shell `-lc` of exactly the
  * announced shell. An announced shell the reference knows no snapshot for is -32602 with its
- * text; zsh (which the reference supports) runs unchanged here, `kind: 'unsupported'`.
+ * text. (`kind: 'unsupported'` is kept for a shell announced but not restored here: none now.)
  */
 export function snapshotTarget(argv: readonly string[], req: ShellSnapshotRequest | undefined): { kind: 'snapshot'; shell: SnapshotShell } | { kind: 'unsupported' } | undefined {
   if (!req || !SHELL_SNAPSHOTS || argv.length < 3 || argv[0] !== req.shell.path || argv[1] !== '-lc') return undefined;
-  if (req.shell.name === 'bash' || req.shell.name === 'sh') return { kind: 'snapshot', shell: req.shell.name };
-  if (req.shell.name === 'zsh') return { kind: 'unsupported' };
+  if (req.shell.name === 'bash' || req.shell.name === 'sh' || req.shell.name === 'zsh') return { kind: 'snapshot', shell: req.shell.name };
   throw invalidParams(`shell snapshots are unsupported for shell \`${req.shell.name}\``);
 }
 
@@ -226,6 +233,12 @@ export class ShellSnapshots {
   }
 }
 
+/**
+ * zsh options `setopt` may list that are not restored: set by how the shell was started (the
+ * restoring shell is not interactive, reads no stdin script), or, like bash's errexit, left out.
+ */
+const ZSH_NOT_RESTORED = ['interactive', 'shinstdin', 'privileged', 'restricted', 'singlecommand', 'monitor', 'zle', 'errexit'];
+
 /** Variables a shell sets itself, or that must not come back from the capture. */
 const NOT_CAPTURED = new Set(['PWD', 'OLDPWD', '_', 'BASH_ENV', 'ENV']);
 
@@ -236,6 +249,23 @@ const NOT_CAPTURED = new Set(['PWD', 'OLDPWD', '_', 'BASH_ENV', 'ENV']);
  */
 function captureScript(shell: SnapshotShell, nonce: string): string {
   const mark = (what: string) => `printf '\\0%s\\0' 'ES-${what}-${nonce}'`;
+  if (shell === 'zsh') {
+    // `\builtin`: a profile's alias (zsh expands aliases in a -c script) or function named like
+    // a builtin stays out. The state: options, then aliases, then functions (a restored function
+    // named like a builtin cannot shadow the lines before it). The environment: the exported
+    // parameters, NUL-separated, without running a command the profile could have replaced.
+    return [
+      `[[ -r \${ZDOTDIR:-$HOME}/.zshrc ]] && \\builtin source \${ZDOTDIR:-$HOME}/.zshrc`,
+      `__es_o=$(\\builtin setopt); \\builtin unsetopt errexit`,
+      `\\builtin ${mark('STATE')}`,
+      `\\builtin printf '%s\\n' "$__es_o" | while \\builtin read -r __es_l; do case $__es_l in (${ZSH_NOT_RESTORED.join('|')}|'') ;; (*) \\builtin printf '\\\\builtin setopt %s\\n' "$__es_l";; esac; done`,
+      `\\builtin alias -L | while \\builtin read -r __es_l; do \\builtin printf '\\\\builtin %s\\n' "$__es_l"; done`,
+      `\\builtin typeset -f`,
+      `\\builtin ${mark('ENV')}`,
+      `for __es_n in \${(k)parameters}; do [[ \${parameters[$__es_n]} == *export* ]] && \\builtin printf '%s=%s\\0' "$__es_n" "\${(P)__es_n}"; done`,
+      `\\builtin ${mark('END')}`,
+    ].join('\n');
+  }
   if (shell === 'bash') {
     return [
       `__es_o=$(builtin set +o); builtin set +e`,
@@ -340,6 +370,8 @@ function parseCapture(out: Buffer, nonce: string, l: SnapshotLaunch): { state: s
     captured[name] = entry.slice(eq + 1);
   }
   // The policy's excludes and includeOnly (and its `set`) apply to what the profile exported, as to what the server had.
+  // zsh counts itself in SHLVL: the restoring shell gets the level below the capture's (measured: 0 after a capture at 1).
+  if (l.shell === 'zsh' && /^[0-9]+$/.test(captured.SHLVL ?? '')) captured.SHLVL = String(Math.max(0, Number(captured.SHLVL) - 1));
   const env = l.envPolicy ? buildChildEnv({}, { ...l.envPolicy, inherit: 'all' }, captured) : captured;
   return { state, env };
 }
@@ -366,6 +398,12 @@ function launchRequest(l: SnapshotLaunch, captured: Record<string, string>, stat
   const expand = names.map((n) => `\${${n}}`).join('');
   const failed = `printf '%s\\n' 'exec-server: the shell snapshot could not be restored' >&2`;
   const [shellPath, , script, ...rest] = l.spawn.argv;
+  if (l.shell === 'zsh') {
+    // `-f`: no ~/.zshenv (nor any other startup file but /etc/zshenv), then RCS on again (the
+    // reference's first line). Two lines, as the reference's: S's line numbers are the same.
+    const zshPrelude = `\\builtin setopt RCS\nif ! \\builtin eval "\\builtin unset -v ${names.join(' ')}; ${expand}" >/dev/null; then \\builtin ${failed}; fi\n`;
+    return { ...l.spawn, argv: [shellPath, '-fc', zshPrelude + script, ...rest], env };
+  }
   const prelude =
     l.shell === 'bash'
       ? `builtin set +o privileged\nif ! builtin eval "builtin unset -v ${names.join(' ')}\n${expand}" >/dev/null; then builtin ${failed}; fi\n`
