@@ -4,7 +4,8 @@
 // use, same scope, another scope, a sandboxed start, `-c`, a shell.path not argv[0], a
 // non-shell argv), the request's env winning over captured values, one capture for concurrent
 // first uses, the -32602 of an unknown shell, a state larger than one environment string, and
-// the advertised capability.
+// the advertised capability; zsh with its four login files (which run, what comes back, the
+// state's carriers unset before S, a state larger than one environment string).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
@@ -12,7 +13,7 @@ import path from 'node:path';
 import { sandboxSupport } from '../../../src/server/sandbox/support';
 import { managedSandbox, specialEntry } from '../../../src/protocol/codex-sandbox';
 import { connectClient, rejectsWith, uri } from '../../support/server';
-import { field, PROBE, PROFILE, snap, snapshotFixture as fixture } from '../../support/shell-snapshot';
+import { field, PROBE, PROFILE, snap, snapshotFixture as fixture, writeZshFiles, ZSH_PROBE, zshPath } from '../../support/shell-snapshot';
 
 test('a login shell with a snapshot: the profile runs once per scope, silently, and its cwd does not leak; other starts run unchanged', async (t) => {
   const { work, run, logs, c } = await fixture(t);
@@ -107,5 +108,63 @@ test('a state larger than one environment string (multi-byte and astral characte
   const bytes = String(Buffer.byteLength(body));
   assert.equal(first.err, '');
   assert.equal(first.out.trim(), bytes);
+  assert.deepEqual(again, first);
+});
+
+test('zsh: the login files run once per scope (with ~/.zshrc), silently; ~/.zshenv does not run again; the state comes back in a -fc shell', async (t) => {
+  const zsh = zshPath();
+  if (!zsh) return t.skip('no zsh here (the unit tool stage installs it)');
+  const { work, home, run, logs } = await fixture(t);
+  writeZshFiles(home);
+  const z = (id: string) => snap(id, 'zsh', zsh);
+  const plain = await run([zsh, '-lc', ZSH_PROBE]);
+  assert.equal(plain.err, 'zshenv-ran\nzprofile-ran\nzlogin-ran\n');
+  assert.equal(field(plain.out, 'pwd'), '/tmp');
+
+  const first = await run([zsh, '-lc', ZSH_PROBE], z('A'));
+  assert.equal(first.err, '', 'no login file prints, ~/.zshenv included');
+  assert.equal(first.exitCode, 0);
+  assert.equal(field(first.out, 'pwd'), work);
+  const values = field(first.out, 'rand');
+  assert.match(values ?? '', /^\d+ env=\d+ rc=\d+ login=\d+$/, first.out);
+  assert.match(first.out, /^multi=a\nb$/m, 'a value with a newline');
+  assert.equal(field(first.out, 'local'), '', 'a parameter not exported does not come back');
+  assert.match(first.out, /^fn:x\nenvfn\nrcfn\n/m, 'functions of ~/.zprofile, ~/.zshenv and ~/.zshrc');
+  assert.match(first.out, /^zsh:3: command not found: zal$/m, 'aliases are not expanded in S (zsh parses -c whole), S is on line 3');
+  assert.match(first.out, /^zal='echo aliased'$/m, 'the aliases are defined');
+  assert.match(first.out, /^zrcal='echo rcaliased'$/m);
+  assert.match(first.out, /^opts:\nnoclobber\nextendedglob\nnohashdirs\nlogin\nnonomatch\nlogin\nnoninter$/m, 'the options, login among them');
+  assert.match(first.out, /^~dd$/m, 'named directories do not come back');
+  assert.match(first.out, /^shlvl=1 flags=3569CXl$/m);
+
+  const again = await run([zsh, '-lc', ZSH_PROBE], z('A'));
+  assert.deepEqual(again, first, 'the same scope: the same state, nothing re-run');
+  const other = await run([zsh, '-lc', ZSH_PROBE], z('B'));
+  assert.equal(other.err, '');
+  assert.notEqual(field(other.out, 'rand'), values, 'another scope captures afresh');
+
+  const nonLogin = await run([zsh, '-c', ZSH_PROBE], z('A'));
+  assert.equal(nonLogin.err.split('\n')[0], 'zshenv-ran', '-c: unchanged, ~/.zshenv runs');
+  const extra = await run([zsh, '-lc', 'echo "$0 $1 rand=$ZRAND"', 'zero', 'one'], z('A'));
+  assert.equal(extra.out, `zero one rand=${values?.split(' ')[0]}\n`);
+  const mine = await run([zsh, '-lc', 'echo "rand=$ZRAND"'], { ...z('A'), env: { PATH: '/usr/bin:/bin', HOME: home, ZRAND: 'mine' } });
+  assert.equal(mine.out, 'rand=mine\n', "the request's env wins");
+  const carriers = await run([zsh, '-lc', 'env; typeset +m "__EXEC_SERVER*"; echo end'], z('A'));
+  assert.doesNotMatch(carriers.out, /__EXEC_SERVER_SHELL_SNAPSHOT_/, 'the state variables are gone before S');
+  assert.match(carriers.out, /^end$/m);
+  assert.equal(logs.filter((l) => l.includes('captured')).length, 2, logs.join('\n'));
+});
+
+test('zsh: a state larger than one environment string (~300 KiB, multi-byte and astral) is restored whole', async (t) => {
+  const zsh = zshPath();
+  if (!zsh) return t.skip('no zsh here (the unit tool stage installs it)');
+  const body = 'é'.repeat(50_000) + '😀'.repeat(20_000) + 'ü'.repeat(40_000);
+  const { run, home } = await fixture(t);
+  writeZshFiles(home, { '.zprofile': `bigfn() { printf '%s' '${body}' | wc -c; }\ncd /tmp\n` });
+  const first = await run([zsh, '-lc', 'bigfn; echo "pwd=$PWD"'], snap('L', 'zsh', zsh));
+  const again = await run([zsh, '-lc', 'bigfn; echo "pwd=$PWD"'], snap('L', 'zsh', zsh));
+  assert.equal(first.err, '');
+  assert.equal(first.out.split('\n')[0].trim(), String(Buffer.byteLength(body)));
+  assert.notEqual(field(first.out, 'pwd'), '/tmp');
   assert.deepEqual(again, first);
 });
