@@ -71,9 +71,10 @@ test('both listeners taken: connections are served by the proxy and the channel 
   // ...also to a client that shut down its sending side right after the request, while the
   // decision was still pending (a slow name lookup; `localhost` is allow-listed as that exact
   // name, port 9 has no listener: the 502 is the answer): its FIN must not end our side.
+  // The lookup returns only once the proxy's side of the connection has read the client's FIN.
+  const finReached = new Promise<void>((r) => h.once('connection', (sock: net.Socket) => sock.once('end', r)));
   setNetworkResolver(async () => {
-    // The lookup's time is the point: the client's FIN arrives while it runs.
-    await new Promise((r) => setTimeout(r, 300));
+    await finReached;
     return [{ address: '127.0.0.1', family: 4 }];
   });
   try {
