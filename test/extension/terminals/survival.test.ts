@@ -178,8 +178,7 @@ describe('terminal: across a window reload', () => {
     const session = a.sessionId;
     term.close(); // VS Code closes every terminal on a reload…
     term.detach(); // …and the extension host goes away right after
-    await a.close();
-    await new Promise((r) => setTimeout(r, 800)); // past the terminate delay
+    await a.close(); // a terminate close() had left pending could only go through `a`: no wait past the delay
 
     const b = await connectWebSocket(s.url, { reconnect: false, resumeSessionId: session });
     cleanups.push(() => b.close());
