@@ -17,6 +17,7 @@ import { copyFileSync, cpSync, existsSync, readFileSync, rmSync } from 'node:fs'
 import path from 'node:path';
 import { answerPendingApprovals } from './harness/approvals.mjs';
 import { answerUiRequests } from './harness/ui.mjs';
+import { changeIn } from './harness/wait.mjs';
 import { repo, startWorkbench, stopWorkbench } from './harness/workbench.mjs';
 
 const resultsDir = path.join(repo, 'test-results');
@@ -99,7 +100,7 @@ async function main() {
     }
     await answerPendingApprovals(page, dirs.control, log);
     await answerUiRequests(page, dirs.control, log);
-    await new Promise((r) => setTimeout(r, 250)); // why: the suite's requests are files in the control dir, polled here
+    await changeIn(dirs.control, 250);
   }
 
   try {

@@ -146,6 +146,35 @@ function listFiles(dir: string): string[] {
     .map((e) => path.join(e.parentPath ?? (e as { path?: string }).path ?? dir, e.name));
 }
 
+/** The product's own log files under VS Code's logs folder (the "Exec Server" channel). */
+function productLogs(): string[] {
+  const { logsDir } = config();
+  assert(logsDir, 'the harness names VS Code\'s logs folder (config.logsDir)');
+  return listFiles(logsDir).filter((f) => f.includes(`${path.sep}exec-server.exec-server${path.sep}`) || path.basename(f) === 'Exec Server.log');
+}
+
+/** Every line of the Exec Server log matching `re`, now. */
+function logLines(re: RegExp): string[] {
+  return productLogs().flatMap((f) => readFileSync(f, 'utf8').split('\n')).filter((l) => re.test(l));
+}
+
+/**
+ * The gate's number for the question about `marker`, once its "approval #N: … asks: …" line is in
+ * the log: the request is with the gate, its question posed (the log is the event; it is written
+ * a moment after the fact, hence the wait).
+ */
+function questionAsked(marker: string): Promise<string> {
+  return waitFor(`the log line of the question about ${marker}`, () => {
+    const line = logLines(/approval #\d+: .* asks: /).find((l) => l.includes(marker));
+    return line ? /approval #(\d+):/.exec(line)![1] : undefined;
+  }, 15_000, 100);
+}
+
+/** Waits for the log line `approval #<id>: <what>` (the gate settled the question, or ignored a click on it). */
+function questionLogged(id: string, what: string): Promise<string> {
+  return waitFor(`"approval #${id}: ${what}" in the log`, () => logLines(new RegExp(`approval #${id}: `)).find((l) => l.includes(what)), 15_000, 100);
+}
+
 /** A 127.0.0.1 HTTP server recording which paths were requested. */
 async function recordingServer(handler?: (req: IncomingMessage, res: ServerResponse) => void): Promise<{ server: Server; port: number; hits: string[] }> {
   const hits: string[] = [];
@@ -525,7 +554,6 @@ export function registerAgentSecurityTests(): void {
     const read = c.settle('fs/readFile', { path: uri(path.join(freshDir('sec-log'), `${m}.txt`)) });
     await answerApprovalIfShown('Deny', { contains: m, giveUpMs: 10_000 });
     await read;
-    const productLogs = () => listFiles(logsDir).filter((f) => f.includes(`${path.sep}exec-server.exec-server${path.sep}`) || path.basename(f) === 'Exec Server.log');
     const text = await waitFor(`the Exec Server log to mention ${m}`, () => {
       const all = productLogs().map((f) => readFileSync(f, 'utf8')).join('\n');
       return all.includes(m) ? all : undefined;
@@ -587,8 +615,8 @@ export function registerAgentSecurityTests(): void {
       assert(first.found, `the first question appeared (${first.error})`);
       const aFirst = first.text?.includes(`${pair}-A`) === true;
       const [mine, other] = aFirst ? [`${pair}-A`, `${pair}-B`] : [`${pair}-B`, `${pair}-A`];
-      // why: both requests must be with the gate before the answer, and only the first question shows
-      await sleep(1000);
+      // Both requests are with the gate (both questions posed, only the first shown) before the answer.
+      await Promise.all([questionAsked(`${pair}-A`), questionAsked(`${pair}-B`)]);
       await answerApproval('Allow for Session', { contains: mine });
       const seen2 = await answerApprovalIfShown('Deny', { contains: other, giveUpMs: 15_000 });
       const [r1, r2] = await Promise.all([s1, s2]);
@@ -623,8 +651,10 @@ export function registerAgentSecurityTests(): void {
       // The question's toast cannot be taken back (VS Code API): the denial is a warning beside it, without buttons.
       const denial = await findNotice({ contains: ['Denied: no answer within', m1], giveUpMs: 10_000 });
       assert(denial.found && (denial.buttons ?? []).length === 0, `a "Denied: no answer within N s" notice without buttons (${denial.error ?? JSON.stringify(denial.buttons)})`);
+      const id1 = await questionAsked(m1);
       const late = await answerApprovalIfShown('Allow for Session', { contains: m1, giveUpMs: 5_000 });
-      await sleep(2000); // why: a (wrong) late grant or run must NOT happen: it can only be awaited for a while
+      // The extension handled the late click (a wrong grant would be made there) before the next request.
+      if (late.clicked) await questionLogged(id1, '"Allow for Session" clicked after the question was settled; ignored');
       const sp2 = startParams(['/bin/sh', '-c', `echo ${m2} > second.txt`], dir);
       const s2 = c.settle('process/start', sp2);
       const [seen2, r2] = await Promise.all([answerApprovalIfShown('Deny', { contains: m2, giveUpMs: 20_000 }), s2]);
@@ -667,9 +697,12 @@ export function registerAgentSecurityTests(): void {
     void c.settle('process/start', sp);
     const shown = await inspectApproval({ contains: m });
     assert(shown.found, `the question appeared (${shown.error})`);
+    const id = await questionAsked(m);
     c.terminate(); // the agent gave up (Codex stops waiting for an MCP start after 30 s)
-    await sleep(1500); // why: the click is to come after the extension saw the agent leave (no event of it reaches the test)
+    // The click comes after the extension saw the agent leave: it refused the open question.
+    await questionLogged(id, 'denied (the agent disconnected)');
     const late = await answerApprovalIfShown('Allow', { contains: m, giveUpMs: 5_000 });
+    if (late.clicked) await questionLogged(id, '"Allow" clicked after the question was settled; ignored');
     await sleep(3000); // why: a start that must NOT happen can only be awaited for a while
     assert(!existsSync(path.join(dir, 'ran.txt')), `Allow after the agent left (${late.clicked ? 'clicked' : 'question gone'}) started nothing`);
   });
