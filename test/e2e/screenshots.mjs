@@ -90,7 +90,8 @@ async function main() {
     }, { timeout: SHOT_TIMEOUT_MS, interval: 500, what: name }).catch((err) => {
       throw /^timed out after/.test(err.message) ? new Error(`${name}: ${why} (after ${SHOT_TIMEOUT_MS / 1000} s)`) : err;
     });
-    await new Promise((r) => setTimeout(r, 700)); // caret blink / fade-in of toasts
+    writeFileSync(path.join(dirs.control, `scene-${name}.seen`), ''); // the scene stops changing the view
+    await new Promise((r) => setTimeout(r, 700)); // caret blink / fade-in of toasts: animations, no event says they are at rest
     const file = path.join(outDir, `${name}.png`);
     await page.screenshot({ path: file });
     writeFileSync(path.join(dirs.control, `scene-${name}.taken`), '');
