@@ -4,7 +4,7 @@
 // unless EXEC_SERVER_SKIP_E2E=1 (then its tools are not installed either). Prints a final
 // "N passed, N failed" line over all of them.
 // Extra args are test-name filters: `npm test -- resize` runs tests whose file matches.
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
@@ -86,6 +86,10 @@ if (!process.argv.includes('--no-typecheck')) {
     typePassed = 1;
   }
 }
+
+// Beside the tests: a stale pyenv rehash lock (a shell killed mid-rehash) would stall every later shell 60 s.
+const watchdog = process.platform === 'linux' ? spawn(process.execPath, ['scripts/tools/stale-lock-watch.mjs', String(process.pid)], { stdio: ['ignore', 'ignore', 'inherit'], detached: true }) : undefined;
+watchdog?.unref();
 
 let passed = typePassed;
 let unitFailures = [];
