@@ -159,14 +159,6 @@ function descendantsIn(children: ReadonlyMap<number, number[]>, roots: readonly 
 }
 
 /**
- * Linux: every live descendant of `pid` by parent links (/proc/<n>/stat), whatever group or
- * session it moved to; empty elsewhere or when `pid` has none.
- */
-export function descendantsOf(pid: number): number[] {
-  return descendantsIn(childrenMap(procTable()), [pid]);
-}
-
-/**
  * What a child's standard descriptors are, read right after its spawn: its own ends of the stdio
  * socket pairs (`socket:[inode]`, `pipe:[inode]`) or its terminal (`/dev/pts/N`), and when it
  * started. A process that holds one of them later got it from this child, however it left the

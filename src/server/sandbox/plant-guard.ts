@@ -237,12 +237,15 @@ class RootGuard {
     forgetTurnScans(); // what is on disk now, not what this turn saw earlier
     const moved: Planted[] = [];
     const movedPaths = new Set<string>();
+    /** Moves `e` aside once, however many scans of this flush see it. */
+    const moveAside = (e: string) => {
+      if (movedPaths.has(e)) return;
+      movedPaths.add(e);
+      moved.push({ path: e, movedTo: quarantine(e) });
+    };
     const look = (p: string) => {
       if (isPlantableName(path.basename(p)) && p !== this.root) {
-        if (this.isNew(p) && !movedPaths.has(p)) {
-          movedPaths.add(p);
-          moved.push({ path: p, movedTo: quarantine(p) });
-        }
+        if (this.isNew(p)) moveAside(p);
         return;
       }
       let st: fs.Stats;
@@ -263,10 +266,7 @@ class RootGuard {
         // By the identity the scan saw (its directory's cache entry is as fresh as the scan).
         scan.entries.forEach((e, i) => {
           const id = scan.entryIds[i];
-          if (isPlantableName(path.basename(e)) && id !== undefined && !this.known.has(id) && !movedPaths.has(e)) {
-            movedPaths.add(e);
-            moved.push({ path: e, movedTo: quarantine(e) });
-          }
+          if (isPlantableName(path.basename(e)) && id !== undefined && !this.known.has(id)) moveAside(e);
         });
         if (added === 0) break;
         forgetTurnScans();
