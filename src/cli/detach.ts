@@ -124,6 +124,12 @@ function writePrivate(file: string, text: string): void {
   fs.renameSync(tmp, file);
 }
 
+function withoutKey(env: NodeJS.ProcessEnv, key: string): NodeJS.ProcessEnv {
+  const copy = { ...env };
+  delete copy[key];
+  return copy;
+}
+
 /** Starts the server detached (own session, no ssh descriptors) and waits for its URL line. */
 async function startDetached(paths: ReturnType<typeof runPaths>, idleExitSec: number, sessionTtlSec: number, home: string): Promise<RunRecord> {
   const token = randomBytes(32).toString('base64url');
@@ -135,6 +141,8 @@ async function startDetached(paths: ReturnType<typeof runPaths>, idleExitSec: nu
     const child = spawn(process.execPath, [...process.execArgv, script, '--listen', 'ws://127.0.0.1:0', '--ws-auth', 'capability-token', '--ws-token-file', tokenFile, '--idle-exit', String(idleExitSec), '--session-ttl', String(sessionTtlSec), '--run-record', paths.record], {
       detached: true,
       cwd: home,
+      // Its stdin is /dev/null: an inherited CODEX_EXEC_SERVER_EXIT_ON_STDIN_CLOSE=true would stop it at once.
+      env: withoutKey(process.env, 'CODEX_EXEC_SERVER_EXIT_ON_STDIN_CLOSE'),
       stdio: ['ignore', 'pipe', logFd],
     });
     const url = await new Promise<string>((resolve, reject) => {

@@ -50,7 +50,8 @@ Options:
   --run-record FILE     (set by --detach, with --ws-token-file) exit once FILE no longer
                         names this server, remove it on exit, prove the token on request
   --exit-on-stdin-close websocket listener: exit (code 0, children killed) once standard
-                        input reaches its end (the parent holding its pipe closed it or died)
+                        input reaches its end (the parent holding its pipe closed it or died);
+                        without the flag CODEX_EXEC_SERVER_EXIT_ON_STDIN_CLOSE=true|false sets it
   --linux-sandbox-pid-namespace MODE
                         a managed sandbox's pid namespace: isolate (default: its own, it sees
                         and signals only its processes) or inherit (the server's: it can signal
@@ -77,8 +78,10 @@ interface CliOptions {
   detach: boolean;
   /** --run-record (a server started by --detach). */
   runRecord?: string;
-  /** --exit-on-stdin-close. */
+  /** --exit-on-stdin-close, or CODEX_EXEC_SERVER_EXIT_ON_STDIN_CLOSE=true when the flag is not given. */
   exitOnStdinClose: boolean;
+  /** What set exitOnStdinClose (for the refusals' wording). */
+  exitOnStdinCloseFrom?: string;
   /** --linux-sandbox-pid-namespace (undefined: not given, the engine's default `isolate`). */
   pidNamespace?: PidNamespaceMode;
 }
@@ -148,6 +151,7 @@ function parseArgs(argv: string[]): CliOptions | 'help' | 'version' {
       case '--exit-on-stdin-close':
         if (eq > 0) throw new UsageError('--exit-on-stdin-close takes no value');
         o.exitOnStdinClose = true;
+        o.exitOnStdinCloseFrom = '--exit-on-stdin-close';
         break;
       case '--linux-sandbox-pid-namespace': {
         // As the reference: the exact lowercase names, given at most once.
@@ -173,7 +177,24 @@ function parseArgs(argv: string[]): CliOptions | 'help' | 'version' {
         throw new UsageError(`unknown argument: ${a}`);
     }
   }
+  if (!o.exitOnStdinClose) o.exitOnStdinClose = exitOnStdinCloseFromEnv(process.env[EXIT_ON_STDIN_CLOSE_ENV]);
+  if (o.exitOnStdinClose && !o.exitOnStdinCloseFrom) o.exitOnStdinCloseFrom = `${EXIT_ON_STDIN_CLOSE_ENV}=true`;
   return o;
+}
+
+/** The reference's environment form of --exit-on-stdin-close (clap's `env`). */
+export const EXIT_ON_STDIN_CLOSE_ENV = 'CODEX_EXEC_SERVER_EXIT_ON_STDIN_CLOSE';
+
+/**
+ * As the reference reads it (measured on 0.169.0 and 0.171.0): only when the flag is not given
+ * (then even a bad value is ignored), exactly `true` or `false`; anything else — `1`, `yes`,
+ * `TRUE`, ` true`, empty — is refused with exit 2, in the reference's words plus the variable's name.
+ */
+function exitOnStdinCloseFromEnv(v: string | undefined): boolean {
+  if (v === undefined || v === 'false') return false;
+  if (v === 'true') return true;
+  if (v === '') throw new UsageError(`a value is required for '--exit-on-stdin-close' but none was supplied (${EXIT_ON_STDIN_CLOSE_ENV} is empty) [possible values: true, false]`);
+  throw new UsageError(`invalid value '${v}' for '--exit-on-stdin-close' (from ${EXIT_ON_STDIN_CLOSE_ENV}) [possible values: true, false]`);
 }
 
 type Listen = { kind: 'stdio' } | { kind: 'ws'; host: string; port: number };
@@ -218,7 +239,7 @@ export async function main(argv: string[]): Promise<number> {
     }
     if (opts.detach) {
       // A detached server is found by its version alone: it would be handed to a caller that asked for another pid namespace.
-      if (opts.exitOnStdinClose || opts.pidNamespace !== undefined) throw new UsageError('--exit-on-stdin-close and --linux-sandbox-pid-namespace cannot be used with --detach');
+      if (opts.exitOnStdinClose || opts.pidNamespace !== undefined) throw new UsageError(`${opts.exitOnStdinClose ? opts.exitOnStdinCloseFrom : '--linux-sandbox-pid-namespace'}: --exit-on-stdin-close and --linux-sandbox-pid-namespace cannot be used with --detach`);
       try {
         const answer = await ensureDetachedServer({ idleExitSec: opts.idleExitSec, sessionTtlSec: opts.sessionTtlSec });
         // The token goes to stdout only (the caller's pipe), never to stderr or a log.
@@ -233,7 +254,7 @@ export async function main(argv: string[]): Promise<number> {
     listen = parseListen(opts.listen);
     if ((opts.idleExitSec !== undefined || opts.runRecord) && listen.kind !== 'ws') throw new UsageError('--idle-exit and --run-record need a websocket listener');
     // With stdio the end of input already ends the server (and the reference refuses the flag there too).
-    if (opts.exitOnStdinClose && listen.kind !== 'ws') throw new UsageError('--exit-on-stdin-close needs a websocket listener (with --listen stdio the server exits at the end of its input anyway)');
+    if (opts.exitOnStdinClose && listen.kind !== 'ws') throw new UsageError(`${opts.exitOnStdinCloseFrom}: --exit-on-stdin-close needs a websocket listener (with --listen stdio the server exits at the end of its input anyway)`);
     telemetryOptions = telemetryConfig(process.env, opts.telemetry);
     // Non-loopback needs --ws-auth; wss:// needs a cert; reads and checks secrets now.
     validateListenSecurity(opts.listen, security);

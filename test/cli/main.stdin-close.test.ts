@@ -118,7 +118,7 @@ test('cli: --exit-on-stdin-close — the stdin pipe closed: exit 0, its children
   assert.equal(plain.child.exitCode, null);
 });
 
-test('reference: --exit-on-stdin-close (with --remote) exits 0 once its stdin pipe closes, at once on /dev/null', async (t) => {
+test('reference: --exit-on-stdin-close (with --remote) exits 0 once its stdin pipe closes, at once on /dev/null; CODEX_EXEC_SERVER_EXIT_ON_STDIN_CLOSE=true as the flag', async (t) => {
   for (const version of referenceVersions()) {
     const bin = reference(version, t);
     if (!bin) continue;
@@ -132,8 +132,9 @@ test('reference: --exit-on-stdin-close (with --remote) exits 0 once its stdin pi
     // Any API key gets it past its login check to the registration request.
     const env = { ...referenceEnv(version), CODEX_API_KEY: 'sk-not-a-key' };
     const args = ['exec-server', '--remote', base, '--environment-id', 'env1', '--exit-on-stdin-close'];
-    const start = (stdin: 'pipe' | number) => {
-      const child = spawn(bin, args, { stdio: [stdin, 'ignore', 'pipe'], env });
+    // viaEnv: CODEX_EXEC_SERVER_EXIT_ON_STDIN_CLOSE=true instead of the flag (what ours reads too).
+    const start = (stdin: 'pipe' | number, viaEnv = false) => {
+      const child = spawn(bin, viaEnv ? args.slice(0, -1) : args, { stdio: [stdin, 'ignore', 'pipe'], env: viaEnv ? { ...env, CODEX_EXEC_SERVER_EXIT_ON_STDIN_CLOSE: 'true' } : env });
       t.after(() => void (child.exitCode === null && child.signalCode === null && child.kill('SIGKILL')));
       let err = '';
       child.stderr!.on('data', (d) => (err += d));
@@ -149,5 +150,11 @@ test('reference: --exit-on-stdin-close (with --remote) exits 0 once its stdin pi
     const devnull = start(fd);
     closeSync(fd);
     assert.equal(await devnull.exited, 0, `reference ${version} on /dev/null: ${devnull.stderr()}`);
+    const seen = registrations.length;
+    const viaEnv = start('pipe', true);
+    await waitFor(() => registrations.length > seen || viaEnv.child.exitCode !== null, { what: `reference ${version}: its registration request (env)`, detail: viaEnv.stderr });
+    assert.equal(viaEnv.child.exitCode, null, viaEnv.stderr());
+    viaEnv.child.stdin!.end();
+    assert.equal(await viaEnv.exited, 0, `reference ${version} with CODEX_EXEC_SERVER_EXIT_ON_STDIN_CLOSE=true: ${viaEnv.stderr()}`);
   }
 });
