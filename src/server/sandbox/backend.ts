@@ -20,6 +20,7 @@ import type { SpawnRequest } from '../process/child';
 import { wrapArgv, type BwrapTools, type PidNamespaceMode, type ProxiedSandbox } from './bwrap';
 import type { ManagedSandboxProfile } from './profile';
 import { withCarveOuts } from './carve-outs';
+import { preparedNamespace } from './prepared-namespace';
 import { guardSandbox, type GuardLease, type Planted } from './plant-guard';
 import { resolveProfile, writableSymlinkCrossing } from './resolve';
 import { ensureToolFiles, sandboxSupport } from './support';
@@ -59,7 +60,7 @@ export class BwrapBackend implements SandboxBackend {
       const say = 'printf "%s\\n" "$1" >&2; exit 1';
       return { ...req, argv: [this.tools.sh, '-c', say, 'exec-server-sandbox', `error building bubblewrap command: Fatal error: ${crossing}`], arg0: undefined };
     }
-    const argv = wrapArgv(carved, { argv: req.argv, cwd: req.cwd, arg0: req.arg0, proxied }, this.tools, undefined, this.pidNamespace);
+    const argv = wrapArgv(carved, { argv: req.argv, cwd: req.cwd, arg0: req.arg0, proxied }, this.tools, undefined, this.pidNamespace, (m) => preparedNamespace(m, this.tools));
     return { ...req, argv, arg0: undefined, closesDescriptors: true };
   }
 

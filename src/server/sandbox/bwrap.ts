@@ -5,6 +5,7 @@
 import path from 'node:path';
 import { MINIMAL_READ_PATHS, accessFor, type ManagedSandboxProfile } from './profile';
 import { realFs, type FsProbe } from './resolve';
+import { INNER_MOUNTS, holderMounts, type EnterNamespace } from './prepared-namespace';
 
 /** The descriptor bwrap reads the seccomp program from (opened by the `sh` in front of it). */
 export const SECCOMP_FD = '3';
@@ -84,6 +85,8 @@ export interface BwrapTools {
   denyFile: string;
   /** Seccomp programs (./seccomp.ts) for restricted / enabled / proxied network; absent: no filter. */
   seccomp?: { restricted: string; enabled: string; proxied: string };
+  /** util-linux nsenter, to enter a prepared mount namespace (./prepared-namespace.ts); absent: never. */
+  nsenter?: string;
 }
 
 /** Paths a sandbox may never re-bind: the fresh /proc and /dev are what isolate it. */
@@ -179,6 +182,8 @@ export function wrapArgv(
   tools: BwrapTools,
   probe: FsProbe = realFs,
   pidNamespace: PidNamespaceMode = 'isolate',
+  /** A prepared namespace for these mounts, if one is ready (./prepared-namespace.ts preparedNamespace). */
+  enter?: (holderMounts: string[]) => EnterNamespace | undefined,
 ): string[] {
   const proxied = req.proxied;
   const first = proxied
@@ -195,7 +200,13 @@ export function wrapArgv(
   // The extra binds go before the namespace flags (bwrapArgs ends with them), after the mounts.
   const at = args.indexOf('--unshare-user');
   args.splice(at, 0, ...extra);
-  const outer = [tools.env, `--ignore-signal=${TTY_SIGNALS}`, tools.bwrap, ...args, '--', ...inner, ...req.argv];
+  // Mounts built once (./prepared-namespace.ts): entered, then only the per-start part is run.
+  const holder = enter && pidNamespace === 'isolate' ? holderMounts(args.slice(0, at + extra.length)) : undefined;
+  const ns = holder && enter?.(holder);
+  const bwrap = ns
+    ? [ns.nsenter, `--user=${ns.user}`, `--mount=${ns.mount}`, '--preserve-credentials', '--', tools.bwrap, ...INNER_MOUNTS, ...args.slice(at + extra.length)]
+    : [tools.bwrap, ...args];
+  const outer = [tools.env, `--ignore-signal=${TTY_SIGNALS}`, ...bwrap, '--', ...inner, ...req.argv];
   if (!tools.seccomp) return outer;
   const program = proxied ? tools.seccomp.proxied : profile.network === 'restricted' ? tools.seccomp.restricted : tools.seccomp.enabled;
   return [tools.sh, '-c', `exec ${SECCOMP_FD}<"$0" && exec "$@"`, program, ...outer];

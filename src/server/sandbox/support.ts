@@ -87,7 +87,8 @@ async function probe(bwrap: string): Promise<SandboxSupport> {
   const bash = ['/bin/bash', '/usr/bin/bash'].find((p) => fs.existsSync(p)) ?? '/bin/bash';
   const sh = ['/bin/sh', '/usr/bin/sh'].find((p) => fs.existsSync(p)) ?? '/bin/sh';
   const privateDir = privateDirectory();
-  const tools: BwrapTools = { bwrap, env, bash, sh, privateDir, denyFile: path.join(privateDir, 'denied') };
+  const nsenter = ['/usr/bin/nsenter', '/bin/nsenter'].find((p) => fs.existsSync(p));
+  const tools: BwrapTools = { bwrap, env, bash, sh, privateDir, denyFile: path.join(privateDir, 'denied'), ...(nsenter ? { nsenter } : {}) };
   const restricted = seccompProgram(process.arch, true);
   const enabled = seccompProgram(process.arch, false);
   const proxied = seccompProgram(process.arch, 'proxied');
