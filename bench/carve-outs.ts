@@ -1,7 +1,9 @@
 // The engine's carve-out scan (src/server/sandbox/carve-outs.ts) on a workspace of 50 000 files
 // and 200 nested repositories (`git init`, so each `.git` is a real one): its cost cold (the first
 // sandboxed start in a server process) and cached (every later start), and what it adds to a real
-// sandboxed start (bwrap, `true`) against the same start in an empty workspace. The reference has
+// sandboxed start (bwrap, `true`; later starts enter the mounts prepared once,
+// src/server/sandbox/prepared-namespace.ts) against the same start in an empty workspace; and, for
+// comparison, a fresh bwrap with all the mounts. The reference has
 // no such scan (its sandbox does not protect nested repositories), so there is no column for it.
 // Run: `npm run build && node bench/carve-outs.mjs`.
 import { spawnSync } from 'node:child_process';
@@ -16,6 +18,7 @@ import { forgetTurnScans, scanCarveOuts, withCarveOuts } from '../src/server/san
 import { parseSandbox, type ManagedSandboxProfile } from '../src/server/sandbox/profile';
 import { resolveProfile } from '../src/server/sandbox/resolve';
 import { sandboxBackend } from '../src/server/sandbox/backend';
+import { preparedNamespaceSettings } from '../src/server/sandbox/prepared-namespace';
 
 const FILES = 50_000;
 const REPOS = 200;
@@ -84,7 +87,11 @@ async function sandboxedStarts(root: string): Promise<{ times: number[]; cpuMs: 
  */
 async function bwrapOnly(root: string, keep = Infinity): Promise<number> {
   const backend = await sandboxBackend();
+  // A fresh bwrap's argv, never a prepared namespace's (src/server/sandbox/prepared-namespace.ts).
+  const saved = preparedNamespaceSettings.minMounts;
+  preparedNamespaceSettings.minMounts = Number.MAX_SAFE_INTEGER;
   const req = backend.wrap(profileFor(root), { argv: ['true'], cwd: root, env: { PATH: '/usr/bin:/bin' }, pipeStdin: false, rows: 24, cols: 80 });
+  preparedNamespaceSettings.minMounts = saved;
   const argv: string[] = [];
   let kept = 0;
   for (let i = 0; i < req.argv.length; i++) {

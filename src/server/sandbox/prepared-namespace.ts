@@ -72,6 +72,8 @@ export function holderMounts(mounts: readonly string[]): string[] | undefined {
     const n = ARITY[op];
     if (n === undefined) return undefined;
     const args = mounts.slice(i + 1, i + 1 + n);
+    // Not `--dev`: for it bwrap makes a second user namespace, and an unprivileged setns into the
+    // mount namespace (owned by the first) is then refused with EPERM.
     if (op === '--dev') out.push('--dev-bind', '/dev', '/dev');
     else if (op === '--proc') out.push('--bind', '/proc', '/proc');
     else if (op === '--ro-bind' && args[0] === '/proc') return undefined; // inherit mode
