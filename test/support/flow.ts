@@ -8,6 +8,7 @@ import { ExecServer } from '../../src/server/exec-server';
 import type { ServerOptions } from '../../src/server/api';
 import { serveConnection } from '../../src/transports/serve';
 import { listenWebSocket, type WebSocketListener } from '../../src/transports/websocket-server';
+import type { WebSocketTransport } from '../../src/transports/websocket-transport';
 import { sleep, waitFor as waitForCondition } from './wait';
 
 export const LINE_BYTES = 10; // "%09d\n"
@@ -67,10 +68,12 @@ export function tmpDir(prefix = 'flow-'): string {
   return fs.mkdtempSync(path.join(os.tmpdir(), prefix));
 }
 
-export async function ourWsServer(opts: ServerOptions = {}): Promise<{ server: ExecServer; listener: WebSocketListener; url: string; stop(): Promise<void> }> {
+/** Our server on a websocket listener; `transports`: the server's side of each connection, in order (its send buffer is observable). */
+export async function ourWsServer(opts: ServerOptions = {}): Promise<{ server: ExecServer; listener: WebSocketListener; url: string; transports: WebSocketTransport[]; stop(): Promise<void> }> {
   const server = new ExecServer(opts);
-  const listener = await listenWebSocket({ host: '127.0.0.1', port: 0, onConnection: (t) => serveConnection(server, t) });
-  return { server, listener, url: listener.url, stop: async () => (await listener.close(), await server.shutdown()) };
+  const transports: WebSocketTransport[] = [];
+  const listener = await listenWebSocket({ host: '127.0.0.1', port: 0, onConnection: (t) => (transports.push(t), serveConnection(server, t)) });
+  return { server, listener, url: listener.url, transports, stop: async () => (await listener.close(), await server.shutdown()) };
 }
 
 /** test/support/wait.ts's waitFor with this folder's (cond, what, timeoutMs) call shape. */

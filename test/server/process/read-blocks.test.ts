@@ -16,7 +16,7 @@ import { readRecycled } from '../../../src/server/process/recycled-pipe-reader';
 import { spawn } from 'node:child_process';
 import { decodeOutputFrame } from '../../../src/transports/output-frame';
 import { LineChecker, ourWsServer } from '../../support/flow';
-import { sleep, waitFor } from '../../support/wait';
+import { waitFor } from '../../support/wait';
 import { connectClient, startParams, uri } from '../../support/server';
 import os from 'node:os';
 
@@ -207,7 +207,10 @@ test('attack: output frames still queued in the server while the client does not
     // Stop reading: the kernel buffers fill, then frames queue in the server (up to its 4 MiB
     // high-water mark), while retention (256 KiB here) lets go of their chunks.
     raw.pause();
-    await sleep(1500); // why: elapsed time is the subject (a reader that stops for a while)
+    // Until the server's send buffer is past its high water (it then stops reading the child):
+    // every frame queued by then was sent while retention let go of its chunk.
+    const served = s.transports[0];
+    await waitFor(() => served.bufferedAmount > served.highWaterMark, { what: 'frames to queue in the server past its high water', timeout: 60_000, detail: () => `${served.bufferedAmount} bytes queued` });
     raw.resume();
     await waitFor(() => closed, { what: 'process/closed', timeout: 120_000 });
     assert.equal(lines.error, undefined);
