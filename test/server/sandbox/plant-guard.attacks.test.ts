@@ -124,12 +124,28 @@ test('an ordinary sandboxed command (build output, new directories) is not stopp
   const exited = c.sink.forProcess(id).find((e) => e.method === 'process/exited');
   assert.equal(exited?.params.exitCode, 0);
   assert.equal(exited?.params.sandboxDenied, false);
-  // The user, not a sandbox: kept.
-  fs.mkdirSync(path.join(W, '.vscode'));
-  assert.equal(git(path.join(W, 'build'), 'init', '-q').status, 0);
-  await new Promise((r) => setTimeout(r, 300)); // why: a removal that must NOT happen can only be awaited for a while
+  // The user, not a sandbox: kept. The guard (lingering on these directories, this process)
+  // hears of both in the same inotify read as this test's own watches; a move it would make
+  // then is done one turn later (its flush is a setImmediate).
+  const seen = new Set<string>();
+  const watches = [fs.watch(W, (_e, n) => n && seen.add(String(n))), fs.watch(path.join(W, 'build'), (_e, n) => n && seen.add(`build/${n}`))];
+  try {
+    fs.mkdirSync(path.join(W, '.vscode'));
+    assert.equal(git(path.join(W, 'build'), 'init', '-q').status, 0);
+    await waitFor(() => seen.has('.vscode') && seen.has('build/.git'), { what: 'the watch events of .vscode and build/.git' });
+  } finally {
+    for (const w of watches) w.close();
+  }
+  for (let i = 0; i < 2; i++) await new Promise((r) => setImmediate(r));
+  assert.ok(fs.existsSync(path.join(W, '.vscode')) && fs.existsSync(path.join(W, 'build', '.git')), 'left alone while no sandbox runs');
+  // The next sandboxed command here is the guard's next look (its start scans the root, its end
+  // looks again): what the guard would take for a plant is moved by the time it closed.
+  await c.call('process/start', startParams('plain2', ['/bin/bash', '-c', 'echo again'], { cwd: uri(W), sandbox: sandboxFor(W) }));
+  await c.sink.waitFor(() => c.sink.closed('plain2'), 30_000, 'plain2 closed');
+  assert.equal(c.sink.forProcess('plain2').find((e) => e.method === 'process/exited')?.params.sandboxDenied, false, 'the next command was not stopped for them');
   assert.ok(fs.existsSync(path.join(W, '.vscode')));
   assert.ok(fs.existsSync(path.join(W, 'build', '.git')));
+  assert.deepEqual([...fs.readdirSync(W), ...fs.readdirSync(path.join(W, 'build'))].filter((n) => n.includes('quarantine')), [], 'nothing was moved aside');
 });
 
 test('sandboxed attack: an existing nested repository moved away and a new .git planted at its old path is still caught (known by identity, not by path)', async () => {
