@@ -40,11 +40,15 @@ function codexSandbox(network: 'restricted' | 'enabled', protectedSubpaths: stri
 const b64 = (s: string) => Buffer.from(s).toString('base64');
 /** Waits until the process has exited and its output is drained. */
 async function closed(a: RawAgent, id: string): Promise<void> {
+  let last: unknown;
   for (let i = 0; i < 100; i++) {
-    const r = (await a.send('process/read', { processId: id, afterSeq: 0, waitMs: 100 })).result as { closed: boolean } | undefined;
+    const reply = await a.send('process/read', { processId: id, afterSeq: 0, waitMs: 100 });
+    const r = reply.result as { closed: boolean } | undefined;
     if (r?.closed) return;
+    last = reply;
   }
-  throw new Error(`process ${id} did not close`);
+  // The last answer says why (an error reply comes back at once, a running process after waitMs).
+  throw new Error(`process ${id} did not close; last process/read answer: ${JSON.stringify(last)}`);
 }
 
 /** The fixture of the running test (its answer function counts its questions). */
