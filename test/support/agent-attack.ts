@@ -215,9 +215,14 @@ export async function neverStarted(a: RawAgent, id: string): Promise<void> {
  * (the gate did not start it, or it is gone).
  */
 export async function processClosed(a: RawAgent, id: string): Promise<void> {
-  for (let i = 0; i < 200; i++) {
-    const r = (await a.send('process/read', { processId: id, afterSeq: 0, waitMs: 100 })).result as { closed: boolean } | undefined;
+  // After what was already seen, so each read waits for news (a read from 0 answers at once once
+  // there is output: a count of such reads is over long before a loaded machine closes the process).
+  let afterSeq = 0;
+  const deadline = Date.now() + 20_000;
+  while (Date.now() < deadline) {
+    const r = (await a.send('process/read', { processId: id, afterSeq, waitMs: 500 })).result as { closed: boolean; nextSeq: number } | undefined;
     if (r?.closed || r === undefined) return;
+    afterSeq = Math.max(afterSeq, r.nextSeq - 1);
   }
   throw new Error(`process ${id} did not close`);
 }
