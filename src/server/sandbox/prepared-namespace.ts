@@ -119,14 +119,19 @@ interface Holder {
 const holders = new Map<string, Holder>();
 let failures = 0;
 
+/** Kills the holder's processes and closes its namespaces' descriptors. */
+function release(h: Holder): void {
+  h.child?.kill('SIGKILL');
+  for (const fd of h.fds) fs.close(fd, () => {});
+  h.fds = [];
+}
+
 function drop(key: string): void {
   const h = holders.get(key);
   if (!h) return;
   holders.delete(key);
   if (h.timer) clearTimeout(h.timer);
-  h.child?.kill('SIGKILL');
-  for (const fd of h.fds) fs.close(fd, () => {});
-  h.fds = [];
+  release(h);
 }
 
 /** Kills every holder (tests; the holders also die with the server). */
@@ -183,9 +188,7 @@ function build(key: string, mounts: string[], tools: PreparedTools): void {
     if (h.state === 'failed') return;
     h.state = 'failed';
     failures++;
-    h.child?.kill('SIGKILL');
-    for (const fd of h.fds) fs.close(fd, () => {});
-    h.fds = [];
+    release(h);
     touch(key, h); // remembered (not retried) until idle
   };
   const argv = [...mounts, '--unshare-user', '--cap-drop', 'ALL', '--die-with-parent', '--info-fd', '3', '--', tools.bash, '--norc', '-p', '-c', 'echo ready; read -r _'];
@@ -203,13 +206,17 @@ function build(key: string, mounts: string[], tools: PreparedTools): void {
   timer.unref();
   let info = '';
   let out = '';
+  let announced = false; // `ready` runs once, however the shell's line is split into chunks
   const info$ = child.stdio[3] as NodeJS.ReadableStream & { unref?: () => void };
   info$.setEncoding('utf8');
   info$.on('data', (d: string) => (info += d));
   child.stdout!.setEncoding('utf8');
   child.stdout!.on('data', (d: string) => {
     out += d;
-    if (h.state === 'building' && out.includes('ready\n')) void ready();
+    if (!announced && h.state === 'building' && out.includes('ready\n')) {
+      announced = true;
+      void ready();
+    }
   });
   const ready = async (): Promise<void> => {
     try {
