@@ -63,6 +63,14 @@ export function cmdline(pid: number): string {
   }
 }
 
+/** Every pid but this process whose command line (cmdline's form) contains `needle`. */
+export function pidsWith(needle: string): number[] {
+  return readdirSync('/proc')
+    .filter((d) => /^\d+$/.test(d))
+    .map(Number)
+    .filter((pid) => pid !== process.pid && cmdline(pid).includes(needle));
+}
+
 /** Alive (isAlive's meaning) descendants of `root`: children, grandchildren, … */
 export function descendants(root: number): ProcInfo[] {
   const procs: ProcInfo[] = [];

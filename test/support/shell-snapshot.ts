@@ -2,6 +2,7 @@
 // ~/.bash_profile prints to stderr, exports a random value, defines a function and an alias and
 // runs `cd /tmp` (REFERENCE-CAPABILITIES §4.1), an in-process server with its log, and `run`;
 // the zsh login files (~/.zshenv, ~/.zprofile, ~/.zshrc, ~/.zlogin) and where zsh is.
+import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -95,4 +96,11 @@ export async function snapshotFixture(t: TestContext, profile = PROFILE) {
     return { out: text('stdout'), err: text('stderr'), exitCode: exited?.params.exitCode };
   };
   return { base, home, work, server, c, run, logs };
+}
+
+/** The session's snapshot directory, as its capture log lines name it (other test files make their own meanwhile). */
+export function snapshotDirOf(logs: string[]): string {
+  const dirs = new Set(logs.map((l) => l.match(/captured in (\S+)\/[0-9a-f]{64}\.sh /)?.[1]).filter((d): d is string => d !== undefined));
+  assert.equal(dirs.size, 1, logs.join('\n'));
+  return [...dirs][0];
 }

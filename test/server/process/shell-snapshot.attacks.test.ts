@@ -10,23 +10,8 @@ import assert from 'node:assert/strict';
 import { existsSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { CAPTURE_TIMEOUT_MS, MAX_SNAPSHOT_BYTES } from '../../../src/server/process/shell-snapshot';
-import { cmdline } from '../../support/process';
-import { field, PROBE, PROFILE, snap, snapshotFixture as fixture } from '../../support/shell-snapshot';
-
-/** Every pid whose command line contains `needle`. */
-function pidsWith(needle: string): number[] {
-  return readdirSync('/proc')
-    .filter((d) => /^\d+$/.test(d))
-    .map(Number)
-    .filter((pid) => pid !== process.pid && cmdline(pid).includes(needle));
-}
-
-/** The session's snapshot directory, as its capture log lines name it (other test files make their own meanwhile). */
-function dirOf(logs: string[]): string {
-  const dirs = new Set(logs.map((l) => l.match(/captured in (\S+)\/[0-9a-f]{64}\.sh /)?.[1]).filter((d): d is string => d !== undefined));
-  assert.equal(dirs.size, 1, logs.join('\n'));
-  return [...dirs][0];
-}
+import { pidsWith } from '../../support/process';
+import { field, PROBE, PROFILE, snap, snapshotFixture as fixture, snapshotDirOf } from '../../support/shell-snapshot';
 
 test('a scopeId that is a path names no file: snapshots are hashed names in a private directory, gone at shutdown', async (t) => {
   const { run, base, logs, server, work } = await fixture(t);
@@ -38,7 +23,7 @@ test('a scopeId that is a path names no file: snapshots are hashed names in a pr
     rands.add(field(r.out, 'rand'));
   }
   assert.equal(rands.size, scopes.length, 'each scope its own capture');
-  const dir = dirOf(logs);
+  const dir = snapshotDirOf(logs);
   assert.equal(statSync(dir).mode & 0o777, 0o700);
   const files = readdirSync(dir);
   assert.equal(files.length, scopes.length, files.join());
@@ -78,7 +63,7 @@ test('a snapshot file replaced after its capture is not sourced: other content, 
   const { run, logs, base } = await fixture(t);
   const first = await run(['/bin/bash', '-lc', PROBE], snap('W'));
   assert.equal(first.err, '');
-  const dir = dirOf(logs);
+  const dir = snapshotDirOf(logs);
   const [file] = readdirSync(dir).map((f) => path.join(dir, f));
   // Same owner, same mode, other text.
   writeFileSync(file, 'echo pwned-content\n', { mode: 0o600 });

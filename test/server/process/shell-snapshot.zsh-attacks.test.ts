@@ -9,8 +9,8 @@ import assert from 'node:assert/strict';
 import { existsSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { CAPTURE_TIMEOUT_MS, MAX_SNAPSHOT_BYTES } from '../../../src/server/process/shell-snapshot';
-import { cmdline } from '../../support/process';
-import { field, snap, snapshotFixture, writeZshFiles, zshPath } from '../../support/shell-snapshot';
+import { pidsWith } from '../../support/process';
+import { field, snap, snapshotFixture, writeZshFiles, zshPath, snapshotDirOf } from '../../support/shell-snapshot';
 
 const ZPROFILE = 'echo zprofile-ran >&2\nexport ZRAND=$RANDOM\n';
 const PROBE = 'echo "pwd=$PWD"; echo "rand=$ZRAND"';
@@ -27,19 +27,6 @@ async function fixture(t: TestContext, profile = ZPROFILE) {
   return { ...f, zsh, z: (id: string) => snap(id, 'zsh', zsh) };
 }
 
-function pidsWith(needle: string): number[] {
-  return readdirSync('/proc')
-    .filter((d) => /^\d+$/.test(d))
-    .map(Number)
-    .filter((pid) => pid !== process.pid && cmdline(pid).includes(needle));
-}
-
-function dirOf(logs: string[]): string {
-  const dirs = new Set(logs.map((l) => l.match(/captured in (\S+)\/[0-9a-f]{64}\.sh /)?.[1]).filter((d): d is string => d !== undefined));
-  assert.equal(dirs.size, 1, logs.join('\n'));
-  return [...dirs][0];
-}
-
 test('zsh: a scopeId that is a path names no file: hashed names in a private directory, gone at shutdown', async (t) => {
   const f = await fixture(t);
   if (!f) return;
@@ -51,7 +38,7 @@ test('zsh: a scopeId that is a path names no file: hashed names in a private dir
     rands.add(field(r.out, 'rand'));
   }
   assert.equal(rands.size, scopes.length, 'each scope its own capture');
-  const dir = dirOf(f.logs);
+  const dir = snapshotDirOf(f.logs);
   assert.equal(statSync(dir).mode & 0o777, 0o700);
   const files = readdirSync(dir);
   assert.equal(files.length, scopes.length, files.join());
@@ -91,7 +78,7 @@ test('zsh: a snapshot file replaced after its capture is not sourced: other cont
   const f = await fixture(t);
   if (!f) return;
   assert.equal((await f.run([f.zsh, '-lc', PROBE], f.z('W'))).err, '');
-  const dir = dirOf(f.logs);
+  const dir = snapshotDirOf(f.logs);
   const [file] = readdirSync(dir).map((n) => path.join(dir, n));
   writeFileSync(file, 'echo pwned-content\n', { mode: 0o600 });
   const swapped = await f.run([f.zsh, '-lc', PROBE], f.z('W'));

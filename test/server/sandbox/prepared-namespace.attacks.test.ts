@@ -14,6 +14,7 @@ import { sandboxBackend, type SandboxBackend } from '../../../src/server/sandbox
 import { forgetTurnScans } from '../../../src/server/sandbox/carve-outs';
 import { dropPreparedNamespaces, preparedNamespaceSettings } from '../../../src/server/sandbox/prepared-namespace';
 import { parseSandbox, type ManagedSandboxProfile } from '../../../src/server/sandbox/profile';
+import { cmdline, pidsWith } from '../../support/process';
 import { waitFor } from '../../support/wait';
 
 const REPOS = 60;
@@ -122,16 +123,8 @@ test('attack: the holder is invisible from the sandbox (own pid namespace) and, 
   assert.ok(!run(argv).out.includes('PLANTED'));
 });
 
-/** Host pids of holder shells (`bash --norc -p -c 'echo ready; read -r _'`). */
+/** Host pids of holder shells (`bash --norc -p -c 'echo ready; read -r _'`), not the bwrap around each. */
 function holderPids(): number[] {
-  const out: number[] = [];
-  for (const name of fs.readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
-    try {
-      if (fs.readFileSync(`/proc/${name}/cmdline`, 'utf8').includes('echo ready; read -r _') && !fs.readFileSync(`/proc/${name}/cmdline`, 'utf8').startsWith(fs.realpathSync('/usr/bin/bwrap'))) out.push(Number(name));
-    } catch {
-      // gone
-    }
-  }
-  return out;
+  const bwrap = fs.realpathSync('/usr/bin/bwrap');
+  return pidsWith('echo ready; read -r _').filter((pid) => !cmdline(pid).startsWith(bwrap));
 }
