@@ -11,9 +11,9 @@ import { existsSync } from 'node:fs';
 import * as os from 'node:os';
 import { test, type TestContext } from 'node:test';
 import { connectWebSocket } from '../../src/client/connect';
-import { cliPath, startCli } from '../support/cli';
+import { cliPath, exitOf, startCli, startSleeper } from '../support/cli';
 import { isAlive } from '../support/process';
-import { referenceBinary, referenceEnv, referenceVersions } from '../support/reference';
+import { referenceEnv, referenceOrSkip, referenceVersions } from '../support/reference';
 import { waitFor } from '../support/wait';
 
 if (!existsSync(cliPath)) throw new Error(`${cliPath} is missing: run \`npm run build\` before the CLI tests`);
@@ -30,18 +30,6 @@ const withVar = (base: NodeJS.ProcessEnv, v: string | undefined): NodeJS.Process
 const run = (command: string, args: string[], env: NodeJS.ProcessEnv) =>
   spawnSync(command, args, { encoding: 'utf8', timeout: 3_000, killSignal: 'SIGKILL', env, stdio: ['ignore', 'pipe', 'pipe'] });
 const ours = (args: string[], v: string | undefined) => run(process.execPath, [cliPath, ...args], withVar(process.env, v));
-
-function reference(version: string, t: TestContext): string | undefined {
-  try {
-    return referenceBinary(version);
-  } catch (e) {
-    t.diagnostic(`reference ${version} absent, its half skipped: ${e instanceof Error ? e.message : String(e)}`);
-    return undefined;
-  }
-}
-
-const exitOf = (child: import('node:child_process').ChildProcess) =>
-  new Promise<number | string | null>((r) => (child.exitCode !== null || child.signalCode !== null ? r(child.exitCode ?? child.signalCode) : child.once('exit', (code, sig) => r(code ?? sig))));
 
 // value → the reference's refusal (clap), ours carries the same words and the variable's name.
 const REFUSED: [string, RegExp][] = [
@@ -72,7 +60,7 @@ test(`cli: ${VAR} other than true/false is refused with exit 2 in the reference'
   assert.match(ours(WS, 'false').stdout, /^ws:\/\/127\.0\.0\.1:\d+\n$/);
   assert.equal(ours(['--listen', 'stdio'], 'false').status, 0, 'stdio with false: ends at the end of its input, code 0');
   for (const version of referenceVersions()) {
-    const bin = reference(version, t);
+    const bin = referenceOrSkip(version, t);
     if (!bin) continue;
     const ref = (args: string[], v: string | undefined) => run(bin, ['exec-server', ...args], withVar(referenceEnv(version), v));
     for (const [v, words] of REFUSED) {
@@ -100,12 +88,7 @@ test(`cli: ${VAR}=true — the stdin pipe closed: exit 0, its children killed; f
   const exited = exitOf(server.child);
   const client = await connectWebSocket(server.url, { reconnect: false });
   t.after(() => client.close().catch(() => {}));
-  const h = await client.startProcess({ argv: ['sh', '-c', 'echo $$; exec sleep 300'], cwd: os.tmpdir(), env: ENV });
-  let out = '';
-  h.onOutput((e) => (out += Buffer.from(e.data).toString()));
-  await waitFor(() => /^\d+\n/.test(out), { what: 'child pid' });
-  const pid = Number(out.trim());
-  assert.ok(isAlive(pid));
+  const pid = await startSleeper(client);
   server.child.stdin!.end();
   assert.equal(await exited, 0, server.stderr());
   await waitFor(() => !isAlive(pid), { what: `child ${pid} killed` });

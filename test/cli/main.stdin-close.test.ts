@@ -12,40 +12,16 @@ import { existsSync, openSync, closeSync } from 'node:fs';
 import * as http from 'node:http';
 import * as os from 'node:os';
 import { test, type TestContext } from 'node:test';
-import type { ExecServerClient } from '../../src/client/client';
 import { connectWebSocket } from '../../src/client/connect';
-import { cliPath, startCli } from '../support/cli';
+import { cliPath, exitOf, startCli, startSleeper } from '../support/cli';
 import { isAlive } from '../support/process';
-import { referenceBinary, referenceEnv, referenceVersions } from '../support/reference';
+import { referenceEnv, referenceOrSkip, referenceVersions } from '../support/reference';
 import { waitFor } from '../support/wait';
 
 if (!existsSync(cliPath)) throw new Error(`${cliPath} is missing: run \`npm run build\` before the CLI tests`);
 
 const ENV = { PATH: process.env.PATH ?? '/usr/bin:/bin' };
 const ours = (args: string[]) => spawnSync(process.execPath, [cliPath, ...args], { encoding: 'utf8', timeout: 30_000, stdio: ['ignore', 'pipe', 'pipe'] });
-
-/** The reference binary of `version`, or undefined (the test says it skipped that half). */
-function reference(version: string, t: TestContext): string | undefined {
-  try {
-    return referenceBinary(version);
-  } catch (e) {
-    t.diagnostic(`reference ${version} absent, its half skipped: ${e instanceof Error ? e.message : String(e)}`);
-    return undefined;
-  }
-}
-
-async function startSleeper(client: ExecServerClient): Promise<number> {
-  const h = await client.startProcess({ argv: ['sh', '-c', 'echo $$; exec sleep 300'], cwd: os.tmpdir(), env: ENV });
-  let out = '';
-  h.onOutput((e) => (out += Buffer.from(e.data).toString()));
-  await waitFor(() => /^\d+\n/.test(out), { what: 'child pid' });
-  const pid = Number(out.trim());
-  assert.ok(isAlive(pid));
-  return pid;
-}
-
-const exitOf = (child: import('node:child_process').ChildProcess) =>
-  new Promise<number | string | null>((r) => (child.exitCode !== null || child.signalCode !== null ? r(child.exitCode ?? child.signalCode) : child.once('exit', (code, sig) => r(code ?? sig))));
 
 test('cli: --linux-sandbox-pid-namespace and --exit-on-stdin-close refuse bad use with exit 2, as the reference', async (t) => {
   const cases: { args: string[]; ours: RegExp; reference?: RegExp }[] = [
@@ -71,7 +47,7 @@ test('cli: --linux-sandbox-pid-namespace and --exit-on-stdin-close refuse bad us
   assert.match(help, /--exit-on-stdin-close/);
   assert.match(help, /--linux-sandbox-pid-namespace MODE/);
   for (const version of referenceVersions()) {
-    const bin = reference(version, t);
+    const bin = referenceOrSkip(version, t);
     if (!bin) continue;
     for (const c of cases.filter((x) => x.reference)) {
       const r: ReturnType<typeof ours> = spawnSync(bin, ['exec-server', ...withListen(c.args)], { encoding: 'utf8', timeout: 30_000, env: referenceEnv(version), stdio: ['ignore', 'pipe', 'pipe'] });
@@ -120,7 +96,7 @@ test('cli: --exit-on-stdin-close — the stdin pipe closed: exit 0, its children
 
 test('reference: --exit-on-stdin-close (with --remote) exits 0 once its stdin pipe closes, at once on /dev/null; CODEX_EXEC_SERVER_EXIT_ON_STDIN_CLOSE=true as the flag', async (t) => {
   for (const version of referenceVersions()) {
-    const bin = reference(version, t);
+    const bin = referenceOrSkip(version, t);
     if (!bin) continue;
     // A registration endpoint that takes the request and never answers: the reference waits there.
     const registrations: string[] = [];

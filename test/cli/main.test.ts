@@ -8,10 +8,9 @@ import * as http from 'node:http';
 import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { ExecServerClient } from '../../src/client/client';
 import { connectCommand, connectWebSocket } from '../../src/client/connect';
 import { ourServer, startWsServer } from '../support/reference';
-import { cliPath, repoRoot, startServerProcess } from '../support/cli';
+import { cliPath, repoRoot, startServerProcess, startSleeper } from '../support/cli';
 import { isAlive } from '../support/process';
 import { waitFor } from '../support/wait';
 
@@ -19,17 +18,6 @@ if (!existsSync(cliPath)) throw new Error(`${cliPath} is missing: run \`npm run 
 
 const run = (args: string[]) => spawnSync(process.execPath, [cliPath, ...args], { encoding: 'utf8', timeout: 30_000 });
 const ENV = { PATH: process.env.PATH ?? '/usr/bin:/bin' };
-
-/** Starts `echo $$; exec sleep 300` and returns the OS pid of the sleeping child. */
-async function startSleeper(client: ExecServerClient): Promise<number> {
-  const h = await client.startProcess({ argv: ['sh', '-c', 'echo $$; exec sleep 300'], cwd: os.tmpdir(), env: ENV });
-  let out = '';
-  h.onOutput((e) => (out += Buffer.from(e.data).toString()));
-  await waitFor(() => /^\d+\n/.test(out), { what: 'child pid' });
-  const pid = Number(out.trim());
-  assert.ok(isAlive(pid));
-  return pid;
-}
 
 test('cli: --help and --version', () => {
   const help = run(['--help']);

@@ -3,9 +3,14 @@
 // codex). It waits for that URL line, and every started process is stopped when its test ends
 // (given `t`), by `stopAll()` (an `after` hook), and at the latest SIGKILLed when the test
 // file's process exits — so no server outlives its test file.
+import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
+import * as os from 'node:os';
 import * as path from 'node:path';
 import type { TestContext } from 'node:test';
+import type { ExecServerClient } from '../../src/client/client';
+import { isAlive } from './process';
+import { waitFor } from './wait';
 
 export const repoRoot = process.env.EXEC_SERVER_REPO ?? path.resolve(__dirname, '../../..');
 /** The bundle `npm run build` writes (npm test builds it first: `pretest`). */
@@ -115,4 +120,19 @@ export function startServerProcess(command: string, args: string[], opts: StartO
 export function startCli(args: string[] = [], opts: StartOptions & { nodeArgs?: string[] } = {}): Promise<ServerProcess> {
   const listen = args.includes('--listen') ? [] : ['--listen', 'ws://127.0.0.1:0'];
   return startServerProcess(process.execPath, [...(opts.nodeArgs ?? []), cliPath, ...listen, ...args], { name: 'exec-server CLI', ...opts });
+}
+
+/** The exit code (or signal) of `child`, once it has exited. */
+export const exitOf = (child: ChildProcess) =>
+  new Promise<number | string | null>((r) => (child.exitCode !== null || child.signalCode !== null ? r(child.exitCode ?? child.signalCode) : child.once('exit', (code, sig) => r(code ?? sig))));
+
+/** Starts `echo $$; exec sleep 300` through `client` and returns the OS pid of the sleeping child. */
+export async function startSleeper(client: ExecServerClient): Promise<number> {
+  const h = await client.startProcess({ argv: ['sh', '-c', 'echo $$; exec sleep 300'], cwd: os.tmpdir(), env: { PATH: process.env.PATH ?? '/usr/bin:/bin' } });
+  let out = '';
+  h.onOutput((e) => (out += Buffer.from(e.data).toString()));
+  await waitFor(() => /^\d+\n/.test(out), { what: 'child pid' });
+  const pid = Number(out.trim());
+  assert.ok(isAlive(pid));
+  return pid;
 }

@@ -90,3 +90,13 @@ export type RunningServer = ServerProcess;
 export function startWsServer(s: ServerCommand, extraArgs: string[] = [], timeoutMs = 30_000, t?: TestContext): Promise<RunningServer> {
   return startServerProcess(commandOf(s), [...s.args('ws://127.0.0.1:0'), ...extraArgs], { env: s.env(), timeoutMs, name: `${s.name} server`, t });
 }
+
+/** The reference binary of `version`, or undefined (the test says it skipped that half). */
+export function referenceOrSkip(version: string, t: TestContext): string | undefined {
+  try {
+    return referenceBinary(version);
+  } catch (e) {
+    t.diagnostic(`reference ${version} absent, its half skipped: ${e instanceof Error ? e.message : String(e)}`);
+    return undefined;
+  }
+}
