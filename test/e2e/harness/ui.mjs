@@ -35,7 +35,9 @@ export async function answerUiRequests(page, controlDir, log) {
       log(`ui: ${describe(req)} → ${JSON.stringify(outcome.state ?? outcome.texts ?? '').slice(0, 300)}`);
       writeResult(resultFile, outcome);
     } else if (waited > (req.giveUpMs ?? GIVE_UP_MS)) {
-      const state = await quickInputState(page).catch(() => undefined);
+      // The state of the window the request was for (the newest other one for page: 'other').
+      const others = page.context().pages().filter((p) => p !== page);
+      const state = await quickInputState(req.page === 'other' ? (others[others.length - 1] ?? page) : page).catch(() => undefined);
       log(`ui: gave up on ${describe(req)}: ${outcome.error}`);
       await page.screenshot({ path: screenshot }).catch(() => undefined);
       writeResult(resultFile, { ...outcome, state });

@@ -5,7 +5,7 @@
 // session, in the grants, and that the question shows the agent's text as text.
 // Paths: the workspace folder is <tmp>/ws; freshDir() dirs (<tmp>/work/…) are outside it and
 // stand in for the user's home.
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
@@ -26,6 +26,7 @@ import {
 import { config } from './config';
 import { LOCAL } from './environment-tests';
 import { afterAll, test } from './framework';
+import { logLines, productLogs } from './product-log';
 import { assert, freshDir, productApi, sleep, uniqueName, waitFor } from './util';
 
 const uri = (p: string) => pathToFileURL(p).href;
@@ -137,25 +138,6 @@ const outcome = (s: Settled) => (s.ok ? `succeeded (${JSON.stringify(s.result).s
 /** A started process's file: waits for it to finish first, so "absent" is not a race. */
 async function settleProcess(c: AgentClient, start: Settled, processId: string): Promise<void> {
   if (start.ok) await c.waitForExit(processId, 15_000).catch(() => undefined);
-}
-
-/** Every file under `dir` (recursively). */
-function listFiles(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true, recursive: true })
-    .filter((e) => e.isFile())
-    .map((e) => path.join(e.parentPath ?? (e as { path?: string }).path ?? dir, e.name));
-}
-
-/** The product's own log files under VS Code's logs folder (the "Exec Server" channel). */
-function productLogs(): string[] {
-  const { logsDir } = config();
-  assert(logsDir, 'the harness names VS Code\'s logs folder (config.logsDir)');
-  return listFiles(logsDir).filter((f) => f.includes(`${path.sep}exec-server.exec-server${path.sep}`) || path.basename(f) === 'Exec Server.log');
-}
-
-/** Every line of the Exec Server log matching `re`, now. */
-function logLines(re: RegExp): string[] {
-  return productLogs().flatMap((f) => readFileSync(f, 'utf8').split('\n')).filter((l) => re.test(l));
 }
 
 /**
@@ -506,24 +488,25 @@ export function registerAgentSecurityTests(): void {
     // until the user's connection goes away (a disconnect, a reload).
     let refusals = 0;
     let finished = false;
-    const attackerDone = (async (): Promise<string> => {
-      const deadline = Date.now() + 20_000;
-      while (Date.now() < deadline) {
-        const c = await AgentClient.open(url, token);
-        const r = await c.settle('initialize', { clientName: 'e2e-attacker', resumeSessionId: sessionId });
-        if (r.ok) {
-          c.notify('initialized', {});
-          const w = await c.settle('process/write', { processId: victim.processId, chunk: b64('pwned\n'), writeId: '1' });
-          c.terminate();
-          return `resumed the Local session (${JSON.stringify(r.result).slice(0, 100)}); process/write ${outcome(w)}`;
-        }
+    // Each try is one poll of a bounded wait, 100 ms apart (a paced retry, as a reconnecting client's).
+    // A failing try ends the attack with its error (which is no refusal), as the hand-written loop did.
+    const attackerDone = waitFor('the attacker to get in or be refused otherwise', async (): Promise<string | undefined> => {
+      const c = await AgentClient.open(url, token).catch((e: Error) => e);
+      if (c instanceof Error) return `failed: ${c.message}`;
+      const r = await c.settle('initialize', { clientName: 'e2e-attacker', resumeSessionId: sessionId });
+      if (r.ok) {
+        c.notify('initialized', {});
+        const w = await c.settle('process/write', { processId: victim.processId, chunk: b64('pwned\n'), writeId: '1' });
         c.terminate();
-        if (r.error.code !== -32010) return `refused: ${r.error.message}`;
-        refusals++;
-        await sleep(100); // why: a paced retry, as a reconnecting client's
+        return `resumed the Local session (${JSON.stringify(r.result).slice(0, 100)}); process/write ${outcome(w)}`;
       }
-      return 'refused: still attached after 20 s';
-    })().finally(() => (finished = true));
+      c.terminate();
+      if (r.error.code !== -32010) return `refused: ${r.error.message}`;
+      refusals++;
+      return undefined;
+    }, 20_000, 100)
+      .catch(() => 'refused: still attached after 20 s')
+      .finally(() => (finished = true));
     // The attacker was turned away once while the session is attached, then the user disconnects.
     await waitFor('the attacker to be refused while attached', () => refusals > 0 || finished, 20_000, 50);
     await vscode.commands.executeCommand('execServer.disconnect', { environment: LOCAL });
@@ -679,12 +662,14 @@ export function registerAgentSecurityTests(): void {
     const start = c.settle('process/start', sp);
     const shown = await inspectApproval({ contains: m });
     assert(shown.found, `the question appeared (${shown.error})`);
+    const id = await questionAsked(m);
     // Codex stops waiting for an MCP server's process/start after 30 s (it stays connected).
     await sleep(Math.max(0, sent + 31_000 - Date.now()));
     const late = await answerApprovalIfShown('Allow', { contains: m, giveUpMs: 5_000 });
     const s = await Promise.race([start, sleep(5_000).then(() => undefined)]);
     if (s?.ok) await settleProcess(c, s, sp.processId);
-    else await sleep(2000); // why: a start that must NOT happen can only be awaited for a while
+    // The gate handled the click (a start would be made there) and logged it ignored.
+    else if (late.clicked) await questionLogged(id, '"Allow" clicked after the question was settled; ignored');
     assert(!existsSync(path.join(dir, 'ran.txt')), `Allow ${late.clicked ? 'clicked' : '(question gone)'} after 31 s started nothing (process/start ${s ? outcome(s) : 'still pending'})`);
   });
 
@@ -702,8 +687,8 @@ export function registerAgentSecurityTests(): void {
     // The click comes after the extension saw the agent leave: it refused the open question.
     await questionLogged(id, 'denied (the agent disconnected)');
     const late = await answerApprovalIfShown('Allow', { contains: m, giveUpMs: 5_000 });
+    // The gate handled the click (a start would be made there) and logged it ignored.
     if (late.clicked) await questionLogged(id, '"Allow" clicked after the question was settled; ignored');
-    await sleep(3000); // why: a start that must NOT happen can only be awaited for a while
     assert(!existsSync(path.join(dir, 'ran.txt')), `Allow after the agent left (${late.clicked ? 'clicked' : 'question gone'}) started nothing`);
   });
 

@@ -228,9 +228,16 @@ export function registerTerminalSurvivalTests(): void {
         return r;
       };
       await waitFor('the other window to load', async () => (await uiOnOtherWindow({ op: 'text', selector: '.explorer-folders-view, .pane-header', contains: 'first', giveUpMs: 2_000 })).ok, 90_000, 1_000);
+      // The palette lists the commands known when it was filled: in a window still registering its
+      // extensions our commands may be missing, so a palette without them is closed and opened again.
       const command = async (title: string) => {
-        await other({ op: 'keys', press: 'F1', settleMs: 600 }, 'open the command palette');
-        await other({ op: 'quickInput', fill: `>Exec Server: ${title}`, settleMs: 800 }, `type ${title}`);
+        await waitFor(`"Exec Server: ${title}" in the other window's palette`, async () => {
+          await other({ op: 'keys', press: 'F1', settleMs: 600 }, 'open the command palette');
+          await other({ op: 'quickInput', fill: `>Exec Server: ${title}`, settleMs: 800 }, `type ${title}`);
+          if ((await uiOnOtherWindow({ op: 'quickInput', waitItem: `Exec Server: ${title}`, giveUpMs: 3_000 })).ok) return true;
+          await other({ op: 'keys', press: 'Escape', settleMs: 300 }, 'close the palette');
+          return false;
+        }, 60_000, 500);
         await other({ op: 'quickInput', waitItem: `Exec Server: ${title}`, pick: `Exec Server: ${title}`, settleMs: 800 }, `run ${title}`);
       };
       // An Exec Server terminal in that window.

@@ -7,9 +7,10 @@ import * as vscode from 'vscode';
 import { answerApprovalIfShown } from './approval';
 import { config } from './config';
 import { test } from './framework';
+import { logLines } from './product-log';
 import { RemoteServer } from './remote-server';
 import { quickInput, uiScreenshot, uiTexts } from './ux-driver';
-import { assert, assertEqual, productApi, uniqueName } from './util';
+import { assert, assertEqual, productApi, uniqueName, waitFor } from './util';
 
 type Entry = { name: string; url?: string; command?: string; args?: string[] };
 
@@ -172,8 +173,14 @@ export function registerUxAddEnvironmentTests(): void {
       await quickInput({ waitItem: name, fill: name, settleMs: 500 });
       await quickInput({ waitItem: name, press: 'Enter' });
       const texts = await uiTexts('.notification-toast-container .notification-list-item-message', 'refused', 25_000);
-      await new Promise((r) => setTimeout(r, 1500)); // a second toast would follow at once
-      const all = await uiTexts('.notification-toast-container .notification-list-item-message');
+      // A second toast would come from the command's own error handling or from VS Code once the
+      // command returned: the handler logs "execServer.connect: …" as it returns, and a toast shown
+      // after that one is in the list only once every earlier one is.
+      await waitFor('the command to return', () => logLines(/execServer\.connect: /).some((l) => l.includes(name)), 15_000, 100);
+      const sentinel = uniqueName('ux-err-after');
+      void vscode.window.showInformationMessage(sentinel);
+      await uiTexts('.notification-toast-container .notification-list-item-message', sentinel, 10_000);
+      const all = (await uiTexts('.notification-toast-container .notification-list-item-message')).filter((t) => !t.includes(sentinel));
       // (The "connecting to …" progress toast names it too, but holds no error.)
       const ours = all.filter((t) => t.includes(name) && /cannot|refused/i.test(t));
       assertEqual(ours.length, 1, `toasts naming ${name} (${JSON.stringify(texts)})`);

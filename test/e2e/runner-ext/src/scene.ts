@@ -8,7 +8,7 @@ import * as vscode from 'vscode';
 import { answerApproval, restoreApprovalPolicy, setApprovalPolicy } from '../../suite/approval';
 import type { E2EConfig } from '../../suite/config';
 import { RemoteServer } from '../../suite/remote-server';
-import { productApi, sleep, waitFor } from '../../suite/util';
+import { productApi, waitFor } from '../../suite/util';
 
 const REMOTE = 'devbox';
 
@@ -76,12 +76,17 @@ export async function runScene(cfg: E2EConfig, log: (line: string) => void): Pro
 
     // 1. A Local terminal with visible output, next to the Environments view.
     await vscode.commands.executeCommand('workbench.view.extension.execServer');
-    const terminal = await vscode.commands.executeCommand<vscode.Terminal>('execServer.newTerminal', { environment: 'Local', cwd: demo, name: 'Local' });
+    // The picture shows the command after the shell's first prompt, and a pseudoterminal's output
+    // has no event in the extension host: the shell says so itself, from PROMPT_COMMAND, just
+    // before it prints that prompt (typed ahead, the command would be echoed above it).
+    const prompted = path.join(cfg.workDir, 'scene-prompted');
+    const rc = path.join(cfg.workDir, 'scene-bashrc');
+    writeFileSync(rc, `[ -f ~/.bashrc ] && . ~/.bashrc\nPROMPT_COMMAND='touch ${prompted}; unset PROMPT_COMMAND'\n`);
+    const terminal = await vscode.commands.executeCommand<vscode.Terminal>('execServer.newTerminal', { environment: 'Local', cwd: demo, name: 'Local', argv: ['/bin/bash', '--rcfile', rc] });
     terminals.push(terminal);
     terminal.show(false);
     await vscode.commands.executeCommand('workbench.action.toggleMaximizedPanel');
-    // why: the picture shows the command after the shell's first prompt, and a pseudoterminal's output has no event in the extension host
-    await sleep(1500);
+    await waitFor('the shell\'s first prompt', () => existsSync(prompted), 20_000, 50);
     // Opening the panel may add VS Code's own default shell terminal: only ours is in the picture.
     for (const t of vscode.window.terminals) if (t !== terminal) t.dispose();
     terminal.sendText('ls -la; stty size');
