@@ -8,6 +8,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
+import ts from 'typescript';
 import { findCycles, importSpecifiers, listTs, resolveImport } from '../support/files';
 
 const repo = process.env.EXEC_SERVER_REPO ?? path.resolve(__dirname, '../../..');
@@ -67,4 +68,36 @@ test("a feature uses another only through that feature's index (index.ts; ui/ind
 
 test('test/extension has a folder per feature (the mirroring itself: tests.test.ts)', () => {
   for (const f of FEATURES) assert.ok(existsSync(path.join(repo, 'test', 'extension', f)), `test/extension/${f}/ holds the tests of src/extension/${f}/`);
+});
+
+/** The longest function the UI layer may hold: past it, a command's flow is split into named steps. */
+const MAX_UI_FUNCTION_LINES = 100;
+
+/** Functions of `source` (declarations, methods, arrows) longer than `max` lines: "name (N lines) at line L". */
+function longFunctions(source: string, max: number): string[] {
+  const sf = ts.createSourceFile('x.ts', source, ts.ScriptTarget.Latest, true);
+  const out: string[] = [];
+  const visit = (n: ts.Node) => {
+    if (ts.isFunctionLike(n) && 'body' in n && n.body) {
+      const first = sf.getLineAndCharacterOfPosition(n.getStart(sf)).line;
+      const lines = sf.getLineAndCharacterOfPosition(n.end).line - first;
+      const named = 'name' in n && n.name ? (n.name as ts.Node) : ts.isVariableDeclaration(n.parent) ? n.parent.name : undefined;
+      const name = named ? named.getText(sf) : ts.SyntaxKind[n.kind];
+      if (lines > max) out.push(`${name} (${lines} lines) at line ${first + 1}`);
+    }
+    ts.forEachChild(n, visit);
+  };
+  visit(sf);
+  return out;
+}
+
+test('the scanner measures every kind of function, nested ones included', () => {
+  const body = (n: number) => Array.from({ length: n }, (_, i) => `  const x${i} = ${i};`).join('\n');
+  const source = [`function long() {\n${body(5)}\n}`, `const arrow = () => {\n${body(5)}\n};`, `class C {\n  m() {\n${body(5)}\n  }\n}`, `function short() {\n  return 1;\n}`].join('\n');
+  assert.deepEqual(longFunctions(source, 4), ['long (6 lines) at line 1', 'arrow (6 lines) at line 8', 'm (6 lines) at line 16']);
+});
+
+test(`no function of a ui/ folder is longer than ${MAX_UI_FUNCTION_LINES} lines`, () => {
+  const long = files.filter(({ file }) => inUi(file) || featureOf(file) === ROOT).flatMap(({ file, rel }) => longFunctions(readFileSync(file, 'utf8'), MAX_UI_FUNCTION_LINES).map((f) => `${rel}: ${f}`));
+  assert.deepEqual(long, [], `split these into named steps:\n  ${long.join('\n  ')}`);
 });

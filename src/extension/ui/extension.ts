@@ -21,7 +21,7 @@ import { isStdioFallback, persistentSshRoute, persistentSshSpec, sshRelayRoutes 
 import { createSettingsOwner } from '../common/ui';
 import { ExecServerTree } from './tree';
 import { registerRequestTelemetry } from '../common/ui';
-import { DEFAULT_KEEP_SESSION_SEC, noLinks } from '../common';
+import { DEFAULT_KEEP_SESSION_SEC, noLinks, type SettingsOwner } from '../common';
 import { registerContainerCommands } from '../containers/ui';
 import { containerRoute, restorableContainer } from '../containers';
 import { localUnsupported } from '../environments';
@@ -41,6 +41,86 @@ export function activate(ctx: vscode.ExtensionContext): ExecServerApi {
   // Every setting through one owner, user scope only (./settings.ts); it refreshes itself on
   // configuration changes and after its own writes, and tells onDidChange listeners.
   const settings = createSettingsOwner(ctx);
+  const store = createStore(ctx, settings, log);
+
+  const { telemetry, showStatistics } = registerRequestTelemetry(ctx, settings, log);
+  const local = new LocalServerHolder(log, () => telemetry.server());
+  // ssh's password / passphrase / keyboard-interactive questions as input boxes (ssh/askpass.ts).
+  const askpass = lazyAskpass(ctx, log);
+  // execServer.ssh.keepSessionSeconds, passed to a --detach that starts a server only when not
+  // the CLI's own default (an older CLI on a host does not know --session-ttl).
+  const keepSession = () => (settings.current.ssh.keepSessionSec === DEFAULT_KEEP_SESSION_SEC ? undefined : settings.current.ssh.keepSessionSec);
+  // The agent gate's UI also asks the network questions of the environments the user drives.
+  const agentGateHost = vscodeAgentGateHost(ctx, settings, log);
+  ctx.subscriptions.push(agentGateHost);
+  const connector = createConnector(local, (env) => telemetry.client(env), [containerRoute((level, message) => log[level](message)), persistentSshRoute((level, message) => log[level](message), askpass, keepSession)], networkQuestions(agentGateHost, log));
+  const manager = new EnvironmentManager(store, connector, {
+    log: (level, message) => log[level](message),
+  });
+  const registry = new ProcessRegistry();
+  const gate = new ApprovalGate(vscodeApprovalHost(settings, log));
+  const statusBar = new StatusBar(store, manager);
+  const terminals = createTerminals(ctx, store, manager, registry, log);
+  const agent = new AgentEndpointService({
+    gateHost: agentGateHost, terminals, statusBar, log, settings, serverTelemetry: () => telemetry.server(),
+    persistence: { secrets: ctx.secrets, globalState: ctx.globalState, workspaceState: ctx.workspaceState },
+    store,
+    // Agent relays log in to ssh hosts as Connect to Host does (password prompts, the detached server that survives a drop).
+    relayRoutes: sshRelayRoutes(askpass, keepSession, (level, message) => log[level](message)),
+    // The audit logs outlive a reload (and the window: one file per environment).
+    auditDir: path.join(ctx.globalStorageUri.fsPath, 'agent-audit'),
+  });
+  const tree = new ExecServerTree(store, manager, registry, () => agent.running?.url);
+  ctx.subscriptions.push(statusBar, terminals, agent, tree);
+
+  const refresh = wireViews(ctx, { tree, statusBar, manager, registry, settings, log });
+  const resolveEnvironment = registerFileSystem(ctx, store, manager, log);
+  registerTerminalProfile(ctx, store, terminals, resolveEnvironment);
+  // The '+' button (VS Code's default profile) opens that profile too in a remote window.
+  keepRemoteDefaultProfile(ctx, log);
+
+  const approve: Approve = async (environment, argv, cwd) => {
+    const d = await gate.check({ kind: 'run', argv, cwd, environment }, 'api');
+    if (!d.allowed) throw new Error(`Exec Server: running ${argv.join(' ')} was not approved (${d.reason})`);
+  };
+  registerCommands(ctx, { store, manager, registry, terminals, agent, log, refresh, approve, showRequestStatistics: showStatistics,
+    testConnect: (c, token) => connector.connect(c, token),
+  });
+  const indicator = registerSshCommands({ ctx, log, store, manager, refresh, approve, register: (id, handler) => registerCommand(ctx, log, id, handler),
+    sshOptions: () => ({ sshPath: settings.current.ssh.path || undefined, configFile: settings.current.ssh.configFile || undefined }),
+    askpass,
+  });
+  registerContainerCommands({ ctx, log, store, manager, refresh, approve, register: (id, handler) => registerCommand(ctx, log, id, handler), settings: () => settings.current.containers,
+    connected: (environment) => indicator.connected(environment),
+  });
+  const api = createApi(ctx, store, manager, terminals, approve);
+
+  // After a window reload: re-attach the shells of remote environments whose session lives on.
+  void terminals.restoreTerminals().catch((e: unknown) => log.warn(`re-attaching terminals: ${e instanceof Error ? e.message : String(e)}`));
+  // …and the agent endpoint, with the same port and token, if it was running.
+  void agent.restoreAfterReload().catch((e: unknown) => log.warn(`restarting the agent endpoint: ${e instanceof Error ? e.message : String(e)}`));
+
+  cleanup = async () => {
+    // First: closing the connections must not end (or forget) the shells a reloaded window re-attaches.
+    terminals.detachAll();
+    await agent.stop({ shutdown: true }).catch(() => undefined);
+    await manager.dispose().catch(() => undefined);
+    await local.shutdown().catch(() => undefined);
+    await telemetry.shutdown().catch(() => undefined);
+    registry.dispose();
+  };
+  log.info(`Exec Server ${api.version} activated`);
+  return api;
+}
+
+export async function deactivate(): Promise<void> {
+  const c = cleanup;
+  cleanup = undefined;
+  await c?.();
+}
+
+/** The environments list (user settings) and tokens (secret storage); a problem in the list is logged, not fatal. */
+function createStore(ctx: vscode.ExtensionContext, settings: SettingsOwner, log: vscode.LogOutputChannel): EnvironmentStore {
   const store = new EnvironmentStore(
     {
       // User settings only: a workspace (which an agent can write) must not add commands to run.
@@ -55,20 +135,15 @@ export function activate(ctx: vscode.ExtensionContext): ExecServerApi {
     },
   );
   for (const p of store.problems()) log.warn(`settings: ${p}`);
+  return store;
+}
 
-  const { telemetry, showStatistics } = registerRequestTelemetry(ctx, settings, log);
-  const local = new LocalServerHolder(log, () => telemetry.server());
-  // ssh's password / passphrase / keyboard-interactive questions as input boxes (ssh/askpass.ts).
-  const askpass = lazyAskpass(ctx, log);
-  // execServer.ssh.keepSessionSeconds, passed to a --detach that starts a server only when not
-  // the CLI's own default (an older CLI on a host does not know --session-ttl).
-  const keepSession = () => (settings.current.ssh.keepSessionSec === DEFAULT_KEEP_SESSION_SEC ? undefined : settings.current.ssh.keepSessionSec);
-  // The agent gate's UI also asks the network questions of the environments the user drives.
-  const agentGateHost = vscodeAgentGateHost(ctx, settings, log);
-  ctx.subscriptions.push(agentGateHost);
-  // A proxied command's network/policyRequest (another extension's process/start behind the
-  // managed proxy) becomes the user's question, as an agent command's does (docs/security.md).
-  const questions = (environment: string) =>
+/**
+ * A proxied command's network/policyRequest (another extension's process/start behind the
+ * managed proxy) becomes the user's question, as an agent command's does (docs/security.md).
+ */
+function networkQuestions(agentGateHost: ReturnType<typeof vscodeAgentGateHost>, log: vscode.LogOutputChannel) {
+  return (environment: string) =>
     environmentNetworkQuestions(environment, {
       policy: agentGateHost.policy,
       allowedDomains: () => agentGateHost.allowedDomains?.() ?? [],
@@ -78,14 +153,10 @@ export function activate(ctx: vscode.ExtensionContext): ExecServerApi {
       late: (q, choice) => agentGateHost.late?.(q, choice),
       log: (level, message) => log[level](message),
     });
-  const connector = createConnector(local, (env) => telemetry.client(env), [containerRoute((level, message) => log[level](message)), persistentSshRoute((level, message) => log[level](message), askpass, keepSession)], questions);
-  const manager = new EnvironmentManager(store, connector, {
-    log: (level, message) => log[level](message),
-  });
-  const registry = new ProcessRegistry();
-  const gate = new ApprovalGate(vscodeApprovalHost(settings, log));
-  const statusBar = new StatusBar(store, manager);
-  const terminals = new TerminalService({
+}
+
+function createTerminals(ctx: vscode.ExtensionContext, store: EnvironmentStore, manager: EnvironmentManager, registry: ProcessRegistry, log: vscode.LogOutputChannel): TerminalService {
+  return new TerminalService({
     getClient: (env) => connectWithProgress(manager, env, log),
     registry,
     log,
@@ -100,18 +171,13 @@ export function activate(ctx: vscode.ExtensionContext): ExecServerApi {
     },
     resumeClient: (env, sessionId) => manager.getClient(env, { resumeSessionId: sessionId }),
   });
-  const agent = new AgentEndpointService({
-    gateHost: agentGateHost, terminals, statusBar, log, settings, serverTelemetry: () => telemetry.server(),
-    persistence: { secrets: ctx.secrets, globalState: ctx.globalState, workspaceState: ctx.workspaceState },
-    store,
-    // Agent relays log in to ssh hosts as Connect to Host does (password prompts, the detached server that survives a drop).
-    relayRoutes: sshRelayRoutes(askpass, keepSession, (level, message) => log[level](message)),
-    // The audit logs outlive a reload (and the window: one file per environment).
-    auditDir: path.join(ctx.globalStorageUri.fsPath, 'agent-audit'),
-  });
-  const tree = new ExecServerTree(store, manager, registry, () => agent.running?.url);
-  ctx.subscriptions.push(statusBar, terminals, agent, tree);
+}
 
+/** Keeps the Environments view and the status bar in step with connections, processes and settings; returns their refresh. */
+function wireViews(
+  ctx: vscode.ExtensionContext,
+  { tree, statusBar, manager, registry, settings, log }: { tree: ExecServerTree; statusBar: StatusBar; manager: EnvironmentManager; registry: ProcessRegistry; settings: SettingsOwner; log: vscode.LogOutputChannel },
+): () => void {
   const refresh = () => {
     tree.refresh();
     statusBar.update();
@@ -148,13 +214,20 @@ export function activate(ctx: vscode.ExtensionContext): ExecServerApi {
     }),
     vscode.window.createTreeView(ENVIRONMENTS_VIEW, { treeDataProvider: tree, showCollapseAll: false }),
   );
+  return refresh;
+}
 
-  // exec-server://<environment>/<abs path>; authorities may come back lower-cased.
+/** exec-server://<environment>/<abs path>; returns how an authority names an environment (authorities may come back lower-cased). */
+function registerFileSystem(ctx: vscode.ExtensionContext, store: EnvironmentStore, manager: EnvironmentManager, log: vscode.LogOutputChannel): (authority: string) => string {
   const resolveEnvironment = (authority: string) =>
     store.get(authority)?.name ?? store.list().find((e) => e.name.toLowerCase() === authority.toLowerCase())?.name ?? authority;
   const fsProvider = new ExecFileSystemProvider({ getClient: (env) => manager.getClient(env) }, resolveEnvironment, log);
   ctx.subscriptions.push(vscode.workspace.registerFileSystemProvider(SCHEME, fsProvider, { isCaseSensitive: true }), fsProvider);
+  return resolveEnvironment;
+}
 
+/** The "Exec Server" terminal profile: the remote window's folder environment, else Local (or a pick when there are several). */
+function registerTerminalProfile(ctx: vscode.ExtensionContext, store: EnvironmentStore, terminals: TerminalService, resolveEnvironment: (authority: string) => string): void {
   ctx.subscriptions.push(
     vscode.window.registerTerminalProfileProvider(TERMINAL_PROFILE, {
       async provideTerminalProfile() {
@@ -172,24 +245,12 @@ export function activate(ctx: vscode.ExtensionContext): ExecServerApi {
       },
     }),
   );
-  // The '+' button (VS Code's default profile) opens that profile too in a remote window.
-  keepRemoteDefaultProfile(ctx, log);
+}
 
-  const approve = async (environment: string, argv: string[], cwd: string) => {
-    const d = await gate.check({ kind: 'run', argv, cwd, environment }, 'api');
-    if (!d.allowed) throw new Error(`Exec Server: running ${argv.join(' ')} was not approved (${d.reason})`);
-  };
-  registerCommands(ctx, { store, manager, registry, terminals, agent, log, refresh, approve, showRequestStatistics: showStatistics,
-    testConnect: (c, token) => connector.connect(c, token),
-  });
-  const indicator = registerSshCommands({ ctx, log, store, manager, refresh, approve, register: (id, handler) => registerCommand(ctx, log, id, handler),
-    sshOptions: () => ({ sshPath: settings.current.ssh.path || undefined, configFile: settings.current.ssh.configFile || undefined }),
-    askpass,
-  });
-  registerContainerCommands({ ctx, log, store, manager, refresh, approve, register: (id, handler) => registerCommand(ctx, log, id, handler), settings: () => settings.current.containers,
-    connected: (environment) => indicator.connected(environment),
-  });
-  const api: ExecServerApi = {
+type Approve = (environment: string, argv: string[], cwd: string) => Promise<void>;
+
+function createApi(ctx: vscode.ExtensionContext, store: EnvironmentStore, manager: EnvironmentManager, terminals: TerminalService, approve: Approve): ExecServerApi {
+  return {
     version: String((ctx.extension.packageJSON as { version?: string }).version ?? '0.0.0'),
     getEnvironments: () => store.list().map((e) => ({ name: e.name, kind: e.kind, state: manager.state(e.name) })),
     getClient: (environment) => manager.getClient(environment),
@@ -204,27 +265,4 @@ export function activate(ctx: vscode.ExtensionContext): ExecServerApi {
       return terminals.newTerminal(environment, { ...opts, origin: 'api', approve: (a, c) => approve(environment, a, c) });
     },
   };
-
-  // After a window reload: re-attach the shells of remote environments whose session lives on.
-  void terminals.restoreTerminals().catch((e: unknown) => log.warn(`re-attaching terminals: ${e instanceof Error ? e.message : String(e)}`));
-  // …and the agent endpoint, with the same port and token, if it was running.
-  void agent.restoreAfterReload().catch((e: unknown) => log.warn(`restarting the agent endpoint: ${e instanceof Error ? e.message : String(e)}`));
-
-  cleanup = async () => {
-    // First: closing the connections must not end (or forget) the shells a reloaded window re-attaches.
-    terminals.detachAll();
-    await agent.stop({ shutdown: true }).catch(() => undefined);
-    await manager.dispose().catch(() => undefined);
-    await local.shutdown().catch(() => undefined);
-    await telemetry.shutdown().catch(() => undefined);
-    registry.dispose();
-  };
-  log.info(`Exec Server ${api.version} activated`);
-  return api;
-}
-
-export async function deactivate(): Promise<void> {
-  const c = cleanup;
-  cleanup = undefined;
-  await c?.();
 }

@@ -123,90 +123,113 @@ function targetFromArgs(args: Record<string, unknown> | undefined, s: ContainerS
 }
 
 export function registerContainerCommands(d: ContainerCommandDeps): void {
-  d.register('execServer.connectToContainer', async (args) => {
-    const given = targetFromArgs(args as Record<string, unknown> | undefined, d.settings());
-    const programmatic = !!given;
-    const target = given ?? (await pickContainer(d));
-    if (!target) return undefined;
-    const where = describeTarget(target);
-    // The CLI runs on this machine with the caller's names: a call from another extension asks first.
-    if (programmatic) await d.approve(LOCAL_ENVIRONMENT, [target.program, ...execArgv(target, ['sh'])], os.homedir());
-    d.log.info(`Connect to Container: ${where} (${target.program}${target.context ? `, context ${target.context}` : ''})`);
-    const run = <T>(title: string, f: (p: vscode.Progress<{ message?: string }>, signal: AbortSignal) => Promise<T>, cancellable = true) =>
-      vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: noLinks(title), cancellable }, (p, token) => {
-        const ac = new AbortController();
-        token.onCancellationRequested(() => ac.abort());
-        return f(p, ac.signal);
-      });
-    try {
-      let facts = await run(`Exec Server: looking into ${where}`, (_p, signal) => probeContainer(target, { signal }));
-      d.log.info(`Connect to Container: ${where}: ${factsSummary(facts)}; exec-server ${facts.execServer ?? '-'}, installed ${facts.installed ?? '-'}, codex ${facts.codexExecServer ? facts.codex : '-'}`);
-      let executor: ContainerExecutor | undefined = chooseContainerExecutor(facts);
-      const version = String((d.ctx.extension.packageJSON as { version?: string }).version ?? '0.0.0');
-      let installed = false;
-      const outdated = executor?.kind === 'installed' && isOutdated(facts.installedVersion, version);
-      if (!executor || outdated) {
-        const bundle = findBundle(d.ctx.extensionPath, version);
-        const plan = planContainerInstall(target, facts, bundle); // throws the reason it cannot work
-        let install = args?.install === true;
-        if (!install) {
-          if (programmatic && !executor) throw new Error(`no exec-server in ${where} (pass install: true to install the CLI there)`);
-          const ok = programmatic
-            ? undefined
-            : await vscode.window.showInformationMessage(
-                executor ? `Exec Server: ${where} has ${facts.installedVersion || 'an older version'} of the CLI; this extension carries ${version}.` : `Exec Server: no exec-server found in ${where} (${factsSummary(facts)}).`,
-                { modal: true, detail: `Install this extension's CLI there? It is copied into ${facts.home}/.exec-server in the container with ${target.program} cp (${plan.summary}); nothing else is changed.` },
-                'Install',
-              );
-          if (ok !== 'Install' && !executor) return undefined;
-          install = ok === 'Install';
-        }
-        if (install) {
-          await run(`Exec Server: installing in ${where}`, async (p, signal) => {
-            p.report({ message: plan.summary });
-            await installInContainer(target, facts, bundle, plan, {
-              signal,
-              onProgress: (line) => {
-                d.log.info(`[install ${where}] ${line}`);
-                p.report({ message: noLinks(line.slice(0, 120)) });
-              },
-            });
-            facts = await probeContainer(target, { signal });
-          });
-          executor = chooseContainerExecutor(facts);
-          installed = true;
-        }
-      }
-      if (!executor) throw new Error(`the CLI was installed in ${where} but is not found there (${facts.home}/.exec-server/bin/exec-server)`);
-      const input = { command: target.program, args: execArgv(target, executor.argv) };
-      const { name, existing } = chooseContainerEnvironmentName(str(args, 'name') ?? environmentNameFor(target), input, d.store.list());
-      if (!existing) {
-        await d.store.add({ ...input, name });
-        await d.manager.disconnect(name);
-        d.refresh();
-        d.log.info(`environment ${name} saved: ${input.command} ${input.args.join(' ')}`);
-      }
-      await run(`Exec Server: starting ${executor.description} in ${where}`, () => d.manager.getClient(name), false);
-      d.connected(name);
-      d.refresh();
-      if (!programmatic) {
-        void vscode.window.showInformationMessage(`Exec Server: connected to ${name} (${executor.description}).`, 'New Terminal', 'Open Remote Folder').then((c) => {
-          if (c === 'New Terminal') void vscode.commands.executeCommand('execServer.newTerminal', { environment: name });
-          if (c === 'Open Remote Folder') void vscode.commands.executeCommand('execServer.openRemoteFolder', { environment: name });
-        });
-      }
-      return { environment: name, executor: executor.kind, installed };
-    } catch (e) {
-      if (e instanceof vscode.CancellationError || (e instanceof Error && e.message === 'cancelled')) {
-        d.log.info(`Connect to Container: ${where}: cancelled`);
-        return undefined;
-      }
-      const msg = e instanceof Error ? e.message : String(e);
-      throw new Error(`Exec Server: ${noLinks(msg.startsWith('Exec Server: ') ? msg.slice(13) : `cannot connect to ${where}: ${msg}`)}`);
-    }
+  d.register('execServer.connectToContainer', (args) => connectToContainer(d, args));
+  watchContainerRestarts(d);
+}
+
+type RunWithProgress = <T>(title: string, f: (p: vscode.Progress<{ message?: string }>, signal: AbortSignal) => Promise<T>, cancellable?: boolean) => Thenable<T>;
+
+/** A progress notification whose Cancel aborts `f`'s signal. */
+const runWithProgress: RunWithProgress = (title, f, cancellable = true) =>
+  vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: noLinks(title), cancellable }, (p, token) => {
+    const ac = new AbortController();
+    token.onCancellationRequested(() => ac.abort());
+    return f(p, ac.signal);
   });
 
-  // A container environment lost its connection: say why, and reconnect once it runs again.
+/** Connect to Container: pick (or take) the container, find or install an executor in it, save the environment, connect. */
+async function connectToContainer(d: ContainerCommandDeps, args: Record<string, unknown> | undefined) {
+  const given = targetFromArgs(args, d.settings());
+  const programmatic = !!given;
+  const target = given ?? (await pickContainer(d));
+  if (!target) return undefined;
+  const where = describeTarget(target);
+  // The CLI runs on this machine with the caller's names: a call from another extension asks first.
+  if (programmatic) await d.approve(LOCAL_ENVIRONMENT, [target.program, ...execArgv(target, ['sh'])], os.homedir());
+  d.log.info(`Connect to Container: ${where} (${target.program}${target.context ? `, context ${target.context}` : ''})`);
+  try {
+    const found = await executorIn(d, target, args, programmatic);
+    if (!found) return undefined;
+    const { executor, installed } = found;
+    const input = { command: target.program, args: execArgv(target, executor.argv) };
+    const { name, existing } = chooseContainerEnvironmentName(str(args, 'name') ?? environmentNameFor(target), input, d.store.list());
+    if (!existing) {
+      await d.store.add({ ...input, name });
+      await d.manager.disconnect(name);
+      d.refresh();
+      d.log.info(`environment ${name} saved: ${input.command} ${input.args.join(' ')}`);
+    }
+    await runWithProgress(`Exec Server: starting ${executor.description} in ${where}`, () => d.manager.getClient(name), false);
+    d.connected(name);
+    d.refresh();
+    if (!programmatic) {
+      void vscode.window.showInformationMessage(`Exec Server: connected to ${name} (${executor.description}).`, 'New Terminal', 'Open Remote Folder').then((c) => {
+        if (c === 'New Terminal') void vscode.commands.executeCommand('execServer.newTerminal', { environment: name });
+        if (c === 'Open Remote Folder') void vscode.commands.executeCommand('execServer.openRemoteFolder', { environment: name });
+      });
+    }
+    return { environment: name, executor: executor.kind, installed };
+  } catch (e) {
+    if (e instanceof vscode.CancellationError || (e instanceof Error && e.message === 'cancelled')) {
+      d.log.info(`Connect to Container: ${where}: cancelled`);
+      return undefined;
+    }
+    const msg = e instanceof Error ? e.message : String(e);
+    throw new Error(`Exec Server: ${noLinks(msg.startsWith('Exec Server: ') ? msg.slice(13) : `cannot connect to ${where}: ${msg}`)}`);
+  }
+}
+
+/**
+ * The executor to run in the container: the one found there, or this extension's CLI installed
+ * (or updated) once the user agrees (a programmatic caller passes install: true). Undefined: the
+ * user declined and there is nothing to run.
+ */
+async function executorIn(d: ContainerCommandDeps, target: ContainerTarget, args: Record<string, unknown> | undefined, programmatic: boolean): Promise<{ executor: ContainerExecutor; installed: boolean } | undefined> {
+  const where = describeTarget(target);
+  let facts = await runWithProgress(`Exec Server: looking into ${where}`, (_p, signal) => probeContainer(target, { signal }));
+  d.log.info(`Connect to Container: ${where}: ${factsSummary(facts)}; exec-server ${facts.execServer ?? '-'}, installed ${facts.installed ?? '-'}, codex ${facts.codexExecServer ? facts.codex : '-'}`);
+  let executor: ContainerExecutor | undefined = chooseContainerExecutor(facts);
+  const version = String((d.ctx.extension.packageJSON as { version?: string }).version ?? '0.0.0');
+  let installed = false;
+  const outdated = executor?.kind === 'installed' && isOutdated(facts.installedVersion, version);
+  if (!executor || outdated) {
+    const bundle = findBundle(d.ctx.extensionPath, version);
+    const plan = planContainerInstall(target, facts, bundle); // throws the reason it cannot work
+    let install = args?.install === true;
+    if (!install) {
+      if (programmatic && !executor) throw new Error(`no exec-server in ${where} (pass install: true to install the CLI there)`);
+      const ok = programmatic
+        ? undefined
+        : await vscode.window.showInformationMessage(
+            executor ? `Exec Server: ${where} has ${facts.installedVersion || 'an older version'} of the CLI; this extension carries ${version}.` : `Exec Server: no exec-server found in ${where} (${factsSummary(facts)}).`,
+            { modal: true, detail: `Install this extension's CLI there? It is copied into ${facts.home}/.exec-server in the container with ${target.program} cp (${plan.summary}); nothing else is changed.` },
+            'Install',
+          );
+      if (ok !== 'Install' && !executor) return undefined;
+      install = ok === 'Install';
+    }
+    if (install) {
+      await runWithProgress(`Exec Server: installing in ${where}`, async (p, signal) => {
+        p.report({ message: plan.summary });
+        await installInContainer(target, facts, bundle, plan, {
+          signal,
+          onProgress: (line) => {
+            d.log.info(`[install ${where}] ${line}`);
+            p.report({ message: noLinks(line.slice(0, 120)) });
+          },
+        });
+        facts = await probeContainer(target, { signal });
+      });
+      executor = chooseContainerExecutor(facts);
+      installed = true;
+    }
+  }
+  if (!executor) throw new Error(`the CLI was installed in ${where} but is not found there (${facts.home}/.exec-server/bin/exec-server)`);
+  return { executor, installed };
+}
+
+/** A container environment lost its connection: say why, and reconnect once it runs again. */
+function watchContainerRestarts(d: ContainerCommandDeps): void {
   const watching = new Map<string, AbortController>();
   d.ctx.subscriptions.push(
     { dispose: () => watching.forEach((w) => w.abort()) },
@@ -214,28 +237,27 @@ export function registerContainerCommands(d: ContainerCommandDeps): void {
       const c = d.store.get(environment);
       const found = c?.kind === 'command' ? targetOfCommand(c.command!, c.args ?? []) : undefined;
       if (!found || watching.has(environment)) return;
-      const t = found.target;
       const ac = new AbortController();
       watching.set(environment, ac);
-      void (async () => {
-        try {
-          const s = await containerState(t);
-          if (!s || s.running) return; // the manager's own reconnect attempts cover a live container
-          const where = describeTarget(t);
-          d.log.warn(`${environment}: ${where} ${s.gone ? 'was removed' : `stopped (${s.status})`}`);
-          void vscode.window.showWarningMessage(noLinks(s.gone ? `Exec Server: ${where} was removed (${environment}).` : `Exec Server: ${where} stopped (${s.status}); ${environment} reconnects when it runs again.`));
-          if (!(await waitUntilRunning(t, { signal: ac.signal }))) return;
-          if (d.manager.state(environment) === 'connected') return;
-          d.log.info(`${environment}: ${where} runs again; reconnecting`);
-          await d.manager.getClient(environment);
-          d.refresh();
-          void vscode.window.showInformationMessage(noLinks(`Exec Server: ${where} runs again; reconnected to ${environment}.`));
-        } catch (e) {
-          d.log.warn(`${environment}: reconnecting after the container restarted failed: ${e instanceof Error ? e.message : String(e)}`);
-        } finally {
-          watching.delete(environment);
-        }
-      })();
+      void reconnectWhenRunning(d, environment, found.target, ac.signal).finally(() => watching.delete(environment));
     }),
   );
+}
+
+async function reconnectWhenRunning(d: ContainerCommandDeps, environment: string, t: ContainerTarget, signal: AbortSignal): Promise<void> {
+  try {
+    const s = await containerState(t);
+    if (!s || s.running) return; // the manager's own reconnect attempts cover a live container
+    const where = describeTarget(t);
+    d.log.warn(`${environment}: ${where} ${s.gone ? 'was removed' : `stopped (${s.status})`}`);
+    void vscode.window.showWarningMessage(noLinks(s.gone ? `Exec Server: ${where} was removed (${environment}).` : `Exec Server: ${where} stopped (${s.status}); ${environment} reconnects when it runs again.`));
+    if (!(await waitUntilRunning(t, { signal }))) return;
+    if (d.manager.state(environment) === 'connected') return;
+    d.log.info(`${environment}: ${where} runs again; reconnecting`);
+    await d.manager.getClient(environment);
+    d.refresh();
+    void vscode.window.showInformationMessage(noLinks(`Exec Server: ${where} runs again; reconnected to ${environment}.`));
+  } catch (e) {
+    d.log.warn(`${environment}: reconnecting after the container restarted failed: ${e instanceof Error ? e.message : String(e)}`);
+  }
 }
