@@ -110,7 +110,8 @@ export async function telemetryOverhead(
   cfg: BenchConfig,
   fx: Fixtures,
   connect: (url: string) => Promise<BenchClient>,
-  opts: { baselineCli?: string; log: (m: string) => void },
+  /** nodeFlags: `--ours-node-flags` (e.g. --cpu-prof), given to every server of this table too. */
+  opts: { baselineCli?: string; nodeFlags?: string[]; log: (m: string) => void },
 ): Promise<TelemetryBenchResult> {
   const sink = await otlpSink();
   const cli = path.join(repo, 'dist', 'cli.js');
@@ -118,13 +119,14 @@ export async function telemetryOverhead(
     const env: NodeJS.ProcessEnv = {};
     for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('OTEL_')) env[k] = v;
     const base = ['--listen', 'ws://127.0.0.1:0'];
-    if (mode === 'baseline') return { name: 'ours', command: process.execPath, args: [opts.baselineCli!, ...base], env };
-    if (mode === 'off') return { name: 'ours', command: process.execPath, args: [cli, ...base], env };
+    const flags = opts.nodeFlags ?? [];
+    if (mode === 'baseline') return { name: 'ours', command: process.execPath, args: [...flags, opts.baselineCli!, ...base], env };
+    if (mode === 'off') return { name: 'ours', command: process.execPath, args: [...flags, cli, ...base], env };
     const sampling = mode === 'on' ? ['--trace-sampler', 'parentbased_always_on'] : ['--trace-sampler', 'parentbased_traceidratio', '--trace-sampler-arg', '0.01'];
     return {
       name: 'ours',
       command: process.execPath,
-      args: [cli, ...base, '--otlp-endpoint', sink.url, '--otlp-protocol', 'http/protobuf', ...sampling, '--prometheus', '127.0.0.1:0'],
+      args: [...flags, cli, ...base, '--otlp-endpoint', sink.url, '--otlp-protocol', 'http/protobuf', ...sampling, '--prometheus', '127.0.0.1:0'],
       env,
     };
   };

@@ -20,10 +20,13 @@ const NO_EVENTS: TimedEvent[] = [];
 /** performance.timeOrigin as [seconds, nanoseconds]; a span's times are offsets from it. */
 const ORIGIN_MS = performance.timeOrigin;
 
+const ORIGIN_S = Math.trunc(ORIGIN_MS / 1000);
+const ORIGIN_NS = Math.round((ORIGIN_MS - ORIGIN_S * 1000) * 1e6);
+
 /** A performance.now() reading as an absolute HrTime (as the SDK computes it: origin + offset). */
-function hrTimeOf(nowMs: number): HrTime {
-  const originS = Math.trunc(ORIGIN_MS / 1000);
-  const originNs = Math.round((ORIGIN_MS - originS * 1000) * 1e6);
+export function hrTimeOf(nowMs: number): HrTime {
+  const originS = ORIGIN_S;
+  const originNs = ORIGIN_NS;
   const nowS = Math.trunc(nowMs / 1000);
   const nowNs = Math.round((nowMs - nowS * 1000) * 1e6);
   let s = originS + nowS;
@@ -99,8 +102,8 @@ export class SpanRecord implements ReadableSpan {
     readonly traceState: TraceState | undefined,
     readonly parentSpanContext: SpanContext | undefined,
     /** A server span's method and request id (its rpc.* attributes), undefined for a process span. */
-    private readonly method?: string,
-    private readonly requestId?: string,
+    readonly method?: string,
+    readonly requestId?: string,
   ) {}
 
   spanContext(): SpanContext {

@@ -30,6 +30,8 @@ export interface ReceivedSpan {
   /** OTLP SpanKind: 1 internal, 2 server, 3 client */
   kind: number;
   attributes: Record<string, AttrValue>;
+  /** The attribute keys as sent, in order and with any repeats (the map above keeps the last). */
+  attributeKeys: string[];
   /** OTLP StatusCode: 0 unset, 1 ok, 2 error */
   statusCode: number;
   serviceName: string;
@@ -118,6 +120,7 @@ export function decodeProtobufTraces(body: Buffer): ReceivedSpan[] {
           name: bytesOf(f, 5).toString('utf8'),
           kind: num(f, 6),
           attributes: pbAttributes(all(f, 9)),
+          attributeKeys: all(f, 9).map((kv) => bytesOf(pbFields(kv), 1).toString('utf8')),
           statusCode: num(pbFields(bytesOf(f, 15)), 3),
           serviceName: String(resource['service.name'] ?? ''),
           startNs: bytesOf(f, 7).length === 8 ? bytesOf(f, 7).readBigUInt64LE(0) : 0n,
@@ -163,6 +166,7 @@ export function decodeJsonTraces(body: Buffer): ReceivedSpan[] {
           name: s.name,
           kind: s.kind,
           attributes: jsonAttributes(s.attributes),
+          attributeKeys: ((s.attributes ?? []) as Array<{ key: string }>).map((a) => a.key),
           statusCode: s.status?.code ?? 0,
           serviceName: String(resource['service.name'] ?? ''),
           startNs: BigInt(s.startTimeUnixNano ?? 0),

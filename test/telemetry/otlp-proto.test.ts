@@ -23,6 +23,8 @@ function records(b: SpanBatcher): SpanRecord[] {
     const parented = i % 3 === 0;
     const r = new SpanRecord(b, i % 7 === 0 ? 'other' : 'fs/getMetadata', SpanKind.SERVER, parented ? remote.traceId : ids.traceId(), parented ? remote.traceState : undefined, parented ? remote : undefined, i % 7 === 0 ? 'é/ünïcode/' + 'x'.repeat(200) : 'fs/getMetadata', i % 2 ? String(i) : undefined);
     if (i % 5 === 0) r.fail(-32004, `not found ${'ø'.repeat(i % 40)}`);
+    // An attribute set later under a derived key replaces it (the records' attributes merge them).
+    if (i % 11 === 0) r.setAttribute('rpc.method', `renamed ${i}`);
     out.push(r);
     if (i % 10 === 0) {
       const p = new SpanRecord(b, 'process', SpanKind.INTERNAL, r.traceId, r.traceState, r.spanContext());
@@ -76,6 +78,7 @@ test('our protobuf serializer and the SDK one decode to the same spans', async (
     assert.ok(ours.some((s) => s.flags === 0x301) && ours.some((s) => s.flags === 0x101), 'remote and local parents flagged');
     assert.ok(ours.some((s) => s.attributes['rpc.jsonrpc.error_code'] === -32004));
     assert.ok(ours.some((s) => s.attributes['a.float'] === 10.25));
+    assert.ok(ours.some((s) => s.attributes['rpc.method'] === 'renamed 11'));
     assert.ok(ours.every((s) => s.serviceName === 'proto-under-test'));
   } finally {
     await rxSdk.close();
