@@ -9,7 +9,7 @@ import { OTLPExporterBase } from '@opentelemetry/otlp-exporter-base';
 // The package's "./node-http" export (its typings by file: this tsconfig's resolution ignores "exports").
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const { convertLegacyHttpOptions, createOtlpHttpExportDelegate } = require('@opentelemetry/otlp-exporter-base/node-http') as typeof import('@opentelemetry/otlp-exporter-base/build/src/index-node-http');
-import { TraceFlags, type Attributes, type AttributeValue } from '@opentelemetry/api';
+import { TraceFlags, type Attributes, type AttributeValue, type HrTime, type SpanContext, type TraceState } from '@opentelemetry/api';
 import type { InstrumentationScope } from '@opentelemetry/core';
 import type { Resource } from '@opentelemetry/resources';
 import type { ReadableSpan, SpanExporter } from '@opentelemetry/sdk-trace-base';
@@ -208,40 +208,53 @@ const RPC_SYSTEM = (() => {
 })();
 
 /**
- * A span record of this server, from its own fields: the same bytes as span() reading it
- * through ReadableSpan (test/telemetry/otlp-proto.test.ts), without the objects its getters
- * build (span context, attributes, times, status) for every span of every batch.
+ * A Span up to its attributes (ids, tracestate, parent, name, kind, times); returns where it
+ * starts, for spanEnd. Both writers below share it and spanEnd, and differ in where the fields
+ * come from.
  */
-function record(w: Writer, s: SpanRecord): void {
+function spanStart(w: Writer, traceId: string, spanId: string, traceState: TraceState | undefined, parent: SpanContext | undefined, name: string, kind: number, start: HrTime, end: HrTime): number {
   const at = w.begin(2); // ScopeSpans.spans
-  w.hex(1, s.traceId);
-  w.hex(2, s.spanId);
-  const state = s.traceState?.serialize();
+  w.hex(1, traceId);
+  w.hex(2, spanId);
+  const state = traceState?.serialize();
   if (state) w.string(3, state);
-  const parent = s.parentSpanContext;
   if (parent?.spanId) w.hex(4, parent.spanId);
-  w.string(5, s.name);
+  w.string(5, name);
   w.tag(6, WIRE_VARINT);
-  w.varint(s.kind + 1);
-  const start = hrTimeOf(s.startMs);
-  const end = hrTimeOf(s.endMs < 0 ? s.startMs : s.endMs);
+  w.varint(kind + 1); // OTLP's SpanKind counts from UNSPECIFIED = 0
   w.time(7, start[0], start[1]);
   w.time(8, end[0], end[1]);
+  return at;
+}
+
+/** The rest of a Span after its attributes: status, flags (trace flags, is_remote of the parent). */
+function spanEnd(w: Writer, at: number, statusMessage: string | undefined, statusCode: number, traceFlags: number, parent: SpanContext | undefined): void {
+  const st = w.begin(15);
+  if (statusMessage) w.string(2, statusMessage);
+  if (statusCode) {
+    w.tag(3, WIRE_VARINT);
+    w.varint(statusCode);
+  }
+  w.end(st);
+  w.fixed32(16, (traceFlags & 0xff) | FLAGS_HAS_IS_REMOTE | (parent?.isRemote ? FLAGS_IS_REMOTE : 0));
+  w.end(at);
+}
+
+/**
+ * A span record of this server, from its own fields: the same bytes as span() reading it
+ * through ReadableSpan (test/telemetry/otlp-proto.test.ts), without the objects its getters
+ * build (span context, attributes, status) for every span of every batch.
+ */
+function record(w: Writer, s: SpanRecord): void {
+  const parent = s.parentSpanContext;
+  const at = spanStart(w, s.traceId, s.spanId, s.traceState, parent, s.name, s.kind, hrTimeOf(s.startMs), hrTimeOf(s.endMs < 0 ? s.startMs : s.endMs));
   if (s.method !== undefined) {
     w.bytes(RPC_SYSTEM);
     stringAttribute(w, 9, 'rpc.method', s.method.length > MAX_ATTRIBUTE_CHARS ? s.method.slice(0, MAX_ATTRIBUTE_CHARS) : s.method);
     if (s.requestId !== undefined) stringAttribute(w, 9, 'rpc.jsonrpc.request_id', s.requestId.slice(0, MAX_ATTRIBUTE_CHARS));
   }
   if (s.extra) attributes(w, 9, s.extra);
-  const st = w.begin(15);
-  if (s.statusMessage) w.string(2, s.statusMessage);
-  if (s.statusCode) {
-    w.tag(3, WIRE_VARINT);
-    w.varint(s.statusCode);
-  }
-  w.end(st);
-  w.fixed32(16, TraceFlags.SAMPLED | FLAGS_HAS_IS_REMOTE | (parent?.isRemote ? FLAGS_IS_REMOTE : 0));
-  w.end(at);
+  spanEnd(w, at, s.statusMessage, s.statusCode, TraceFlags.SAMPLED, parent);
 }
 
 /** Whether record() may write `s`: one of ours whose extra attributes do not rename a derived one (span() merges those). */
@@ -254,31 +267,11 @@ function plainRecord(s: ReadableSpan): s is SpanRecord {
 function span(w: Writer, s: ReadableSpan): void {
   if (plainRecord(s)) return record(w, s);
   const ctx = s.spanContext();
-  const at = w.begin(2); // ScopeSpans.spans
-  w.hex(1, ctx.traceId);
-  w.hex(2, ctx.spanId);
-  const state = ctx.traceState?.serialize();
-  if (state) w.string(3, state);
   const parent = s.parentSpanContext;
-  if (parent?.spanId) w.hex(4, parent.spanId);
-  w.string(5, s.name);
-  w.tag(6, WIRE_VARINT);
-  w.varint(s.kind + 1); // OTLP's SpanKind counts from UNSPECIFIED = 0
-  const start = s.startTime;
-  const end = s.endTime;
-  w.time(7, start[0], start[1]);
-  w.time(8, end[0], end[1]);
+  const at = spanStart(w, ctx.traceId, ctx.spanId, ctx.traceState, parent, s.name, s.kind, s.startTime, s.endTime);
   attributes(w, 9, s.attributes);
   const status = s.status;
-  const st = w.begin(15);
-  if (status.message) w.string(2, status.message);
-  if (status.code) {
-    w.tag(3, WIRE_VARINT);
-    w.varint(status.code);
-  }
-  w.end(st);
-  w.fixed32(16, (ctx.traceFlags & 0xff) | FLAGS_HAS_IS_REMOTE | (parent?.isRemote ? FLAGS_IS_REMOTE : 0));
-  w.end(at);
+  spanEnd(w, at, status.message, status.code, ctx.traceFlags, parent);
 }
 
 /** ExportTraceServiceRequest bytes of `spans`, all of one resource and scope (the server's). */
