@@ -33,7 +33,11 @@ before(async () => {
   caFile = path.join(dir, 'test-ca.pem');
   fs.writeFileSync(caFile, testCa.certPem);
   const record = (req: http.IncomingMessage, res: http.ServerResponse) => {
-    seen.push(`${req.socket.localPort === tport ? 'https' : 'http'} ${req.headers.host?.replace(/:\d+$/, '')} ${req.url} ${req.headers.authorization ?? '-'}`);
+    // Basic credentials decoded (user:password), and the header of the `header` form when sent.
+    const a = req.headers.authorization ?? '-';
+    const auth = a.startsWith('Basic ') ? `Basic ${Buffer.from(a.slice(6), 'base64').toString()}` : a;
+    const key = req.headers['x-api-key'] === undefined ? '' : ` x-api-key ${req.headers['x-api-key']}`;
+    seen.push(`${req.socket.localPort === tport ? 'https' : 'http'} ${req.headers.host?.replace(/:\d+$/, '')} ${req.url} ${auth}${key}`);
     res.end('ok\n');
   };
   origins = await startTestOrigins(testCa, record);
@@ -54,12 +58,19 @@ const REAL: Record<string, string> = {
   MY_CUSTOM_TOKEN: `custom-${'e'.repeat(20)}`,
   HT_TOKEN: `ht_${'g'.repeat(16)}`,
   NP_TOKEN: 'np-value',
+  HK_TOKEN: 'hk-abcdefghijkl',
+  TK_TOKEN: 'tk-abcdefghijkl',
+  BA_TOKEN: 'ba-abcdefghijkl',
 };
 const PROXY = { enabled: true, enableSocks5: true, enableSocks5Udp: true, allowUpstreamProxy: true, dangerouslyAllowAllUnixSockets: false, mode: 'full', allowLocalBinding: false, domains: { localhost: 'allow', '127.0.0.1': 'allow' } };
 const providers = () => ({
   custom: { env: ['MY_CUSTOM_TOKEN'], patterns: ['custom-[a-z]{20}'], url_prefixes: [`https://localhost:${tport}/`], auth: [] },
   ht: { env: ['HT_TOKEN'], patterns: ['ht_[a-z]{16}'], url_prefixes: [`http://localhost:${port}/api/`] },
   nopat: { env: ['NP_TOKEN'], url_prefixes: [`http://localhost:${port}/`] },
+  // The `auth` forms: a header of its own, Token besides Bearer, Basic.
+  hk: { env: ['HK_TOKEN'], patterns: ['hk-[a-z]{12}'], url_prefixes: [`http://localhost:${port}/api/`], auth: ['header'], header: 'x-api-key', prefix: '' },
+  tk: { env: ['TK_TOKEN'], patterns: ['tk-[a-z]{12}'], url_prefixes: [`http://localhost:${port}/api/`], auth: ['bearer', 'token'] },
+  ba: { env: ['BA_TOKEN'], patterns: ['ba-[a-z]{12}'], url_prefixes: [`http://localhost:${port}/api/`], auth: ['basic'] },
 });
 
 /** A value as the comparison sees it: real, or the dummy's kept prefix, length and alphabet. */
@@ -112,15 +123,21 @@ async function outcome(server: ServerCommand, tag: string): Promise<Outcome> {
       `curl -sS http://127.0.0.1:${port}/api/x -H "Authorization: Bearer $HT_TOKEN"`,
       `curl -sS http://localhost:${port}/api/t -H "Authorization: token $HT_TOKEN"`,
       `curl -sS http://localhost:${port}/api/c -H "Authorization: Bearer $MY_CUSTOM_TOKEN"`,
+      `curl -sS http://localhost:${port}/api/k -H "x-api-key: $HK_TOKEN"`,
+      `curl -sS http://localhost:${port}/api/kb -H "Authorization: Bearer $HK_TOKEN"`,
+      `curl -sS http://localhost:${port}/api/t -H "Authorization: Token $TK_TOKEN"`,
+      `curl -sS http://localhost:${port}/api/tb -H "Authorization: Bearer $TK_TOKEN"`,
+      `curl -sS -u "user:$BA_TOKEN" http://localhost:${port}/api/b`,
+      `curl -sS http://localhost:${port}/api/bt -H "Authorization: Token $BA_TOKEN"`,
     ].join('\n');
     const out = await start('m1', ['/bin/bash', '-c', script]);
     const childEnv = envOf(fs.readFileSync(path.join(W, 'env.txt'), 'utf8'));
     const requests = [...seen];
     const dummies = Object.fromEntries(Object.keys(REAL).map((k) => [childEnv[k], k]));
-    const named = (s: string) => s.replace(/Bearer (\S+)|token (\S+)/, (all, a, b) => {
-      const v = a ?? b;
+    // Each value an origin received, named: the real value of X or the dummy of X.
+    const named = (s: string) => s.replace(/(Bearer |token |Token |Basic user:|x-api-key )(\S+)/g, (_all, form: string, v: string) => {
       const kind = Object.entries(REAL).find(([, r]) => r === v)?.[0];
-      return `${all.split(' ')[0]} ${kind ? `real ${kind}` : dummies[v] ? `dummy ${dummies[v]}` : v}`;
+      return `${form}${kind ? `real ${kind}` : dummies[v] ? `dummy ${dummies[v]}` : v}`;
     });
     const bundle = childEnv.SSL_CERT_FILE ?? '';
     const caKeys = Object.keys(childEnv).filter((k) => childEnv[k] === bundle).sort();
@@ -189,5 +206,9 @@ test('credential masking: our CLI masks, binds and swaps as every reference vers
   assert.deepEqual(ours.caKeys, newest.caKeys, 'the bundle variables are the newest reference\'s');
   assert.equal(ours.flags, 'credentialMasking true credentialMaskingCustomProviders true');
   assert.deepEqual(ours.output, ['real', 'real'], 'a secret the child prints is not masked, whole or split (as measured on the references)');
-  assert.equal(ours.requests.filter((r) => r.includes('real')).length, 2, 'the swap happened (the test can fail the other way too)');
+  assert.equal(ours.requests.filter((r) => r.includes('real')).length, 6, 'the swap happened (the test can fail the other way too)');
+  // Each form put the real value back only where its provider's auth allows it.
+  for (const want of ['/api/k - x-api-key real HK_TOKEN', '/api/kb Bearer dummy HK_TOKEN', '/api/t Token real TK_TOKEN', '/api/tb Bearer real TK_TOKEN', '/api/b Basic user:real BA_TOKEN', '/api/bt Token dummy BA_TOKEN']) {
+    assert.ok(ours.requests.some((r) => r.endsWith(want)), `${want} in ${JSON.stringify(ours.requests)}`);
+  }
 });

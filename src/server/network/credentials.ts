@@ -1,7 +1,8 @@
 // Credential masking for a proxied process (credentialMasking / credentialMaskingCustomProviders;
 // docs/security.md "Credential masking"): the child's environment gets a dummy in place of each
-// known secret, and the proxy puts the real value back only into an `Authorization: Bearer
-// <dummy>` header of a request to a destination that secret is bound to. Everything here is
+// known secret, and the proxy puts the real value back only into the header form the secret's
+// source names (`Authorization: Bearer <dummy>` by default; Token, Basic or a header of its own for
+// a provider's `auth`) of a request to a destination that secret is bound to. Everything here is
 // what the reference does, measured on codex 0.169 and 0.171 (docs/protocol.md "Managed
 // network"): the built-in sources and their dummies (prefix kept, `masked`, a random tail, at
 // least 40 / 51 characters), the custom providers of `credentialProviders` (snake_case keys, a
@@ -256,12 +257,25 @@ export function dummyFromPattern(atoms: Atom[], value: string): string | undefin
 // ---------------------------------------------------------------------------------------------
 // Providers
 
+/**
+ * Where a request may carry a credential's dummy for the proxy to put the real value back
+ * (a provider's `auth`, measured on codex 0.171): `Authorization: Bearer <dummy>`,
+ * `Authorization: Token <dummy>`, `Authorization: Basic base64(<user>:<dummy>)`, or the value
+ * `prefix + <dummy>` of the provider's own `header`.
+ */
+export type AuthForm = { kind: 'bearer' | 'token' | 'basic' } | { kind: 'header'; header: string; prefix: string };
+
+const AUTH_KINDS = ['bearer', 'token', 'basic', 'header'] as const;
+const BEARER: AuthForm[] = [{ kind: 'bearer' }];
+
 export interface CustomProvider {
   name: string;
   env: string[];
   patterns: string[];
   urlPrefixes: string[];
   urlPrefixFromEnv?: string;
+  /** The header forms its credentials are put back into (Bearer when `auth` is empty). */
+  forms: AuthForm[];
   /** Set when the provider asks for what is not implemented (refused when masking is on). */
   unsupported?: string;
 }
@@ -272,9 +286,12 @@ const strings = seqOf(str);
 
 /**
  * `credentialProviders` (name → CredentialProviderConfig), with the reference's -32602 texts.
- * `auth`, `header` and `prefix` (another header or value form than `Authorization: Bearer`) are
- * not implemented: such a provider is marked, and refused (-32600) by checkProviders when
- * masking is on, rather than left unmasked.
+ * `auth` lists the forms (`bearer`, `token`, `basic`, `header`; empty: bearer); `header` names
+ * the header of the `header` form and `prefix` its value's prefix, both only with it. A provider
+ * the reference would ignore with a warning (a `header` form without exactly one header name, a
+ * header or prefix without that form: its credentials left unmasked) is marked, and refused
+ * (-32600) by checkProviders when masking is on, as is an `auth` entry in another shape than
+ * these names.
  */
 export function decodeCredentialProviders(v: unknown, describeValue: (v: unknown) => string = describe): CustomProvider[] {
   const typeError = (x: unknown, expected: string) => invalidParams(`invalid type: ${describeValue(x)}, expected ${expected}`);
@@ -286,13 +303,29 @@ export function decodeCredentialProviders(v: unknown, describeValue: (v: unknown
       if (!PROVIDER_FIELDS.includes(k)) throw invalidParams(`unknown field \`${k}\`, expected one of ${PROVIDER_FIELDS.map((f) => `\`${f}\``).join(', ')}`);
     }
     const opt = (k: string) => (p[k] === undefined || p[k] === null ? [] : strings(p[k]));
-    const provider: CustomProvider = { name, env: opt('env'), patterns: opt('patterns'), urlPrefixes: opt('url_prefixes') };
+    const provider: CustomProvider = { name, env: opt('env'), patterns: opt('patterns'), urlPrefixes: opt('url_prefixes'), forms: BEARER };
     if (p.url_prefix_from_env !== undefined && p.url_prefix_from_env !== null) provider.urlPrefixFromEnv = str(p.url_prefix_from_env);
     const auth = p.auth === undefined || p.auth === null ? [] : seqOf((x) => x)(p.auth);
     const header = p.header === undefined || p.header === null ? undefined : str(p.header);
     const prefix = p.prefix === undefined || p.prefix === null ? undefined : str(p.prefix);
-    if (auth.length > 0 || (header !== undefined && header.toLowerCase() !== 'authorization') || (prefix !== undefined && prefix !== 'Bearer ')) {
-      provider.unsupported = 'only `Authorization: Bearer` credentials are supported by this exec-server (auth/header/prefix)';
+    const kinds: string[] = [];
+    for (const a of auth) {
+      if (typeof a !== 'string') {
+        provider.unsupported = `an \`auth\` entry other than ${AUTH_KINDS.map((k) => `"${k}"`).join(', ')} is not supported by this exec-server`;
+        continue;
+      }
+      if (!(AUTH_KINDS as readonly string[]).includes(a)) throw invalidParams(`unknown variant \`${a}\`, expected one of ${AUTH_KINDS.map((k) => `\`${k}\``).join(', ')}`);
+      if (!kinds.includes(a)) kinds.push(a);
+    }
+    if (kinds.includes('header') && (header === undefined || header.trim() === '')) {
+      provider.unsupported ??= `credential provider \`${name}\` requires a header name exactly when using header authentication`;
+    } else if (!kinds.includes('header') && header !== undefined) {
+      provider.unsupported ??= `credential provider \`${name}\` requires a header name exactly when using header authentication`;
+    } else if (!kinds.includes('header') && prefix !== undefined) {
+      provider.unsupported ??= `credential provider \`${name}\` requires header authentication to use a header prefix`;
+    }
+    if (kinds.length > 0 && !provider.unsupported) {
+      provider.forms = kinds.map((k): AuthForm => (k === 'header' ? { kind: 'header', header: header!, prefix: prefix ?? '' } : { kind: k as 'bearer' | 'token' | 'basic' }));
     }
     out.push(provider);
   }
@@ -322,6 +355,8 @@ export interface Credential {
   real: string;
   dummy: string;
   destinations: Destination[];
+  /** The header forms the real value is put back into. */
+  forms: AuthForm[];
 }
 
 const GITHUB_PREFIXES = ['github_pat_', 'ghp_', 'gho_', 'ghu_', 'ghs_', 'ghr_'];
@@ -364,7 +399,7 @@ export function maskEnv(env: Record<string, string>, providers: CustomProvider[]
   const out = { ...env };
   const credentials: Credential[] = [];
   const warnings: string[] = [];
-  const take = (envVar: string, destinations: Destination[], dummyOf: (real: string) => string | undefined) => {
+  const take = (envVar: string, destinations: Destination[], dummyOf: (real: string) => string | undefined, forms: AuthForm[] = BEARER) => {
     const raw = out[envVar];
     if (raw === undefined) return;
     const real = raw.trim();
@@ -373,7 +408,7 @@ export function maskEnv(env: Record<string, string>, providers: CustomProvider[]
     if (known) return;
     const dummy = dummyOf(real);
     if (dummy === undefined) return;
-    credentials.push({ envVar, real, dummy, destinations });
+    credentials.push({ envVar, real, dummy, destinations, forms });
     out[envVar] = dummy;
   };
   for (const k of ['GH_TOKEN', 'GITHUB_TOKEN']) take(k, GITHUB_CLOUD, (r) => shapedDummy(r, githubPrefix(r), 40));
@@ -403,7 +438,7 @@ export function maskEnv(env: Record<string, string>, providers: CustomProvider[]
           if (d !== undefined) return d;
         }
         return undefined;
-      });
+      }, p.forms);
     }
   }
   out[BROKER_ACTIVE_ENV] = '1';
@@ -431,22 +466,57 @@ export class CredentialBroker {
   }
 
   /**
-   * The request's headers with `Authorization: Bearer <dummy>` replaced by the real value, when
-   * exactly one Authorization header carries the dummy of a credential bound to this request's
-   * scheme, host, port and path. Anything else is returned as it came (a dummy stays a dummy).
+   * The request's headers with a credential's dummy replaced by its real value in the header
+   * forms of that credential, when the request goes to a scheme, host, port and path the
+   * credential is bound to: `Authorization` (exactly one such header) as `Bearer <dummy>`,
+   * `Token <dummy>` or `Basic base64(<user>:<dummy>)`, and a form's own header (exactly one) as
+   * `prefix + <dummy>`. Anything else is returned as it came (a dummy stays a dummy).
    */
   swap(headers: [string, string][], scheme: 'http' | 'https', host: string, port: number, path: string): [string, string][] {
-    const auth = headers.map((h, i) => [h, i] as const).filter(([h]) => h[0].toLowerCase() === 'authorization');
-    if (auth.length !== 1) return headers;
-    const [[name, value], index] = auth[0];
-    const m = /^Bearer (\S+)$/.exec(value);
-    if (!m) return headers;
     const h = normalizeHost(host);
-    const hits = this.credentials.filter((c) => c.dummy === m[1] && c.destinations.some((d) => destinationMatches(d, scheme, h, port, path)));
-    const reals = new Set(hits.map((c) => c.real));
-    if (reals.size !== 1) return headers;
-    const out = headers.slice();
-    out[index] = [name, `Bearer ${[...reals][0]}`];
+    const bound = this.credentials.filter((c) => c.destinations.some((d) => destinationMatches(d, scheme, h, port, path)));
+    if (bound.length === 0) return headers;
+    let out = headers;
+    /** The one real value of the bound credentials with this dummy and a form that `accepts`. */
+    const realFor = (dummy: string, accepts: (f: AuthForm) => boolean) => {
+      const reals = new Set(bound.filter((c) => c.dummy === dummy && c.forms.some(accepts)).map((c) => c.real));
+      return reals.size === 1 ? [...reals][0] : undefined;
+    };
+    const only = (name: string) => {
+      const at = out.map((x, i) => [x, i] as const).filter(([x]) => x[0].toLowerCase() === name);
+      return at.length === 1 ? at[0] : undefined;
+    };
+    const auth = only('authorization');
+    if (auth) {
+      const [[name, value], index] = auth;
+      const m = /^(Bearer|Token|Basic) (\S+)$/.exec(value);
+      let replaced: string | undefined;
+      if (m && m[1] !== 'Basic') {
+        const kind = m[1] === 'Bearer' ? 'bearer' : 'token';
+        const real = realFor(m[2], (f) => f.kind === kind);
+        if (real !== undefined) replaced = `${m[1]} ${real}`;
+      } else if (m) {
+        const decoded = Buffer.from(m[2], 'base64').toString('utf8');
+        const colon = decoded.indexOf(':');
+        const real = colon >= 0 ? realFor(decoded.slice(colon + 1), (f) => f.kind === 'basic') : undefined;
+        if (real !== undefined) replaced = `Basic ${Buffer.from(`${decoded.slice(0, colon + 1)}${real}`, 'utf8').toString('base64')}`;
+      }
+      if (replaced !== undefined) {
+        out = out.slice();
+        out[index] = [name, replaced];
+      }
+    }
+    for (const c of bound) {
+      for (const f of c.forms) {
+        if (f.kind !== 'header') continue;
+        const one = only(f.header.toLowerCase());
+        if (!one || one[0][1] !== `${f.prefix}${c.dummy}`) continue;
+        const real = realFor(c.dummy, (g) => g.kind === 'header' && g.header.toLowerCase() === f.header.toLowerCase() && g.prefix === f.prefix);
+        if (real === undefined) continue;
+        out = out.slice();
+        out[one[1]] = [one[0][0], `${f.prefix}${real}`];
+      }
+    }
     return out;
   }
 }

@@ -84,6 +84,45 @@ test('custom providers: snake_case keys with the reference\'s unknown-field text
   assert.ok(decodeCredentialProviders({ h: { env: [], patterns: ['x'], header: 'X-Api-Key' } })[0].unsupported);
 });
 
+test('provider auth forms as the reference reads them: names, defaults, and the combinations it ignores (refused here)', () => {
+  const forms = (p: Record<string, unknown>) => decodeCredentialProviders({ p: { env: ['T'], patterns: ['t[a-z]{4}'], url_prefixes: ['https://x.example/'], ...p } })[0];
+  assert.deepEqual(forms({}).forms, [{ kind: 'bearer' }]);
+  assert.deepEqual(forms({ auth: [] }).forms, [{ kind: 'bearer' }]);
+  assert.deepEqual(forms({ auth: ['bearer', 'token', 'token'] }).forms, [{ kind: 'bearer' }, { kind: 'token' }]);
+  assert.deepEqual(forms({ auth: ['header'], header: 'X-Api-Key' }).forms, [{ kind: 'header', header: 'X-Api-Key', prefix: '' }]);
+  assert.deepEqual(forms({ auth: ['basic', 'header'], header: 'x-other', prefix: 'K ' }).forms, [{ kind: 'basic' }, { kind: 'header', header: 'x-other', prefix: 'K ' }]);
+  // The reference's messages (0.171): an unknown name fails the start; the rest make it ignore the provider.
+  assert.throws(() => forms({ auth: ['x'] }), (e: RpcError) => e.code === -32602 && e.message === 'unknown variant `x`, expected one of `bearer`, `token`, `basic`, `header`');
+  assert.equal(forms({ auth: ['header'] }).unsupported, 'credential provider `p` requires a header name exactly when using header authentication');
+  assert.equal(forms({ header: 'X-Api-Key', prefix: '' }).unsupported, 'credential provider `p` requires a header name exactly when using header authentication');
+  assert.equal(forms({ prefix: 'Token ' }).unsupported, 'credential provider `p` requires header authentication to use a header prefix');
+  assert.match(forms({ auth: [{ header: 'x', prefix: 'K ' }] }).unsupported ?? '', /an `auth` entry other than "bearer", "token", "basic", "header" is not supported/);
+});
+
+test('the swap in each form: Token, Basic (the password), a header of its own with its prefix; a form the credential lacks keeps the dummy', () => {
+  const providers = decodeCredentialProviders({
+    tok: { env: ['TK'], patterns: ['tk-[a-z]{8}'], url_prefixes: ['https://api.example.com/'], auth: ['token'] },
+    bas: { env: ['BA'], patterns: ['ba-[a-z]{8}'], url_prefixes: ['https://api.example.com/'], auth: ['basic'] },
+    hdr: { env: ['HD'], patterns: ['hd-[a-z]{8}'], url_prefixes: ['https://api.example.com/'], auth: ['header'], header: 'X-Api-Key', prefix: 'K ' },
+  });
+  const m = maskEnv({ TK: 'tk-tttttttt', BA: 'ba-bbbbbbbb', HD: 'hd-hhhhhhhh' }, providers);
+  const b = new CredentialBroker(m.credentials);
+  const swap = (h: [string, string][], host = 'api.example.com') => b.swap(h, 'https', host, 443, '/v1');
+  const basic = (user: string, pass: string) => `Basic ${Buffer.from(`${user}:${pass}`).toString('base64')}`;
+  assert.deepEqual(swap([['Authorization', `Token ${m.env.TK}`]]), [['Authorization', 'Token tk-tttttttt']]);
+  assert.deepEqual(swap([['Authorization', basic('me', m.env.BA)]]), [['Authorization', basic('me', 'ba-bbbbbbbb')]]);
+  assert.deepEqual(swap([['x-api-key', `K ${m.env.HD}`]]), [['x-api-key', 'K hd-hhhhhhhh']]);
+  const kept = (why: string, h: [string, string][], host?: string) => assert.deepEqual(swap(h, host), h, why);
+  kept('Bearer for a Token-only credential', [['Authorization', `Bearer ${m.env.TK}`]]);
+  kept('Token for a Basic-only credential', [['Authorization', `Token ${m.env.BA}`]]);
+  kept('the dummy as the Basic user name', [['Authorization', basic(m.env.BA, 'x')]]);
+  kept('the header form without its prefix', [['X-Api-Key', m.env.HD]]);
+  kept('the header form in another header', [['X-Other', `K ${m.env.HD}`]]);
+  kept('two of its headers', [['X-Api-Key', `K ${m.env.HD}`], ['x-api-key', `K ${m.env.HD}`]]);
+  kept('the header form to another host', [['X-Api-Key', `K ${m.env.HD}`]], 'evil.example.com');
+  kept('Authorization for a header-only credential', [['Authorization', `Bearer ${m.env.HD}`]]);
+});
+
 test('destinations: HTTPS anywhere, HTTP only to loopback, scoped wildcards, no userinfo/query/fragment', () => {
   assert.deepEqual(parseDestination('https://API.example.com/v1/'), { scheme: 'https', host: 'api.example.com', wildcard: false, port: 443, pathPrefix: '/v1/' });
   assert.deepEqual(parseDestination('localhost:8080'), { scheme: 'http', host: 'localhost', wildcard: false, port: 8080, pathPrefix: '/' });
