@@ -13,7 +13,7 @@ import { TraceFlags, type Attributes, type AttributeValue, type HrTime, type Spa
 import type { InstrumentationScope } from '@opentelemetry/core';
 import type { Resource } from '@opentelemetry/resources';
 import type { ReadableSpan, SpanExporter } from '@opentelemetry/sdk-trace-base';
-import { hrTimeOf, MAX_ATTRIBUTE_CHARS, SpanRecord } from './server-spans';
+import { hrTimeOf, RPC_KEYS, SpanRecord } from './server-spans';
 
 const WIRE_VARINT = 0;
 const WIRE_I64 = 1;
@@ -203,7 +203,7 @@ function stringAttribute(w: Writer, field: number, key: string, value: string): 
 /** The server span's constant attribute, encoded once: rpc.system = "jsonrpc" as Span.attributes (9). */
 const RPC_SYSTEM = (() => {
   const w = new Writer();
-  stringAttribute(w, 9, 'rpc.system', 'jsonrpc');
+  stringAttribute(w, 9, RPC_KEYS[0], 'jsonrpc');
   return Buffer.from(w.buf.subarray(0, w.pos));
 })();
 
@@ -248,10 +248,12 @@ function spanEnd(w: Writer, at: number, statusMessage: string | undefined, statu
 function record(w: Writer, s: SpanRecord): void {
   const parent = s.parentSpanContext;
   const at = spanStart(w, s.traceId, s.spanId, s.traceState, parent, s.name, s.kind, hrTimeOf(s.startMs), hrTimeOf(s.endMs < 0 ? s.startMs : s.endMs));
-  if (s.method !== undefined) {
+  const method = s.rpcMethod;
+  if (method !== undefined) {
     w.bytes(RPC_SYSTEM);
-    stringAttribute(w, 9, 'rpc.method', s.method.length > MAX_ATTRIBUTE_CHARS ? s.method.slice(0, MAX_ATTRIBUTE_CHARS) : s.method);
-    if (s.requestId !== undefined) stringAttribute(w, 9, 'rpc.jsonrpc.request_id', s.requestId.slice(0, MAX_ATTRIBUTE_CHARS));
+    stringAttribute(w, 9, RPC_KEYS[1], method);
+    const id = s.rpcRequestId;
+    if (id !== undefined) stringAttribute(w, 9, RPC_KEYS[2], id);
   }
   if (s.extra) attributes(w, 9, s.extra);
   spanEnd(w, at, s.statusMessage, s.statusCode, TraceFlags.SAMPLED, parent);
@@ -261,7 +263,7 @@ function record(w: Writer, s: SpanRecord): void {
 function plainRecord(s: ReadableSpan): s is SpanRecord {
   if (!(s instanceof SpanRecord)) return false;
   const x = s.extra;
-  return s.method === undefined || x === undefined || !('rpc.system' in x || 'rpc.method' in x || 'rpc.jsonrpc.request_id' in x);
+  return s.method === undefined || x === undefined || !RPC_KEYS.some((k) => k in x);
 }
 
 function span(w: Writer, s: ReadableSpan): void {

@@ -14,6 +14,9 @@ import type { ReadableSpan, SpanExporter, TimedEvent } from '@opentelemetry/sdk-
 /** Longest string attribute value recorded from the wire (a client may send any string). */
 export const MAX_ATTRIBUTE_CHARS = 128;
 
+/** The attributes a server span derives from its method and request id: rpc.system, rpc.method, rpc.jsonrpc.request_id. */
+export const RPC_KEYS = ['rpc.system', 'rpc.method', 'rpc.jsonrpc.request_id'] as const;
+
 const NO_LINKS: Link[] = [];
 const NO_EVENTS: TimedEvent[] = [];
 
@@ -25,12 +28,10 @@ const ORIGIN_NS = Math.round((ORIGIN_MS - ORIGIN_S * 1000) * 1e6);
 
 /** A performance.now() reading as an absolute HrTime (as the SDK computes it: origin + offset). */
 export function hrTimeOf(nowMs: number): HrTime {
-  const originS = ORIGIN_S;
-  const originNs = ORIGIN_NS;
   const nowS = Math.trunc(nowMs / 1000);
   const nowNs = Math.round((nowMs - nowS * 1000) * 1e6);
-  let s = originS + nowS;
-  let ns = originNs + nowNs;
+  let s = ORIGIN_S + nowS;
+  let ns = ORIGIN_NS + nowNs;
   if (ns >= 1e9) {
     s += 1;
     ns -= 1e9;
@@ -131,10 +132,20 @@ export class SpanRecord implements ReadableSpan {
     this.owner.ended(this);
   }
 
+  /** rpc.method as recorded: the method cut to MAX_ATTRIBUTE_CHARS (undefined for a process span). */
+  get rpcMethod(): string | undefined {
+    return this.method === undefined || this.method.length <= MAX_ATTRIBUTE_CHARS ? this.method : this.method.slice(0, MAX_ATTRIBUTE_CHARS);
+  }
+  /** rpc.jsonrpc.request_id as recorded (cut to MAX_ATTRIBUTE_CHARS). */
+  get rpcRequestId(): string | undefined {
+    return this.requestId?.slice(0, MAX_ATTRIBUTE_CHARS);
+  }
   get attributes(): Attributes {
-    if (this.method === undefined) return this.extra ?? {};
-    const a: Attributes = { 'rpc.system': 'jsonrpc', 'rpc.method': this.method.length > MAX_ATTRIBUTE_CHARS ? this.method.slice(0, MAX_ATTRIBUTE_CHARS) : this.method };
-    if (this.requestId !== undefined) a['rpc.jsonrpc.request_id'] = this.requestId.slice(0, MAX_ATTRIBUTE_CHARS);
+    const method = this.rpcMethod;
+    if (method === undefined) return this.extra ?? {};
+    const a: Attributes = { [RPC_KEYS[0]]: 'jsonrpc', [RPC_KEYS[1]]: method };
+    const id = this.rpcRequestId;
+    if (id !== undefined) a[RPC_KEYS[2]] = id;
     return this.extra ? Object.assign(a, this.extra) : a;
   }
   get startTime(): HrTime {

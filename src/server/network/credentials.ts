@@ -317,11 +317,11 @@ export function decodeCredentialProviders(v: unknown, describeValue: (v: unknown
       if (!(AUTH_KINDS as readonly string[]).includes(a)) throw invalidParams(`unknown variant \`${a}\`, expected one of ${AUTH_KINDS.map((k) => `\`${k}\``).join(', ')}`);
       if (!kinds.includes(a)) kinds.push(a);
     }
-    if (kinds.includes('header') && (header === undefined || header.trim() === '')) {
+    // A header name exactly when the header form is listed; a prefix only with it.
+    const headerForm = kinds.includes('header');
+    if (headerForm ? header === undefined || header.trim() === '' : header !== undefined) {
       provider.unsupported ??= `credential provider \`${name}\` requires a header name exactly when using header authentication`;
-    } else if (!kinds.includes('header') && header !== undefined) {
-      provider.unsupported ??= `credential provider \`${name}\` requires a header name exactly when using header authentication`;
-    } else if (!kinds.includes('header') && prefix !== undefined) {
+    } else if (!headerForm && prefix !== undefined) {
       provider.unsupported ??= `credential provider \`${name}\` requires header authentication to use a header prefix`;
     }
     if (kinds.length > 0 && !provider.unsupported) {
