@@ -8,10 +8,9 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import * as os from 'node:os';
 import { test, type TestContext } from 'node:test';
 import { connectWebSocket } from '../../src/client/connect';
-import { cliPath, exitOf, startCli, startSleeper } from '../support/cli';
+import { cliPath, echoThrough, exitOf, startCli, startSleeper } from '../support/cli';
 import { isAlive } from '../support/process';
 import { referenceEnv, referenceOrSkip, referenceVersions } from '../support/reference';
 import { waitFor } from '../support/wait';
@@ -19,7 +18,6 @@ import { waitFor } from '../support/wait';
 if (!existsSync(cliPath)) throw new Error(`${cliPath} is missing: run \`npm run build\` before the CLI tests`);
 
 const VAR = 'CODEX_EXEC_SERVER_EXIT_ON_STDIN_CLOSE';
-const ENV = { PATH: process.env.PATH ?? '/usr/bin:/bin' };
 const withVar = (base: NodeJS.ProcessEnv, v: string | undefined): NodeJS.ProcessEnv => {
   const env = { ...base };
   delete env[VAR];
@@ -98,11 +96,8 @@ test(`cli: ${VAR}=true — the stdin pipe closed: exit 0, its children killed; f
   plain.child.stdin!.end();
   const c2 = await connectWebSocket(plain.url, { reconnect: false });
   t.after(() => c2.close().catch(() => {}));
-  const h2 = await c2.startProcess({ argv: ['echo', 'still-serving'], cwd: os.tmpdir(), env: ENV });
-  let out2 = '';
-  h2.onOutput((e) => (out2 += Buffer.from(e.data).toString()));
-  assert.equal(await h2.exited, 0);
-  await h2.closed;
-  assert.equal(out2, 'still-serving\n');
+  const r2 = await echoThrough(c2, 'still-serving');
+  assert.equal(r2.code, 0);
+  assert.equal(r2.out, 'still-serving\n');
   assert.equal(plain.child.exitCode, null);
 });

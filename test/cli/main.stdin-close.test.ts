@@ -13,7 +13,7 @@ import * as http from 'node:http';
 import * as os from 'node:os';
 import { test, type TestContext } from 'node:test';
 import { connectWebSocket } from '../../src/client/connect';
-import { cliPath, exitOf, startCli, startSleeper } from '../support/cli';
+import { cliPath, echoThrough, exitOf, startCli, startSleeper } from '../support/cli';
 import { isAlive } from '../support/process';
 import { referenceEnv, referenceOrSkip, referenceVersions } from '../support/reference';
 import { waitFor } from '../support/wait';
@@ -85,12 +85,9 @@ test('cli: --exit-on-stdin-close — the stdin pipe closed: exit 0, its children
   plain.child.stdin!.end();
   const c2 = await connectWebSocket(plain.url, { reconnect: false });
   t.after(() => c2.close().catch(() => {}));
-  const h = await c2.startProcess({ argv: ['echo', 'still-serving'], cwd: os.tmpdir(), env: ENV });
-  let out = '';
-  h.onOutput((e) => (out += Buffer.from(e.data).toString()));
-  assert.equal(await h.exited, 0);
-  await h.closed;
-  assert.equal(out, 'still-serving\n');
+  const r = await echoThrough(c2, 'still-serving');
+  assert.equal(r.code, 0);
+  assert.equal(r.out, 'still-serving\n');
   assert.equal(plain.child.exitCode, null);
 });
 

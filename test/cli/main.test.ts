@@ -6,18 +6,16 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import * as http from 'node:http';
 import * as net from 'node:net';
-import * as os from 'node:os';
 import * as path from 'node:path';
 import { connectCommand, connectWebSocket } from '../../src/client/connect';
 import { ourServer, startWsServer } from '../support/reference';
-import { cliPath, repoRoot, startServerProcess, startSleeper } from '../support/cli';
+import { cliPath, echoThrough, repoRoot, startServerProcess, startSleeper } from '../support/cli';
 import { isAlive } from '../support/process';
 import { waitFor } from '../support/wait';
 
 if (!existsSync(cliPath)) throw new Error(`${cliPath} is missing: run \`npm run build\` before the CLI tests`);
 
 const run = (args: string[]) => spawnSync(process.execPath, [cliPath, ...args], { encoding: 'utf8', timeout: 30_000 });
-const ENV = { PATH: process.env.PATH ?? '/usr/bin:/bin' };
 
 test('cli: --help and --version', () => {
   const help = run(['--help']);
@@ -100,12 +98,9 @@ test('cli: stdio — a session over stdin/stdout; end of input ends it and kills
     const client = await connectCommand(process.execPath, [cliPath, '--listen', listen, '--log-level', 'debug'], {
       log: (_l, m) => logs.push(m),
     });
-    const h = await client.startProcess({ argv: ['echo', 'via-stdio'], cwd: os.tmpdir(), env: ENV });
-    let out = '';
-    h.onOutput((e) => (out += Buffer.from(e.data).toString()));
-    assert.equal(await h.exited, 0);
-    await h.closed;
-    assert.equal(out, 'via-stdio\n');
+    const r = await echoThrough(client, 'via-stdio');
+    assert.equal(r.code, 0);
+    assert.equal(r.out, 'via-stdio\n');
     const pid = await startSleeper(client);
     await client.close();
     await waitFor(() => !isAlive(pid), { what: `child ${pid} killed after end of input` });

@@ -126,6 +126,16 @@ export function startCli(args: string[] = [], opts: StartOptions & { nodeArgs?: 
 export const exitOf = (child: ChildProcess) =>
   new Promise<number | string | null>((r) => (child.exitCode !== null || child.signalCode !== null ? r(child.exitCode ?? child.signalCode) : child.once('exit', (code, sig) => r(code ?? sig))));
 
+/** Runs `echo <word>` through `client` (in the temp dir, PATH only) to its end: exit code and output. */
+export async function echoThrough(client: ExecServerClient, word: string): Promise<{ code: number; out: string }> {
+  const h = await client.startProcess({ argv: ['echo', word], cwd: os.tmpdir(), env: { PATH: process.env.PATH ?? '/usr/bin:/bin' } });
+  let out = '';
+  h.onOutput((e) => (out += Buffer.from(e.data).toString()));
+  const code = await h.exited;
+  await h.closed;
+  return { code, out };
+}
+
 /** Starts `echo $$; exec sleep 300` through `client` and returns the OS pid of the sleeping child. */
 export async function startSleeper(client: ExecServerClient): Promise<number> {
   const h = await client.startProcess({ argv: ['sh', '-c', 'echo $$; exec sleep 300'], cwd: os.tmpdir(), env: { PATH: process.env.PATH ?? '/usr/bin:/bin' } });
