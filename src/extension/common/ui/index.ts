@@ -7,3 +7,4 @@ export type { Args, CommandHandler } from './command-registry';
 export { createSettingsOwner } from './settings';
 export { registerRequestTelemetry } from './telemetry';
 export { oneAnswer, type OneAnswer } from './quick-input';
+export { offerNextSteps } from './next-steps';

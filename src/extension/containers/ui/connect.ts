@@ -7,7 +7,7 @@
 import * as os from 'node:os';
 import * as vscode from 'vscode';
 import type { CommandId } from '../../common/ui';
-import { oneAnswer, str, type CommandHandler } from '../../common/ui';
+import { offerNextSteps, oneAnswer, str, type CommandHandler } from '../../common/ui';
 import type { EnvironmentManager } from '../../environments';
 import { LOCAL_ENVIRONMENT, type EnvironmentStore } from '../../environments';
 import { noIcons, noLinks } from '../../common';
@@ -162,12 +162,7 @@ async function connectToContainer(d: ContainerCommandDeps, args: Record<string, 
     await runWithProgress(`Exec Server: starting ${executor.description} in ${where}`, () => d.manager.getClient(name), false);
     d.connected(name);
     d.refresh();
-    if (!programmatic) {
-      void vscode.window.showInformationMessage(`Exec Server: connected to ${name} (${executor.description}).`, 'New Terminal', 'Open Remote Folder').then((c) => {
-        if (c === 'New Terminal') void vscode.commands.executeCommand('execServer.newTerminal', { environment: name });
-        if (c === 'Open Remote Folder') void vscode.commands.executeCommand('execServer.openRemoteFolder', { environment: name });
-      });
-    }
+    if (!programmatic) offerNextSteps(`Exec Server: connected to ${name} (${executor.description}).`, name);
     return { environment: name, executor: executor.kind, installed };
   } catch (e) {
     if (e instanceof vscode.CancellationError || (e instanceof Error && e.message === 'cancelled')) {

@@ -5,7 +5,7 @@ import * as vscode from 'vscode';
 import { askForEnvironment, freshAnswers, testConnection } from './add';
 import type { ExecClient } from '../../../client/api';
 import type { CommandContext } from './command-context';
-import { executeCommand, str, strArray } from '../../common/ui';
+import { offerNextSteps, str, strArray } from '../../common/ui';
 import { LOCAL_ENVIRONMENT, type AddEnvironmentInput, type EnvironmentConfig } from '../store';
 
 export interface EnvironmentCommandDeps extends CommandContext {
@@ -81,10 +81,7 @@ export function registerEnvironmentCommands(d: EnvironmentCommandDeps): void {
         }
       }
       const saved = await save(input);
-      void vscode.window.showInformationMessage(`Exec Server: environment ${saved.name} saved${problem ? ' (not reachable yet)' : ' — connection tested'}.`, 'New Terminal', 'Open Remote Folder').then((c) => {
-        if (c === 'New Terminal') void executeCommand('execServer.newTerminal', { environment: saved.name });
-        if (c === 'Open Remote Folder') void executeCommand('execServer.openRemoteFolder', { environment: saved.name });
-      });
+      offerNextSteps(`Exec Server: environment ${saved.name} saved${problem ? ' (not reachable yet)' : ' — connection tested'}.`, saved.name);
       return saved;
     }
   });

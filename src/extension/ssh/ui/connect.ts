@@ -9,7 +9,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import type { CommandId } from '../../common/ui';
-import { oneAnswer, str, type Args, type CommandHandler } from '../../common/ui';
+import { offerNextSteps, oneAnswer, str, type Args, type CommandHandler } from '../../common/ui';
 import type { EnvironmentManager } from '../../environments';
 import type { EnvironmentStore } from '../../environments';
 import { markReported, noIcons, noLinks } from '../../common';
@@ -169,12 +169,7 @@ async function connectToHost(d: SshCommandDeps, indicator: CurrentEnvironmentInd
     await withProgress(`Exec Server: starting ${chosen.description} on ${shown}`, () => d.manager.getClient(name), false);
     indicator.connected(name);
     d.refresh();
-    if (!programmatic) {
-      void vscode.window.showInformationMessage(`Exec Server: connected to ${name} (${chosen.description}).`, 'New Terminal', 'Open Remote Folder').then((c) => {
-        if (c === 'New Terminal') void vscode.commands.executeCommand('execServer.newTerminal', { environment: name });
-        if (c === 'Open Remote Folder') void vscode.commands.executeCommand('execServer.openRemoteFolder', { environment: name });
-      });
-    }
+    if (!programmatic) offerNextSteps(`Exec Server: connected to ${name} (${chosen.description}).`, name);
     return { environment: name, executor: chosen.kind, installed: host.installed } satisfies ConnectToHostResult;
   } catch (e) {
     if (e instanceof vscode.CancellationError || (e instanceof Error && e.message === 'cancelled')) {
