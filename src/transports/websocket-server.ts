@@ -10,6 +10,7 @@ import { WebSocketServer, type WebSocket } from 'ws';
 import { MAX_MESSAGE_BYTES } from '../protocol/limits';
 import { isLoopbackHost, type Authenticate, type AuthResult } from './ws-auth';
 import { WebSocketTransport } from './websocket-transport';
+import { attachServerReader } from './ws-server-reader';
 
 // The verdict type lives with the authenticators (ws-auth.ts); re-exported for listener users.
 export type { AuthResult };
@@ -189,6 +190,8 @@ export async function listenWebSocket(opts: WebSocketListenOptions): Promise<Web
       socket.once('close', uncount);
       wss.handleUpgrade(req, socket, head, (ws) => {
         ws.once('close', uncount);
+        // Frames read into recycled slabs on plain TCP (./ws-server-reader.ts); ws's receiver otherwise.
+        attachServerReader(ws, opts.maxPayload ?? MAX_MESSAGE_BYTES);
         alive.set(ws, true);
         ws.on('pong', () => alive.set(ws, true));
         const transport = new WebSocketTransport(ws, { highWaterMark: opts.highWaterMark });

@@ -13,22 +13,9 @@ import { decodeOutputFrame, encodeOutputFrame } from '../../src/transports/outpu
 import WebSocket from 'ws';
 import { ClientFrameReader } from '../../src/transports/ws-client-reader';
 import { waitFor } from '../support/wait';
+import { rng, wsFrame as frame } from '../support/ws-frames';
 
 const GUID = '258EAFA5-E914-47DA-95CA-C5AB0DC85B11';
-
-/** A server frame (unmasked unless `mask`), with `first` byte overridable for RSV/opcode tests. */
-function frame(opcode: number, payload: Buffer, opts: { fin?: boolean; mask?: boolean; first?: number } = {}): Buffer {
-  const len = payload.length;
-  const head = len < 126 ? Buffer.from([0, len]) : len < 65536 ? Buffer.from([0, 126, len >> 8, len & 0xff]) : Buffer.alloc(10);
-  if (len >= 65536) {
-    head[1] = 127;
-    head.writeUInt32BE(Math.floor(len / 2 ** 32), 2);
-    head.writeUInt32BE(len >>> 0, 6);
-  }
-  head[0] = opts.first ?? ((opts.fin === false ? 0 : 0x80) | opcode);
-  if (opts.mask) head[1] |= 0x80;
-  return Buffer.concat([head, ...(opts.mask ? [Buffer.from([0, 0, 0, 0])] : []), payload]);
-}
 
 /** Client frames (always masked) parsed from what the server read. */
 function clientFrames(buf: Buffer): { opcode: number; payload: Buffer }[] {
@@ -268,18 +255,6 @@ test('not attached (ws internals not as expected): the bytes still reach ws’s 
     srv.close();
   }
 });
-
-/** A small seeded PRNG (mulberry32): the same cases on every run, any failure reproducible. */
-function rng(seed: number): (n: number) => number {
-  let a = seed >>> 0;
-  return (n) => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return Math.floor((((t ^ (t >>> 14)) >>> 0) / 4294967296) * n);
-  };
-}
 
 test('random valid streams (text, binary up to 1.5 MiB, fragments with pings inside, random cuts) arrive exactly', async () => {
   for (let seed = 1; seed <= 25; seed++) {

@@ -11,6 +11,7 @@ import { uriToPath } from '../paths';
 import { checkNoFollowRemove, checkNoSymlinks } from '../fs/no-follow';
 import { checkFsAccess, checkFsAccesses, confinement, type Confinement } from '../sandbox/fs-guard';
 import { parseSandbox, type SandboxProfile } from '../sandbox/profile';
+import { returnChunk } from '../process/read-blocks';
 import { realFs, resolveProfile } from '../sandbox/resolve';
 import { spec, type FsMethod, type MethodTable } from './spec';
 
@@ -281,7 +282,9 @@ export const fsMethods: MethodTable<FsMethod> = {
       }
       return { handleId, offset, data };
     },
-    (c, p) => c.handles.writeBlock(p.handleId, p.offset, p.data),
+    // A chunk of a binary frame may be lent by the socket's reader (../../transports/ws-server-reader.ts):
+    // given back once the write is done with it, however it ended.
+    (c, p) => c.handles.writeBlock(p.handleId, p.offset, p.data).finally(() => returnChunk(p.data)),
     // Blocks do not wait for each other (the stream keeps their order and coalesces them,
     // ../fs/replace-stream.ts); fs/open before and fs/close after still order them.
     (p) => ({ key: `handle:${p.handleId}`, access: 'read' }),

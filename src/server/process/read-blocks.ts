@@ -101,3 +101,33 @@ export function donateChunk(data: Uint8Array): void {
   readBlockStats.donated++;
   readBlockStats.held--;
 }
+
+/**
+ * Ends of the chunks lent out of each block (lendChunk), so that a chunk is given back once and
+ * only by a view of that chunk: a release by anyone else could let the block be read into
+ * while its holder still refers to it.
+ */
+const lentEnds = new WeakMap<ArrayBufferLike, Set<number>>();
+
+/**
+ * A reader hands `data` (a view of one of its blocks) to a receiver that keeps it past the
+ * synchronous call: the block is held until the receiver calls returnChunk. No-op for other
+ * buffers. A chunk never given back only costs reuse.
+ */
+export function lendChunk(data: Uint8Array): void {
+  if (!blockOf.has(data.buffer)) return;
+  let ends = lentEnds.get(data.buffer);
+  if (!ends) lentEnds.set(data.buffer, (ends = new Set()));
+  ends.add(data.byteOffset + data.byteLength);
+  holdChunk(data);
+}
+
+/**
+ * The receiver is done with a lent chunk: `data` is the chunk or a view ending where it ends
+ * (a payload cut from a lent message). Only the first call counts; for any other buffer (not
+ * lent, or lent and given back already) it does nothing.
+ */
+export function returnChunk(data: Uint8Array): void {
+  if (!lentEnds.get(data.buffer)?.delete(data.byteOffset + data.byteLength)) return;
+  releaseChunk(data);
+}

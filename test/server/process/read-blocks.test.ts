@@ -11,7 +11,7 @@ import { PassThrough } from 'node:stream';
 import WebSocket from 'ws';
 import { connectInProcess } from '../../../src/client/connect';
 import { ExecServer } from '../../../src/server/exec-server';
-import { donateChunk, holdChunk, isRecycled, READ_BLOCK_BYTES, readBlockStats, releaseChunk, takeReadBlock } from '../../../src/server/process/read-blocks';
+import { donateChunk, holdChunk, isRecycled, lendChunk, READ_BLOCK_BYTES, readBlockStats, releaseChunk, returnChunk, takeReadBlock } from '../../../src/server/process/read-blocks';
 import { readRecycled } from '../../../src/server/process/recycled-pipe-reader';
 import { spawn } from 'node:child_process';
 import { decodeOutputFrame } from '../../../src/transports/output-frame';
@@ -82,6 +82,30 @@ test('read blocks: a held block is not handed out again; the last release makes 
   releaseChunk(plain);
   donateChunk(plain);
   assert.ok(!isRecycled(plain));
+});
+
+test('lent chunks: given back once, and only by a view of the chunk lent; a second or a stranger\'s give-back releases nothing', () => {
+  const a = takeReadBlock();
+  const lent = a.subarray(100, 1000);
+  lendChunk(lent);
+  releaseChunk(a); // the reader moves on
+  // Not the lent chunk: another chunk of the block, one ending elsewhere, a buffer of no block.
+  returnChunk(a.subarray(1000, 2000));
+  returnChunk(a.subarray(100, 999));
+  returnChunk(Buffer.alloc(900));
+  assert.notEqual(takeReadBlock().buffer, a.buffer, 'still lent: not reused');
+  // The receiver gives back a payload cut from the lent message (it ends where the message ends).
+  returnChunk(Buffer.from(a.buffer, a.byteOffset + 500, 500));
+  returnChunk(lent); // twice: no second release
+  const b = takeReadBlock();
+  assert.equal(b.buffer, a.buffer, 'given back: reused');
+  // Were the second give-back a release, the block would be free again while b reads into it.
+  assert.notEqual(takeReadBlock().buffer, b.buffer, 'b is held once, by its reader');
+  // A plain hold is not a lend: returnChunk does not end it.
+  holdChunk(b.subarray(0, 10));
+  returnChunk(b.subarray(0, 10));
+  releaseChunk(b);
+  assert.notEqual(takeReadBlock().buffer, b.buffer, 'the hold stands');
 });
 
 test('recycled reader: a streaming child is read into reused blocks; every byte arrives in order, also across pauses', async () => {
