@@ -61,6 +61,7 @@ const REAL: Record<string, string> = {
   HK_TOKEN: 'hk-abcdefghijkl',
   TK_TOKEN: 'tk-abcdefghijkl',
   BA_TOKEN: 'ba-abcdefghijkl',
+  GR_TOKEN: 'grtest_abcdefghijkl',
 };
 const PROXY = { enabled: true, enableSocks5: true, enableSocks5Udp: true, allowUpstreamProxy: true, dangerouslyAllowAllUnixSockets: false, mode: 'full', allowLocalBinding: false, domains: { localhost: 'allow', '127.0.0.1': 'allow' } };
 const providers = () => ({
@@ -71,6 +72,8 @@ const providers = () => ({
   hk: { env: ['HK_TOKEN'], patterns: ['hk-[a-z]{12}'], url_prefixes: [`http://localhost:${port}/api/`], auth: ['header'], header: 'x-api-key', prefix: '' },
   tk: { env: ['TK_TOKEN'], patterns: ['tk-[a-z]{12}'], url_prefixes: [`http://localhost:${port}/api/`], auth: ['bearer', 'token'] },
   ba: { env: ['BA_TOKEN'], patterns: ['ba-[a-z]{12}'], url_prefixes: [`http://localhost:${port}/api/`], auth: ['basic'] },
+  // A group with alternation in the pattern.
+  gr: { env: ['GR_TOKEN'], patterns: ['gr(live|test)_[a-z]{12}'], url_prefixes: [`http://localhost:${port}/api/`] },
 });
 
 /** A value as the comparison sees it: real, or the dummy's kept prefix, length and alphabet. */
@@ -129,6 +132,7 @@ async function outcome(server: ServerCommand, tag: string): Promise<Outcome> {
       `curl -sS http://localhost:${port}/api/tb -H "Authorization: Bearer $TK_TOKEN"`,
       `curl -sS -u "user:$BA_TOKEN" http://localhost:${port}/api/b`,
       `curl -sS http://localhost:${port}/api/bt -H "Authorization: Token $BA_TOKEN"`,
+      `curl -sS http://localhost:${port}/api/g -H "Authorization: Bearer $GR_TOKEN"`,
     ].join('\n');
     const out = await start('m1', ['/bin/bash', '-c', script]);
     const childEnv = envOf(fs.readFileSync(path.join(W, 'env.txt'), 'utf8'));
@@ -206,9 +210,9 @@ test('credential masking: our CLI masks, binds and swaps as every reference vers
   assert.deepEqual(ours.caKeys, newest.caKeys, 'the bundle variables are the newest reference\'s');
   assert.equal(ours.flags, 'credentialMasking true credentialMaskingCustomProviders true');
   assert.deepEqual(ours.output, ['real', 'real'], 'a secret the child prints is not masked, whole or split (as measured on the references)');
-  assert.equal(ours.requests.filter((r) => r.includes('real')).length, 6, 'the swap happened (the test can fail the other way too)');
+  assert.equal(ours.requests.filter((r) => r.includes('real')).length, 7, 'the swap happened (the test can fail the other way too)');
   // Each form put the real value back only where its provider's auth allows it.
-  for (const want of ['/api/k - x-api-key real HK_TOKEN', '/api/kb Bearer dummy HK_TOKEN', '/api/t Token real TK_TOKEN', '/api/tb Bearer real TK_TOKEN', '/api/b Basic user:real BA_TOKEN', '/api/bt Token dummy BA_TOKEN']) {
+  for (const want of ['/api/k - x-api-key real HK_TOKEN', '/api/kb Bearer dummy HK_TOKEN', '/api/t Token real TK_TOKEN', '/api/tb Bearer real TK_TOKEN', '/api/b Basic user:real BA_TOKEN', '/api/bt Token dummy BA_TOKEN', '/api/g Bearer real GR_TOKEN']) {
     assert.ok(ours.requests.some((r) => r.endsWith(want)), `${want} in ${JSON.stringify(ours.requests)}`);
   }
 });

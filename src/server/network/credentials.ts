@@ -92,24 +92,43 @@ interface Atom {
   max: number;
 }
 
+/** A group (or the whole pattern): alternatives, each a sequence, repeated min..max times. */
+interface Group {
+  alts: Term[][];
+  min: number;
+  max: number;
+}
+
+type Term = Atom | Group;
+
+/** A compiled provider pattern (compilePattern). */
+export interface Pattern {
+  readonly top: Group;
+}
+
+const isGroup = (t: Term): t is Group => 'alts' in t;
+
 const DIGITS = [...'0123456789'];
 const LOWER = [...'abcdefghijklmnopqrstuvwxyz'];
 const UPPER = [...'ABCDEFGHIJKLMNOPQRSTUVWXYZ'];
 const WORD = [...DIGITS, ...LOWER, ...UPPER, '_'];
 const ALNUM = new Set([...DIGITS, ...LOWER, ...UPPER]);
 const SPECIAL = new Set([...'.[]{}()*+?|\\^$']);
+/** Groups inside groups, at most (a provider pattern is a token shape, not a grammar). */
+const MAX_GROUP_DEPTH = 8;
 
 export class UnsupportedPattern extends Error {}
 
 /**
  * Compiles the supported subset: literal characters and escaped punctuation, `.`, `\d`, `\w`,
- * `[...]` sets with ranges (and `\d` / `\w` inside; not negated), the quantifiers `?`, `*`,
- * `+`, `{n}`, `{n,}`, `{n,m}`, and `^` / `$` at the ends. Anything else (groups, alternation,
- * look-around, negated sets, other escapes, lazy quantifiers) throws UnsupportedPattern: a
- * dummy that the pattern might not accept is never made up.
+ * `[...]` sets with ranges (and `\d` / `\w` inside; not negated), groups `(…)`, `(?:…)` and
+ * named `(?P<n>…)` / `(?<n>…)` with alternation `|` inside them and at the top, the quantifiers
+ * `?`, `*`, `+`, `{n}`, `{n,}`, `{n,m}` on characters and groups, and `^` / `$` at the ends.
+ * Anything else (look-around, flags, backreferences, negated sets, other escapes, lazy
+ * quantifiers, anchors inside) throws UnsupportedPattern: a dummy that the pattern might not
+ * accept is never made up.
  */
-export function compilePattern(src: string): Atom[] {
-  const atoms: Atom[] = [];
+export function compilePattern(src: string): Pattern {
   let i = 0;
   if (src.startsWith('^')) i = 1;
   let end = src.length;
@@ -122,105 +141,145 @@ export function compilePattern(src: string): Atom[] {
     if (SPECIAL.has(c) || c === '-' || c === '/' || (inSet && c === ']')) return [c];
     throw bad(`the escape \\${c}`);
   };
-  while (i < end) {
-    const c = src[i];
-    let atom: Atom;
-    if (c === '\\') {
-      const set = escape(src[i + 1], false);
-      atom = set.length === 1 ? { chars: new Set(set), literal: true, min: 1, max: 1 } : { chars: new Set(set), literal: false, min: 1, max: 1 };
-      i += 2;
-    } else if (c === '.') {
-      atom = { literal: false, min: 1, max: 1 };
-      i += 1;
-    } else if (c === '[') {
-      i += 1;
-      if (src[i] === '^') throw bad('a negated set');
-      const set = new Set<string>();
-      let first = true;
-      while (i < end && (src[i] !== ']' || first)) {
-        first = false;
-        let from: string[];
-        if (src[i] === '\\') {
-          from = escape(src[i + 1], true);
-          i += 2;
-        } else if (src[i] === '[') {
-          throw bad('a nested set or class');
-        } else {
-          from = [src[i]];
-          i += 1;
-        }
-        if (from.length === 1 && src[i] === '-' && i + 1 < end && src[i + 1] !== ']') {
-          let to: string;
-          if (src[i + 1] === '\\') {
-            const e = escape(src[i + 2], true);
-            if (e.length !== 1) throw bad('a range to a class');
-            to = e[0];
-            i += 3;
-          } else {
-            to = src[i + 1];
-            i += 2;
-          }
-          const a = from[0].charCodeAt(0);
-          const b = to.charCodeAt(0);
-          if (b < a) throw bad('a reversed range');
-          for (let k = a; k <= b; k++) set.add(String.fromCharCode(k));
-        } else {
-          for (const x of from) set.add(x);
-        }
+  const charSet = (): Atom => {
+    i += 1;
+    if (src[i] === '^') throw bad('a negated set');
+    const set = new Set<string>();
+    let first = true;
+    while (i < end && (src[i] !== ']' || first)) {
+      first = false;
+      let from: string[];
+      if (src[i] === '\\') {
+        from = escape(src[i + 1], true);
+        i += 2;
+      } else if (src[i] === '[') {
+        throw bad('a nested set or class');
+      } else {
+        from = [src[i]];
+        i += 1;
       }
-      if (src[i] !== ']') throw bad('an unclosed set');
-      i += 1;
-      atom = { chars: set, literal: false, min: 1, max: 1 };
-    } else if (SPECIAL.has(c)) {
-      throw bad(`the operator ${c}`);
-    } else {
-      atom = { chars: new Set([c]), literal: true, min: 1, max: 1 };
-      i += 1;
+      if (from.length === 1 && src[i] === '-' && i + 1 < end && src[i + 1] !== ']') {
+        let to: string;
+        if (src[i + 1] === '\\') {
+          const e = escape(src[i + 2], true);
+          if (e.length !== 1) throw bad('a range to a class');
+          to = e[0];
+          i += 3;
+        } else {
+          to = src[i + 1];
+          i += 2;
+        }
+        const a = from[0].charCodeAt(0);
+        const b = to.charCodeAt(0);
+        if (b < a) throw bad('a reversed range');
+        for (let k = a; k <= b; k++) set.add(String.fromCharCode(k));
+      } else {
+        for (const x of from) set.add(x);
+      }
     }
-    // Quantifier.
+    if (src[i] !== ']') throw bad('an unclosed set');
+    i += 1;
+    return { chars: set, literal: false, min: 1, max: 1 };
+  };
+  const quantify = (t: Term): void => {
     const q = src[i];
     if (q === '?' || q === '*' || q === '+') {
-      atom.min = q === '+' ? 1 : 0;
-      atom.max = q === '?' ? 1 : Infinity;
+      t.min = q === '+' ? 1 : 0;
+      t.max = q === '?' ? 1 : Infinity;
       i += 1;
     } else if (q === '{') {
       const m = /^\{(\d{1,4})(,(\d{0,4}))?\}/.exec(src.slice(i, end));
       if (!m) throw bad('a malformed repetition');
-      atom.min = Number(m[1]);
-      atom.max = m[2] === undefined ? atom.min : m[3] === '' ? Infinity : Number(m[3]);
-      if (atom.max < atom.min) throw bad('a reversed repetition');
+      t.min = Number(m[1]);
+      t.max = m[2] === undefined ? t.min : m[3] === '' ? Infinity : Number(m[3]);
+      if (t.max < t.min) throw bad('a reversed repetition');
       i += m[0].length;
     }
     if (i < end && (src[i] === '?' || src[i] === '+' || src[i] === '*' || src[i] === '{')) throw bad('a lazy or repeated quantifier');
-    atoms.push(atom);
-  }
-  return atoms;
+  };
+  const alternatives = (depth: number): Term[][] => {
+    const alts: Term[][] = [[]];
+    while (i < end && src[i] !== ')') {
+      const c = src[i];
+      let term: Term;
+      if (c === '|') {
+        i += 1;
+        alts.push([]);
+        continue;
+      } else if (c === '(') {
+        if (depth >= MAX_GROUP_DEPTH) throw bad('groups nested too deep');
+        i += 1;
+        if (src.startsWith('?:', i)) i += 2;
+        else if (/^\?P?<[A-Za-z_][A-Za-z0-9_]*>/.test(src.slice(i, end))) i = src.indexOf('>', i) + 1;
+        else if (src[i] === '?') throw bad('a group with flags or look-around');
+        const inner = alternatives(depth + 1);
+        if (src[i] !== ')' || i >= end) throw bad('an unclosed group');
+        i += 1;
+        term = { alts: inner, min: 1, max: 1 };
+      } else if (c === '\\') {
+        const set = escape(src[i + 1], false);
+        term = { chars: new Set(set), literal: set.length === 1, min: 1, max: 1 };
+        i += 2;
+      } else if (c === '.') {
+        term = { literal: false, min: 1, max: 1 };
+        i += 1;
+      } else if (c === '[') {
+        term = charSet();
+      } else if (SPECIAL.has(c)) {
+        throw bad(`the operator ${c}`);
+      } else {
+        term = { chars: new Set([c]), literal: true, min: 1, max: 1 };
+        i += 1;
+      }
+      quantify(term);
+      alts[alts.length - 1].push(term);
+    }
+    return alts;
+  };
+  const top = alternatives(0);
+  if (i < end) throw bad('an unopened group');
+  return { top: { alts: top, min: 1, max: 1 } };
 }
 
-/** Which atom each character of `value` is matched by (a full match), or undefined. */
-function assign(atoms: Atom[], value: string): number[] | undefined {
+/** The atom each character of `value` is matched by (a full match), or undefined. */
+function assign(pattern: Pattern, value: string): Atom[] | undefined {
   let steps = 0;
-  const out: number[] = [];
+  const out: Atom[] = [];
   const accepts = (a: Atom, ch: string) => (a.chars ? a.chars.has(ch) : ch !== '\n');
-  const go = (ai: number, pos: number): boolean => {
+  // Backtracking over the terms of `seq` from `ti` at `pos`, then `next` with where they ended:
+  // greedy first, as the regex would; a repeated group must move on (or still owe repetitions),
+  // so an empty alternative cannot loop. Bounded in steps: a pathological pattern simply does
+  // not match, and the value stays unmasked.
+  const sequence = (seq: Term[], ti: number, pos: number, next: (pos: number) => boolean): boolean => {
     if (++steps > 200_000) return false;
-    if (ai === atoms.length) return pos === value.length;
-    const a = atoms[ai];
-    let n = 0;
-    while (n < a.max && pos + n < value.length && accepts(a, value[pos + n])) n++;
-    for (; n >= a.min; n--) {
-      // Greedy first, then backtrack.
-      for (let k = 0; k < n; k++) out[pos + k] = ai;
-      if (go(ai + 1, pos + n)) return true;
+    if (ti === seq.length) return next(pos);
+    const t = seq[ti];
+    if (!isGroup(t)) {
+      let n = 0;
+      while (n < t.max && pos + n < value.length && accepts(t, value[pos + n])) n++;
+      for (; n >= t.min; n--) {
+        for (let k = 0; k < n; k++) out[pos + k] = t;
+        if (sequence(seq, ti + 1, pos + n, next)) return true;
+      }
+      return false;
     }
-    return false;
+    const repeat = (count: number, at: number): boolean => {
+      if (++steps > 200_000) return false;
+      if (count < t.max) {
+        for (const alt of t.alts) {
+          if (sequence(alt, 0, at, (q) => (q > at || count < t.min) && repeat(count + 1, q))) return true;
+        }
+      }
+      return count >= t.min && sequence(seq, ti + 1, at, next);
+    };
+    return repeat(0, pos);
   };
-  return go(0, 0) ? out.slice(0, value.length) : undefined;
+  return sequence([pattern.top], 0, 0, (pos) => pos === value.length) ? out.slice(0, value.length) : undefined;
 }
 
 /** Whether `value` is fully matched by the compiled pattern. */
-export function patternMatches(atoms: Atom[], value: string): boolean {
-  return assign(atoms, value) !== undefined;
+export function patternMatches(pattern: Pattern, value: string): boolean {
+  return assign(pattern, value) !== undefined;
 }
 
 /**
@@ -229,13 +288,13 @@ export function patternMatches(atoms: Atom[], value: string): boolean {
  * literal kept, so the dummy is exactly as long as the secret. Undefined: the pattern does not
  * match, or leaves nothing to redraw.
  */
-export function dummyFromPattern(atoms: Atom[], value: string): string | undefined {
-  const who = assign(atoms, value);
+export function dummyFromPattern(pattern: Pattern, value: string): string | undefined {
+  const who = assign(pattern, value);
   if (!who) return undefined;
   let changed = false;
   let out = '';
   for (let k = 0; k < value.length; k++) {
-    const a = atoms[who[k]];
+    const a = who[k];
     const ch = value[k];
     if (a.literal || !ALNUM.has(ch)) {
       out += ch;
@@ -433,8 +492,8 @@ export function maskEnv(env: Record<string, string>, providers: CustomProvider[]
     const compiled = p.patterns.map(compilePattern);
     for (const k of p.env) {
       take(k, destinations as Destination[], (real) => {
-        for (const atoms of compiled) {
-          const d = dummyFromPattern(atoms, real);
+        for (const pattern of compiled) {
+          const d = dummyFromPattern(pattern, real);
           if (d !== undefined) return d;
         }
         return undefined;

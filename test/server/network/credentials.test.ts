@@ -60,9 +60,39 @@ test('a custom pattern gives a dummy of the same shape and length; unsupported s
     assert.ok(patternMatches(a, dd), `${pat} accepts its dummy ${dd}`);
   }
   assert.equal(dummyFromPattern(atoms, 'custom-short'), undefined, 'a value the pattern does not match is not masked');
-  for (const bad of ['(a|b)x', 'a|b', '[^a]x', '\\bx', 'a+?', '(?i)x', 'x\\Dy']) {
+  for (const bad of ['[^a]x', '\\bx', 'a+?', '(?i)x', 'x\\Dy', '(?=a)b', '(?<!a)b', '(a', 'a)b', '(a)\\1', '((((((((((a))))))))))', 'a(^b)', '(a$)b', '(a)+?']) {
     assert.throws(() => compilePattern(bad), UnsupportedPattern, bad);
   }
+});
+
+test('groups and alternation: the dummy follows the branch the secret matched, keeps its literals, and the pattern accepts it', () => {
+  const alnum36 = 'aB3dE5fG7hI9jK1lM2nO4pQ6rS8tU0vW1xY2';
+  for (const [pat, value, shape] of [
+    ['(ghp|gho)_[A-Za-z0-9]{36}', `gho_${alnum36}`, /^gho_[A-Za-z0-9]{36}$/],
+    ['sk-(proj-)?[A-Za-z0-9]{20}', `sk-proj-${alnum36.slice(0, 20)}`, /^sk-proj-[A-Za-z0-9]{20}$/],
+    ['sk-(proj-)?[A-Za-z0-9]{20}', `sk-${alnum36.slice(0, 20)}`, /^sk-[A-Za-z0-9]{20}$/],
+    ['^(?:[a-f0-9]{8}-){3}[a-f0-9]{8}$', '0123abcd-4567ef01-89abcdef-01234567', /^(?:[a-f0-9]{8}-){3}[a-f0-9]{8}$/],
+    ['(?P<kind>key|tok)_\\d+|legacy-[A-Z]{5}', 'tok_998877', /^tok_\d{6}$/],
+    ['(?P<kind>key|tok)_\\d+|legacy-[A-Z]{5}', 'legacy-QWERT', /^legacy-[A-Z]{5}$/],
+    ['(?<v>v[0-9])\\.([a-z]{4}|[0-9]{6})', 'v1.123456', /^v[0-9]\.[0-9]{6}$/],
+  ] as const) {
+    const a = compilePattern(pat);
+    const d = dummyFromPattern(a, value);
+    assert.ok(d !== undefined, `${pat}: ${value} gets a dummy`);
+    assert.match(d, shape, pat);
+    assert.equal(d.length, value.length);
+    assert.notEqual(d, value);
+    assert.ok(patternMatches(a, d), `${pat} accepts its dummy ${d}`);
+  }
+  const g = compilePattern('(ghp|gho)_[A-Za-z0-9]{36}');
+  assert.equal(dummyFromPattern(g, `ghx_${alnum36}`), undefined, 'no branch matches: not masked');
+  // An empty repetition is allowed while the group still owes repetitions, never as a loop.
+  assert.ok(patternMatches(compilePattern('(a?){3}b'), 'b'));
+  assert.ok(!patternMatches(compilePattern('(a?){3}b'), 'aaaab'));
+  // A pattern that backtracks exponentially gives up (bounded steps): the value stays unmasked, quickly.
+  const t0 = Date.now();
+  assert.equal(dummyFromPattern(compilePattern('(a*)*b'), `${'a'.repeat(40)}c`), undefined);
+  assert.ok(Date.now() - t0 < 2000, 'bounded');
 });
 
 test('custom providers: snake_case keys with the reference\'s unknown-field text; no patterns → skipped with its warning; bad destination → skipped', () => {
