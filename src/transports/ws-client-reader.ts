@@ -71,6 +71,7 @@ export class ClientFrameReader extends FrameReader {
       this.append(d);
       this.parse();
     });
+    this.resumeParsing(socket);
     if (early) {
       this.append(early);
       process.nextTick(() => this.parse());

@@ -125,15 +125,26 @@ export abstract class FrameReader {
     this.end += d.length;
   }
 
+  /** Goes on parsing after `ws.resume()` (the socket's 'resume', on the next tick). */
+  protected resumeParsing(socket: net.Socket): void {
+    socket.on('resume', () => {
+      if (this.ws && !this.ws.isPaused) this.parse();
+    });
+  }
+
   /** Drops the current slab (the socket is closed: no read will come). */
   protected release(): void {
     this.lent = undefined;
     this.dropSlab(this.slab);
   }
 
+  /**
+   * Parses what the slab holds, message by message, while `ws` is not paused: a paused socket
+   * reads nothing more, and the messages already read wait here (resumeParsing goes on).
+   */
   protected parse(): void {
     try {
-      while (!this.failed && this.ws) {
+      while (!this.failed && this.ws && !this.ws.isPaused) {
         const avail = this.end - this.start;
         if (avail < 2) break;
         const s = this.slab;

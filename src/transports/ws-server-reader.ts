@@ -76,6 +76,7 @@ class ServerFrameReader extends FrameReader {
     // so that EOF still ends it ('end', which ws listens for).
     socket.on('data', () => undefined);
     socket.once('close', () => this.release());
+    this.resumeParsing(socket);
     // Parsed once the caller has set up its listeners, as ws's receiver would (next tick).
     if (early) process.nextTick(() => this.parse());
   }

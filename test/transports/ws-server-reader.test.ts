@@ -303,3 +303,31 @@ test('through the engine: a streamed save gives every chunk back, and so does a 
   }
   await waitFor(() => readBlockStats.held <= heldBefore, { what: 'the reader’s own slab released with its connection', detail: () => `held ${readBlockStats.held}, before ${heldBefore}` });
 });
+
+test('a paused connection gets no further message from bytes already read; on resume the rest arrive in order, then the ping behind them is answered', async () => {
+  const srv = await server();
+  try {
+    const c = await rawClient(srv.listener.port);
+    const frames = Array.from({ length: 500 }, (_, i) => frame(1, Buffer.from(JSON.stringify({ jsonrpc: '2.0', method: 'm', params: { i } }))));
+    let deliveredWhilePaused = -1;
+    const t = srv.transport()!;
+    const sub = t.onMessage(() => {
+      if (srv.messages.length !== 1) return;
+      // Paused in the first message's handler: what the same read holds must wait.
+      t.pauseIncoming!(true);
+      setImmediate(() => {
+        deliveredWhilePaused = srv.messages.length;
+        t.pauseIncoming!(false);
+      });
+    });
+    await c.send(Buffer.concat([...frames, frame(9, Buffer.from('behind them'))]));
+    await waitFor(() => srv.messages.length === 500, { what: 'all 500 messages after the resume' });
+    sub.dispose();
+    assert.equal(deliveredWhilePaused, 1, 'nothing was delivered while paused');
+    assert.deepEqual(srv.messages.map((m) => (m as { params: { i: number } }).params.i), frames.map((_, i) => i));
+    await waitFor(() => c.frames().some((f) => f.opcode === 10), { what: 'the pong of the ping behind them' });
+    c.socket.destroy();
+  } finally {
+    await srv.listener.close();
+  }
+});
