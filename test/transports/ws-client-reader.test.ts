@@ -13,7 +13,7 @@ import { decodeOutputFrame, encodeOutputFrame } from '../../src/transports/outpu
 import WebSocket from 'ws';
 import { ClientFrameReader } from '../../src/transports/ws-client-reader';
 import { waitFor } from '../support/wait';
-import { rng, wsFrame as frame } from '../support/ws-frames';
+import { randomStream, rng, wsFrame as frame } from '../support/ws-frames';
 
 const GUID = '258EAFA5-E914-47DA-95CA-C5AB0DC85B11';
 
@@ -259,38 +259,7 @@ test('not attached (ws internals not as expected): the bytes still reach ws’s 
 test('random valid streams (text, binary up to 1.5 MiB, fragments with pings inside, random cuts) arrive exactly', async () => {
   for (let seed = 1; seed <= 25; seed++) {
     const r = rng(seed);
-    const expected: unknown[] = [];
-    const wire: Buffer[] = [];
-    let pings = 0;
-    const count = 1 + r(20);
-    for (let i = 0; i < count; i++) {
-      let opcode: number;
-      let payload: Buffer;
-      if (r(2) === 0) {
-        const msg = { jsonrpc: '2.0', method: 'm', params: { i, s: 'äx€😀'.repeat(r(3000)) } };
-        expected.push(msg);
-        opcode = 1;
-        payload = Buffer.from(JSON.stringify(msg));
-      } else {
-        const n = r(10) === 0 ? 1_500_000 + r(1000) : r(200_000);
-        const data = Buffer.allocUnsafe(n);
-        for (let k = 0; k < n; k += 997) data[k] = (k + seed) & 0xff;
-        for (let k = 0; k < n; k++) if (k % 997 !== 0) data[k] = (k * 3 + i) & 0xff;
-        expected.push({ seq: i, data });
-        opcode = 2;
-        payload = encodeOutputFrame('p', i, 'stdout', data);
-      }
-      const parts = r(3) === 0 ? 2 + r(3) : 1;
-      const cut = Math.ceil(payload.length / parts);
-      for (let p = 0; p < parts; p++) {
-        const piece = payload.subarray(p * cut, (p + 1) * cut);
-        wire.push(frame(p === 0 ? opcode : 0, piece, { fin: p === parts - 1 }));
-        if (r(4) === 0) {
-          wire.push(frame(9, Buffer.from(`ping ${seed}.${i}.${p}`)));
-          pings++;
-        }
-      }
-    }
+    const { wire, expected, pings } = randomStream(seed, r, (i, data) => encodeOutputFrame('p', i, 'stdout', data), (op, payload, fin) => frame(op, payload, { fin }));
     wire.push(frame(1, Buffer.from('{"jsonrpc":"2.0","method":"end"}')));
     const sizes = [1, 7, 100, 4096, 65_536, 300_000, 2_000_000];
     const srv = await rawServer(Buffer.concat(wire), { piece: () => sizes[r(sizes.length)] });
@@ -299,13 +268,12 @@ test('random valid streams (text, binary up to 1.5 MiB, fragments with pings ins
       await waitFor(() => c.messages.length === expected.length + 1, { what: `all messages of case ${seed}` });
       for (const [k, want] of expected.entries()) {
         const got = c.messages[k] as { params: { seq: number; data: Buffer } };
-        if ('data' in (want as object)) {
-          const w = want as { seq: number; data: Buffer };
-          assert.equal(got.params.seq, w.seq, `case ${seed} message ${k}`);
-          assert.ok(Buffer.from(got.params.data).equals(w.data), `case ${seed} message ${k}: ${w.data.length} bytes intact`);
-        } else assert.deepEqual(got, want, `case ${seed} message ${k}`);
+        if ('data' in want) {
+          assert.equal(got.params.seq, want.index, `case ${seed} message ${k}`);
+          assert.ok(Buffer.from(got.params.data).equals(want.data), `case ${seed} message ${k}: ${want.data.length} bytes intact`);
+        } else assert.deepEqual(got, want.json, `case ${seed} message ${k}`);
       }
-      await waitFor(() => srv.sent().filter((f) => f.opcode === 10).length === pings, { what: `${pings} pongs of case ${seed}` });
+      await waitFor(() => srv.sent().filter((f) => f.opcode === 10).length === pings.length, { what: `${pings.length} pongs of case ${seed}` });
       assert.equal(c.closed(), undefined);
       c.t.close();
     } finally {

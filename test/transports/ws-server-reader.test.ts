@@ -20,7 +20,7 @@ import path from 'node:path';
 import { connectWebSocket } from '../../src/client/connect';
 import { ourWsServer } from '../support/flow';
 import { waitFor } from '../support/wait';
-import { rng, wsFrame } from '../support/ws-frames';
+import { randomStream, rng, wsFrame } from '../support/ws-frames';
 
 const GUID = '258EAFA5-E914-47DA-95CA-C5AB0DC85B11';
 
@@ -134,49 +134,19 @@ test('random valid streams (text, kind 3 chunks up to 1.5 MiB, fragments with pi
   try {
     for (let seed = 1; seed <= 20; seed++) {
       const r = rng(seed);
-      const expected: unknown[] = [];
-      const wire: Buffer[] = [];
-      const pings: string[] = [];
-      const count = 1 + r(20);
-      for (let i = 0; i < count; i++) {
-        let opcode: number;
-        let payload: Buffer;
-        if (r(2) === 0) {
-          const msg = { jsonrpc: '2.0', method: 'm', params: { i, s: 'äx€😀'.repeat(r(3000)) } };
-          expected.push(msg);
-          opcode = 1;
-          payload = Buffer.from(JSON.stringify(msg));
-        } else {
-          const n = r(10) === 0 ? 1_500_000 + r(1000) : 1 + r(200_000);
-          const data = Buffer.allocUnsafe(n);
-          for (let k = 0; k < n; k++) data[k] = (k * 7 + i + seed) & 0xff;
-          expected.push({ id: i, data });
-          opcode = 2;
-          payload = writeBlock(i, data);
-        }
-        const parts = r(3) === 0 ? 2 + r(3) : 1;
-        const cut = Math.ceil(payload.length / parts);
-        for (let p = 0; p < parts; p++) {
-          wire.push(frame(p === 0 ? opcode : 0, payload.subarray(p * cut, (p + 1) * cut), { fin: p === parts - 1 }));
-          if (r(4) === 0) {
-            pings.push(`ping ${seed}.${i}.${p}`);
-            wire.push(frame(9, Buffer.from(pings[pings.length - 1])));
-          }
-        }
-      }
+      const { wire, expected, pings } = randomStream(seed, r, writeBlock, (op, payload, fin) => frame(op, payload, { fin }));
       const sizes = [1, 7, 100, 4096, 65_536, 300_000, 2_000_000];
       srv.messages.length = 0;
       const c = await rawClient(srv.listener.port);
       await c.send(Buffer.concat(wire), () => sizes[r(sizes.length)]);
       await waitFor(() => srv.messages.length === expected.length, { what: `all messages of case ${seed}` });
       for (const [k, want] of expected.entries()) {
-        if ('data' in (want as object)) {
-          const w = want as { id: number; data: Buffer };
+        if ('data' in want) {
           const got = srv.messages[k] as { id: number; params: { chunk: Buffer } };
-          assert.equal(got.id, w.id, `case ${seed} message ${k}`);
-          assert.ok(got.params.chunk.equals(w.data), `case ${seed} message ${k}: ${w.data.length} bytes intact`);
+          assert.equal(got.id, want.index, `case ${seed} message ${k}`);
+          assert.ok(got.params.chunk.equals(want.data), `case ${seed} message ${k}: ${want.data.length} bytes intact`);
           returnChunk(got.params.chunk);
-        } else assert.deepEqual(srv.messages[k], want, `case ${seed} message ${k}`);
+        } else assert.deepEqual(srv.messages[k], want.json, `case ${seed} message ${k}`);
       }
       await waitFor(() => c.frames().filter((f) => f.opcode === 10).length === pings.length, { what: `${pings.length} pongs of case ${seed}` });
       assert.deepEqual(c.frames().filter((f) => f.opcode === 10).map((f) => f.payload.toString()), pings);
