@@ -29,11 +29,11 @@ export const PROBE = 'echo "pwd=$PWD"; echo "rand=$SNAP_RAND"; type snapfn >/dev
  * aliases, two options, a named directory and `cd /tmp`.
  */
 export const ZSH_FILES: Record<string, string> = {
-  '.zshenv': 'echo zshenv-ran >&2\necho zshenv-stdout\nexport ZENVRAND=$RANDOM\nenvfn() { echo envfn; }\n',
+  '.zshenv': 'echo zshenv-ran >&2\necho zshenv-stdout\nexport ZENVRAND=$RANDOM$RANDOM$RANDOM\nenvfn() { echo envfn; }\n',
   '.zprofile': [
     'echo zprofile-ran >&2',
     'echo zprofile-stdout',
-    'export ZRAND=$RANDOM$RANDOM',
+    'export ZRAND=$RANDOM$RANDOM$RANDOM',
     'export MULTI="a',
     'b"',
     'ZLOCAL=notexported',
@@ -47,8 +47,8 @@ export const ZSH_FILES: Record<string, string> = {
     'cd /tmp',
     '',
   ].join('\n'),
-  '.zshrc': "echo zshrc-ran >&2\nexport ZRCRAND=$RANDOM\nzrcfn() { echo rcfn; }\nalias zrcal='echo rcaliased'\nsetopt extendedglob\n",
-  '.zlogin': 'echo zlogin-ran >&2\nexport ZLOGINRAND=$RANDOM\n',
+  '.zshrc': "echo zshrc-ran >&2\nexport ZRCRAND=$RANDOM$RANDOM$RANDOM\nzrcfn() { echo rcfn; }\nalias zrcal='echo rcaliased'\nsetopt extendedglob\n",
+  '.zlogin': 'echo zlogin-ran >&2\nexport ZLOGINRAND=$RANDOM$RANDOM$RANDOM\n',
 };
 /** What a zsh start prints: cwd, the values, functions, aliases (and their line numbers), options, login, $0, named directory. */
 export const ZSH_PROBE =
