@@ -410,9 +410,8 @@ const writeStream: Scenario = {
   timeoutMs: () => 900_000,
   rounds: (cfg) => cfg.writeRounds,
   // One unmeasured round per target first. On a VM the first write into page-cache memory the
-  // guest never touched since boot costs the host's fault on every page: a round that lands on
-  // such memory took 3.8 s instead of 1.2 s here (the file writes themselves 97 % of it), so
-  // without it whichever server's round came first lost (docs/performance.md).
+  // guest never touched since boot costs the host's fault on every page, several times the
+  // round's own work, so without it whichever server's round came first lost (docs/performance.md).
   warmupRounds: () => 1,
   metrics: (cfg) => [
     { id: 'writeStream', label: `fs/writeBlock ${cfg.writeBytes / MiB} MiB`, unit: 'MiB/s', better: 'higher', source: 'mibps', reduce: 'median', minSpeedup: 1.5 },
