@@ -130,7 +130,7 @@ test('attack: a networkProxy launch this engine cannot confine (no managed sandb
     // Masking it cannot do is refused rather than run with the secret unmasked: a pattern it
     // cannot draw a dummy from, a header without the `header` form (the reference ignores such
     // a provider and leaves its secret unmasked).
-    [{ sandbox: sandbox('enabled'), networkProxy: { proxy: { ...proxy, credentialMasking: true, credentialProviders: { p: { env: ['T'], patterns: ['(a|b)[0-9]{8}'], url_prefixes: ['https://x.example/'] } } } } }, /credential provider `p`: pattern uses regex syntax this exec-server cannot draw a dummy from/],
+    [{ sandbox: sandbox('enabled'), networkProxy: { proxy: { ...proxy, credentialMasking: true, credentialProviders: { p: { env: ['T'], patterns: ['(?=a)[a-z][0-9]{8}'], url_prefixes: ['https://x.example/'] } } } } }, /credential provider `p`: pattern uses regex syntax this exec-server cannot draw a dummy from/],
     [{ sandbox: sandbox('enabled'), networkProxy: { proxy: { ...proxy, credentialMasking: true, credentialProviders: { p: { env: ['T'], patterns: ['t[0-9]{8}'], url_prefixes: ['https://x.example/'], header: 'X-Api-Key' } } } } }, /credential provider `p`: credential provider `p` requires a header name exactly when using header authentication; refusing to run with the credential unmasked/],
     [{ sandbox: sandbox('enabled'), networkProxy: { proxy: { ...proxy, transparentTcp: true } } }, /transparent TCP is not supported/],
   ];
