@@ -62,20 +62,11 @@ export class ClientFrameReader extends FrameReader {
   attach(ws: WebSocket): boolean {
     const socket = wsSocket(ws);
     if (!socket || socket !== this.socket) return false;
-    this.ws = ws;
-    // ws's listener would feed its own receiver. Bytes ws put back (read with the 101) wait in
-    // the socket's readable buffer; parsed once the caller has set up its listeners.
-    socket.removeAllListeners('data');
-    const early = socket.read() as Buffer | null;
+    this.adopt(ws, socket);
     socket.on('data', (d: Buffer) => {
       this.append(d);
       this.parse();
     });
-    this.resumeParsing(socket);
-    if (early) {
-      this.append(early);
-      process.nextTick(() => this.parse());
-    }
     return true;
   }
 }

@@ -125,8 +125,21 @@ export abstract class FrameReader {
     this.end += d.length;
   }
 
-  /** Goes on parsing after `ws.resume()` (the socket's 'resume', on the next tick). */
-  protected resumeParsing(socket: net.Socket): void {
+  /**
+   * Takes the socket's reading over from ws: its 'data' listeners go, the bytes ws put back
+   * (read with the upgrade) move from the socket's readable buffer into the slab, to be parsed
+   * on the next tick, once the caller has set up its listeners (as ws's receiver would), and
+   * parsing goes on after `ws.resume()` (the socket's 'resume'). The moved bytes never land in
+   * a buffer the kernel holds (append).
+   */
+  protected adopt(ws: WebSocket, socket: net.Socket): void {
+    this.ws = ws;
+    socket.removeAllListeners('data');
+    const early = socket.read() as Buffer | null;
+    if (early) {
+      this.append(early);
+      process.nextTick(() => this.parse());
+    }
     socket.on('resume', () => {
       if (this.ws && !this.ws.isPaused) this.parse();
     });
@@ -140,7 +153,7 @@ export abstract class FrameReader {
 
   /**
    * Parses what the slab holds, message by message, while `ws` is not paused: a paused socket
-   * reads nothing more, and the messages already read wait here (resumeParsing goes on).
+   * reads nothing more, and the messages already read wait here (adopt's 'resume' goes on).
    */
   protected parse(): void {
     try {

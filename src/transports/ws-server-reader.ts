@@ -57,12 +57,8 @@ class ServerFrameReader extends FrameReader {
   }
 
   takeOver(ws: WebSocket, socket: net.Socket, fields: UserBufferFields, handle: { useUserBuffer(buf: Uint8Array): void }): void {
-    this.ws = ws;
-    // Bytes read before now (ws put back those that came with the request) wait in the
-    // socket's readable buffer: they go first, into the slab, before the kernel gets a buffer.
-    socket.removeAllListeners('data');
-    const early = socket.read() as Buffer | null;
-    if (early) this.append(early);
+    // The bytes read before now go into the slab first, before the kernel gets a buffer.
+    this.adopt(ws, socket);
     const f = socket as unknown as Record<symbol, unknown>;
     f[fields.callback] = (n: number) => {
       this.onRead(n);
@@ -76,9 +72,6 @@ class ServerFrameReader extends FrameReader {
     // so that EOF still ends it ('end', which ws listens for).
     socket.on('data', () => undefined);
     socket.once('close', () => this.release());
-    this.resumeParsing(socket);
-    // Parsed once the caller has set up its listeners, as ws's receiver would (next tick).
-    if (early) process.nextTick(() => this.parse());
   }
 }
 

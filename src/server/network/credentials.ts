@@ -241,6 +241,9 @@ export function compilePattern(src: string): Pattern {
   return { top: { alts: top, min: 1, max: 1 } };
 }
 
+/** Backtracking steps one match may take; past them the value does not match (and stays unmasked). */
+const MAX_MATCH_STEPS = 200_000;
+
 /** The atom each character of `value` is matched by (a full match), or undefined. */
 function assign(pattern: Pattern, value: string): Atom[] | undefined {
   let steps = 0;
@@ -251,7 +254,7 @@ function assign(pattern: Pattern, value: string): Atom[] | undefined {
   // so an empty alternative cannot loop. Bounded in steps: a pathological pattern simply does
   // not match, and the value stays unmasked.
   const sequence = (seq: Term[], ti: number, pos: number, next: (pos: number) => boolean): boolean => {
-    if (++steps > 200_000) return false;
+    if (++steps > MAX_MATCH_STEPS) return false;
     if (ti === seq.length) return next(pos);
     const t = seq[ti];
     if (!isGroup(t)) {
@@ -264,7 +267,7 @@ function assign(pattern: Pattern, value: string): Atom[] | undefined {
       return false;
     }
     const repeat = (count: number, at: number): boolean => {
-      if (++steps > 200_000) return false;
+      if (++steps > MAX_MATCH_STEPS) return false;
       if (count < t.max) {
         for (const alt of t.alts) {
           if (sequence(alt, 0, at, (q) => (q > at || count < t.min) && repeat(count + 1, q))) return true;
