@@ -3,7 +3,8 @@
 //   dist/extension.js — the VS Code extension (vscode and node-pty stay external)
 // Usage: node esbuild.mjs [--watch] [--minify]
 import * as esbuild from 'esbuild';
-import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
 const watch = process.argv.includes('--watch');
@@ -50,5 +51,30 @@ if (watch) {
   if (existsSync('dist/cli.js') && /require\(["']vscode["']\)/.test(readFileSync('dist/cli.js', 'utf8'))) {
     console.error('esbuild: dist/cli.js requires "vscode" — only the ui/ folders of src/extension may import it');
     process.exit(1);
+  }
+}
+
+// The transparent-TCP helper (native/transparent-tcp.c; networkProxyTransparentTcp), Linux only:
+// compiled with the host's C compiler into dist/native/transparent-tcp-linux-<arch>, where the
+// server looks for it (src/server/network/transparent-helper.ts). Without a compiler the build
+// goes on and the server does not advertise transparent TCP.
+if (!watch && process.platform === 'linux') {
+  const src = 'native/transparent-tcp.c';
+  const out = `dist/native/transparent-tcp-linux-${process.arch}`;
+  const fresh = existsSync(out) && statSync(out).mtimeMs >= statSync(src).mtimeMs;
+  if (!fresh) {
+    const cc = ['cc', 'gcc', 'clang'].find((c) => spawnSync(c, ['--version'], { stdio: 'ignore' }).status === 0);
+    if (!cc) {
+      console.warn(`esbuild: no C compiler (cc, gcc, clang): ${out} not built; transparent TCP will not be offered`);
+    } else {
+      mkdirSync('dist/native', { recursive: true });
+      const tmp = `${out}.${process.pid}.tmp`;
+      const r = spawnSync(cc, ['-O2', '-Wall', '-Wextra', '-Werror', '-o', tmp, src], { stdio: 'inherit' });
+      if (r.status !== 0) {
+        console.error(`esbuild: compiling ${src} failed (${cc})`);
+        process.exit(1);
+      }
+      renameSync(tmp, out);
+    }
   }
 }
