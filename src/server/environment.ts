@@ -7,6 +7,7 @@ import path from 'node:path';
 import type { EnvironmentConfigReadResult, EnvironmentInfo } from '../protocol/types';
 import { VERSION } from '../version';
 import { CAN_PIN } from './fs/confined';
+import { transparentSupport } from './network/transparent';
 import { pathToUri } from './paths';
 import { sandboxSupport } from './sandbox/support';
 import { SHELL_SNAPSHOTS } from './process/shell-snapshot';
@@ -60,6 +61,10 @@ export async function environmentInfo(): Promise<EnvironmentInfo> {
       // sandbox. Review domains are enforced (without the decision callback: refused).
       networkProxyLaunch: sandbox.ok,
       networkProxyReviewDomains: sandbox.ok,
+      // proxy.transparentTcp: a TUN in the sandbox's namespace whose TCP the executor accepts and
+      // judges as SOCKS5 CONNECTs, names through the sandbox's own resolver (./network/transparent.ts);
+      // needs the helper built (native/transparent-tcp.c) and /dev/net/tun.
+      networkProxyTransparentTcp: sandbox.ok && transparentSupport().ok,
       // A writable `/` still runs under bubblewrap with a fresh /dev (null, zero, full, random,
       // urandom, tty, pts, shm), and an approved root write keeps its read-only and denied paths,
       // refusing one that crosses a symlink the command could replace (./sandbox/resolve.ts,

@@ -20,6 +20,7 @@ import { attachProxy, HTTP_PROXY_KEYS, SOCKS_PROXY_KEYS, staticProxyEnv } from '
 import { credentialMasking } from '../network/masking';
 import type { Masking } from '../network/http-proxy';
 import { CHANNEL_FD, RELAY_SOURCE } from '../network/relay-source';
+import { transparentResolvConf, transparentSupport } from '../network/transparent';
 import { policyQuestionsOf } from '../network/callback';
 import type { NetworkProxyLaunch } from '../network/launch-config';
 import type { ProxiedSandbox } from '../sandbox/bwrap';
@@ -50,6 +51,13 @@ function ptyDim(o: P.Obj, k: string): number | undefined {
   return v;
 }
 
+/** The helper of transparent TCP; networkMode refused the start already where there is none. */
+function transparentHelperOrThrow(): string {
+  const s = transparentSupport();
+  if (!s.ok) throw new Error(s.reason);
+  return s.helper;
+}
+
 /** How the sandbox starts this launch's relay (../sandbox/bwrap.ts PROXIED_SCRIPT). */
 function proxiedSandbox(launch: NetworkProxyLaunch): ProxiedSandbox {
   return {
@@ -58,6 +66,7 @@ function proxiedSandbox(launch: NetworkProxyLaunch): ProxiedSandbox {
     httpKeys: HTTP_PROXY_KEYS,
     socksKeys: SOCKS_PROXY_KEYS,
     socksScheme: launch.proxy.enableSocks5 ? 'socks5h' : 'http',
+    ...(launch.proxy.transparentTcp ? { resolvConf: transparentResolvConf() } : {}),
   };
 }
 
@@ -206,6 +215,7 @@ export const processMethods: MethodTable<ProcessMethod> = {
                     notify: (params) => session.notify('network/policyDecision', params),
                     ask: (processId, request, timeoutMs, signal) => policyQuestionsOf(session).ask({ processId, request }, timeoutMs, signal),
                     log: (level, message) => ctx.log(level, message),
+                    transparentHelper: launch.proxy.transparentTcp ? transparentHelperOrThrow() : undefined,
                   });
                   // The listeners live in the sandbox's namespace and keep it alive: they go with the process.
                   void proc.whenClosed.then(() => served.close());

@@ -46,12 +46,13 @@ export function matchPattern(pattern: string, host: string): boolean {
 
 /**
  * Addresses of this machine or a private network: loopback, RFC 1918, link-local (the cloud
- * metadata service), CGNAT, benchmarking, unspecified, multicast and reserved; IPv6 loopback,
+ * metadata service), CGNAT, benchmarking, the IPv4 documentation ranges (RFC 5737; the reference refuses them as
+ * local too), unspecified, multicast and reserved; IPv6 loopback,
  * unspecified, IPv4-compatible/-mapped (judged as their IPv4 address), unique-local, link- and
  * site-local, multicast.
  */
 const LOCAL = new net.BlockList();
-for (const [a, p] of [['0.0.0.0', 8], ['10.0.0.0', 8], ['100.64.0.0', 10], ['127.0.0.0', 8], ['169.254.0.0', 16], ['172.16.0.0', 12], ['192.0.0.0', 24], ['192.168.0.0', 16], ['198.18.0.0', 15], ['224.0.0.0', 4], ['240.0.0.0', 4]] as const) {
+for (const [a, p] of [['0.0.0.0', 8], ['10.0.0.0', 8], ['100.64.0.0', 10], ['127.0.0.0', 8], ['169.254.0.0', 16], ['172.16.0.0', 12], ['192.0.0.0', 24], ['192.0.2.0', 24], ['192.168.0.0', 16], ['198.51.100.0', 24], ['203.0.113.0', 24], ['198.18.0.0', 15], ['224.0.0.0', 4], ['240.0.0.0', 4]] as const) {
   LOCAL.addSubnet(a, p, 'ipv4');
 }
 for (const [a, p] of [['::', 96], ['fc00::', 7], ['fe80::', 10], ['fec0::', 10], ['ff00::', 8]] as const) LOCAL.addSubnet(a, p, 'ipv6');

@@ -12,6 +12,7 @@ import type { NetworkProxyLaunch } from './launch-config';
 import type { Protocol } from './policy';
 import { networkResolver } from './resolve';
 import { serveSocks5 } from './socks5';
+import { sandboxChildPid, startTransparent, type Transparent } from './transparent';
 
 /** Variables that get the HTTP proxy's URL (http://127.0.0.1:<port>). */
 export const HTTP_PROXY_KEYS = [
@@ -50,6 +51,8 @@ export interface ProxyOwner {
    */
   ask?: (processId: string, request: { protocol: Protocol; host: string; port: number }, timeoutMs: number, signal: AbortSignal) => Promise<CallbackAnswer>;
   log(level: 'debug' | 'info' | 'warn', message: string): void;
+  /** Transparent TCP (./transparent.ts): the helper to start once the relay's listeners are in. */
+  transparentHelper?: string;
 }
 
 /** Concurrent proxied connections per process; more are reset at once. */
@@ -61,8 +64,10 @@ type Listener = 'http' | 'socks';
  * Serves the proxy of one process on the listening sockets its relay hands over `channel`
  * (./relay-source.ts), until close() (the process is gone). The channel is as untrusted as the
  * sandboxed command: only the first message per listener is taken, it must carry a TCP listener
- * on 127.0.0.1, anything else ends the proxy, and the channel is disconnected as soon as both
- * listeners are in, so nothing more is read from it.
+ * on 127.0.0.1, and anything else ends the proxy. Once both listeners are in (and, with
+ * transparent TCP, the namespace is routed through ./transparent.ts), the relay is told to go on
+ * (`{ready: true}`: it passes the ports to the command's script and exits); on a failure it is
+ * told why (`{error}`) and the command does not run (exit 101).
  */
 export function attachProxy(channel: IpcChannel, owner: ProxyOwner): { close(): void } {
   const { launch } = owner;
@@ -83,6 +88,7 @@ export function attachProxy(channel: IpcChannel, owner: ProxyOwner): { close(): 
   const ask = timeout !== undefined ? owner.ask : undefined;
   const servers = new Map<Listener, net.Server>();
   const open = new Set<net.Socket>();
+  let transparent: Transparent | undefined;
   let closed = false;
   const disconnect = () => {
     if (channel.connected) channel.disconnect();
@@ -93,15 +99,18 @@ export function attachProxy(channel: IpcChannel, owner: ProxyOwner): { close(): 
     ended.abort();
     disconnect();
     for (const srv of servers.values()) srv.close();
+    transparent?.close();
     for (const sock of open) sock.destroy();
     open.clear();
   };
   const refuse = (why: string) => {
     owner.log('warn', `${owner.processId}: network proxy relay: ${why}; the proxy is closed`);
+    if (channel.connected) channel.send?.({ error: why.replace(/[\r\n]+/g, ' ') });
     close();
   };
 
-  const serveConnection = (listener: Listener, sock: net.Socket) => {
+  type Handler = (stream: net.Socket & { client: string }, host: DecisionHost) => Promise<void>;
+  const serveConnection = (sock: net.Socket, handler: Handler) => {
     // A connection the child closed is destroyed (its descriptor closed) as its end is read, but
     // its 'close' (which takes it out of `open`) comes only in the loop's close phase: a connect
     // read in the same wakeup as those ends saw them all still open and was reset.
@@ -123,8 +132,7 @@ export function attachProxy(channel: IpcChannel, owner: ProxyOwner): { close(): 
       sock.once('close', () => ended.signal.removeEventListener('abort', stop));
       streamHost = { ...host, ask: (request) => ask(owner.processId, request, timeout, gone.signal) };
     }
-    const served = listener === 'http' ? serveHttpProxy(stream, streamHost, owner.masking) : serveSocks5(stream, streamHost);
-    served.catch((e) => {
+    handler(stream, streamHost).catch((e) => {
       owner.log('warn', `proxied connection of ${owner.processId} failed: ${String(e)}`);
       sock.destroy();
     });
@@ -147,9 +155,25 @@ export function attachProxy(channel: IpcChannel, owner: ProxyOwner): { close(): 
     // A child that half-closes (shuts down its sending side) still gets the rest of the answer;
     // Node's received server would end our side at the child's FIN and drop what is in flight.
     (handle as net.Server & { allowHalfOpen: boolean }).allowHalfOpen = true;
+    const handler: Handler = listener === 'http' ? (st, h) => serveHttpProxy(st, h, owner.masking) : serveSocks5;
     if (listener === 'socks' && !launch.proxy.enableSocks5) handle.close();
-    else handle.on('connection', (sock: net.Socket) => serveConnection(listener, sock));
-    if (servers.size === 2) disconnect();
+    else handle.on('connection', (sock: net.Socket) => serveConnection(sock, handler));
+    if (servers.size === 2) void ready();
   });
+  const ready = async () => {
+    if (owner.transparentHelper) {
+      const inside = channel.pid !== undefined ? sandboxChildPid(channel.pid) : undefined;
+      if (inside === undefined) return refuse('transparent TCP: the sandbox\'s first process was not found');
+      try {
+        const t = await startTransparent(owner.transparentHelper, inside, serveConnection, (level, m) => owner.log(level, `${owner.processId}: ${m}`));
+        if (closed) return t.close();
+        transparent = t;
+      } catch (e) {
+        return refuse(e instanceof Error ? e.message : String(e));
+      }
+    }
+    if (closed || !channel.connected) return;
+    channel.send?.({ ready: true });
+  };
   return { close };
 }

@@ -8,6 +8,7 @@ import { invalidRequest } from '../../protocol/errors';
 import type { SandboxProfile } from '../sandbox/profile';
 import { checkProviders } from './credentials';
 import type { ManagedNetworkContext, NetworkProxyLaunch } from './launch-config';
+import { transparentSupport } from './transparent';
 
 /** The variables a client-run proxy is named by in `env` (the reference's route list). */
 export const PROXY_ENV_KEYS = [
@@ -47,9 +48,13 @@ export function networkMode(r: NetworkRequest): NetworkMode {
     // node-pty gives a PTY child no descriptor beyond its terminal for the relay.
     if (r.tty) throw refuse('a proxied process cannot be a PTY here (tty: true)');
     if (r.networkProxy.proxy.credentialMasking) checkProviders(r.networkProxy.proxy.credentialProviders);
-    // Not advertised (networkProxyTransparentTcp): a launch asking for it must not run as if it
-    // had it (programs ignoring the proxy variables would get nowhere instead of being proxied).
-    if (r.networkProxy.proxy.transparentTcp) throw refuse('transparent TCP is not supported by this exec-server');
+    // Where the helper cannot run (networkProxyTransparentTcp not advertised), a launch asking for
+    // it must not run as if it had it (programs ignoring the proxy variables would get nowhere
+    // instead of being proxied).
+    if (r.networkProxy.proxy.transparentTcp) {
+      const t = transparentSupport();
+      if (!t.ok) throw refuse(`transparent TCP is not supported by this exec-server (${t.reason})`);
+    }
     return { kind: 'proxy', launch: r.networkProxy };
   }
   const sandboxGiven = !(r.sandbox.kind === 'none' && r.sandbox.type === 'absent');

@@ -35,6 +35,9 @@ export interface IpcChannel {
   on(event: 'disconnect', f: () => void): unknown;
   readonly connected: boolean;
   disconnect(): void;
+  /** The child's pid (the process spawned; for a sandbox, bubblewrap). */
+  readonly pid?: number;
+  send?(message: object): boolean;
 }
 
 export interface ChildHandle {

@@ -39,6 +39,7 @@ export const PROXIED_SCRIPT = [
   'e=$1 n=$2 s=$3 hk=$4 sk=$5 ss=$6; shift 6',
   'exec {r}< <(exec "$e" -i ELECTRON_RUN_AS_NODE=1 NODE_CHANNEL_FD=4 NODE_CHANNEL_SERIALIZATION_MODE=json "$n" -e "$s" </dev/null 2>/dev/null)',
   'read -r hp sp <&$r || { echo "exec-server: the network proxy relay did not start" >&2; exit 101; }',
+  'if [[ $hp = error ]]; then printf "exec-server: %s\\n" "$sp" >&2; exit 101; fi',
   'exec {r}<&- 4>&-',
   'unset NODE_CHANNEL_FD NODE_CHANNEL_SERIALIZATION_MODE',
   'for k in $hk; do export "$k=http://127.0.0.1:$hp"; done',
@@ -54,6 +55,8 @@ export interface ProxiedSandbox {
   httpKeys: string[];
   socksKeys: string[];
   socksScheme: 'socks5h' | 'http';
+  /** Transparent TCP (../network/transparent.ts): this file is bound over /etc/resolv.conf. */
+  resolvConf?: string;
 }
 
 /**
@@ -196,6 +199,7 @@ export function wrapArgv(
   // relay's node binary (and the directory it loads from) is made readable when it is not.
   const netProfile = proxied ? { ...profile, network: 'restricted' as const } : profile;
   const extra = proxied && accessFor(profile, path.dirname(proxied.node)) === 'none' ? ['--ro-bind', path.dirname(proxied.node), path.dirname(proxied.node)] : [];
+  if (proxied?.resolvConf) extra.push('--ro-bind', proxied.resolvConf, '/etc/resolv.conf');
   const args = bwrapArgs(netProfile, req.cwd, tools, probe, pidNamespace);
   // The extra binds go before the namespace flags (bwrapArgs ends with them), after the mounts.
   const at = args.indexOf('--unshare-user');

@@ -57,11 +57,12 @@ test('deny wins over allow; `none` is no rule; review domains go to the callback
   assert.deepEqual(judgeHost(cfg({ 'x.test': 'allow' }, { reviewDomains: ['x.test'] }), 'x.test'), { kind: 'notAllowed', review: true });
 });
 
-test('local and private addresses: loopback, RFC 1918, link-local (metadata), CGNAT, unspecified, ULA, IPv4-mapped; a public one is not', () => {
-  for (const a of ['127.0.0.1', '10.1.2.3', '172.16.0.1', '172.31.255.255', '192.168.1.1', '169.254.169.254', '100.64.0.1', '0.0.0.0', '::1', '::', 'fc00::1', 'fe80::1', '::ffff:127.0.0.1', '::ffff:169.254.169.254', '[::1]']) {
+test('local and private addresses: loopback, RFC 1918, link-local (metadata), CGNAT, unspecified, ULA, IPv4-mapped, the IPv4 documentation ranges; a public one is not', () => {
+  for (const a of ['192.0.2.9', '198.51.100.9', '203.0.113.8', '127.0.0.1', '10.1.2.3', '172.16.0.1', '172.31.255.255', '192.168.1.1', '169.254.169.254', '100.64.0.1', '0.0.0.0', '::1', '::', 'fc00::1', 'fe80::1', '::ffff:127.0.0.1', '::ffff:169.254.169.254', '[::1]']) {
     assert.ok(isLocalAddress(a), a);
   }
-  for (const a of ['8.8.8.8', '1.1.1.1', '2606:4700::1111', '172.32.0.1']) assert.ok(!isLocalAddress(a), a);
+  // 2001:db8::/32 (IPv6 documentation) is public to the reference (measured: not_allowed, not not_allowed_local).
+  for (const a of ['8.8.8.8', '1.1.1.1', '2606:4700::1111', '172.32.0.1', '2001:db8::5', '203.0.114.1']) assert.ok(!isLocalAddress(a), a);
 });
 
 test('limited mode: GET/HEAD/OPTIONS pass; other methods, CONNECT and SOCKS do not', () => {
