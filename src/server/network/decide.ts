@@ -86,7 +86,10 @@ export async function decide(h: DecisionHost, t: Target): Promise<Outcome> {
   } catch {
     addresses = [];
   }
-  if (!literal && resolvedIsLocal(h.config, addresses.map((a) => a.address))) return refuse('not_allowed_local', override ? 'decider' : 'baseline_policy');
+  // A name that does not resolve is refused as a local one, as the reference does ("DNS lookup
+  // failed during local/private IP check"): nothing proves it is not local.
+  const unresolved = addresses.length === 0 && !h.config.allowLocalBinding;
+  if (!literal && (unresolved || resolvedIsLocal(h.config, addresses.map((a) => a.address)))) return refuse('not_allowed_local', override ? 'decider' : 'baseline_policy');
   emit('allow', override ? 'decider' : 'baseline_policy', override ? 'not_allowed' : 'allow', override);
   const guard = modeGuard(h.config, t.protocol, t.method);
   if (guard) return refuse(guard, 'mode_guard');

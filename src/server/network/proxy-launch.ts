@@ -93,11 +93,18 @@ export function attachProxy(channel: IpcChannel, owner: ProxyOwner): { close(): 
   const disconnect = () => {
     if (channel.connected) channel.disconnect();
   };
-  const close = () => {
+  /** Tells the relay `message`, then disconnects: nothing more is read from it. */
+  const lastWord = (message: object) => {
+    if (!channel.connected) return;
+    if (!channel.send) return disconnect();
+    channel.send(message, () => disconnect());
+  };
+  const close = (word?: object) => {
     if (closed) return;
     closed = true;
     ended.abort();
-    disconnect();
+    if (word) lastWord(word);
+    else disconnect();
     for (const srv of servers.values()) srv.close();
     transparent?.close();
     for (const sock of open) sock.destroy();
@@ -105,8 +112,7 @@ export function attachProxy(channel: IpcChannel, owner: ProxyOwner): { close(): 
   };
   const refuse = (why: string) => {
     owner.log('warn', `${owner.processId}: network proxy relay: ${why}; the proxy is closed`);
-    if (channel.connected) channel.send?.({ error: why.replace(/[\r\n]+/g, ' ') });
-    close();
+    close({ error: why.replace(/[\r\n]+/g, ' ') });
   };
 
   type Handler = (stream: net.Socket & { client: string }, host: DecisionHost) => Promise<void>;
@@ -172,8 +178,7 @@ export function attachProxy(channel: IpcChannel, owner: ProxyOwner): { close(): 
         return refuse(e instanceof Error ? e.message : String(e));
       }
     }
-    if (closed || !channel.connected) return;
-    channel.send?.({ ready: true });
+    if (!closed) lastWord({ ready: true });
   };
   return { close };
 }

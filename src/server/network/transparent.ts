@@ -58,6 +58,11 @@ export function transparentSupport(): TransparentSupport {
   return support;
 }
 
+/** Tests: pretend the helper is (not) there; undefined probes again. */
+export function overrideTransparentSupport(s: TransparentSupport | undefined): void {
+  support = s;
+}
+
 let resolvConfDir: string | undefined;
 /** A resolv.conf naming only the sandbox's resolver, bound over /etc/resolv.conf in the sandbox. */
 export function transparentResolvConf(): string {

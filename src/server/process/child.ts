@@ -37,7 +37,7 @@ export interface IpcChannel {
   disconnect(): void;
   /** The child's pid (the process spawned; for a sandbox, bubblewrap). */
   readonly pid?: number;
-  send?(message: object): boolean;
+  send?(message: object, callback: (error: Error | null) => void): boolean;
 }
 
 export interface ChildHandle {

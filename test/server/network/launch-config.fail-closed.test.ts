@@ -9,6 +9,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { managedSandbox, workspaceWriteEntries } from '../../../src/protocol/codex-sandbox';
+import { overrideTransparentSupport } from '../../../src/server/network/transparent';
 import { rejectsWith, serverWithTmpDir, startParams, uri, type Client } from '../../support/server';
 
 let c: Client;
@@ -132,11 +133,17 @@ test('attack: a networkProxy launch this engine cannot confine (no managed sandb
     // a provider and leaves its secret unmasked).
     [{ sandbox: sandbox('enabled'), networkProxy: { proxy: { ...proxy, credentialMasking: true, credentialProviders: { p: { env: ['T'], patterns: ['(?=a)[a-z][0-9]{8}'], url_prefixes: ['https://x.example/'] } } } } }, /credential provider `p`: pattern uses regex syntax this exec-server cannot draw a dummy from/],
     [{ sandbox: sandbox('enabled'), networkProxy: { proxy: { ...proxy, credentialMasking: true, credentialProviders: { p: { env: ['T'], patterns: ['t[0-9]{8}'], url_prefixes: ['https://x.example/'], header: 'X-Api-Key' } } } } }, /credential provider `p`: credential provider `p` requires a header name exactly when using header authentication; refusing to run with the credential unmasked/],
-    [{ sandbox: sandbox('enabled'), networkProxy: { proxy: { ...proxy, transparentTcp: true } } }, /transparent TCP is not supported/],
+    // Where the transparent-TCP helper cannot run (not built, no /dev/net/tun).
+    [{ sandbox: sandbox('enabled'), networkProxy: { proxy: { ...proxy, transparentTcp: true } } }, /transparent TCP is not supported by this exec-server \(the helper is missing here\)/],
   ];
-  for (const [i, [extra, why]] of cases.entries()) {
-    await rejectsWith(c.call('process/start', startParams(`fc-np${i}`, ['/bin/bash', '-c', connectScript()], { cwd: uri(W), enforceManagedNetwork: true, ...extra })), -32600, why);
-    assert.equal(c.sink.forProcess(`fc-np${i}`).length, 0);
+  overrideTransparentSupport({ ok: false, reason: 'the helper is missing here' });
+  try {
+    for (const [i, [extra, why]] of cases.entries()) {
+      await rejectsWith(c.call('process/start', startParams(`fc-np${i}`, ['/bin/bash', '-c', connectScript()], { cwd: uri(W), enforceManagedNetwork: true, ...extra })), -32600, why);
+      assert.equal(c.sink.forProcess(`fc-np${i}`).length, 0);
+    }
+  } finally {
+    overrideTransparentSupport(undefined);
   }
   assert.equal(reached, before);
 });

@@ -83,16 +83,16 @@ test('DNS: a name is resolved once per decision and the judged addresses are the
     config: cfg({ 'flip.test': 'allow' }),
     notify: () => {},
     // First a public answer (judged), then loopback: the connection must use the first.
-    resolve: async () => [{ address: calls++ === 0 ? '203.0.113.7' : '127.0.0.1', family: 4 }],
+    resolve: async () => [{ address: calls++ === 0 ? '8.8.4.4' : '127.0.0.1', family: 4 }],
   };
   const o = await decide(h, { protocol: 'https_connect', host: 'flip.test', port: 443, method: 'CONNECT', client: 'c' });
-  assert.deepEqual(o, { ok: true, addresses: [{ address: '203.0.113.7', family: 4 }] });
+  assert.deepEqual(o, { ok: true, addresses: [{ address: '8.8.4.4', family: 4 }] });
   assert.equal(calls, 1);
 });
 
 test('a decision callback: allow overrides not_allowed (policyOverride) and the local check still applies; deny/ask keep their reason; garbage → not_allowed', async () => {
   const events: PolicyDecisionParams[] = [];
-  const mk = (answer: CallbackAnswer, address = '203.0.113.9'): DecisionHost => ({
+  const mk = (answer: CallbackAnswer, address = '9.9.9.9'): DecisionHost => ({
     processId: 'p', config: cfg({}), notify: (e) => events.push(e), ask: async () => answer, resolve: async () => [{ address, family: 4 }],
   });
   const t = { protocol: 'http' as const, host: 'unknown.test', port: 80, method: 'GET', client: 'c' };
