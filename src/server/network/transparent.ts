@@ -70,7 +70,7 @@ export function transparentResolvConf(): string {
     resolvConfDir = mkdtempSync(path.join(os.tmpdir(), 'exec-server-resolv-'));
     const dir = resolvConfDir;
     process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
-    writeFileSync(path.join(dir, 'resolv.conf'), 'nameserver 127.0.0.53\noptions attempts:2 timeout:2\n', { mode: 0o444 });
+    writeFileSync(path.join(dir, 'resolv.conf'), 'nameserver 127.0.0.53\n', { mode: 0o444 });
   }
   return path.join(resolvConfDir, 'resolv.conf');
 }
