@@ -69,7 +69,10 @@ if (!watch && process.platform === 'linux') {
     } else {
       mkdirSync('dist/native', { recursive: true });
       const tmp = `${out}.${process.pid}.tmp`;
-      const r = spawnSync(cc, ['-O2', '-Wall', '-Wextra', '-Werror', '-o', tmp, src], { stdio: 'inherit' });
+      // Static where the C library allows it (the same file then runs on glibc and musl hosts).
+      const flags = ['-O2', '-Wall', '-Wextra', '-Werror', '-o', tmp, src];
+      let r = spawnSync(cc, ['-static', '-s', ...flags], { stdio: ['ignore', 'ignore', 'pipe'] });
+      if (r.status !== 0) r = spawnSync(cc, flags, { stdio: 'inherit' });
       if (r.status !== 0) {
         console.error(`esbuild: compiling ${src} failed (${cc})`);
         process.exit(1);

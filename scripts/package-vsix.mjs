@@ -16,7 +16,7 @@ import { spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { nativeFiles, TARGETS } from './vsix-natives.mjs';
+import { nativeFiles, TARGETS, transparentHelperFile } from './vsix-natives.mjs';
 
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..');
 const argOf = (name) => {
@@ -100,6 +100,7 @@ writeFileSync(path.join(stage, pty, 'package.json'), JSON.stringify(ptyPkg, null
 
 // Every native part first (a failed cross build packages nothing), then one VSIX per target.
 const natives = Object.fromEntries(TARGETS.filter((t) => targets.includes(t) || targets.includes('universal')).map((t) => [t, nativeFiles(t)]));
+const helpers = Object.fromEntries(Object.keys(natives).filter((t) => t.startsWith('linux-')).map((t) => [t, transparentHelperFile(t.slice('linux-'.length))]));
 const vsce = path.join(root, 'node_modules', '@vscode', 'vsce', 'vsce');
 for (const target of targets) {
   const carried = target === 'universal' ? TARGETS : [target];
@@ -108,6 +109,13 @@ for (const target of targets) {
   for (const t of carried) {
     mkdirSync(path.join(dir, t), { recursive: true });
     for (const [n, from] of Object.entries(natives[t])) cpSync(from, path.join(dir, t, n));
+  }
+  // The transparent-TCP helper of each Linux target (the server finds it in dist/native/).
+  const nativeDir = path.join(stage, 'dist', 'native');
+  rmSync(nativeDir, { recursive: true, force: true });
+  for (const t of carried.filter((c) => helpers[c])) {
+    mkdirSync(nativeDir, { recursive: true });
+    cpSync(helpers[t], path.join(nativeDir, `transparent-tcp-${t}`));
   }
   const out = outFile(target);
   const tmpOut = `${out}.${process.pid}.tmp`;

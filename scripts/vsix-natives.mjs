@@ -133,3 +133,38 @@ function crossCompile(arch, log) {
     rmSync(work, { recursive: true, force: true });
   }
 }
+
+/**
+ * The transparent-TCP helper for linux-<arch> (native/transparent-tcp.c; the server looks for it
+ * in dist/native/ beside its bundle): this machine's from `npm run build`, another arch's compiled
+ * here with Debian's cross gcc (cached like node-pty's). Fails when it cannot be had: a Linux
+ * VSIX without it would leave networkProxyTransparentTcp off without saying so.
+ */
+export function transparentHelperFile(arch, log = (m) => console.error(m)) {
+  const name = `transparent-tcp-linux-${arch}`;
+  const src = path.join(root, 'native', 'transparent-tcp.c');
+  let file;
+  if (process.platform === 'linux' && arch === process.arch) {
+    file = path.join(root, 'dist', 'native', name);
+    if (!existsSync(file)) fail(`${path.relative(root, file)} is missing: npm run build compiles it (it needs a C compiler)`);
+  } else {
+    const triple = CROSS[arch];
+    const cc = triple && which(`${triple}-gcc`);
+    if (!cc) fail(`building ${name} needs ${triple}-gcc (Debian package gcc-${triple}, part of g++-${triple})`);
+    const version = spawnSync(cc, ['--version'], { encoding: 'utf8' }).stdout.split('\n')[0];
+    const key = createHash('sha256').update(readFileSync(src)).update(version).digest('hex').slice(0, 16);
+    const dir = path.join(root, '.cache', 'transparent-tcp', `linux-${arch}-${key}`);
+    file = path.join(dir, name);
+    if (!existsSync(file)) {
+      log(`package-vsix: compiling ${name} with ${path.basename(cc)}`);
+      mkdirSync(dir, { recursive: true });
+      const tmp = `${file}.${process.pid}.tmp`;
+      const r = spawnSync(cc, ['-static', '-s', '-O2', '-Wall', '-Wextra', '-Werror', '-o', tmp, src], { encoding: 'utf8' });
+      if (r.status !== 0) fail(`${path.basename(cc)} ${path.relative(root, src)} failed: ${r.stderr.trim().slice(-2000)}`);
+      renameSync(tmp, file);
+    }
+  }
+  const kind = binaryKind(readFileSync(file));
+  if (kind !== BINARY_KIND[`linux-${arch}`]) fail(`${file} is ${kind ?? 'not a binary'}, not ${BINARY_KIND[`linux-${arch}`]}`);
+  return file;
+}
