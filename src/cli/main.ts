@@ -2,6 +2,7 @@
 //   exec-server [--listen ws://IP:PORT | stdio:// | stdio]
 // stdout carries only protocol (stdio) or the one line with the bound URL (websocket);
 // logs go to stderr. SIGINT/SIGTERM shut down cleanly (children are killed).
+import { transparentSupport } from '../server/network/transparent';
 import { setListenerErrorHandler } from '../rpc/event';
 import { ExecServer } from '../server/exec-server';
 import { startIdleCollector } from '../server/idle-gc';
@@ -56,6 +57,9 @@ Options:
                         a managed sandbox's pid namespace: isolate (default: its own, it sees
                         and signals only its processes) or inherit (the server's: it can signal
                         every process of this user; only for a dedicated environment)
+  --linux-sandbox-transparent-tcp
+                        route every proxied sandbox's TCP through its proxy's policy (as
+                        networkProxy.proxy.transparentTcp does per start)
   -h, --help            show this help
   -V, --version         print the version
 With a websocket listener the bound URL is printed as one line on stdout once it accepts
@@ -84,6 +88,8 @@ interface CliOptions {
   exitOnStdinCloseFrom?: string;
   /** --linux-sandbox-pid-namespace (undefined: not given, the engine's default `isolate`). */
   pidNamespace?: PidNamespaceMode;
+  /** --linux-sandbox-transparent-tcp. */
+  transparentTcp?: boolean;
 }
 
 /** Telemetry flags (src/telemetry/config.ts) → the TelemetryFlags field they set. */
@@ -152,6 +158,10 @@ function parseArgs(argv: string[]): CliOptions | 'help' | 'version' {
         if (eq > 0) throw new UsageError('--exit-on-stdin-close takes no value');
         o.exitOnStdinClose = true;
         o.exitOnStdinCloseFrom = '--exit-on-stdin-close';
+        break;
+      case '--linux-sandbox-transparent-tcp':
+        if (eq > 0) throw new UsageError('--linux-sandbox-transparent-tcp takes no value');
+        o.transparentTcp = true;
         break;
       case '--linux-sandbox-pid-namespace': {
         // As the reference: the exact lowercase names, given at most once.
@@ -237,8 +247,14 @@ export async function main(argv: string[]): Promise<number> {
       process.stdout.write(`exec-server ${VERSION}\n`);
       return 0;
     }
+    if (opts.transparentTcp) {
+      // Asked for every proxied start: never a server that would run them without it.
+      const t = transparentSupport();
+      if (!t.ok) throw new UsageError(`--linux-sandbox-transparent-tcp: ${t.reason}`);
+    }
     if (opts.detach) {
       // A detached server is found by its version alone: it would be handed to a caller that asked for another pid namespace.
+      if (opts.transparentTcp) throw new UsageError('--linux-sandbox-transparent-tcp cannot be used with --detach');
       if (opts.exitOnStdinClose || opts.pidNamespace !== undefined) throw new UsageError(`${opts.exitOnStdinClose ? opts.exitOnStdinCloseFrom : '--linux-sandbox-pid-namespace'}: --exit-on-stdin-close and --linux-sandbox-pid-namespace cannot be used with --detach`);
       try {
         const answer = await ensureDetachedServer({ idleExitSec: opts.idleExitSec, sessionTtlSec: opts.sessionTtlSec });
@@ -302,6 +318,7 @@ export async function main(argv: string[]): Promise<number> {
     telemetry,
     detachedSessionTtlMs: (opts.sessionTtlSec ?? DEFAULT_SESSION_TTL_SEC) * 1000,
     linuxSandboxPidNamespace: opts.pidNamespace,
+    linuxSandboxTransparentTcp: opts.transparentTcp,
   });
   if (opts.pidNamespace === 'inherit') log('warn', 'managed sandboxes share this server\'s pid namespace (--linux-sandbox-pid-namespace inherit): a sandboxed command can signal every process of this user');
   // A server of its own: memory held after a burst of work goes back once it idles (../server/idle-gc.ts).

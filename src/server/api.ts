@@ -92,6 +92,11 @@ export interface ServerOptions {
    * reference's): `isolate` (default) its own, `inherit` the server's (src/server/sandbox/bwrap.ts).
    */
   linuxSandboxPidNamespace?: PidNamespaceMode;
+  /**
+   * Transparent TCP for every proxied start, `transparentTcp` or not (the CLI's
+   * --linux-sandbox-transparent-tcp, as the reference's; src/server/network/transparent.ts).
+   */
+  linuxSandboxTransparentTcp?: boolean;
   /** Is this transport one where end-of-connection ends the session (stdio)? Decided per connect(). */
   log?: (level: 'debug' | 'info' | 'warn' | 'error', message: string) => void;
 }

@@ -50,6 +50,9 @@ export class Connection implements ServerConnection, ConnectionContext {
   get sandboxPidNamespace(): PidNamespaceMode {
     return this.server.sandboxPidNamespace;
   }
+  get sandboxTransparentTcp(): boolean {
+    return this.server.sandboxTransparentTcp === true;
+  }
   readonly handles: FileHandles;
   readonly watches: Watches;
   readonly missingWatches: MissingWatches;

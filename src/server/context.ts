@@ -41,6 +41,8 @@ export interface ConnectionContext {
   log(level: 'debug' | 'info' | 'warn' | 'error', message: string): void;
   /** A managed sandbox's pid namespace (ServerOptions.linuxSandboxPidNamespace). */
   readonly sandboxPidNamespace: PidNamespaceMode;
+  /** ServerOptions.linuxSandboxTransparentTcp (undefined: off). */
+  readonly sandboxTransparentTcp?: boolean;
 }
 
 
@@ -56,4 +58,5 @@ export interface ConnectionHost {
   connectionClosed(conn: object): void;
   /** ServerOptions.linuxSandboxPidNamespace, default `isolate`. */
   readonly sandboxPidNamespace: PidNamespaceMode;
+  readonly sandboxTransparentTcp?: boolean;
 }

@@ -35,10 +35,12 @@ export class ExecServer implements ConnectionHost {
   /** Spans and metrics (the no-op unless ServerOptions.telemetry is given). */
   readonly telemetry: ServerTelemetry;
   readonly sandboxPidNamespace: PidNamespaceMode;
+  readonly sandboxTransparentTcp: boolean;
 
   constructor(private readonly options: ServerOptions = {}) {
     this.telemetry = options.telemetry ?? NOOP_SERVER_TELEMETRY;
     this.sandboxPidNamespace = options.linuxSandboxPidNamespace ?? 'isolate';
+    this.sandboxTransparentTcp = options.linuxSandboxTransparentTcp ?? false;
     this.opts = {
       detachedSessionTtlMs: options.detachedSessionTtlMs ?? DEFAULTS.detachedSessionTtlMs,
       exitedProcessRetentionMs: options.exitedProcessRetentionMs ?? DEFAULTS.exitedProcessRetentionMs,

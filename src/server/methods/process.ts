@@ -197,7 +197,8 @@ export const processMethods: MethodTable<ProcessMethod> = {
             });
             if (!lease.complete) ctx.log('warn', `process ${p.processId}: the sandbox's writable roots are not fully watched for planted .git/.vscode (${lease.reason})`);
             if (p.network.kind === 'proxy') {
-              const launch = p.network.launch;
+              // --linux-sandbox-transparent-tcp: every proxied start is transparent (checked at startup).
+              const launch = ctx.sandboxTransparentTcp ? { ...p.network.launch, proxy: { ...p.network.launch.proxy, transparentTcp: true } } : p.network.launch;
               req = { ...req, env: { ...req.env, ...staticProxyEnv(launch) } };
               if (launch.proxy.credentialMasking) {
                 const m = await credentialMasking(req.env, p.argv, launch.proxy.credentialProviders, (level, message) => ctx.log(level, `process ${p.processId}: ${message}`));
