@@ -46,6 +46,10 @@ export interface NetOutcome {
   originSaw: string[];
   approvals: string[];
   turnStatus: string;
+  /** Launches that asked for transparent TCP (Codex 0.171's `transparent_tcp = true`). */
+  transparentLaunches: number;
+  /** With transparent TCP: curl ignoring the proxy, to a name only the sandbox's resolver answers. */
+  unlisted?: string;
 }
 
 const CONFIG = [
@@ -57,7 +61,7 @@ const CONFIG = [
   'domains = { "localhost" = "allow", "vm" = "deny" }',
 ].join('\n');
 
-export async function networkTurn(server: ServerCommand, codexVersion: string): Promise<NetOutcome> {
+export async function networkTurn(server: ServerCommand, codexVersion: string, transparent = false): Promise<NetOutcome> {
   const base = path.join(cacheDir, `codex-net-${randomBytes(4).toString('hex')}`);
   const ws = path.join(base, 'work');
   mkdirSync(ws, { recursive: true });
@@ -72,12 +76,13 @@ export async function networkTurn(server: ServerCommand, codexVersion: string): 
     await new Promise<void>((r) => origin.listen(0, '127.0.0.1', r));
     cleanups.unshift(() => new Promise((r) => origin.close(() => r())));
     const port = (origin.address() as AddressInfo).port;
-    const cmds = {
+    const cmds: Record<string, string> = {
       allowed: `curl -s http://localhost:${port}/allowed`,
       notListed: `curl -s -i http://runsc:${port}/not-listed | head -1`,
       denied: `curl -s -i http://vm:${port}/denied | head -1`,
       direct: `curl -s --noproxy '*' http://127.0.0.1:${port}/direct; echo "curl rc=$?"; (exec 3<>/dev/tcp/127.0.0.1/${port}) 2>/dev/null && echo TCP-REACHED || echo tcp-refused`,
     };
+    if (transparent) cmds.unlisted = `curl -s --noproxy '*' http://unlisted.test:${port}/transparent; echo "curl rc=$?"`;
     const token = randomBytes(16).toString('hex');
     const srv = await startWsServer(server, ['--ws-auth', 'capability-token', '--ws-token-sha256', createHash('sha256').update(token).digest('hex')]);
     cleanups.unshift(() => srv.stop());
@@ -95,7 +100,7 @@ export async function networkTurn(server: ServerCommand, codexVersion: string): 
       token,
       workspace: ws,
       sandboxMode: 'workspace-write',
-      extraConfig: CONFIG,
+      extraConfig: transparent ? `${CONFIG}\ntransparent_tcp = true` : CONFIG,
     });
     cleanups.unshift(() => codex.stop());
     const threadId = await codex.startThread();
@@ -117,6 +122,8 @@ export async function networkTurn(server: ServerCommand, codexVersion: string): 
       originSaw: [...originSaw].sort(),
       approvals: turn.approvals.map((a) => a.method),
       turnStatus: turn.status,
+      transparentLaunches: starts.filter((c) => c.params.networkProxy?.proxy?.transparentTcp === true).length,
+      ...(transparent ? { unlisted: out('unlisted').trim().split('\n').at(-1) } : {}),
     };
   } finally {
     for (const c of cleanups) await c().catch(() => {});
@@ -127,24 +134,28 @@ export async function networkTurn(server: ServerCommand, codexVersion: string): 
 const namesOk = hostsMapToLoopback(['localhost', 'runsc', 'vm']);
 
 /** The agent turn through `version`'s reference exec-server and through ours, with that version's Codex. */
-export function describeNetworkTurn(version: string): void {
-  describe(`codex ${version} agent turn with a network allowlist (managed proxy)`, { timeout: 300_000, skip: namesOk ? false : '/etc/hosts does not map localhost, runsc and vm to 127.0.0.1' }, () => {
+export function describeNetworkTurn(version: string, transparent = false): void {
+  const n = transparent ? 5 : 4;
+  describe(`codex ${version} agent turn with a network allowlist (managed proxy${transparent ? ', transparent TCP' : ''})`, { timeout: 300_000, skip: namesOk ? false : '/etc/hosts does not map localhost, runsc and vm to 127.0.0.1' }, () => {
     const outcomes = new Map<string, NetOutcome>();
     const reference = referenceServerOf(version);
     for (const server of [reference, ourServer]) {
       test(`through ${server.name}`, async () => {
-        const o = await networkTurn(server, version);
+        const o = await networkTurn(server, version, transparent);
         outcomes.set(server.name, o);
         if (process.env.CODEX_AGENT_TEST_DUMP) console.log(server.name, version, JSON.stringify(o));
-        assert.deepEqual(o.sandboxes, ['managed', 'managed', 'managed', 'managed'], 'every command sandboxed');
-        assert.equal(o.proxyLaunches, 4, 'every command with an executor-local proxy launch');
-        assert.deepEqual(o.sandboxTypes, ['linuxSeccomp', 'linuxSeccomp', 'linuxSeccomp', 'linuxSeccomp']);
+        assert.deepEqual(o.sandboxes, Array(n).fill('managed'), 'every command sandboxed');
+        assert.equal(o.proxyLaunches, n, 'every command with an executor-local proxy launch');
+        assert.equal(o.transparentLaunches, transparent ? n : 0, 'Codex asks for transparent TCP exactly when configured to');
+        assert.deepEqual(o.sandboxTypes, Array(n).fill('linuxSeccomp'));
         assert.deepEqual(o.approvals, [], 'no approval asked');
         assert.equal(o.allowed, true, 'the allowed name is reachable through the proxy');
         assert.equal(o.notListed, 'HTTP/1.1 403 Forbidden');
         assert.equal(o.denied, 'HTTP/1.1 403 Forbidden');
         assert.equal(o.direct, 'refused', 'a program ignoring the proxy variables got through');
         assert.deepEqual(o.originSaw, ['/allowed'], 'the origin saw only the allowed request');
+        // Carried into the policy (not on the list: reset), where without transparent TCP it has no route.
+        if (transparent) assert.equal(o.unlisted, 'curl rc=56');
       });
     }
     test(`ours has the same outcome as ${reference.name}`, () => {
