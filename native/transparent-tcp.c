@@ -25,6 +25,7 @@
 #include <net/route.h>
 #include <linux/if_tun.h>
 #include <linux/netlink.h>
+#include <linux/nsfs.h>
 #include <linux/rtnetlink.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -246,16 +247,22 @@ int main(int argc, char **argv) {
     return 2;
   }
   char path[64];
-  snprintf(path, sizeof path, "/proc/%s/ns/user", argv[1]);
-  int userns = open(path, O_RDONLY | O_CLOEXEC);
   snprintf(path, sizeof path, "/proc/%s/ns/net", argv[1]);
   int netns = open(path, O_RDONLY | O_CLOEXEC);
-  if (userns < 0 || netns < 0) fail(2, "open the sandbox's namespaces");
+  if (netns < 0) fail(2, "open the sandbox's network namespace");
   /* Never the executor's own network: only a namespace other than ours is configured. */
   if (same_ns("/proc/self/ns/net", netns)) {
     errno = 0;
     fail(2, "the target is in the executor's network namespace");
   }
+  /* The user namespace that owns the network namespace: the sandbox's own, or (bubblewrap run
+     as root inside a prepared namespace) the one it was created in before its own. */
+  int userns = ioctl(netns, NS_GET_USERNS);
+  if (userns < 0) {
+    snprintf(path, sizeof path, "/proc/%s/ns/user", argv[1]);
+    userns = open(path, O_RDONLY | O_CLOEXEC);
+  }
+  if (userns < 0) fail(2, "open the sandbox's user namespace");
   if (!same_ns("/proc/self/ns/user", userns) && setns(userns, CLONE_NEWUSER) != 0) fail(2, "enter the sandbox's user namespace");
   if (setns(netns, CLONE_NEWNET) != 0) fail(2, "enter the sandbox's network namespace");
   close(userns);
