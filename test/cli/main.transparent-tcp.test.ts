@@ -2,7 +2,9 @@
 // proxied start is transparent, `transparentTcp` given or not; bad use is refused with exit 2.
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
+import { chmodSync, cpSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
+import path from 'node:path';
 import { test } from 'node:test';
 import { cliPath } from '../support/cli';
 import { waitFor } from '../support/wait';
@@ -19,8 +21,9 @@ test('cli: --linux-sandbox-transparent-tcp takes no value and not --detach (exit
   }
 });
 
-test('cli: with --linux-sandbox-transparent-tcp a proxied start without transparentTcp is transparent (a straight connect is judged as socks5_tcp)', async () => {
-  const child = spawn(process.execPath, [cliPath, '--listen', 'stdio', '--linux-sandbox-transparent-tcp'], { stdio: ['pipe', 'pipe', 'pipe'] });
+/** A straight connect from a proxied sandbox of `argv`'s server (started without transparentTcp). */
+async function straightConnect(argv: string[], env?: NodeJS.ProcessEnv) {
+  const child = spawn(argv[0], argv.slice(1), { stdio: ['pipe', 'pipe', 'pipe'], env, cwd: os.tmpdir() });
   const frames: any[] = [];
   let buf = '';
   child.stdout.on('data', (d) => {
@@ -56,4 +59,26 @@ test('cli: with --linux-sandbox-transparent-tcp a proxied start without transpar
   assert.match(out, /^nameserver 127\.0\.0\.53$/m);
   const decisions = frames.filter((f) => f.method === 'network/policyDecision').map((f) => [f.params.protocol, f.params.decision, f.params.reason, f.params.host, f.params.port]);
   assert.deepEqual(decisions, [['socks5_tcp', 'deny', 'not_allowed', '1.1.1.1', 80]]);
+}
+
+test('cli: with --linux-sandbox-transparent-tcp a proxied start without transparentTcp is transparent (a straight connect is judged as socks5_tcp)', async () => {
+  await straightConnect([process.execPath, cliPath, '--listen', 'stdio', '--linux-sandbox-transparent-tcp']);
+});
+
+// The helper's namespace entry differs for a user without privileges (bubblewrap then makes the
+// sandbox's namespaces from a prepared user namespace); CI runs as root, users mostly do not.
+test('cli: the same as an unprivileged user (uid 65534): the helper enters the namespaces it owns', async (t) => {
+  if (process.getuid?.() !== 0) return t.skip('needs root to run the server as another user');
+  if (spawnSync('setpriv', ['--version']).status !== 0) throw new Error('setpriv (util-linux) is needed');
+  const asNobody = ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups'];
+  if (spawnSync(asNobody[0], [...asNobody.slice(1), process.execPath, '-e', '0']).status !== 0) return t.skip(`${process.execPath} cannot be run by uid 65534 here`);
+  // The CLI bundle and its helper, where that user can read them (the checkout may be under /root).
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'exec-server-nobody-'));
+  try {
+    cpSync(path.dirname(cliPath), dir, { recursive: true, filter: (f) => !f.endsWith('.map') && !f.includes(`${path.sep}extension.js`) });
+    chmodSync(dir, 0o755);
+    await straightConnect([...asNobody, process.execPath, path.join(dir, 'cli.js'), '--listen', 'stdio', '--linux-sandbox-transparent-tcp'], { PATH: process.env.PATH, HOME: os.tmpdir() });
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
