@@ -27,6 +27,8 @@ export const MALFORMED: object[] = [
   np({ ...PROXY, credentialMasking: 'yes' }), np({ ...PROXY, credentialMasking: null }),
   np({ ...PROXY, credentialProviders: 1 }), np({ ...PROXY, credentialProviders: 'x' }), np({ ...PROXY, credentialProviders: [] }),
   np({ ...PROXY, credentialProviders: { x: 1 } }), np({ ...PROXY, credentialProviders: { x: { urlPrefixes: [] } } }),
+  ...[[{}], [5], [null], [['bearer']], [{ bearer: 'x' }], [{ bearer: [] }], [true], [{ bogus: null }], [{ bearer: null, basic: null }], [{ bearer: 1 }]].map((auth) =>
+    np({ ...PROXY, credentialMasking: true, credentialProviders: { p: { env: ['T'], patterns: ['t[0-9]{8}'], url_prefixes: ['https://x.example/'], auth } } })),
   np(PROXY, { policyDecisionTimeoutMs: 0 }), np(PROXY, { policyDecisionTimeoutMs: -1 }), np(PROXY, { policyDecisionTimeoutMs: 'x' }), np(PROXY, { policyDecisionTimeoutMs: 1.5 }),
   np(PROXY, { auditMetadata: { model: 1 } }), np(PROXY, { auditMetadata: 'x' }), np(PROXY, { auditMetadata: null }),
   np(PROXY, { environmentId: 1 }), np(PROXY, { executionId: 1 }),
