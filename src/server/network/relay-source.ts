@@ -20,10 +20,12 @@ export const RELAY_SOURCE = `'use strict';
 const net = require('net');
 const fail = () => process.exit(3);
 if (typeof process.send !== 'function') fail();
-process.on('disconnect', () => process.exit(0));
+let ports, go;
+// The executor disconnects right after its last word; if that word was read before our own
+// sends were confirmed, done() finishes once they are.
+process.on('disconnect', () => { if (go === undefined) process.exit(0); });
 const http = net.createServer(), socks = net.createServer();
 http.on('error', fail); socks.on('error', fail);
-let ports, go;
 const done = () => {
   if (ports === undefined || go === undefined) return;
   process.stdout.write((go === true ? ports : 'error ' + go) + '\\n');
