@@ -76,7 +76,12 @@ describe('agent endpoint of an ssh environment (relay)', () => {
       await a.handshake();
       const r = await a.send('process/start', start('long', ['/bin/sh', '-c', 'echo before; sleep 30']));
       assert.ok(r.result, JSON.stringify(r.error));
-      await waitFor(() => outputOf(a, 'long').includes('before'), { timeout: 30_000, what: 'output before the drop' });
+      await waitFor(() => outputOf(a, 'long').includes('before'), {
+        timeout: 30_000,
+        what: 'output before the drop',
+        // What the agent did get, should it not come (a CI run under load once saw nothing in 30 s).
+        detail: () => `start ${JSON.stringify(r.result)}; notifications: ${JSON.stringify(a.notifications.map((n) => [n.method, (n.params as { processId?: string; seq?: number }).processId, (n.params as { seq?: number }).seq]))}; audit: ${f.endpoint.audit.toJsonLines().slice(-1500)}`,
+      });
       const closed = new Promise<void>((res) => a.ws.once('close', () => res()));
       assert.ok(killSshClients() >= 2, "the relay's ssh and the gate's");
       await closed;
