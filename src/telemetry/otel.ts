@@ -48,7 +48,7 @@ import type { CallError, ClientCall, ClientTelemetry, ProcessRecord, RejectReaso
 import type { TelemetryConfig } from './config';
 import { methodLabel, sandboxLabel } from './methods';
 import { RequestMeter } from './request-meter';
-import { protoSpanExporter, SpanRecordEncoder } from './otlp-proto';
+import { protoSpanExporter } from './otlp-proto';
 import { SpanBatcher, SpanRecord, ids } from './server-spans';
 
 /** Set when this module is evaluated: tests check that telemetry off never loads it. */
@@ -167,10 +167,8 @@ interface ServerTraces {
 function serverTraces(c: TelemetryConfig, log: Log): ServerTraces | undefined {
   if (!c.traces) return undefined;
   // Protobuf with our serializer (./otlp-proto.ts); JSON (a debugging format) through the SDK's.
-  const json = c.traces.protocol === 'http/json';
-  const exporter = json ? traceExporter(c.traces) : protoSpanExporter(c.traces.endpoint);
-  // Protobuf: each span is written as it ends (nothing of it waits for the batch but its bytes).
-  const batcher = new SpanBatcher(exporter, resource(c), { name: 'exec-server', version: VERSION }, undefined, (m) => log('warn', m), json ? undefined : new SpanRecordEncoder());
+  const exporter = c.traces.protocol === 'http/json' ? traceExporter(c.traces) : protoSpanExporter(c.traces.endpoint);
+  const batcher = new SpanBatcher(exporter, resource(c), { name: 'exec-server', version: VERSION }, undefined, (m) => log('warn', m));
   return { batcher, rootRate: rootSampleRate(c.sampler) ?? 1, sampler: sampler(c.sampler) };
 }
 

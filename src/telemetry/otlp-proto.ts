@@ -13,7 +13,7 @@ import { TraceFlags, type Attributes, type AttributeValue, type HrTime, type Spa
 import type { InstrumentationScope } from '@opentelemetry/core';
 import type { Resource } from '@opentelemetry/resources';
 import type { ReadableSpan, SpanExporter } from '@opentelemetry/sdk-trace-base';
-import { hrTimeOf, RPC_KEYS, SpanRecord, type SpanEncoder } from './server-spans';
+import { hrTimeOf, RPC_KEYS, SpanRecord } from './server-spans';
 
 const WIRE_VARINT = 0;
 const WIRE_I64 = 1;
@@ -276,38 +276,6 @@ function span(w: Writer, s: ReadableSpan): void {
   spanEnd(w, at, status.message, status.code, ctx.traceFlags, parent);
 }
 
-/** Spans written ahead (ScopeSpans.spans fields, concatenated): one batch item, copied as it is. */
-export class EncodedSpans {
-  constructor(
-    readonly bytes: Buffer,
-    readonly count: number,
-    readonly resource: Resource,
-    readonly instrumentationScope: InstrumentationScope,
-  ) {}
-}
-
-/**
- * Writes each span record as it ends (SpanBatcher's encoder): the bytes span() would write at
- * export time, so nothing of the span outlives its request but those bytes.
- */
-export class SpanRecordEncoder implements SpanEncoder {
-  private readonly w = new Writer();
-  count = 0;
-
-  encode(s: SpanRecord): boolean {
-    span(this.w, s);
-    this.count++;
-    return true;
-  }
-
-  take(resource: Resource, scope: InstrumentationScope): ReadableSpan {
-    const taken = new EncodedSpans(Buffer.from(this.w.buf.subarray(0, this.w.pos)), this.count, resource, scope);
-    this.w.pos = 0;
-    this.count = 0;
-    return taken as unknown as ReadableSpan;
-  }
-}
-
 /** ExportTraceServiceRequest bytes of `spans`, all of one resource and scope (the server's). */
 export class ProtoSpanSerializer {
   private resourceBytes: Buffer | undefined;
@@ -338,10 +306,7 @@ export class ProtoSpanSerializer {
     w.bytes(this.resourceBytes!);
     const ss = w.begin(2); // ResourceSpans.scope_spans
     w.bytes(this.scopeBytes!);
-    for (const s of spans) {
-      if ((s as unknown) instanceof EncodedSpans) w.bytes((s as unknown as EncodedSpans).bytes);
-      else span(w, s);
-    }
+    for (const s of spans) span(w, s);
     w.end(ss);
     w.end(rs);
     // A copy: the writer's buffer is reused by the next batch while this one may still be sent.

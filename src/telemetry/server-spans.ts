@@ -194,29 +194,11 @@ export function batchOptions(env: NodeJS.ProcessEnv = process.env): BatchOptions
 }
 
 /**
- * Writes ended span records into bytes as they end (./otlp-proto.ts SpanRecordEncoder), so a
- * queued span is a few hundred bytes in one buffer instead of objects that outlive young-GC
- * cycles until their batch is exported. `take` hands the written spans over as one batch item.
- */
-export interface SpanEncoder {
-  /** false: this record cannot be written ahead (it is queued as it is). */
-  encode(span: SpanRecord): boolean;
-  /** Spans written since the last take(). */
-  readonly count: number;
-  take(resource: Resource, scope: InstrumentationScope): ReadableSpan;
-}
-
-/** A batch item: one span, or `count` spans written ahead by a SpanEncoder. */
-type Queued = { item: ReadableSpan; count: number };
-
-/**
  * Ended spans queued and exported in batches off the request path: a full batch is sent after
  * the current event-loop turn, a partial one after `delayMs`; one export in flight at a time.
  */
 export class SpanBatcher implements SpanOwner {
-  private queue: Queued[] = [];
-  /** Spans waiting: queued ones plus those the encoder holds. */
-  private size = 0;
+  private queue: SpanRecord[] = [];
   private timer: ReturnType<typeof setTimeout> | undefined;
   private immediate = false;
   private inFlight: Promise<void> | undefined;
@@ -230,22 +212,16 @@ export class SpanBatcher implements SpanOwner {
     readonly scope: InstrumentationScope,
     private readonly opts: BatchOptions = batchOptions(),
     private readonly onError: (message: string) => void = () => {},
-    private readonly encoder?: SpanEncoder,
   ) {}
 
   ended(span: SpanRecord): void {
     if (this.stopped) return;
-    if (this.size >= this.opts.maxQueue) {
+    if (this.queue.length >= this.opts.maxQueue) {
       this.dropped++;
       return;
     }
-    this.size++;
-    if (this.encoder?.encode(span)) {
-      if (this.encoder.count >= this.opts.maxBatch) this.seal();
-    } else {
-      this.queue.push({ item: span, count: 1 });
-    }
-    if (this.size >= this.opts.maxBatch) this.soon();
+    this.queue.push(span);
+    if (this.queue.length >= this.opts.maxBatch) this.soon();
     else if (!this.timer) {
       this.timer = setTimeout(() => {
         this.timer = undefined;
@@ -253,12 +229,6 @@ export class SpanBatcher implements SpanOwner {
       }, this.opts.delayMs);
       this.timer.unref();
     }
-  }
-
-  /** What the encoder holds becomes one queued item. */
-  private seal(): void {
-    const n = this.encoder?.count ?? 0;
-    if (n > 0) this.queue.push({ item: this.encoder!.take(this.resource, this.scope), count: n });
   }
 
   private soon(): void {
@@ -273,28 +243,22 @@ export class SpanBatcher implements SpanOwner {
   /** Exports up to one batch (waits for the export in flight first). */
   private async exportOne(): Promise<void> {
     while (this.inFlight) await this.inFlight;
-    this.seal();
     if (this.queue.length === 0) return;
-    // Up to maxBatch spans (an item written ahead holds at most maxBatch: seal() at that count).
-    let taken = 0;
-    let spans = 0;
-    while (taken < this.queue.length && (taken === 0 || spans + this.queue[taken].count <= this.opts.maxBatch)) spans += this.queue[taken++].count;
-    const batch = this.queue.slice(0, taken).map((q) => q.item);
-    this.queue = this.queue.slice(taken);
-    this.size -= spans;
-    if (this.size === 0 && this.timer) {
+    const batch = this.queue.length <= this.opts.maxBatch ? this.queue : this.queue.slice(0, this.opts.maxBatch);
+    this.queue = batch === this.queue ? [] : this.queue.slice(this.opts.maxBatch);
+    if (this.queue.length === 0 && this.timer) {
       clearTimeout(this.timer);
       this.timer = undefined;
     }
     this.inFlight = new Promise<void>((resolve) => {
       this.exporter.export(batch, (r) => {
-        if (r.code !== 0) this.onError(`traces: export of ${spans} spans failed: ${r.error?.message ?? 'unknown error'}`);
+        if (r.code !== 0) this.onError(`traces: export of ${batch.length} spans failed: ${r.error?.message ?? 'unknown error'}`);
         resolve();
       });
     }).finally(() => {
       this.inFlight = undefined;
-      if (this.size >= this.opts.maxBatch) this.soon();
-      else if (this.size > 0 && !this.timer && !this.stopped) {
+      if (this.queue.length >= this.opts.maxBatch) this.soon();
+      else if (this.queue.length > 0 && !this.timer && !this.stopped) {
         this.timer = setTimeout(() => {
           this.timer = undefined;
           void this.exportOne();
@@ -307,7 +271,7 @@ export class SpanBatcher implements SpanOwner {
 
   /** Exports everything queued. */
   async forceFlush(): Promise<void> {
-    while (this.size > 0 || this.inFlight) await this.exportOne();
+    while (this.queue.length > 0 || this.inFlight) await this.exportOne();
   }
 
   async shutdown(): Promise<void> {

@@ -9,14 +9,14 @@ import { TraceState } from '@opentelemetry/core';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import type { SpanExporter } from '@opentelemetry/sdk-trace-base';
-import { protoSpanExporter, SpanRecordEncoder } from '../../src/telemetry/otlp-proto';
-import { SpanBatcher, SpanRecord, ids, type SpanOwner } from '../../src/telemetry/server-spans';
+import { protoSpanExporter } from '../../src/telemetry/otlp-proto';
+import { SpanBatcher, SpanRecord, ids } from '../../src/telemetry/server-spans';
 import { startReceiver, type ReceivedSpan } from '../support/telemetry';
 
 const resource = resourceFromAttributes({ 'service.name': 'proto-under-test', 'host.arch': 'x64', 'process.pid': 4242, 'a.double': 1.5, 'a.bool': true });
 const scope = { name: 'exec-server', version: '9.9.9' };
 
-function records(b: SpanOwner): SpanRecord[] {
+function records(b: SpanBatcher): SpanRecord[] {
   const remote: SpanContext = { traceId: ids.traceId(), spanId: ids.spanId(), traceFlags: TraceFlags.SAMPLED, isRemote: true, traceState: new TraceState('vendor=1,other=x') };
   const out: SpanRecord[] = [];
   for (let i = 0; i < 300; i++) {
@@ -52,20 +52,11 @@ function both(a: SpanExporter, b: SpanExporter): SpanExporter {
   };
 }
 
-async function sameSpans(encodeAhead: boolean): Promise<void> {
+test('our protobuf serializer and the SDK one decode to the same spans', async () => {
   const rxSdk = await startReceiver();
   const rxOurs = await startReceiver();
   try {
-    const opts = { maxQueue: 4096, maxBatch: 512, delayMs: 60_000 };
-    let b: SpanOwner & { shutdown(): Promise<void> };
-    if (!encodeAhead) {
-      b = new SpanBatcher(both(new OTLPTraceExporter({ url: `${rxSdk.url}/v1/traces` }), protoSpanExporter(`${rxOurs.url}/v1/traces`)), resource, scope, opts);
-    } else {
-      // The same records to the SDK's exporter (queued as they are) and to ours, written as they end.
-      const sdk = new SpanBatcher(new OTLPTraceExporter({ url: `${rxSdk.url}/v1/traces` }), resource, scope, opts);
-      const ours = new SpanBatcher(protoSpanExporter(`${rxOurs.url}/v1/traces`), resource, scope, opts, undefined, new SpanRecordEncoder());
-      b = { resource, scope, ended: (r) => (sdk.ended(r), ours.ended(r)), shutdown: async () => (await sdk.shutdown(), await ours.shutdown()) };
-    }
+    const b = new SpanBatcher(both(new OTLPTraceExporter({ url: `${rxSdk.url}/v1/traces` }), protoSpanExporter(`${rxOurs.url}/v1/traces`)), resource, scope, { maxQueue: 4096, maxBatch: 512, delayMs: 60_000 });
     const made = records(b);
     for (const r of made) r.end();
     await b.shutdown();
@@ -93,7 +84,4 @@ async function sameSpans(encodeAhead: boolean): Promise<void> {
     await rxSdk.close();
     await rxOurs.close();
   }
-}
-
-test('our protobuf serializer and the SDK one decode to the same spans', () => sameSpans(false));
-test('spans written as they end (SpanRecordEncoder) decode to the same spans as the SDK\'s export of the same records', () => sameSpans(true));
+});

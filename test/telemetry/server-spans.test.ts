@@ -8,7 +8,6 @@ import { test } from 'node:test';
 import { SpanKind, SpanStatusCode, TraceFlags } from '@opentelemetry/api';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import type { ReadableSpan, SpanExporter } from '@opentelemetry/sdk-trace-base';
-import { EncodedSpans, SpanRecordEncoder } from '../../src/telemetry/otlp-proto';
 import { SpanBatcher, SpanRecord, batchOptions, ids } from '../../src/telemetry/server-spans';
 import { waitFor } from '../support/wait';
 
@@ -112,22 +111,6 @@ test('ended spans are exported in batches after the turn, bounded by the queue, 
   new SpanRecord(b, 'late', SpanKind.SERVER, ids.traceId(), undefined, undefined, 'x').end();
   await b.forceFlush();
   assert.equal(ex.batches.flat().length, 25, 'nothing queued after shutdown');
-});
-
-test('spans written as they end (SpanRecordEncoder): the same batch sizes, queue bound and flush', async () => {
-  const ex = new MemoryExporter();
-  const b = new SpanBatcher(ex, resource, scope, { maxQueue: 25, maxBatch: 10, delayMs: 60_000 }, undefined, new SpanRecordEncoder());
-  for (let i = 0; i < 30; i++) {
-    const r = new SpanRecord(b, 'x', SpanKind.SERVER, ids.traceId(), undefined, undefined, 'x');
-    if (i === 3) r.setAttribute('rpc.method', 'renamed'); // written through the general path
-    r.end();
-  }
-  assert.equal(ex.batches.length, 0, 'nothing exported inside end()');
-  assert.equal(b.dropped, 5, 'the queue holds 25');
-  await b.shutdown();
-  const count = (x: unknown) => (x instanceof EncodedSpans ? x.count : 1);
-  assert.deepEqual(ex.batches.map((x) => x.reduce((n, i) => n + count(i), 0)), [10, 10, 5]);
-  assert.ok(ex.batches.flat().every((i) => i instanceof EncodedSpans), 'nothing queued as a record');
 });
 
 test('a partial batch is exported after the schedule delay', async () => {
