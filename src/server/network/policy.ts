@@ -46,8 +46,8 @@ export function matchPattern(pattern: string, host: string): boolean {
 
 /**
  * Addresses of this machine or a private network: loopback, RFC 1918, link-local (the cloud
- * metadata service), CGNAT, benchmarking, the IPv4 documentation ranges (RFC 5737; the reference refuses them as
- * local too), unspecified, multicast and reserved; IPv6 loopback,
+ * metadata service), CGNAT, benchmarking, the IPv4 documentation ranges (RFC 5737; the
+ * reference refuses them as local too), unspecified, multicast and reserved; IPv6 loopback,
  * unspecified, IPv4-compatible/-mapped (judged as their IPv4 address), unique-local, link- and
  * site-local, multicast.
  */

@@ -6,8 +6,9 @@
 // proxy, and with transparent TCP the namespace's routing, are in place) it prints
 // "<http port> <socks port>\n" on stdout and exits; on `{error}` it prints "error <why>", and
 // the command does not run. Disconnected before either, it exits printing nothing (the same).
-// It moves no bytes: the executor accepts the child's connections itself (./proxy-launch.ts), so the data path is one hop, the proxy's
-// (docs/performance.md "The managed network proxy" measured the byte relay it replaces).
+// It moves no bytes: the executor accepts the child's connections itself (./proxy-launch.ts),
+// so the data path is one hop, the proxy's (docs/performance.md "The managed network proxy"
+// measured the byte relay it replaces).
 // This is the reference's design (REFERENCE §1.3 step 3: the inner helper sends its listening
 // sockets out). The listeners belong to the sandbox's namespace, so a connection to them can
 // only come from inside it; no socket of the executor's namespace ever enters the sandbox.

@@ -6,9 +6,12 @@
 // executor resolves itself, pinned, when it connects (./decide.ts). AAAA and every other type
 // get an empty answer, so clients fall back to IPv4, the only family the sandbox can route.
 
+/** 198.18.0.0/15, as unsigned 32-bit numbers: its first and last address. */
+const FAKE_NET = ((198 << 24) | (18 << 16)) >>> 0;
+const FAKE_NET_END = FAKE_NET + 2 ** 17 - 1;
 /** First and last address handed out: 198.18.0.1 … 198.19.255.254. */
-const POOL_FIRST = ((198 << 24) | (18 << 16) | 1) >>> 0;
-const POOL_LAST = ((198 << 24) | (19 << 16) | (255 << 8) | 254) >>> 0;
+const POOL_FIRST = FAKE_NET + 1;
+const POOL_LAST = FAKE_NET_END - 1;
 /** Names one sandbox may have addresses for; a query for one more is answered SERVFAIL. */
 export const MAX_FAKE_NAMES = 4096;
 /** The TTL of an answer: short, the mapping itself lasts as long as the process. */
@@ -34,7 +37,7 @@ const u32 = (ip: string): number | undefined => {
 /** Is `ip` in the range this resolver answers from? */
 export function isFakeAddress(ip: string): boolean {
   const n = u32(ip);
-  return n !== undefined && n >>> 17 === (198 << 7 | 18 >> 1);
+  return n !== undefined && n >= FAKE_NET && n <= FAKE_NET_END;
 }
 
 export class FakeDns {

@@ -124,8 +124,7 @@ export function startTransparent(
     }
     if (child && child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   };
-  const handler = async (stream: net.Socket & { client: string }, host: DecisionHost): Promise<void> => {
-    const sock = stream;
+  const handler = async (sock: net.Socket & { client: string }, host: DecisionHost): Promise<void> => {
     const local = MAPPED.exec(sock.localAddress ?? '');
     const remote = sock.remoteAddress ?? '';
     const port = sock.remotePort ?? 0;
@@ -134,8 +133,8 @@ export function startTransparent(
     if (!local || sandboxLocal(remote) || port === 0) return void sock.resetAndDestroy();
     const target = isFakeAddress(remote) ? dns.nameOf(remote) : remote;
     if (target === undefined) return void sock.resetAndDestroy();
-    stream.client = `127.0.0.1:${Number(local[1]) * 256 + Number(local[2])}`;
-    const o = await decide(host, { protocol: 'socks5_tcp', host: target, port, client: stream.client });
+    sock.client = `127.0.0.1:${Number(local[1]) * 256 + Number(local[2])}`;
+    const o = await decide(host, { protocol: 'socks5_tcp', host: target, port, client: sock.client });
     if (!o.ok || sock.destroyed) return void sock.resetAndDestroy();
     let upstream: net.Socket;
     try {
