@@ -1,13 +1,14 @@
 // The CLI's --linux-sandbox-transparent-tcp (src/cli/main.ts), as the reference 0.171's: every
 // proxied start is transparent, `transparentTcp` given or not; bad use is refused with exit 2.
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { chmodSync, cpSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
+import { managedSandbox, specialEntry } from '../../src/protocol/codex-sandbox';
 import { cliPath } from '../support/cli';
-import { waitFor } from '../support/wait';
+import { runToClose } from '../support/wire';
 
 test('cli: --linux-sandbox-transparent-tcp takes no value and not --detach (exit 2, nothing listens)', () => {
   for (const [args, why] of [
@@ -23,42 +24,17 @@ test('cli: --linux-sandbox-transparent-tcp takes no value and not --detach (exit
 
 /** A straight connect from a proxied sandbox of `argv`'s server (started without transparentTcp). */
 async function straightConnect(argv: string[], env?: NodeJS.ProcessEnv) {
-  const child = spawn(argv[0], argv.slice(1), { stdio: ['pipe', 'pipe', 'pipe'], env, cwd: os.tmpdir() });
-  const frames: any[] = [];
-  let buf = '';
-  child.stdout.on('data', (d) => {
-    buf += d;
-    let nl: number;
-    while ((nl = buf.indexOf('\n')) >= 0) {
-      frames.push(JSON.parse(buf.slice(0, nl)));
-      buf = buf.slice(nl + 1);
-    }
-  });
-  const send = (m: object) => child.stdin.write(JSON.stringify(m) + '\n');
   const cwd = new URL(`file://${os.tmpdir()}`).href;
-  send({ id: 0, method: 'initialize', params: { clientName: 'flag' } });
-  send({ method: 'initialized', params: {} });
-  send({
-    id: 1, method: 'process/start', params: {
-      processId: 'p1', argv: ['/bin/bash', '-c', 'exec 2>&1; timeout 5 bash -c "exec 3<>/dev/tcp/1.1.1.1/80 && cat <&3"; cat /etc/resolv.conf'], cwd, env: { PATH: '/usr/bin:/bin' }, tty: false,
-      sandbox: { permissions: { type: 'managed', file_system: { type: 'restricted', entries: [{ path: { type: 'special', value: { kind: 'root' } }, access: 'read' }] }, network: 'enabled' }, cwd, workspaceRoots: [cwd], windowsSandboxLevel: 'disabled', useLegacyLandlock: false },
-      enforceManagedNetwork: true,
-      networkProxy: { proxy: { enabled: true, enableSocks5: true, enableSocks5Udp: true, allowUpstreamProxy: true, dangerouslyAllowAllUnixSockets: false, mode: 'full', domains: { localhost: 'allow' }, allowLocalBinding: false } },
-    },
-  });
-  try {
-    await waitFor(() => frames.some((f) => f.method === 'process/closed' || (f.id === 1 && f.error)), { timeout: 30_000, what: 'the process to close' });
-    send({ id: 2, method: 'process/read', params: { processId: 'p1' } });
-    await waitFor(() => frames.some((f) => f.id === 2), { what: 'process/read' });
-  } finally {
-    child.kill('SIGKILL');
-  }
-  assert.equal(frames.find((f) => f.id === 1)?.error, undefined);
-  const out = frames.find((f) => f.id === 2).result.chunks.map((c: { chunk: string }) => Buffer.from(c.chunk, 'base64').toString()).join('');
-  assert.match(out, /Connection reset by peer/);
-  assert.match(out, /^nameserver 127\.0\.0\.53$/m);
-  const decisions = frames.filter((f) => f.method === 'network/policyDecision').map((f) => [f.params.protocol, f.params.decision, f.params.reason, f.params.host, f.params.port]);
-  assert.deepEqual(decisions, [['socks5_tcp', 'deny', 'not_allowed', '1.1.1.1', 80]]);
+  const r = await runToClose(argv, {
+    processId: 'p1', argv: ['/bin/bash', '-c', 'exec 2>&1; timeout 5 bash -c "exec 3<>/dev/tcp/1.1.1.1/80 && cat <&3"; cat /etc/resolv.conf'], cwd, env: { PATH: '/usr/bin:/bin' }, tty: false,
+    sandbox: managedSandbox({ entries: [specialEntry('root', 'read')], cwd, network: 'enabled' }),
+    enforceManagedNetwork: true,
+    networkProxy: { proxy: { enabled: true, enableSocks5: true, enableSocks5Udp: true, allowUpstreamProxy: true, dangerouslyAllowAllUnixSockets: false, mode: 'full', domains: { localhost: 'allow' }, allowLocalBinding: false } },
+  }, { env, cwd: os.tmpdir() });
+  assert.equal(r.start.error, undefined);
+  assert.match(r.out, /Connection reset by peer/);
+  assert.match(r.out, /^nameserver 127\.0\.0\.53$/m);
+  assert.deepEqual(r.decisions.map((d) => [d.protocol, d.decision, d.reason, d.host, d.port]), [['socks5_tcp', 'deny', 'not_allowed', '1.1.1.1', 80]]);
 }
 
 test('cli: with --linux-sandbox-transparent-tcp a proxied start without transparentTcp is transparent (a straight connect is judged as socks5_tcp)', async () => {

@@ -6,11 +6,13 @@
 // to addresses and names; what it gets, and every policy decision, must be the reference's.
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
+import { managedSandbox, specialEntry } from '../../src/protocol/codex-sandbox';
 import os from 'node:os';
 import { after, before, test } from 'node:test';
 import { createNetNamespace, type NetNamespace } from '../support/netns';
 import { commandOf, ourServer, referenceOrSkip, referenceServerOf, referenceVersions, type ServerCommand } from '../support/reference';
 import { waitFor } from '../support/wait';
+import { exchange, initialized, runToClose, type StdioRun } from '../support/wire';
 
 const NEWEST = referenceVersions().find((v) => v === '0.171.0') ?? referenceVersions().at(-1)!;
 const ORIGIN = '203.0.113.7';
@@ -34,52 +36,19 @@ after(() => {
   ns?.destroy();
 });
 
-type Frame = { id?: number; method?: string; params?: any; result?: any; error?: any };
-
 /** Runs `script` in a transparent-TCP sandbox on `server` (inside the namespace); its output and decisions. */
-async function transparentRun(server: ServerCommand, script: string): Promise<{ capabilities: Record<string, unknown>; out: string; decisions: any[]; start: Frame }> {
-  const child = spawn(ns.enter[0], [...ns.enter.slice(1), commandOf(server), ...server.args('stdio')], { env: server.env(), stdio: ['pipe', 'pipe', 'ignore'] });
-  const frames: Frame[] = [];
-  let buf = '';
-  child.stdout!.on('data', (d) => {
-    buf += d;
-    let nl: number;
-    while ((nl = buf.indexOf('\n')) >= 0) {
-      frames.push(JSON.parse(buf.slice(0, nl)));
-      buf = buf.slice(nl + 1);
-    }
-  });
-  const send = (m: object) => child.stdin!.write(JSON.stringify(m) + '\n');
+async function transparentRun(server: ServerCommand, script: string): Promise<{ capabilities: Record<string, unknown> } & StdioRun> {
   const cwd = new URL(`file://${os.tmpdir()}`).href;
-  send({ id: 0, method: 'initialize', params: { clientName: 'transparent' } });
-  send({ method: 'initialized', params: {} });
-  send({ id: 5, method: 'environment/info', params: null });
   const proxy = {
     enabled: true, enableSocks5: true, transparentTcp: true, enableSocks5Udp: true, allowUpstreamProxy: true, dangerouslyAllowAllUnixSockets: false, mode: 'full',
     domains: { [ORIGIN]: 'allow', 'allowed.test': 'allow', 'denied.test': 'deny' }, allowLocalBinding: false,
   };
-  send({
-    id: 1, method: 'process/start', params: {
-      processId: 'p1', argv: ['/bin/bash', '-c', `exec 2>&1\n${script}`], cwd, env: { PATH: '/usr/bin:/bin' }, tty: false,
-      sandbox: { permissions: { type: 'managed', file_system: { type: 'restricted', entries: [{ path: { type: 'special', value: { kind: 'root' } }, access: 'read' }] }, network: 'enabled' }, cwd, workspaceRoots: [cwd], windowsSandboxLevel: 'disabled', useLegacyLandlock: false },
-      enforceManagedNetwork: true, managedNetwork: null, networkProxy: { proxy },
-    },
-  });
-  try {
-    await waitFor(() => frames.some((f) => f.method === 'process/closed') || frames.some((f) => f.id === 1 && f.error), { timeout: 60_000, what: `${server.name}: the process to close` });
-    send({ id: 2, method: 'process/read', params: { processId: 'p1' } });
-    await waitFor(() => frames.some((f) => f.id === 2), { what: `${server.name}: process/read` });
-  } finally {
-    child.kill('SIGKILL');
-  }
-  const read = frames.find((f) => f.id === 2)!;
-  const out = (read.result?.chunks ?? []).map((c: { chunk: string }) => Buffer.from(c.chunk, 'base64').toString()).join('');
-  return {
-    capabilities: frames.find((f) => f.id === 5)?.result?.capabilities ?? {},
-    out,
-    decisions: frames.filter((f) => f.method === 'network/policyDecision').map((f) => f.params),
-    start: frames.find((f) => f.id === 1)!,
-  };
+  const r = await runToClose([...ns.enter, commandOf(server), ...server.args('stdio')], {
+    processId: 'p1', argv: ['/bin/bash', '-c', `exec 2>&1\n${script}`], cwd, env: { PATH: '/usr/bin:/bin' }, tty: false,
+    sandbox: managedSandbox({ entries: [specialEntry('root', 'read')], cwd, network: 'enabled' }),
+    enforceManagedNetwork: true, managedNetwork: null, networkProxy: { proxy },
+  }, { env: server.env(), extra: [{ id: 10, method: 'environment/info', params: null }], timeoutMs: 60_000, what: server.name });
+  return { ...r, capabilities: r.replies.get(10)?.result?.capabilities ?? {} };
 }
 
 // A reset shows either in bash's connect (when it reaches the child before bash is woken from
@@ -118,18 +87,8 @@ test(`transparent TCP against the reference ${NEWEST}: the same sandbox routing,
 test('the pinned reference does not advertise transparent TCP (Codex sends the field only where it is advertised); ours and the newest do', async (t) => {
   const pinned = referenceVersions()[0];
   if (!referenceOrSkip(pinned, t)) throw new Error(`the reference ${pinned} is needed`);
-  const caps = async (server: ServerCommand) => {
-    const child = spawn(commandOf(server), server.args('stdio'), { env: server.env(), stdio: ['pipe', 'pipe', 'ignore'] });
-    let out = '';
-    child.stdout!.on('data', (d) => (out += d));
-    for (const m of [{ id: 0, method: 'initialize', params: { clientName: 'caps' } }, { method: 'initialized', params: {} }, { id: 5, method: 'environment/info', params: null }]) {
-      child.stdin!.write(JSON.stringify(m) + '\n');
-    }
-    const info = () => out.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l)).find((f) => f.id === 5);
-    await waitFor(info, { what: `${server.name}: environment/info` });
-    child.kill('SIGKILL');
-    return info().result.capabilities as Record<string, unknown>;
-  };
+  const caps = async (server: ServerCommand) =>
+    (await exchange(server, initialized([{ id: 1, method: 'environment/info', params: null }]))).get(1)!.result!.capabilities as Record<string, unknown>;
   assert.notEqual((await caps(referenceServerOf(pinned))).networkProxyTransparentTcp, true);
   assert.equal((await caps(ourServer)).networkProxyTransparentTcp, true);
 });
