@@ -108,3 +108,16 @@ export function startParams(processId: string, argv: string[], extra: Record<str
   return { processId, argv, cwd: uri(os.tmpdir()), env: ENV, tty: false, ...extra };
 }
 
+/**
+ * Runs `script` with bash (stderr into stdout) as process `id` with `extra` start params (a
+ * sandbox, a networkProxy, …) and waits for it to close: the start's answer, its output, exit
+ * code and network/policyDecision params.
+ */
+export async function runScript(c: Client, id: string, script: string, extra: Record<string, unknown>): Promise<{ start: unknown; out: string; exitCode: number; decisions: any[] }> {
+  const start = await c.call('process/start', startParams(id, ['/bin/bash', '-c', `exec 2>&1\n${script}`], extra));
+  await c.sink.waitFor(() => c.sink.closed(id), 30_000, `${id} closed`);
+  const ex = c.sink.forProcess(id).find((e) => e.method === 'process/exited')!;
+  const decisions = c.sink.events.filter((e) => e.method === 'network/policyDecision' && e.params.processId === id).map((e) => e.params);
+  return { start, out: c.sink.outputText(id), exitCode: ex.params.exitCode, decisions };
+}
+

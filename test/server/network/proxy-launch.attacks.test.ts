@@ -13,7 +13,7 @@ import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { managedSandbox, workspaceWriteEntries } from '../../../src/protocol/codex-sandbox';
 import { setNetworkResolver } from '../../../src/server/network/resolve';
-import { serverWithTmpDir, startParams, uri, type Client } from '../../support/server';
+import { runScript, serverWithTmpDir, startParams, uri, type Client } from '../../support/server';
 
 let c: Client;
 let close: () => Promise<void>;
@@ -61,12 +61,9 @@ const sandbox = (network: 'enabled' | 'restricted' = 'enabled') => managedSandbo
 let n = 0;
 async function run(script: string, networkProxy: object, extra: Record<string, unknown> = {}): Promise<{ id: string; out: string; exitCode: number; decisions: any[] }> {
   const id = `np${++n}`;
-  const r = await c.call('process/start', startParams(id, ['/bin/bash', '-c', `exec 2>&1\n${script}`], { cwd: uri(W), sandbox: sandbox(), enforceManagedNetwork: true, networkProxy, ...extra }));
-  assert.deepEqual(r, { processId: id, sandboxType: 'linuxSeccomp' });
-  await c.sink.waitFor(() => c.sink.closed(id), 30_000, `${id} closed`);
-  const ex = c.sink.forProcess(id).find((e) => e.method === 'process/exited')!;
-  const decisions = c.sink.events.filter((e) => e.method === 'network/policyDecision' && e.params.processId === id).map((e) => e.params);
-  return { id, out: c.sink.outputText(id), exitCode: ex.params.exitCode, decisions };
+  const r = await runScript(c, id, script, { cwd: uri(W), sandbox: sandbox(), enforceManagedNetwork: true, networkProxy, ...extra });
+  assert.deepEqual(r.start, { processId: id, sandboxType: 'linuxSeccomp' });
+  return { id, out: r.out, exitCode: r.exitCode, decisions: r.decisions };
 }
 
 /** bash: one raw HTTP exchange with the proxy at $HTTP_PROXY (no curl needed). */

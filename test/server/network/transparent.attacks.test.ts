@@ -15,7 +15,7 @@ import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { managedSandbox, workspaceWriteEntries } from '../../../src/protocol/codex-sandbox';
 import { setNetworkResolver } from '../../../src/server/network/resolve';
-import { serverWithTmpDir, startParams, uri, type Client } from '../../support/server';
+import { runScript, serverWithTmpDir, uri, type Client } from '../../support/server';
 
 let c: Client;
 let close: () => Promise<void>;
@@ -66,12 +66,9 @@ let n = 0;
 async function run(script: string, transparentTcp = true, allowLocalBinding = true): Promise<{ out: string; exitCode: number; decisions: any[] }> {
   const id = `tt${++n}`;
   const env = { PATH: '/usr/bin:/bin' };
-  const r = await c.call('process/start', startParams(id, ['/bin/bash', '-c', `exec 2>&1\nunset HTTP_PROXY HTTPS_PROXY ALL_PROXY http_proxy https_proxy all_proxy\n${script}`], { cwd: uri(W), env, sandbox: sandbox(), enforceManagedNetwork: true, networkProxy: launch(transparentTcp, allowLocalBinding) }));
-  assert.deepEqual(r, { processId: id, sandboxType: 'linuxSeccomp' });
-  await c.sink.waitFor(() => c.sink.closed(id), 30_000, `${id} closed`);
-  const ex = c.sink.forProcess(id).find((e) => e.method === 'process/exited')!;
-  const decisions = c.sink.events.filter((e) => e.method === 'network/policyDecision' && e.params.processId === id).map((e) => e.params);
-  return { out: c.sink.outputText(id), exitCode: ex.params.exitCode, decisions };
+  const r = await runScript(c, id, `unset HTTP_PROXY HTTPS_PROXY ALL_PROXY http_proxy https_proxy all_proxy\n${script}`, { cwd: uri(W), env, sandbox: sandbox(), enforceManagedNetwork: true, networkProxy: launch(transparentTcp, allowLocalBinding) });
+  assert.deepEqual(r.start, { processId: id, sandboxType: 'linuxSeccomp' });
+  return r;
 }
 
 /** bash: one HTTP/1.0 GET straight to host:port, no proxy; prints the answer or the error, then rc=N. */
