@@ -6,6 +6,7 @@ import * as esbuild from 'esbuild';
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { compileHelper, HELPER_SOURCE } from './native/build.mjs';
 
 const watch = process.argv.includes('--watch');
 const minify = process.argv.includes('--minify');
@@ -56,28 +57,22 @@ if (watch) {
 
 // The transparent-TCP helper (native/transparent-tcp.c; networkProxyTransparentTcp), Linux only:
 // compiled with the host's C compiler into dist/native/transparent-tcp-linux-<arch>, where the
-// server looks for it (src/server/network/transparent-helper.ts). Without a compiler the build
-// goes on and the server does not advertise transparent TCP.
+// server looks for it (src/server/network/transparent.ts). Without a compiler the build goes on
+// and the server does not advertise transparent TCP.
 if (!watch && process.platform === 'linux') {
-  const src = 'native/transparent-tcp.c';
   const out = `dist/native/transparent-tcp-linux-${process.arch}`;
-  const fresh = existsSync(out) && statSync(out).mtimeMs >= statSync(src).mtimeMs;
+  const fresh = existsSync(out) && statSync(out).mtimeMs >= statSync(HELPER_SOURCE).mtimeMs;
   if (!fresh) {
     const cc = ['cc', 'gcc', 'clang'].find((c) => spawnSync(c, ['--version'], { stdio: 'ignore' }).status === 0);
     if (!cc) {
       console.warn(`esbuild: no C compiler (cc, gcc, clang): ${out} not built; transparent TCP will not be offered`);
     } else {
       mkdirSync('dist/native', { recursive: true });
-      const tmp = `${out}.${process.pid}.tmp`;
-      // Static where the C library allows it (the same file then runs on glibc and musl hosts).
-      const flags = ['-O2', '-Wall', '-Wextra', '-Werror', '-o', tmp, src];
-      let r = spawnSync(cc, ['-static', '-s', ...flags], { stdio: ['ignore', 'ignore', 'pipe'] });
-      if (r.status !== 0) r = spawnSync(cc, flags, { stdio: 'inherit' });
-      if (r.status !== 0) {
-        console.error(`esbuild: compiling ${src} failed (${cc})`);
+      const failed = compileHelper(cc, out, { allowDynamic: true });
+      if (failed) {
+        console.error(`esbuild: compiling the transparent-TCP helper failed: ${failed}`);
         process.exit(1);
       }
-      renameSync(tmp, out);
     }
   }
 }

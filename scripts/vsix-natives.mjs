@@ -16,6 +16,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { cleanEnv } from './tools/run-logged.mjs';
 import { which } from './tools/tools.mjs';
+import { compileHelper, HELPER_SOURCE } from '../native/build.mjs';
 
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..');
 const pty = path.join(root, 'node_modules', 'node-pty');
@@ -142,7 +143,6 @@ function crossCompile(arch, log) {
  */
 export function transparentHelperFile(arch, log = (m) => console.error(m)) {
   const name = `transparent-tcp-linux-${arch}`;
-  const src = path.join(root, 'native', 'transparent-tcp.c');
   let file;
   if (process.platform === 'linux' && arch === process.arch) {
     file = path.join(root, 'dist', 'native', name);
@@ -152,16 +152,14 @@ export function transparentHelperFile(arch, log = (m) => console.error(m)) {
     const cc = triple && which(`${triple}-gcc`);
     if (!cc) fail(`building ${name} needs ${triple}-gcc (Debian package gcc-${triple}, part of g++-${triple})`);
     const version = spawnSync(cc, ['--version'], { encoding: 'utf8' }).stdout.split('\n')[0];
-    const key = createHash('sha256').update(readFileSync(src)).update(version).digest('hex').slice(0, 16);
+    const key = createHash('sha256').update(readFileSync(HELPER_SOURCE)).update(version).digest('hex').slice(0, 16);
     const dir = path.join(root, '.cache', 'transparent-tcp', `linux-${arch}-${key}`);
     file = path.join(dir, name);
     if (!existsSync(file)) {
       log(`package-vsix: compiling ${name} with ${path.basename(cc)}`);
       mkdirSync(dir, { recursive: true });
-      const tmp = `${file}.${process.pid}.tmp`;
-      const r = spawnSync(cc, ['-static', '-s', '-O2', '-Wall', '-Wextra', '-Werror', '-o', tmp, src], { encoding: 'utf8' });
-      if (r.status !== 0) fail(`${path.basename(cc)} ${path.relative(root, src)} failed: ${r.stderr.trim().slice(-2000)}`);
-      renameSync(tmp, file);
+      const failed = compileHelper(cc, file);
+      if (failed) fail(`compiling ${name} failed: ${failed}`);
     }
   }
   const kind = binaryKind(readFileSync(file));

@@ -168,8 +168,9 @@ export function buildPayload(bundle: CliBundle, plan: InstallPlan): PayloadFile[
   files.push({ path: 'node_modules/node-pty/package.json', data: Buffer.from(JSON.stringify(ptyPkg, null, 2) + '\n'), mode: 0o644 });
   for (const r of walk(path.join(pty, 'lib'), (f) => f.endsWith('.js') && !f.endsWith('.test.js'))) add(`node_modules/node-pty/lib/${r}`, path.join(pty, 'lib', r));
   if (existsSync(path.join(pty, 'LICENSE'))) add('node_modules/node-pty/LICENSE', path.join(pty, 'LICENSE'));
-  // The transparent-TCP helper of the host's arch (statically linked: glibc or musl), where the
-  // CLI looks for it (native/ beside cli.js); without it the host's server leaves the flag off.
+  // The transparent-TCP helper of the host's arch (statically linked where it was built with a
+  // static C library: then glibc or musl alike), where the CLI looks for it (native/ beside
+  // cli.js); without it the host's server leaves the flag off.
   const [platform, arch] = plan.key.split('-');
   const helper = path.join(bundle.root, 'dist', 'native', `transparent-tcp-${platform}-${arch}`);
   if (platform === 'linux' && existsSync(helper)) add(`native/transparent-tcp-${platform}-${arch}`, helper);
