@@ -12,6 +12,38 @@ const watch = process.argv.includes('--watch');
 const minify = process.argv.includes('--minify');
 const pkg = JSON.parse(readFileSync(new URL('./package.json', import.meta.url), 'utf8'));
 
+/**
+ * A bundle's text with every non-ASCII UTF-16 unit replaced by one ASCII character. esbuild
+ * escapes non-ASCII characters in code and strings (its default `charset: 'ascii'`) but keeps
+ * comments as written, and one such character makes V8 hold the whole source as a two-byte
+ * string for the life of the process (docs/performance.md, memory). One unit for one keeps every
+ * column of the source map.
+ */
+function asciiComments(text) {
+  const lookalike = { '\u2192': '>', '\u2190': '<', '\u2014': '-', '\u2013': '-', '\u2026': '.', '\u2265': '>', '\u2264': '<', '\u00a7': 'S', '\u00b5': 'u', '\u00d7': 'x' };
+  return text.replace(/[^\x00-\x7f]/g, (c) => lookalike[c] ?? '?');
+}
+
+/**
+ * Writes a build's output (the one build and every rebuild of --watch alike): each file next to
+ * its target, then renamed over it, so a test (or the CLI) that starts `node dist/cli.js` while
+ * another process rebuilds never reads a half-written bundle (esbuild's own write truncates the
+ * file first; concurrent readers saw 0 and 256 KiB); bundles through asciiComments.
+ */
+const writeOutput = {
+  name: 'write-output',
+  setup(build) {
+    build.onEnd((result) => {
+      for (const f of result.outputFiles ?? []) {
+        mkdirSync(path.dirname(f.path), { recursive: true });
+        const tmp = `${f.path}.${process.pid}.tmp`;
+        writeFileSync(tmp, f.path.endsWith('.js') ? asciiComments(f.text) : f.contents);
+        renameSync(tmp, f.path);
+      }
+    });
+  },
+};
+
 const common = {
   bundle: true,
   platform: 'node',
@@ -26,20 +58,9 @@ const common = {
   external: ['node-pty', 'utf-8-validate'],
   alias: { bufferutil: './src/transports/ws-mask.ts' },
   define: { __EXEC_SERVER_VERSION__: JSON.stringify(pkg.version) },
+  write: false,
+  plugins: [writeOutput],
 };
-
-/**
- * A bundle's text with every non-ASCII UTF-16 unit replaced by one ASCII character. esbuild
- * escapes non-ASCII characters in code and strings (its default `charset: 'ascii'`) but keeps
- * comments as written, and one "→" in a comment makes V8 hold the whole source as a two-byte
- * string, for the life of the process (it keeps the source for lazy compilation): dist/cli.js's
- * 1.4 MB of text then costs 2.9 MB of heap instead of 1.4 (docs/performance.md, memory). One unit
- * for one unit keeps every column of the source map.
- */
-function asciiComments(text) {
-  const lookalike = { '\u2192': '>', '\u2190': '<', '\u2014': '-', '\u2013': '-', '\u2026': '.', '\u2265': '>', '\u2264': '<', '\u00a7': 'S', '\u00b5': 'u', '\u00d7': 'x' };
-  return text.replace(/[^\x00-\x7f]/g, (c) => lookalike[c] ?? '?');
-}
 
 const builds = [
   { ...common, entryPoints: ['src/cli/main.ts'], outfile: 'dist/cli.js', banner: { js: '#!/usr/bin/env node' } },
@@ -51,16 +72,7 @@ const builds = [
 if (watch) {
   for (const b of builds) await (await esbuild.context(b)).watch();
 } else {
-  // Each output file is written next to its target and renamed over it: a test (or the CLI) that
-  // starts `node dist/cli.js` while another process rebuilds never reads a half-written bundle
-  // (esbuild's own write truncates the file first; concurrent readers saw 0 and 256 KiB).
-  const results = await Promise.all(builds.map((b) => esbuild.build({ ...b, write: false })));
-  for (const f of results.flatMap((r) => r.outputFiles)) {
-    mkdirSync(path.dirname(f.path), { recursive: true });
-    const tmp = `${f.path}.${process.pid}.tmp`;
-    writeFileSync(tmp, f.path.endsWith('.js') ? asciiComments(f.text) : f.contents);
-    renameSync(tmp, f.path);
-  }
+  await Promise.all(builds.map((b) => esbuild.build(b)));
   // Guard the design rule: the server/CLI bundle must never pull in `vscode`.
   if (existsSync('dist/cli.js') && /require\(["']vscode["']\)/.test(readFileSync('dist/cli.js', 'utf8'))) {
     console.error('esbuild: dist/cli.js requires "vscode" — only the ui/ folders of src/extension may import it');

@@ -5,7 +5,6 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
-
 import { repoRoot } from '../support/cli';
 
 for (const bundle of ['cli.js', 'extension.js', 'telemetry.js']) {
