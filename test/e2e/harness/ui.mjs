@@ -34,7 +34,8 @@ export async function answerUiRequests(page, controlDir, log) {
     if (outcome.ok) {
       log(`ui: ${describe(req)} → ${JSON.stringify(outcome.state ?? outcome.texts ?? '').slice(0, 300)}`);
       writeResult(resultFile, outcome);
-    } else if (waited > (req.giveUpMs ?? GIVE_UP_MS)) {
+    } else if (outcome.final || waited > (req.giveUpMs ?? GIVE_UP_MS)) {
+      // final: the request already tried for as long as it may (a click repeated until its effect).
       // The state of the window the request was for (the newest other one for page: 'other').
       const others = page.context().pages().filter((p) => p !== page);
       const state = await quickInputState(req.page === 'other' ? (others[others.length - 1] ?? page) : page).catch(() => undefined);
@@ -43,6 +44,47 @@ export async function answerUiRequests(page, controlDir, log) {
       writeResult(resultFile, { ...outcome, state });
     }
   }
+}
+
+/** Inline tree actions show only on hover: move there, then click (directly if still hidden). */
+async function clickOnce(target) {
+  await target.hover({ timeout: 2000 }).catch(() => undefined);
+  try {
+    await target.click({ timeout: 2000 });
+  } catch {
+    await target.dispatchEvent('click');
+  }
+}
+
+const UNTIL_MS = 4000;
+const UNTIL_ATTEMPTS = 3;
+
+/**
+ * A click whose effect is known (`until`: an element's text to contain `contains`), for actions
+ * that are safe to repeat (start, stop). A tree re-rendered between the hover and the click
+ * (every process or connection change redraws the Environments view) takes the click on a row
+ * that is gone, and nothing happens: then the action is clicked again from a fresh query, up to
+ * three times. Fails naming what was shown, with the notifications' texts (an error the action
+ * raised is one of them).
+ */
+async function clickUntil(page, req) {
+  const shown = async () => (await page.locator(req.until.selector).allInnerTexts().catch(() => [])).map((t) => t.trim());
+  for (let attempt = 1; attempt <= UNTIL_ATTEMPTS; attempt += 1) {
+    const target = page.locator(req.selector).first();
+    if ((await target.count()) === 0) break;
+    await clickOnce(target);
+    const deadline = Date.now() + UNTIL_MS;
+    while (Date.now() < deadline) {
+      if ((await shown()).some((t) => t.includes(req.until.contains))) return { ok: true, attempts: attempt };
+      await page.waitForTimeout(100); // why: polled, the workbench has no event for a row's new text
+    }
+  }
+  const notes = await page.locator('.notification-list-item-message').allInnerTexts().catch(() => []);
+  return {
+    ok: false,
+    final: true,
+    error: `clicked ${req.selector}; "${req.until.selector}" never contained "${req.until.contains}" (saw ${JSON.stringify(await shown()).slice(0, 300)}; notifications ${JSON.stringify(notes).slice(0, 400)})`,
+  };
 }
 
 function describe(req) {
@@ -96,15 +138,12 @@ async function handle(main, req) {
   if (req.op === 'click') {
     const target = page.locator(req.selector).first();
     if ((await target.count()) === 0) return { ok: false, error: `nothing matches ${req.selector}` };
-    // Inline tree actions show only on hover: move there, then click (directly if still hidden).
-    await target.hover({ timeout: 2000 }).catch(() => undefined);
-    try {
-      await target.click({ timeout: 2000 });
-    } catch {
-      await target.dispatchEvent('click');
+    if (!req.until) {
+      await clickOnce(target);
+      await page.waitForTimeout(req.settleMs ?? 300); // why: no "done reacting to the click" event; callers wait for the state they need next
+      return { ok: true };
     }
-    await page.waitForTimeout(req.settleMs ?? 300); // why: no "done reacting to the click" event; callers wait for the state they need next
-    return { ok: true };
+    return clickUntil(page, req);
   }
   const widget = page.locator(WIDGET);
   const visible = await widget.isVisible().catch(() => false);

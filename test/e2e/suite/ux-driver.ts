@@ -46,6 +46,8 @@ export interface UiRequest {
   contains?: string;
   giveUpMs?: number;
   settleMs?: number;
+  /** op click: the click's effect, an element whose text comes to contain `contains`; the click is repeated (up to 3 times) until it does. */
+  until?: { selector: string; contains: string };
 }
 
 interface UiResult {
@@ -90,9 +92,12 @@ export async function uiCount(selector: string): Promise<number> {
   return r.count ?? 0;
 }
 
-/** Clicks the first element matching `selector` (hovering first: inline tree actions). */
-export async function uiClick(selector: string): Promise<void> {
-  const r = await send({ op: 'click', selector });
+/**
+ * Clicks the first element matching `selector` (hovering first: inline tree actions). With
+ * `until`, for actions safe to repeat: clicked again until `until.selector` shows `until.contains`.
+ */
+export async function uiClick(selector: string, until?: { selector: string; contains: string }): Promise<void> {
+  const r = await send({ op: 'click', selector, until });
   if (!r.ok) throw new Error(`ui click: ${r.error}`);
 }
 

@@ -67,12 +67,11 @@ export function registerUxFirstContactTests(): void {
     const row = `${ROWS}:has-text("Agent endpoint")`;
     await uiTexts(row, 'stopped');
     try {
-      await uiClick(`${row} .action-label[aria-label^="Start Agent Endpoint"]`);
+      await uiClick(`${row} .action-label[aria-label^="Start Agent Endpoint"]`, { selector: row, contains: 'ws://127.0.0.1:' });
       const running = await uiTexts(row, 'ws://127.0.0.1:');
       assert(running.some((t) => /ws:\/\/127\.0\.0\.1:\d+/.test(t)), `the row shows the endpoint URL (${JSON.stringify(running)})`);
       await uiScreenshot('view');
-      await uiClick(`${row} .action-label[aria-label^="Stop Agent Endpoint"]`);
-      await uiTexts(row, 'stopped');
+      await uiClick(`${row} .action-label[aria-label^="Stop Agent Endpoint"]`, { selector: row, contains: 'stopped' });
     } finally {
       await vscode.commands.executeCommand('execServer.stopAgentEndpoint');
       await vscode.commands.executeCommand('notifications.clearAll').then(undefined, () => undefined);
