@@ -173,7 +173,7 @@ function serverTraces(c: TelemetryConfig, log: Log): ServerTraces | undefined {
 }
 
 /** A sampled span for `name`, or undefined; `parent` is the wire trace context's (ROOT_CONTEXT when none). */
-function startSpan(t: ServerTraces, name: string, kind: SpanKind, parent: Context, method?: string, requestId?: string): SpanRecord | undefined {
+function startSpan(t: ServerTraces, name: string, kind: SpanKind, parent: Context, method?: string, requestId?: RequestId): SpanRecord | undefined {
   const psc = parent === ROOT_CONTEXT ? undefined : trace.getSpanContext(parent);
   if (!psc) {
     if (t.rootRate < 1 && !(Math.random() < t.rootRate)) return undefined;
@@ -379,7 +379,7 @@ function serverTelemetry(
       // Sampling is decided first: an unsampled request creates no span, attribute or context.
       // The rpc.* attributes are derived from the method and id only when a batch is exported.
       const parent = wireTrace === undefined || wireTrace === null ? ROOT_CONTEXT : extractTrace(wireTrace);
-      return new OtelRequest(startSpan(traces, label, SpanKind.SERVER, parent, method, id === undefined ? undefined : String(id)), label, inst);
+      return new OtelRequest(startSpan(traces, label, SpanKind.SERVER, parent, method, id), label, inst);
     },
     process(parent: RequestRecord): ProcessRecord {
       if (!traces) return new OtelProcess(undefined, inst);

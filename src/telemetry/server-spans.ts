@@ -10,6 +10,7 @@ import { SpanKind, SpanStatusCode, TraceFlags, type Attributes, type HrTime, typ
 import type { InstrumentationScope } from '@opentelemetry/core';
 import type { Resource } from '@opentelemetry/resources';
 import type { ReadableSpan, SpanExporter, TimedEvent } from '@opentelemetry/sdk-trace-base';
+import type { RequestId } from '../protocol/types';
 
 /** Longest string attribute value recorded from the wire (a client may send any string). */
 export const MAX_ATTRIBUTE_CHARS = 128;
@@ -104,7 +105,12 @@ export class SpanRecord implements ReadableSpan {
     readonly parentSpanContext: SpanContext | undefined,
     /** A server span's method and request id (its rpc.* attributes), undefined for a process span. */
     readonly method?: string,
-    readonly requestId?: string,
+    /**
+     * Kept as received and turned into text only when exported: String() of a number goes
+     * through V8's number-to-string cache, an old-generation table, so every request's id
+     * string outlived a young collection and was promoted (docs/performance.md, "Telemetry cost").
+     */
+    readonly requestId?: RequestId,
   ) {}
 
   spanContext(): SpanContext {
@@ -138,7 +144,7 @@ export class SpanRecord implements ReadableSpan {
   }
   /** rpc.jsonrpc.request_id as recorded (cut to MAX_ATTRIBUTE_CHARS). */
   get rpcRequestId(): string | undefined {
-    return this.requestId?.slice(0, MAX_ATTRIBUTE_CHARS);
+    return this.requestId === undefined ? undefined : String(this.requestId).slice(0, MAX_ATTRIBUTE_CHARS);
   }
   get attributes(): Attributes {
     const method = this.rpcMethod;
