@@ -1,210 +1,76 @@
 // The OpenTelemetry implementation of the telemetry hooks (./api.ts). Loaded only when
 // telemetry is turned on (./load.ts): with it off none of this — nor the SDK — is evaluated.
 // Providers are private (never registered globally), so an embedding host (the VS Code
-// extension host, an app using the client library) keeps its own OpenTelemetry setup.
+// extension host, an app using the client library) keeps its own OpenTelemetry setup. The
+// server's spans are written by ./server-spans.ts without the SDK's trace modules; those are
+// required only for client spans (./otel-client.ts) or the http/json encoding (./otlp-json.ts).
 import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import {
-  DiagLogLevel,
-  ROOT_CONTEXT,
-  SpanKind,
-  diag,
-  SpanStatusCode,
-  context,
-  defaultTextMapGetter,
-  defaultTextMapSetter,
-  propagation,
-  trace,
-  type Attributes,
-  type Context,
-  type Counter,
-  type Span,
-  type Tracer,
-  type UpDownCounter,
-} from '@opentelemetry/api';
-import { W3CTraceContextPropagator } from '@opentelemetry/core';
-import { OTLPTraceExporter as OtlpJsonExporter } from '@opentelemetry/exporter-trace-otlp-http';
-import { OTLPTraceExporter as OtlpProtoExporter } from '@opentelemetry/exporter-trace-otlp-proto';
+import { DiagLogLevel, diag, type Counter, type UpDownCounter } from '@opentelemetry/api';
 import { PrometheusExporter } from '@opentelemetry/exporter-prometheus';
 import { defaultResource, resourceFromAttributes, type Resource } from '@opentelemetry/resources';
 import { MeterProvider } from '@opentelemetry/sdk-metrics';
-import {
-  AlwaysOffSampler,
-  AlwaysOnSampler,
-  BasicTracerProvider,
-  BatchSpanProcessor,
-  ParentBasedSampler,
-  type ReadableSpan,
-  SamplingDecision,
-  type SpanExporter,
-  type SpanProcessor,
-  TraceIdRatioBasedSampler,
-  type Sampler,
-} from '@opentelemetry/sdk-trace-base';
-import { ATTR_SERVICE_NAME, ATTR_SERVICE_VERSION } from '@opentelemetry/semantic-conventions';
-import type { RequestId, TraceContext } from '../protocol/types';
+import type { RequestId } from '../protocol/types';
 import { VERSION } from '../version';
-import type { CallError, ClientCall, ClientTelemetry, ProcessRecord, RejectReason, RequestRecord, ServerTelemetry } from './api';
+import type { CallError, ClientTelemetry, ProcessRecord, RejectReason, RequestRecord, ServerTelemetry } from './api';
 import type { TelemetryConfig } from './config';
 import { methodLabel, sandboxLabel } from './methods';
+import type * as OtelClient from './otel-client';
+import type * as OtlpJson from './otlp-json';
+import { protoBatchExporter } from './otlp-proto';
 import { RequestMeter } from './request-meter';
-import { protoSpanExporter } from './otlp-proto';
-import { SpanBatcher, SpanRecord, ids } from './server-spans';
+import { KIND_INTERNAL, KIND_SERVER, STATUS_ERROR, ServerSpan, SpanBatcher } from './server-spans';
+import { parseWireTrace, spanSampler, type SpanSampler } from './trace-context';
+
+export type { OtelClientTelemetry } from './otel-client';
 
 /** Set when this module is evaluated: tests check that telemetry off never loads it. */
 (globalThis as Record<symbol, unknown>)[Symbol.for('exec-server.telemetry.sdkLoaded')] = true;
 
 type Log = (level: 'debug' | 'info' | 'warn' | 'error', message: string) => void;
 
-/** Longest method name recorded on a span (a client may send any string). */
-const MAX_METHOD_CHARS = 128;
-/** Longest traceparent/tracestate considered (W3C: 55 and 512 chars). */
-const MAX_TRACE_CHARS = 1024;
-
-const propagator = new W3CTraceContextPropagator();
-
-function sampler(c: TelemetryConfig['sampler']): Sampler {
-  switch (c.name) {
-    case 'always_on':
-      return new AlwaysOnSampler();
-    case 'always_off':
-      return new AlwaysOffSampler();
-    case 'traceidratio':
-      return new TraceIdRatioBasedSampler(c.ratio);
-    case 'parentbased_always_off':
-      return new ParentBasedSampler({ root: new AlwaysOffSampler() });
-    case 'parentbased_traceidratio':
-      return new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(c.ratio) });
-    default:
-      return new ParentBasedSampler({ root: new AlwaysOnSampler() });
-  }
-}
-
-/**
- * The probability that a request without a parent trace context starts a sampled trace, when
- * the sampler decides such a root by ratio alone (every sampler but always_on and
- * parentbased_always_on): the request path then decides by itself and, for a root it does not
- * sample, creates no span at all (the SDK would create a non-recording span, its ids and a
- * context for nothing). A trace ID ratio sampler's decision is a deterministic function of a
- * trace ID that, for a root, is itself random: deciding first with Math.random() samples the
- * same fraction. Requests with a parent still go through the SDK's sampler.
- */
-function rootSampleRate(c: TelemetryConfig['sampler']): number | undefined {
-  switch (c.name) {
-    case 'always_off':
-    case 'parentbased_always_off':
-      return 0;
-    case 'traceidratio':
-    case 'parentbased_traceidratio':
-      return c.ratio;
-    default:
-      return undefined;
-  }
-}
-
-/**
- * Hands ended spans to the BatchSpanProcessor after the current event-loop turn, not inside
- * `span.end()`: the batch processor serializes and sends a full batch (512 spans) synchronously
- * in the `end` that filled it, which put the whole export on one request's path.
- */
-class DeferredSpanProcessor implements SpanProcessor {
-  private pending: ReadableSpan[] = [];
-  private scheduled = false;
-  constructor(private readonly next: BatchSpanProcessor) {}
-  onStart(): void {}
-  onEnd(span: ReadableSpan): void {
-    // The batch processor keeps at most 2048 spans and drops the rest; so does this queue.
-    if (this.pending.length >= 2048) return;
-    this.pending.push(span);
-    if (!this.scheduled) {
-      this.scheduled = true;
-      setImmediate(() => this.drain());
-    }
-  }
-  private drain(): void {
-    this.scheduled = false;
-    const spans = this.pending;
-    this.pending = [];
-    for (const span of spans) this.next.onEnd(span);
-  }
-  forceFlush(): Promise<void> {
-    this.drain();
-    return this.next.forceFlush();
-  }
-  shutdown(): Promise<void> {
-    this.drain();
-    return this.next.shutdown();
-  }
-}
+// Required on first use: esbuild keeps a require() inside a function lazy within the bundle.
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const client = (): typeof OtelClient => require('./otel-client') as typeof OtelClient;
 
 function resource(c: TelemetryConfig): Resource {
-  return defaultResource().merge(resourceFromAttributes({ [ATTR_SERVICE_NAME]: c.serviceName, [ATTR_SERVICE_VERSION]: VERSION }));
+  // service.name / service.version (semantic conventions, by value: that package is 1 MiB of heap).
+  return defaultResource().merge(resourceFromAttributes({ 'service.name': c.serviceName, 'service.version': VERSION }));
 }
 
-function traceExporter(traces: NonNullable<TelemetryConfig['traces']>): SpanExporter {
-  return traces.protocol === 'http/json' ? new OtlpJsonExporter({ url: traces.endpoint }) : new OtlpProtoExporter({ url: traces.endpoint });
-}
-
-/** A tracer provider exporting over OTLP/HTTP (client spans), or undefined when traces are off. */
-function tracerProvider(c: TelemetryConfig): BasicTracerProvider | undefined {
-  if (!c.traces) return undefined;
-  return new BasicTracerProvider({ resource: resource(c), sampler: sampler(c.sampler), spanProcessors: [new DeferredSpanProcessor(new BatchSpanProcessor(traceExporter(c.traces)))] });
-}
-
-/**
- * The server's traces: span records of our own (./server-spans.ts) and their sampling decision.
- * A root is decided here (by ratio, or always/never); a request with a parent trace context
- * goes through the SDK's sampler for the configured name, so parent-based and ratio semantics
- * are the SDK's own.
- */
+/** The server's traces: where its spans are written, and how they are sampled. */
 interface ServerTraces {
   batcher: SpanBatcher;
-  /** Probability that a root is sampled (1 for always_on, parentbased_always_on). */
-  rootRate: number;
-  sampler: Sampler;
+  sampler: SpanSampler;
 }
 
 function serverTraces(c: TelemetryConfig, log: Log): ServerTraces | undefined {
   if (!c.traces) return undefined;
-  // Protobuf with our serializer (./otlp-proto.ts); JSON (a debugging format) through the SDK's.
-  const exporter = c.traces.protocol === 'http/json' ? traceExporter(c.traces) : protoSpanExporter(c.traces.endpoint);
-  const batcher = new SpanBatcher(exporter, resource(c), { name: 'exec-server', version: VERSION }, undefined, (m) => log('warn', m));
-  return { batcher, rootRate: rootSampleRate(c.sampler) ?? 1, sampler: sampler(c.sampler) };
+  const res = resource(c);
+  const scope = { name: 'exec-server', version: VERSION };
+  const exporter =
+    c.traces.protocol === 'http/json'
+      ? // eslint-disable-next-line @typescript-eslint/no-require-imports
+        (require('./otlp-json') as typeof OtlpJson).jsonBatchExporter(c.traces.endpoint, res, scope)
+      : protoBatchExporter(c.traces.endpoint);
+  const batcher = new SpanBatcher(exporter, { resource: res.attributes, scope }, undefined, (m) => log('warn', m));
+  return { batcher, sampler: spanSampler(c.sampler) };
 }
 
-/** A sampled span for `name`, or undefined; `parent` is the wire trace context's (ROOT_CONTEXT when none). */
-function startSpan(t: ServerTraces, name: string, kind: SpanKind, parent: Context, method?: string, requestId?: RequestId): SpanRecord | undefined {
-  const psc = parent === ROOT_CONTEXT ? undefined : trace.getSpanContext(parent);
-  if (!psc) {
-    if (t.rootRate < 1 && !(Math.random() < t.rootRate)) return undefined;
-    return new SpanRecord(t.batcher, name, kind, ids.traceId(), undefined, undefined, method, requestId);
+/**
+ * A sampled span, or undefined. A root (no valid `trace` member) is decided before anything is
+ * made, so an unsampled request creates no span, ids or context; a request with a parent by the
+ * sampler's rules for a remote parent.
+ */
+function startSpan(t: ServerTraces, name: string, kind: number, wireTrace: unknown, method?: string, requestId?: RequestId): ServerSpan | undefined {
+  const parent = wireTrace === undefined || wireTrace === null ? undefined : parseWireTrace(wireTrace);
+  if (parent === undefined) {
+    const rate = t.sampler.rootRate;
+    if (rate < 1 && !(Math.random() < rate)) return undefined;
+    return new ServerSpan(t.batcher, name, kind, method, requestId, undefined);
   }
-  if (t.sampler.shouldSample(parent, psc.traceId, name, kind, {}, []).decision !== SamplingDecision.RECORD_AND_SAMPLED) return undefined;
-  return new SpanRecord(t.batcher, name, kind, psc.traceId, psc.traceState, psc, method, requestId);
-}
-
-/** The parent context of a wire `trace` member; anything malformed is ignored (a new root). */
-export function extractTrace(t: unknown): Context {
-  if (t === null || typeof t !== 'object' || Array.isArray(t)) return ROOT_CONTEXT;
-  const { traceparent, tracestate } = t as Record<string, unknown>;
-  if (typeof traceparent !== 'string' || traceparent.length > MAX_TRACE_CHARS) return ROOT_CONTEXT;
-  const carrier: Record<string, string> = { traceparent };
-  if (typeof tracestate === 'string' && tracestate.length <= MAX_TRACE_CHARS) carrier.tracestate = tracestate;
-  return propagator.extract(ROOT_CONTEXT, carrier, defaultTextMapGetter);
-}
-
-/** The wire `trace` member for a context (undefined when it holds no valid span context). */
-export function injectTrace(ctx: Context): TraceContext | undefined {
-  const carrier: Record<string, string> = {};
-  propagator.inject(ctx, carrier, defaultTextMapSetter);
-  if (!carrier.traceparent) return undefined;
-  return carrier.tracestate ? { traceparent: carrier.traceparent, tracestate: carrier.tracestate } : { traceparent: carrier.traceparent };
-}
-
-function failSpan(span: Span, e: CallError): void {
-  span.setAttribute('rpc.jsonrpc.error_code', e.code);
-  span.setAttribute('rpc.jsonrpc.error_message', e.message.slice(0, 256));
-  span.setStatus({ code: SpanStatusCode.ERROR, message: e.message.slice(0, 256) });
+  if (!t.sampler.parented(parent)) return undefined;
+  return new ServerSpan(t.batcher, name, kind, method, requestId, parent);
 }
 
 interface Instruments {
@@ -240,7 +106,7 @@ class OtelRequest implements RequestRecord {
   private done = false;
   constructor(
     /** Its span when traced and sampled; an unsampled request's processes are not traced either. */
-    readonly span: SpanRecord | undefined,
+    readonly span: ServerSpan | undefined,
     private readonly label: string,
     private readonly inst: Instruments | undefined,
   ) {}
@@ -259,7 +125,7 @@ class OtelProcess implements ProcessRecord {
   private state: 'starting' | 'running' | 'exited' | 'failed' = 'starting';
   private sandbox = 'none';
   constructor(
-    private readonly span: SpanRecord | undefined,
+    private readonly span: ServerSpan | undefined,
     private readonly inst: Instruments | undefined,
   ) {}
   started(sandboxType: string): void {
@@ -288,7 +154,7 @@ class OtelProcess implements ProcessRecord {
     if (this.span) {
       this.span.setAttribute('process.exit.code', exitCode);
       this.span.setAttribute('exec_server.sandbox_denied', sandboxDenied);
-      if (exitCode !== 0) this.span.setStatus(SpanStatusCode.ERROR, sandboxDenied ? 'sandbox denied' : `exit code ${exitCode}`);
+      if (exitCode !== 0) this.span.setStatus(STATUS_ERROR, sandboxDenied ? 'sandbox denied' : `exit code ${exitCode}`);
       this.span.end();
     }
   }
@@ -375,19 +241,16 @@ function serverTelemetry(
     metricsUrl,
     request(method: string, id: RequestId | undefined, wireTrace: unknown): RequestRecord {
       const label = methodLabel(method);
-      if (!traces) return new OtelRequest(undefined, label, inst);
-      // Sampling is decided first: an unsampled request creates no span, attribute or context.
-      // The rpc.* attributes are derived from the method and id only when a batch is exported.
-      const parent = wireTrace === undefined || wireTrace === null ? ROOT_CONTEXT : extractTrace(wireTrace);
-      return new OtelRequest(startSpan(traces, label, SpanKind.SERVER, parent, method, id), label, inst);
+      // Sampling is decided first: an unsampled request creates no span, ids or context.
+      return new OtelRequest(traces ? startSpan(traces, label, KIND_SERVER, wireTrace, method, id) : undefined, label, inst);
     },
     process(parent: RequestRecord): ProcessRecord {
       if (!traces) return new OtelProcess(undefined, inst);
       if (parent instanceof OtelRequest) {
         const p = parent.span;
-        return new OtelProcess(p ? new SpanRecord(traces.batcher, 'process', SpanKind.INTERNAL, p.traceId, p.traceState, p.spanContext()) : undefined, inst);
+        return new OtelProcess(p ? new ServerSpan(traces.batcher, 'process', KIND_INTERNAL, undefined, undefined, p) : undefined, inst);
       }
-      return new OtelProcess(startSpan(traces, 'process', SpanKind.INTERNAL, ROOT_CONTEXT), inst);
+      return new OtelProcess(startSpan(traces, 'process', KIND_INTERNAL, undefined), inst);
     },
     processOutput(bytes: number): void {
       inst?.meter.addOutput(bytes);
@@ -399,8 +262,10 @@ function serverTelemetry(
     connectionRejected: (reason: RejectReason) => inst?.rejected.add(1, { reason }),
     shutdown(): Promise<void> {
       stopped ??= (async () => {
-        // Spans first (the BatchSpanProcessor exports what it holds), then the metrics endpoint.
+        // Spans first (the batcher exports what it holds), then the metrics endpoint.
         await traces?.batcher.shutdown().catch((e: unknown) => log('warn', `traces: flush failed: ${e instanceof Error ? e.message : String(e)}`));
+        // Said once, at the end, as the SDK's batch processor says it: a burst beyond the queue is dropped, never delayed.
+        if (traces && traces.batcher.dropped > 0) log('warn', `traces: ${traces.batcher.dropped} spans dropped (queue of ${traces.batcher.maxQueue} full), ${traces.batcher.exported} exported`);
         await mp?.shutdown().catch(() => {});
         if (metricsServer) {
           const s = metricsServer;
@@ -413,44 +278,9 @@ function serverTelemetry(
   };
 }
 
-/** Client spans (kind CLIENT, named after the method) whose context each request carries. */
-export class OtelClientTelemetry implements ClientTelemetry {
-  private readonly tracer: Tracer;
-  constructor(
-    private readonly provider: BasicTracerProvider,
-    private readonly attributes: Attributes = {},
-  ) {
-    this.tracer = provider.getTracer('exec-server-client', VERSION);
-  }
-  call(method: string): ClientCall {
-    const parent = context.active();
-    const span = this.tracer.startSpan(
-      methodLabel(method),
-      { kind: SpanKind.CLIENT, attributes: { 'rpc.system': 'jsonrpc', 'rpc.method': method.slice(0, MAX_METHOD_CHARS), ...this.attributes } },
-      parent,
-    );
-    return {
-      trace: injectTrace(trace.setSpan(parent, span)),
-      end(error?: CallError) {
-        if (error) failSpan(span, error);
-        span.end();
-      },
-    };
-  }
-  /** The same tracer with extra attributes on every span (e.g. the environment's name). */
-  withAttributes(attributes: Attributes): OtelClientTelemetry {
-    return new OtelClientTelemetry(this.provider, { ...this.attributes, ...attributes });
-  }
-  shutdown(): Promise<void> {
-    return this.provider.shutdown();
-  }
-}
-
-/** Client tracing exporting over OTLP (config.traces must be set). */
-export function startClientTelemetry(c: TelemetryConfig): OtelClientTelemetry {
-  const tp = tracerProvider(c);
-  if (!tp) throw new Error('client telemetry needs an OTLP trace endpoint');
-  return new OtelClientTelemetry(tp);
+/** Client tracing exporting over OTLP (config.traces must be set); loads the SDK's trace modules. */
+export function startClientTelemetry(c: TelemetryConfig): OtelClient.OtelClientTelemetry {
+  return client().startClientTelemetry(c, resource(c));
 }
 
 /**
@@ -458,14 +288,5 @@ export function startClientTelemetry(c: TelemetryConfig): OtelClientTelemetry {
  * the globally registered propagator (for apps that set up their own OpenTelemetry SDK).
  */
 export const activeContextTelemetry: ClientTelemetry = {
-  call() {
-    const carrier: Record<string, string> = {};
-    propagation.inject(context.active(), carrier);
-    const t: TraceContext | undefined = carrier.traceparent
-      ? carrier.tracestate
-        ? { traceparent: carrier.traceparent, tracestate: carrier.tracestate }
-        : { traceparent: carrier.traceparent }
-      : undefined;
-    return { trace: t, end() {} };
-  },
+  call: (method) => client().activeContextTelemetry.call(method),
 };

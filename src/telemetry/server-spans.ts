@@ -1,182 +1,231 @@
-// The server's spans as plain records of our own, exported in batches through the SDK's OTLP
-// exporter (which serializes them: http/protobuf or http/json, the same bytes the SDK's own spans
-// would give). A request span through the SDK's Tracer cost a context, a sampler call, a SpanImpl
-// with its limits and attribute validation, a processor chain and hex ids from Math.random; this
-// record is a few fields set at start and end. What the exporter reads (attributes, times, the
-// span context) is computed from them only when a batch is exported (docs/performance.md,
-// "The latest numbers against the goals", telemetry row).
+// The server's spans: records of our own, written as OTLP protobuf the moment they end into the
+// batch being filled, and exported in batches off the request path. A request's span is one small
+// object while the request runs: its ids are 32 bytes of a shared pool of random bytes, its times
+// numbers, its rpc.* attributes the method and id as received. Nothing of an ended span is left
+// but its bytes, so no span outlives a young collection: queued span objects (and the id strings
+// and times they held) were what made scavenges 2-3x longer with every request traced
+// (docs/performance.md, "Telemetry cost"). No OpenTelemetry import: the SDK's span, context,
+// sampler and processor are not used, nor loaded, on this path.
 import { randomFillSync } from 'node:crypto';
-import { SpanKind, SpanStatusCode, TraceFlags, type Attributes, type HrTime, type Link, type SpanContext, type SpanStatus, type TraceState } from '@opentelemetry/api';
-import type { InstrumentationScope } from '@opentelemetry/core';
-import type { Resource } from '@opentelemetry/resources';
-import type { ReadableSpan, SpanExporter, TimedEvent } from '@opentelemetry/sdk-trace-base';
 import type { RequestId } from '../protocol/types';
+import { attributes, hexInto, stringAttribute, varintLength, WIRE_LEN, WIRE_VARINT, Writer, written, type AttrValue, type Attrs } from './proto-writer';
+import type { WireParent } from './trace-context';
 
 /** Longest string attribute value recorded from the wire (a client may send any string). */
 export const MAX_ATTRIBUTE_CHARS = 128;
+/** Longest error message recorded (attribute and status). */
+const MAX_MESSAGE_CHARS = 256;
 
-/** The attributes a server span derives from its method and request id: rpc.system, rpc.method, rpc.jsonrpc.request_id. */
-export const RPC_KEYS = ['rpc.system', 'rpc.method', 'rpc.jsonrpc.request_id'] as const;
+/** SpanKind as OpenTelemetry's API numbers it (OTLP adds one: UNSPECIFIED is 0 there). */
+export const KIND_INTERNAL = 0;
+export const KIND_SERVER = 1;
+/** Status codes (OTLP and the API alike). */
+export const STATUS_UNSET = 0;
+export const STATUS_ERROR = 2;
 
-const NO_LINKS: Link[] = [];
-const NO_EVENTS: TimedEvent[] = [];
+/** Span.flags: sampled, plus "has is_remote" and "is_remote" of the parent (as the SDK writes them). */
+const FLAGS_SAMPLED = 0x01;
+const FLAGS_HAS_IS_REMOTE = 0x100;
+const FLAGS_IS_REMOTE = 0x200;
 
-/** performance.timeOrigin as [seconds, nanoseconds]; a span's times are offsets from it. */
-const ORIGIN_MS = performance.timeOrigin;
-
-const ORIGIN_S = Math.trunc(ORIGIN_MS / 1000);
-const ORIGIN_NS = Math.round((ORIGIN_MS - ORIGIN_S * 1000) * 1e6);
-
-/** A performance.now() reading as an absolute HrTime (as the SDK computes it: origin + offset). */
-export function hrTimeOf(nowMs: number): HrTime {
-  const nowS = Math.trunc(nowMs / 1000);
-  const nowNs = Math.round((nowMs - nowS * 1000) * 1e6);
-  let s = ORIGIN_S + nowS;
-  let ns = ORIGIN_NS + nowNs;
-  if (ns >= 1e9) {
-    s += 1;
-    ns -= 1e9;
-  }
-  return [s, ns];
-}
+/** A span's ids in its pool slot: trace id at 0, span id at 16, parent span id at 24. */
+const SLOT = 32;
+const POOL_BYTES = 64 * 1024;
 
 /**
- * Random span and trace ids: hex slices of a pool of crypto random bytes, refilled when used up
- * (one randomFillSync per 256 span ids instead of two Math.random() calls and a Buffer write per id).
+ * Slots of random bytes for span ids: one randomFillSync per ~2000 spans. A full pool is
+ * replaced, never refilled, since an open span (a process's, for its life) still reads its slot.
  */
 class IdPool {
-  private readonly pool = Buffer.allocUnsafe(4096);
-  private at = this.pool.length;
-  private take(n: number): string {
-    if (this.at + n > this.pool.length) {
-      randomFillSync(this.pool);
+  buf = Buffer.allocUnsafe(0);
+  private at = 0;
+  /** The offset of a fresh slot in `buf` (read `buf` after this call). */
+  slot(): number {
+    if (this.at + SLOT > this.buf.length) {
+      this.buf = randomFillSync(Buffer.allocUnsafe(POOL_BYTES));
       this.at = 0;
     }
-    const start = this.at;
-    this.at += n;
-    // An all-zero id is invalid (W3C): vanishingly rare, but never emitted.
-    let zero = true;
-    for (let i = start; i < start + n; i++) if (this.pool[i] !== 0) zero = false;
-    if (zero) this.pool[start + n - 1] = 1;
-    return this.pool.toString('hex', start, start + n);
-  }
-  spanId(): string {
-    return this.take(8);
-  }
-  traceId(): string {
-    return this.take(16);
+    const at = this.at;
+    this.at += SLOT;
+    return at;
   }
 }
 
 export const ids = new IdPool();
 
-/** Where a record's exporter-facing fields come from (shared by every record of one server). */
-export interface SpanOwner {
-  readonly resource: Resource;
-  readonly scope: InstrumentationScope;
-  ended(span: SpanRecord): void;
+/** An all-zero id is invalid (W3C): vanishingly rare, but never emitted. */
+function nonZero(buf: Buffer, at: number, n: number): void {
+  for (let i = at; i < at + n; i++) if (buf[i] !== 0) return;
+  buf[at + n - 1] = 1;
+}
+
+/** Where a span goes when it ends. */
+export interface SpanSink {
+  ended(span: ServerSpan, endMs: number): void;
 }
 
 /**
- * One span, ReadableSpan-shaped for the SDK's exporters. The request path sets only its fields;
- * `attributes`, the times and `spanContext()` are built when the exporter reads them.
+ * One server span: a request's (kind SERVER, with the rpc.* attributes derived from `method`
+ * and `requestId` when written) or a process's (kind INTERNAL).
  */
-export class SpanRecord implements ReadableSpan {
-  readonly spanId = ids.spanId();
+export class ServerSpan {
   readonly startMs = performance.now();
-  endMs = -1;
-  statusCode: SpanStatusCode = SpanStatusCode.UNSET;
+  /** The pool buffer and offset of this span's ids. */
+  readonly idBuf: Buffer;
+  readonly idOff: number;
+  readonly hasParent: boolean;
+  readonly parentRemote: boolean;
+  /** W3C tracestate, serialized (inherited from the remote parent). */
+  readonly traceState: string | undefined;
+  statusCode = STATUS_UNSET;
   statusMessage: string | undefined;
-  /** Attributes beyond the ones the record's kind derives (rpc.*): set after the start. */
-  extra: Attributes | undefined;
-  private ctx: SpanContext | undefined;
-  readonly droppedAttributesCount = 0;
-  readonly droppedEventsCount = 0;
-  readonly droppedLinksCount = 0;
-  readonly links = NO_LINKS;
-  readonly events = NO_EVENTS;
+  /** Attributes set after the start (errors, a process's outcome), in the order set. */
+  extra: Attrs | undefined;
+  private ended = false;
 
   constructor(
-    private readonly owner: SpanOwner,
+    private readonly sink: SpanSink,
     readonly name: string,
-    readonly kind: SpanKind,
-    readonly traceId: string,
-    readonly traceState: TraceState | undefined,
-    readonly parentSpanContext: SpanContext | undefined,
-    /** A server span's method and request id (its rpc.* attributes), undefined for a process span. */
-    readonly method?: string,
-    /**
-     * Kept as received and turned into text only when exported: String() of a number goes
-     * through V8's number-to-string cache, an old-generation table, so every request's id
-     * string outlived a young collection and was promoted (docs/performance.md, "Telemetry cost").
-     */
-    readonly requestId?: RequestId,
-  ) {}
-
-  spanContext(): SpanContext {
-    return (this.ctx ??= { traceId: this.traceId, spanId: this.spanId, traceFlags: TraceFlags.SAMPLED, traceState: this.traceState, isRemote: false });
+    readonly kind: number,
+    /** A request span's method and JSON-RPC id, as received (undefined for a process span). */
+    readonly method: string | undefined,
+    readonly requestId: RequestId | undefined,
+    parent: ServerSpan | WireParent | undefined,
+  ) {
+    const at = ids.slot();
+    const buf = ids.buf;
+    this.idBuf = buf;
+    this.idOff = at;
+    nonZero(buf, at + 16, 8);
+    if (parent === undefined) {
+      this.hasParent = false;
+      this.parentRemote = false;
+      this.traceState = undefined;
+      nonZero(buf, at, 16);
+    } else if (parent instanceof ServerSpan) {
+      this.hasParent = true;
+      this.parentRemote = false;
+      this.traceState = parent.traceState;
+      parent.idBuf.copy(buf, at, parent.idOff, parent.idOff + 16);
+      parent.idBuf.copy(buf, at + 24, parent.idOff + 16, parent.idOff + 24);
+    } else {
+      this.hasParent = true;
+      this.parentRemote = true;
+      this.traceState = parent.traceState;
+      hexInto(buf, at, parent.traceId);
+      hexInto(buf, at + 24, parent.spanId);
+    }
   }
 
-  setAttribute(key: string, value: string | number | boolean): void {
+  /** Trace id, lowercase hex (tests, logs; the exporter copies the bytes). */
+  get traceId(): string {
+    return this.idBuf.toString('hex', this.idOff, this.idOff + 16);
+  }
+  get spanId(): string {
+    return this.idBuf.toString('hex', this.idOff + 16, this.idOff + 24);
+  }
+
+  setAttribute(key: string, value: AttrValue): void {
     (this.extra ??= {})[key] = value;
   }
 
   fail(code: number, message: string): void {
     this.setAttribute('rpc.jsonrpc.error_code', code);
-    this.setAttribute('rpc.jsonrpc.error_message', message.slice(0, 256));
-    this.setStatus(SpanStatusCode.ERROR, message.slice(0, 256));
+    this.setAttribute('rpc.jsonrpc.error_message', message.slice(0, MAX_MESSAGE_CHARS));
+    this.setStatus(STATUS_ERROR, message.slice(0, MAX_MESSAGE_CHARS));
   }
 
-  setStatus(code: SpanStatusCode, message?: string): void {
+  setStatus(code: number, message?: string): void {
     this.statusCode = code;
     this.statusMessage = message;
   }
 
   end(): void {
-    if (this.endMs >= 0) return;
-    this.endMs = performance.now();
-    this.owner.ended(this);
+    if (this.ended) return;
+    this.ended = true;
+    this.sink.ended(this, performance.now());
   }
+}
 
-  /** rpc.method as recorded: the method cut to MAX_ATTRIBUTE_CHARS (undefined for a process span). */
-  get rpcMethod(): string | undefined {
-    return this.method === undefined || this.method.length <= MAX_ATTRIBUTE_CHARS ? this.method : this.method.slice(0, MAX_ATTRIBUTE_CHARS);
+/** The attribute keys a request span derives from its method and id. */
+export const RPC_KEYS = ['rpc.system', 'rpc.method', 'rpc.jsonrpc.request_id'] as const;
+
+/** rpc.system = "jsonrpc" as Span.attributes (9), encoded once. */
+const RPC_SYSTEM = (() => {
+  const w = new Writer(64);
+  stringAttribute(w, 9, RPC_KEYS[0], 'jsonrpc');
+  return written(w);
+})();
+
+/** Writes an ended span as ScopeSpans.spans (2). */
+export function writeSpan(w: Writer, s: ServerSpan, endMs: number): void {
+  const at = w.begin(2);
+  const ib = s.idBuf;
+  const io = s.idOff;
+  w.raw(1, ib, io, 16);
+  w.raw(2, ib, io + 16, 8);
+  if (s.traceState !== undefined) w.string(3, s.traceState);
+  if (s.hasParent) w.raw(4, ib, io + 24, 8);
+  w.string(5, s.name);
+  w.tag(6, WIRE_VARINT);
+  w.varint(s.kind + 1);
+  w.timeMs(7, s.startMs);
+  w.timeMs(8, endMs);
+  const x = s.extra;
+  if (s.method !== undefined) {
+    // Derived attributes first; one set later under the same key replaces it in place (as in
+    // the SDK's attribute map), which only the general writer below does.
+    if (x !== undefined && (RPC_KEYS[1] in x || RPC_KEYS[2] in x || RPC_KEYS[0] in x)) {
+      attributes(w, 9, { ...derived(s), ...x });
+      spanTail(w, at, s);
+      return;
+    }
+    w.bytes(RPC_SYSTEM);
+    stringAttribute(w, 9, RPC_KEYS[1], s.method, MAX_ATTRIBUTE_CHARS);
+    const id = s.requestId;
+    if (typeof id === 'number' && Number.isSafeInteger(id) && id >= 0) {
+      const kv = w.begin(9);
+      w.string(1, RPC_KEYS[2]);
+      const any = w.begin(2);
+      w.decimal(1, id);
+      w.end(any);
+      w.end(kv);
+    } else if (id !== undefined) stringAttribute(w, 9, RPC_KEYS[2], String(id), MAX_ATTRIBUTE_CHARS);
   }
-  /** rpc.jsonrpc.request_id as recorded (cut to MAX_ATTRIBUTE_CHARS). */
-  get rpcRequestId(): string | undefined {
-    return this.requestId === undefined ? undefined : String(this.requestId).slice(0, MAX_ATTRIBUTE_CHARS);
+  if (x !== undefined) attributes(w, 9, x);
+  spanTail(w, at, s);
+}
+
+/** The rpc.* attributes of a request span as values (the rare path that merges later ones). */
+function derived(s: ServerSpan): Attrs {
+  const a: Attrs = { [RPC_KEYS[0]]: 'jsonrpc', [RPC_KEYS[1]]: s.method!.slice(0, MAX_ATTRIBUTE_CHARS) };
+  if (s.requestId !== undefined) a[RPC_KEYS[2]] = String(s.requestId).slice(0, MAX_ATTRIBUTE_CHARS);
+  return a;
+}
+
+/** Status and flags, then the span's length. */
+function spanTail(w: Writer, at: number, s: ServerSpan): void {
+  const st = w.begin(15);
+  if (s.statusMessage) w.string(2, s.statusMessage);
+  if (s.statusCode) {
+    w.tag(3, WIRE_VARINT);
+    w.varint(s.statusCode);
   }
-  get attributes(): Attributes {
-    const method = this.rpcMethod;
-    if (method === undefined) return this.extra ?? {};
-    const a: Attributes = { [RPC_KEYS[0]]: 'jsonrpc', [RPC_KEYS[1]]: method };
-    const id = this.rpcRequestId;
-    if (id !== undefined) a[RPC_KEYS[2]] = id;
-    return this.extra ? Object.assign(a, this.extra) : a;
-  }
-  get startTime(): HrTime {
-    return hrTimeOf(this.startMs);
-  }
-  get endTime(): HrTime {
-    return hrTimeOf(this.endMs < 0 ? this.startMs : this.endMs);
-  }
-  get duration(): HrTime {
-    const ms = Math.max(0, (this.endMs < 0 ? this.startMs : this.endMs) - this.startMs);
-    const s = Math.trunc(ms / 1000);
-    return [s, Math.round((ms - s * 1000) * 1e6)];
-  }
-  get ended(): boolean {
-    return this.endMs >= 0;
-  }
-  get status(): SpanStatus {
-    return this.statusMessage === undefined ? { code: this.statusCode } : { code: this.statusCode, message: this.statusMessage };
-  }
-  get resource(): Resource {
-    return this.owner.resource;
-  }
-  get instrumentationScope(): InstrumentationScope {
-    return this.owner.scope;
-  }
+  w.end(st);
+  w.fixed32(16, FLAGS_SAMPLED | FLAGS_HAS_IS_REMOTE | (s.parentRemote ? FLAGS_IS_REMOTE : 0));
+  w.end(at);
+}
+
+/** The resource and instrumentation scope of every span of a server, as export requests carry them. */
+export interface SpanOrigin {
+  resource: Attrs;
+  scope: { name: string; version?: string };
+}
+
+/** Sends one ExportTraceServiceRequest's bytes; `done` once they are no longer read. */
+export interface BatchExporter {
+  export(request: Uint8Array, spans: number, done: (r: { code: number; error?: Error }) => void): void;
+  shutdown(): Promise<void>;
 }
 
 export interface BatchOptions {
@@ -199,36 +248,77 @@ export function batchOptions(env: NodeJS.ProcessEnv = process.env): BatchOptions
   return { maxQueue, maxBatch: Math.min(maxQueue, envInt(env, 'OTEL_BSP_MAX_EXPORT_BATCH_SIZE', 512)), delayMs: envInt(env, 'OTEL_BSP_SCHEDULE_DELAY', 5000) };
 }
 
+/** One batch being filled or waiting: spans written after room for the request's header. */
+interface Batch {
+  w: Writer;
+  spans: number;
+}
+
 /**
- * Ended spans queued and exported in batches off the request path: a full batch is sent after
- * the current event-loop turn, a partial one after `delayMs`; one export in flight at a time.
+ * Ended spans written into batches and exported off the request path: a full batch is sent
+ * after the current event-loop turn, a partial one after `delayMs`; one export in flight at a
+ * time. A batch's buffer is reused once its export is done.
  */
-export class SpanBatcher implements SpanOwner {
-  private queue: SpanRecord[] = [];
+export class SpanBatcher implements SpanSink {
+  private readonly resource: Buffer;
+  private readonly scope: Buffer;
+  /** Bytes reserved before the spans for the request's header (its lengths take at most 5 bytes each). */
+  private readonly headerRoom: number;
+  private current: Batch;
+  private readonly full: Batch[] = [];
+  private readonly free: Writer[] = [];
+  private queued = 0;
   private timer: ReturnType<typeof setTimeout> | undefined;
   private immediate = false;
   private inFlight: Promise<void> | undefined;
   private stopped = false;
   /** Spans dropped because the queue was full. */
   dropped = 0;
+  /** Spans handed to the exporter (tests: nothing lost). */
+  exported = 0;
+  readonly maxQueue: number;
 
   constructor(
-    private readonly exporter: SpanExporter,
-    readonly resource: Resource,
-    readonly scope: InstrumentationScope,
+    private readonly exporter: BatchExporter,
+    origin: SpanOrigin,
     private readonly opts: BatchOptions = batchOptions(),
     private readonly onError: (message: string) => void = () => {},
-  ) {}
+  ) {
+    this.maxQueue = opts.maxQueue;
+    const r = new Writer(1024);
+    const rs = r.begin(1); // ResourceSpans.resource
+    attributes(r, 1, origin.resource);
+    r.end(rs);
+    this.resource = written(r);
+    const s = new Writer(256);
+    const sc = s.begin(1); // ScopeSpans.scope
+    s.string(1, origin.scope.name);
+    if (origin.scope.version) s.string(2, origin.scope.version);
+    s.end(sc);
+    this.scope = written(s);
+    this.headerRoom = 1 + 5 + this.resource.length + 1 + 5 + this.scope.length;
+    this.current = this.batch();
+  }
 
-  ended(span: SpanRecord): void {
+  private batch(): Batch {
+    const w = this.free.pop() ?? new Writer();
+    w.pos = this.headerRoom;
+    return { w, spans: 0 };
+  }
+
+  ended(span: ServerSpan, endMs: number): void {
     if (this.stopped) return;
-    if (this.queue.length >= this.opts.maxQueue) {
+    if (this.queued >= this.opts.maxQueue) {
       this.dropped++;
       return;
     }
-    this.queue.push(span);
-    if (this.queue.length >= this.opts.maxBatch) this.soon();
-    else if (!this.timer) {
+    this.queued++;
+    writeSpan(this.current.w, span, endMs);
+    if (++this.current.spans >= this.opts.maxBatch) {
+      this.full.push(this.current);
+      this.current = this.batch();
+      this.soon();
+    } else if (!this.timer) {
       this.timer = setTimeout(() => {
         this.timer = undefined;
         void this.exportOne();
@@ -246,25 +336,52 @@ export class SpanBatcher implements SpanOwner {
     });
   }
 
+  /** The ExportTraceServiceRequest of a batch: its header written just before its spans. */
+  private request(b: Batch): Uint8Array {
+    const w = b.w;
+    const spansLen = w.pos - this.headerRoom;
+    const scopeSpans = this.scope.length + spansLen;
+    const resourceSpans = this.resource.length + 1 + varintLength(scopeSpans) + scopeSpans;
+    const start = this.headerRoom - (1 + varintLength(resourceSpans) + this.resource.length + 1 + varintLength(scopeSpans) + this.scope.length);
+    const end = w.pos;
+    w.pos = start;
+    w.tag(1, WIRE_LEN); // ExportTraceServiceRequest.resource_spans
+    w.varint(resourceSpans);
+    w.bytes(this.resource);
+    w.tag(2, WIRE_LEN); // ResourceSpans.scope_spans
+    w.varint(scopeSpans);
+    w.bytes(this.scope);
+    w.pos = end;
+    return w.buf.subarray(start, end);
+  }
+
   /** Exports up to one batch (waits for the export in flight first). */
   private async exportOne(): Promise<void> {
     while (this.inFlight) await this.inFlight;
-    if (this.queue.length === 0) return;
-    const batch = this.queue.length <= this.opts.maxBatch ? this.queue : this.queue.slice(0, this.opts.maxBatch);
-    this.queue = batch === this.queue ? [] : this.queue.slice(this.opts.maxBatch);
-    if (this.queue.length === 0 && this.timer) {
+    let b = this.full.shift();
+    if (!b && this.current.spans > 0) {
+      b = this.current;
+      this.current = this.batch();
+    }
+    if (!b) return;
+    const batch = b;
+    this.queued -= batch.spans;
+    if (this.queued === 0 && this.timer) {
       clearTimeout(this.timer);
       this.timer = undefined;
     }
+    this.exported += batch.spans;
     this.inFlight = new Promise<void>((resolve) => {
-      this.exporter.export(batch, (r) => {
-        if (r.code !== 0) this.onError(`traces: export of ${batch.length} spans failed: ${r.error?.message ?? 'unknown error'}`);
+      this.exporter.export(this.request(batch), batch.spans, (r) => {
+        if (r.code !== 0) this.onError(`traces: export of ${batch.spans} spans failed: ${r.error?.message ?? 'unknown error'}`);
+        // A failed export may have left a request writing its bytes: that buffer is not reused.
+        else if (this.free.length < 2) this.free.push(batch.w);
         resolve();
       });
     }).finally(() => {
       this.inFlight = undefined;
-      if (this.queue.length >= this.opts.maxBatch) this.soon();
-      else if (this.queue.length > 0 && !this.timer && !this.stopped) {
+      if (this.full.length > 0) this.soon();
+      else if (this.current.spans > 0 && !this.timer && !this.stopped) {
         this.timer = setTimeout(() => {
           this.timer = undefined;
           void this.exportOne();
@@ -277,7 +394,7 @@ export class SpanBatcher implements SpanOwner {
 
   /** Exports everything queued. */
   async forceFlush(): Promise<void> {
-    while (this.queue.length > 0 || this.inFlight) await this.exportOne();
+    while (this.queued > 0 || this.inFlight) await this.exportOne();
   }
 
   async shutdown(): Promise<void> {

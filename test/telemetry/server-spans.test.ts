@@ -1,140 +1,225 @@
-// The server's span records and their batcher: what the OTLP exporter reads from a record
-// (ids, times on the epoch's scale, the rpc.* attributes derived at export, status, parent), and
-// that ended spans are exported in batches after the request's turn, never inside end(), with
-// the queue bounded and everything flushed on shutdown.
+// The server's span records and their batcher: what a span's bytes say once decoded (ids, times
+// on the epoch's scale, the rpc.* attributes, status, parent, flags), that ended spans are
+// exported in batches after the request's turn, never inside end(), with the queue bounded,
+// every span not dropped exported exactly once, a batch's bytes left alone until its export is
+// done, and everything flushed on shutdown.
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { test } from 'node:test';
-import { SpanKind, SpanStatusCode, TraceFlags } from '@opentelemetry/api';
-import { resourceFromAttributes } from '@opentelemetry/resources';
-import type { ReadableSpan, SpanExporter } from '@opentelemetry/sdk-trace-base';
-import { SpanBatcher, SpanRecord, batchOptions, ids } from '../../src/telemetry/server-spans';
+import { KIND_INTERNAL, KIND_SERVER, STATUS_ERROR, ServerSpan, SpanBatcher, batchOptions, type BatchExporter } from '../../src/telemetry/server-spans';
+import { decodeProtobufTraces, type ReceivedSpan } from '../support/telemetry';
 import { waitFor } from '../support/wait';
 
-class MemoryExporter implements SpanExporter {
-  batches: ReadableSpan[][] = [];
+/**
+ * Takes each batch's bytes when its export is done (when the batcher may reuse the buffer), so a
+ * buffer written to while its export ran would decode wrong.
+ */
+class MemoryExporter implements BatchExporter {
+  /** The bytes of each finished export, in order. */
+  done: Buffer[] = [];
+  counts: number[] = [];
   /** performance.now() of each export call. */
   at: number[] = [];
   shut = false;
-  export(spans: ReadableSpan[], done: (r: { code: number }) => void): void {
-    this.batches.push(spans);
+  /** Finishes exports only when told (release()), as a slow collector would. */
+  hold = false;
+  private held: (() => void)[] = [];
+  export(request: Uint8Array, spans: number, done: (r: { code: number }) => void): void {
+    this.counts.push(spans);
     this.at.push(performance.now());
-    setImmediate(() => done({ code: 0 }));
+    const finish = () => {
+      this.done.push(Buffer.from(request));
+      done({ code: 0 });
+    };
+    if (this.hold) this.held.push(finish);
+    else setImmediate(finish);
+  }
+  release(): void {
+    for (const f of this.held.splice(0)) f();
   }
   async shutdown(): Promise<void> {
     this.shut = true;
   }
+  batches(): ReceivedSpan[][] {
+    return this.done.map((r) => decodeProtobufTraces(r));
+  }
+  spans(): ReceivedSpan[] {
+    return this.batches().flat();
+  }
 }
 
-const resource = resourceFromAttributes({ 'service.name': 'under-test' });
-const scope = { name: 'exec-server', version: '1' };
-const hrNs = ([s, ns]: [number, number]) => BigInt(s) * 1_000_000_000n + BigInt(ns);
+const origin = { resource: { 'service.name': 'under-test' }, scope: { name: 'exec-server', version: '1' } };
 
-test('a record reads as the span the SDK would export: ids, epoch times, derived attributes, status', async () => {
+test('a request span decodes as the span the SDK would export: ids, epoch times, rpc attributes, error, flags', async () => {
   const ex = new MemoryExporter();
-  const b = new SpanBatcher(ex, resource, scope, { maxQueue: 100, maxBatch: 10, delayMs: 10 });
+  const b = new SpanBatcher(ex, origin, { maxQueue: 100, maxBatch: 10, delayMs: 10 });
   const before = BigInt(Date.now()) * 1_000_000n;
-  const traceId = ids.traceId();
-  const r = new SpanRecord(b, 'fs/getMetadata', SpanKind.SERVER, traceId, undefined, undefined, 'fs/getMetadata', '7');
+  const s = new ServerSpan(b, 'fs/getMetadata', KIND_SERVER, 'fs/getMetadata', 7, undefined);
   // A span that lasts a while: over real I/O, timed from outside to bound its length from below.
   const t0 = performance.now();
   await readFile(__filename);
   await new Promise<void>((res) => setImmediate(res));
   const lasted = BigInt(Math.floor((performance.now() - t0) * 1e6));
-  r.fail(-32004, 'not found');
-  r.end();
-  r.end(); // a second end is ignored
+  s.fail(-32004, 'not found');
+  s.end();
+  s.end(); // a second end is ignored
   const after = BigInt(Date.now()) * 1_000_000n;
   await b.forceFlush();
-  assert.equal(ex.batches.length, 1);
-  assert.equal(ex.batches[0].length, 1);
-  const s = ex.batches[0][0];
-  const ctx = s.spanContext();
-  assert.match(ctx.traceId, /^[0-9a-f]{32}$/);
-  assert.match(ctx.spanId, /^[0-9a-f]{16}$/);
-  assert.equal(ctx.traceId, traceId);
-  assert.equal(ctx.traceFlags, TraceFlags.SAMPLED);
-  assert.equal(s.parentSpanContext, undefined);
-  assert.equal(s.kind, SpanKind.SERVER);
-  assert.deepEqual(s.attributes, {
+  assert.deepEqual(ex.counts, [1]);
+  const [d] = ex.spans();
+  assert.match(d.traceId, /^[0-9a-f]{32}$/);
+  assert.match(d.spanId, /^[0-9a-f]{16}$/);
+  assert.equal(d.traceId, s.traceId);
+  assert.equal(d.spanId, s.spanId);
+  assert.equal(d.parentSpanId, '');
+  assert.equal(d.kind, 2, 'SERVER');
+  assert.equal(d.name, 'fs/getMetadata');
+  assert.deepEqual(d.attributes, {
     'rpc.system': 'jsonrpc',
     'rpc.method': 'fs/getMetadata',
     'rpc.jsonrpc.request_id': '7',
     'rpc.jsonrpc.error_code': -32004,
     'rpc.jsonrpc.error_message': 'not found',
   });
-  assert.deepEqual(s.status, { code: SpanStatusCode.ERROR, message: 'not found' });
-  const start = hrNs(s.startTime as [number, number]);
-  const end = hrNs(s.endTime as [number, number]);
-  assert.ok(start >= before - 2_000_000n && end <= after + 2_000_000n, `${start}..${end} within ${before}..${after}`);
-  assert.ok(lasted > 0n && end - start >= lasted - 2_000n, `start to end (${end - start} ns) covers the ${lasted} ns between them`);
-  const d = hrNs(s.duration as [number, number]) - (end - start);
-  assert.ok(d >= -2n && d <= 2n, `duration is end - start (off by ${d} ns)`);
-  assert.ok(s.ended);
-  assert.equal(s.resource, resource);
-  assert.deepEqual(s.instrumentationScope, scope);
+  assert.equal(d.statusCode, STATUS_ERROR);
+  assert.equal(d.flags, 0x101, 'sampled, parent not remote');
+  assert.equal(d.serviceName, 'under-test');
+  assert.ok(d.startNs >= before - 2_000_000n && d.endNs <= after + 2_000_000n, `${d.startNs}..${d.endNs} within ${before}..${after}`);
+  assert.ok(lasted > 0n && d.endNs - d.startNs >= lasted - 2_000n, `start to end (${d.endNs - d.startNs} ns) covers the ${lasted} ns between them`);
 });
 
-test('a long method or request id is cut to 128 characters; a child keeps its parent and trace', async () => {
+test('request ids of every kind are written as String() writes them; long methods and ids are cut to 128 characters', async () => {
   const ex = new MemoryExporter();
-  const b = new SpanBatcher(ex, resource, scope, { maxQueue: 100, maxBatch: 10, delayMs: 10 });
-  const parent = new SpanRecord(b, 'other', SpanKind.SERVER, ids.traceId(), undefined, undefined, 'm'.repeat(500), 'i'.repeat(500));
-  const child = new SpanRecord(b, 'process', SpanKind.INTERNAL, parent.traceId, undefined, parent.spanContext());
-  child.setAttribute('process.exit.code', 3);
-  child.end();
-  parent.end();
+  const b = new SpanBatcher(ex, origin, { maxQueue: 100, maxBatch: 50, delayMs: 10 });
+  const idsSent: (number | string | undefined)[] = [0, 9, 10, 99, 12345678901234, Number.MAX_SAFE_INTEGER, -1, 1.5, 1e21, 'req-8', '', 'i'.repeat(500), 'ünï', undefined];
+  for (const id of idsSent) new ServerSpan(b, 'x', KIND_SERVER, 'm'.repeat(500), id, undefined).end();
   await b.forceFlush();
-  const [c, p] = ex.batches.flat();
-  assert.equal((p.attributes['rpc.method'] as string).length, 128);
-  assert.equal((p.attributes['rpc.jsonrpc.request_id'] as string).length, 128);
-  assert.deepEqual(c.attributes, { 'process.exit.code': 3 });
-  assert.equal(c.spanContext().traceId, p.spanContext().traceId);
-  assert.equal(c.parentSpanContext?.spanId, p.spanContext().spanId);
-  assert.notEqual(c.spanContext().spanId, p.spanContext().spanId);
+  const got = ex.spans();
+  assert.equal(got.length, idsSent.length);
+  got.forEach((d, i) => {
+    const id = idsSent[i];
+    assert.equal(d.attributes['rpc.jsonrpc.request_id'], id === undefined ? undefined : String(id).slice(0, 128), `id ${String(id)}`);
+    assert.equal(d.attributes['rpc.method'], 'm'.repeat(128));
+  });
 });
 
-test('ended spans are exported in batches after the turn, bounded by the queue, all flushed on shutdown', async () => {
+test('a process span is a child of its request: same trace, the request as parent, its own id and attributes', async () => {
   const ex = new MemoryExporter();
-  const b = new SpanBatcher(ex, resource, scope, { maxQueue: 25, maxBatch: 10, delayMs: 60_000 });
-  for (let i = 0; i < 30; i++) new SpanRecord(b, 'x', SpanKind.SERVER, ids.traceId(), undefined, undefined, 'x').end();
-  assert.equal(ex.batches.length, 0, 'nothing exported inside end()');
+  const b = new SpanBatcher(ex, origin, { maxQueue: 100, maxBatch: 10, delayMs: 10 });
+  const parent = new ServerSpan(b, 'process/start', KIND_SERVER, 'process/start', 'start-1', { traceId: 'ab'.repeat(16), spanId: 'cd'.repeat(8), sampled: true, traceState: 'vendor=1' });
+  const child = new ServerSpan(b, 'process', KIND_INTERNAL, undefined, undefined, parent);
+  child.setAttribute('exec_server.sandbox_type', 'none');
+  child.setAttribute('process.exit.code', 3);
+  child.setAttribute('exec_server.sandbox_denied', false);
+  child.setStatus(STATUS_ERROR, 'exit code 3');
+  parent.end();
+  child.end();
+  await b.forceFlush();
+  const [p, c] = ex.spans();
+  assert.equal(p.traceId, 'ab'.repeat(16));
+  assert.equal(p.parentSpanId, 'cd'.repeat(8));
+  assert.equal(p.flags, 0x301, 'remote parent');
+  assert.equal(p.traceState, 'vendor=1');
+  assert.equal(c.traceId, p.traceId);
+  assert.equal(c.parentSpanId, p.spanId);
+  assert.notEqual(c.spanId, p.spanId);
+  assert.equal(c.flags, 0x101, 'local parent');
+  assert.equal(c.traceState, 'vendor=1');
+  assert.equal(c.kind, 1, 'INTERNAL');
+  assert.deepEqual(c.attributeKeys, ['exec_server.sandbox_type', 'process.exit.code', 'exec_server.sandbox_denied']);
+  assert.deepEqual(c.attributes, { 'exec_server.sandbox_type': 'none', 'process.exit.code': 3, 'exec_server.sandbox_denied': false });
+  assert.equal(c.statusCode, STATUS_ERROR);
+});
+
+test('ended spans are exported in batches after the turn, bounded by the queue, each exactly once, all flushed on shutdown', async () => {
+  const ex = new MemoryExporter();
+  const b = new SpanBatcher(ex, origin, { maxQueue: 25, maxBatch: 10, delayMs: 60_000 });
+  const made: ServerSpan[] = [];
+  for (let i = 0; i < 30; i++) {
+    const s = new ServerSpan(b, 'x', KIND_SERVER, 'x', i, undefined);
+    made.push(s);
+    s.end();
+  }
+  assert.equal(ex.counts.length, 0, 'nothing exported inside end()');
   assert.equal(b.dropped, 5, 'the queue holds 25');
   await new Promise((r) => setImmediate(r));
-  assert.equal(ex.batches.length, 1, 'a full batch goes after the turn');
-  assert.equal(ex.batches[0].length, 10);
+  assert.deepEqual(ex.counts, [10], 'a full batch goes after the turn');
   await b.shutdown();
-  assert.deepEqual(
-    ex.batches.map((x) => x.length),
-    [10, 10, 5],
-  );
+  assert.deepEqual(ex.counts, [10, 10, 5]);
   assert.ok(ex.shut);
-  new SpanRecord(b, 'late', SpanKind.SERVER, ids.traceId(), undefined, undefined, 'x').end();
+  // The first 25 spans, in order, once each; the 5 beyond the queue are the dropped ones.
+  assert.deepEqual(
+    ex.spans().map((s) => s.spanId),
+    made.slice(0, 25).map((s) => s.spanId),
+  );
+  assert.deepEqual(
+    ex.spans().map((s) => s.attributes['rpc.jsonrpc.request_id']),
+    Array.from({ length: 25 }, (_, i) => String(i)),
+  );
+  new ServerSpan(b, 'late', KIND_SERVER, 'x', 1, undefined).end();
   await b.forceFlush();
-  assert.equal(ex.batches.flat().length, 25, 'nothing queued after shutdown');
+  assert.equal(ex.spans().length, 25, 'nothing queued after shutdown');
+});
+
+test('a batch being exported keeps its bytes while later spans are written; its buffer is reused only after', async () => {
+  const ex = new MemoryExporter();
+  ex.hold = true;
+  const b = new SpanBatcher(ex, origin, { maxQueue: 10_000, maxBatch: 100, delayMs: 60_000 });
+  const expected: string[][] = [];
+  for (let round = 0; round < 8; round++) {
+    const ids: string[] = [];
+    for (let i = 0; i < 100; i++) {
+      const s = new ServerSpan(b, 'fs/getMetadata', KIND_SERVER, 'fs/getMetadata', `${round}-${i}`, undefined);
+      ids.push(s.spanId);
+      s.end();
+    }
+    expected.push(ids);
+    await new Promise((r) => setImmediate(r));
+    // Every other round the export in flight finishes: batches wait, buffers are reused.
+    if (round % 2 === 1) {
+      ex.release();
+      await new Promise((r) => setImmediate(r));
+    }
+  }
+  ex.hold = false;
+  ex.release();
+  await b.shutdown();
+  assert.deepEqual(ex.counts, Array(8).fill(100));
+  assert.deepEqual(
+    ex.batches().map((batch) => batch.map((s) => s.spanId)),
+    expected,
+  );
+  assert.deepEqual(
+    ex.spans().map((s) => s.attributes['rpc.jsonrpc.request_id']),
+    expected.flatMap((ids, r) => ids.map((_, i) => `${r}-${i}`)),
+  );
 });
 
 test('a partial batch is exported after the schedule delay', async () => {
   const ex = new MemoryExporter();
-  const b = new SpanBatcher(ex, resource, scope, { maxQueue: 100, maxBatch: 10, delayMs: 30 });
+  const b = new SpanBatcher(ex, origin, { maxQueue: 100, maxBatch: 10, delayMs: 30 });
   const ended = performance.now();
-  new SpanRecord(b, 'x', SpanKind.SERVER, ids.traceId(), undefined, undefined, 'x').end();
-  await waitFor(() => ex.batches.length > 0, { what: 'the partial batch', timeout: 5_000 });
-  assert.equal(ex.batches.length, 1);
+  new ServerSpan(b, 'x', KIND_SERVER, 'x', 1, undefined).end();
+  await waitFor(() => ex.counts.length > 0, { what: 'the partial batch', timeout: 5_000 });
+  assert.equal(ex.counts.length, 1);
   // Not before the delay (timers never fire early; 1 ms of rounding).
   assert.ok(ex.at[0] - ended >= 29, `exported ${(ex.at[0] - ended).toFixed(1)} ms after the end, before the 30 ms delay`);
 });
 
-test('ids are valid W3C ids and do not repeat', () => {
+test('ids are valid W3C ids and do not repeat, across pool refills', () => {
+  const b = new SpanBatcher(new MemoryExporter(), origin);
   const seen = new Set<string>();
+  const traces = new Set<string>();
   for (let i = 0; i < 5000; i++) {
-    const s = ids.spanId();
-    const t = ids.traceId();
-    assert.match(s, /^[0-9a-f]{16}$/);
-    assert.match(t, /^[0-9a-f]{32}$/);
-    assert.notEqual(s, '0'.repeat(16));
-    seen.add(s);
+    const s = new ServerSpan(b, 'x', KIND_SERVER, 'x', i, undefined);
+    assert.match(s.spanId, /^[0-9a-f]{16}$/);
+    assert.match(s.traceId, /^[0-9a-f]{32}$/);
+    assert.notEqual(s.spanId, '0'.repeat(16));
+    seen.add(s.spanId);
+    traces.add(s.traceId);
   }
   assert.equal(seen.size, 5000);
+  assert.equal(traces.size, 5000);
 });
 
 test('batch limits come from the OTEL_BSP_* variables, the SDK defaults otherwise', () => {
