@@ -11,13 +11,14 @@
 // only, and the namespace stays unshared: nothing leaves it but through the executor.
 import { spawn, type ChildProcess } from 'node:child_process';
 import dgram from 'node:dgram';
-import { accessSync, constants, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { accessSync, constants, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { decide, type DecisionHost } from './decide';
 import { connectPinned, splice } from './stream-io';
 import { FakeDns, isFakeAddress } from './transparent-dns';
+import { bwrapPidOf, firstChildOf } from '../sandbox/backend';
 
 /** How long the helper may take to set the namespace up and hand its sockets over. */
 export const TRANSPARENT_SETUP_TIMEOUT_MS = 10_000;
@@ -76,16 +77,13 @@ export function transparentResolvConf(): string {
 }
 
 /**
- * The first process inside the sandbox: bubblewrap's child (`bwrapPid` is the process the
- * executor spawned, which execs bubblewrap; its child is the one in the new namespaces).
+ * The first process inside the sandbox: bubblewrap's child (`spawnedPid` is the process the
+ * executor spawned: bubblewrap itself, or the sandbox's setup wrapper whose child it is,
+ * ../sandbox/bwrap.ts SETUP_SCRIPT; its child is the one in the new namespaces).
  */
-export function sandboxChildPid(bwrapPid: number): number | undefined {
-  try {
-    const first = readFileSync(`/proc/${bwrapPid}/task/${bwrapPid}/children`, 'utf8').trim().split(/\s+/)[0];
-    return first ? Number(first) : undefined;
-  } catch {
-    return undefined;
-  }
+export function sandboxChildPid(spawnedPid: number): number | undefined {
+  const bwrap = bwrapPidOf(spawnedPid);
+  return bwrap === undefined ? undefined : firstChildOf(bwrap);
 }
 
 /** The helper's listener addresses: 100.66.0.0/16 carries the child's own port. */

@@ -15,9 +15,10 @@
 // and every process in it die with bwrap, even ones that left the group (not so with the pid
 // namespace inherited, --linux-sandbox-pid-namespace inherit: as on the reference, a process
 // that left the group outlives terminate).
+import fs from 'node:fs';
 import { invalidRequest } from '../../protocol/errors';
 import type { SpawnRequest } from '../process/child';
-import { wrapArgv, type BwrapTools, type PidNamespaceMode, type ProxiedSandbox } from './bwrap';
+import { SETUP_NAME, SETUP_SCRIPT, wrapArgv, type BwrapTools, type PidNamespaceMode, type ProxiedSandbox } from './bwrap';
 import type { ManagedSandboxProfile } from './profile';
 import { withCarveOuts } from './carve-outs';
 import { preparedNamespace } from './prepared-namespace';
@@ -67,6 +68,32 @@ export class BwrapBackend implements SandboxBackend {
   guard(profile: ManagedSandboxProfile, onPlant: (p: Planted[]) => void): GuardLease {
     return guardSandbox(resolveProfile(profile).writableRoots, onPlant);
   }
+}
+
+/** The first child of `pid` (the oldest one: /proc lists them in the order they were made). */
+export function firstChildOf(pid: number): number | undefined {
+  try {
+    const first = fs.readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/)[0];
+    return first ? Number(first) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * bubblewrap's pid for a sandboxed process whose spawned pid is `spawnedPid`: that process itself
+ * (it execs bwrap), or under the setup wrapper (./bwrap.ts SETUP_SCRIPT, $0 SETUP_NAME) its only
+ * child, the process substitution that execs bwrap.
+ */
+export function bwrapPidOf(spawnedPid: number): number | undefined {
+  let argv: string[];
+  try {
+    argv = fs.readFileSync(`/proc/${spawnedPid}/cmdline`, 'utf8').split('\0');
+  } catch {
+    return undefined;
+  }
+  // bash --norc -p -c <script> <name> …
+  return argv[5] === SETUP_NAME && argv[4] === SETUP_SCRIPT ? firstChildOf(spawnedPid) : spawnedPid;
 }
 
 /**
