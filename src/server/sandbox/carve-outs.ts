@@ -58,7 +58,7 @@ interface DirEntry {
   /** Protected names (`.git`, `.vscode`, `*.code-workspace`, quarantined ones) found in it. */
   protectedPaths: string[];
   /**
-   * Their `dev:ino` when the directory was read (undefined: gone meanwhile). Valid as long as the
+   * Their identityOf when the directory was read (undefined: gone meanwhile). Valid as long as the
    * entry is: a name only gets another inode through a change to this directory.
    */
   ids: (string | undefined)[];
@@ -110,11 +110,17 @@ function gitfileTarget(file: string): string | undefined {
   }
 }
 
-/** `dev:ino` of `p` itself (not followed); undefined when it is gone. */
+/**
+ * `dev:ino:birth time` of `p` itself (not followed); undefined when it is gone. The birth time
+ * because a filesystem gives a freed inode number to the next file at once (ext4, measured): a
+ * `.git` made right after a known entry was removed had that entry's `dev:ino`, and the plant
+ * guard took it for the known one (test/server/sandbox/plant-guard.attacks.test.ts "inode").
+ * Where the filesystem keeps no birth time (0), `dev:ino` as before.
+ */
 export function identityOf(p: string): string | undefined {
   try {
-    const st = fs.lstatSync(p);
-    return `${st.dev}:${st.ino}`;
+    const st = fs.lstatSync(p, { bigint: true });
+    return `${st.dev}:${st.ino}:${st.birthtimeNs}`;
   } catch {
     return undefined;
   }
@@ -167,7 +173,7 @@ export interface CarveOutScan {
   paths: string[];
   /** The protected entries themselves (a subset of `paths`: names, not what they point to). */
   entries: string[];
-  /** Their `dev:ino` as the scan saw them (./plant-guard.ts tells the user's from new ones by it). */
+  /** Their identityOf as the scan saw them (./plant-guard.ts tells the user's from new ones by it). */
   entryIds: (string | undefined)[];
   /** Every directory visited (listed or carved out whole). */
   dirs: string[];

@@ -36,6 +36,8 @@ export const GUARD_MAX_DIRS = 50_000;
 export const guardTiming = { rescanMs: 2_000 };
 /** Watches are kept this long after the last sandbox of a root closed (back-to-back commands). */
 const LINGER_MS = 10_000;
+/** How far a file's ctime (the kernel's coarse clock) may lag Date.now(). */
+const CTIME_SLACK_MS = 50;
 /** Scans of one changed directory at most in one look while each adds watches (then next turn). */
 const MAX_WATCH_ROUNDS = 8;
 
@@ -114,10 +116,18 @@ class RootGuard {
   private readonly watchers = new Map<string, { w: fs.FSWatcher; ino: number }>();
   readonly leases = new Set<Lease>();
   /**
-   * Protected entries present when the first live sandbox started (device:inode, not path: a
-   * sandbox may move an existing repository away and plant a new `.git` where it was): never moved.
+   * Protected entries present when the first live sandbox started (device, inode and birth time,
+   * not path: a sandbox may move an existing repository away and plant a new `.git` where it
+   * was): never moved.
    */
   private known = new Set<string>();
+  /**
+   * The directories that first scan read, when it stopped at one of its bounds (time under load,
+   * entries, carve-outs); undefined when it read them all. Below the others `known` says nothing.
+   */
+  private baselineDirs: Set<string> | undefined;
+  /** When the first live sandbox started (Date.now()). */
+  private since = 0;
   private readonly dirty = new Set<string>();
   private flushTimer: ReturnType<typeof setImmediate> | undefined;
   private rescanTimer: ReturnType<typeof setInterval> | undefined;
@@ -133,7 +143,9 @@ class RootGuard {
     if (this.leases.size === 0) {
       // Nothing of a sandbox is running here: what exists now is the user's (or was moved aside).
       const scan = scanCarveOuts(this.root);
+      this.since = Date.now();
       this.known = new Set(scan.entryIds.filter((x): x is string => x !== undefined));
+      this.baselineDirs = scan.complete ? undefined : new Set(scan.dirs);
       this.complete = scan.complete;
       this.reason = scan.reason;
       this.watch(scan);
@@ -226,7 +238,27 @@ class RootGuard {
   /** Exists, and is not one of the entries known at the start. */
   private isNew(p: string): boolean {
     const id = identityOf(p);
-    return id !== undefined && !this.known.has(id);
+    return id !== undefined && this.unknown(p, id);
+  }
+
+  /**
+   * `p` (identity `id`) was not there when the first live sandbox started. Where the first scan
+   * read `p`'s directory, by identity. Below where it stopped (a bound: under load, its 2 s), it
+   * never saw what was there: a later, warmer scan that got further found the user's own `.git`
+   * "new", moved it aside and stopped the sandbox (a false kill, test/server/sandbox/
+   * plant-guard.attacks.test.ts "incomplete"). There, an entry is new when its status changed
+   * since the start: creating it, renaming it into place or replacing it sets its ctime, which a
+   * process cannot set back.
+   */
+  private unknown(p: string, id: string): boolean {
+    if (this.known.has(id)) return false;
+    if (!this.baselineDirs || this.baselineDirs.has(path.dirname(p))) return true;
+    try {
+      // ctime comes from the kernel's coarse clock (a tick behind Date.now() at most).
+      return fs.lstatSync(p).ctimeMs >= this.since - CTIME_SLACK_MS;
+    } catch {
+      return false; // gone
+    }
   }
 
   private flush(): Planted[] {
@@ -266,7 +298,7 @@ class RootGuard {
         // By the identity the scan saw (its directory's cache entry is as fresh as the scan).
         scan.entries.forEach((e, i) => {
           const id = scan.entryIds[i];
-          if (isPlantableName(path.basename(e)) && id !== undefined && !this.known.has(id)) moveAside(e);
+          if (isPlantableName(path.basename(e)) && id !== undefined && this.unknown(e, id)) moveAside(e);
         });
         if (added === 0) break;
         forgetTurnScans();

@@ -14,6 +14,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { managedSandbox, workspaceWriteEntries } from '../../../src/protocol/codex-sandbox';
+import { forgetTurnScans, scanCarveOuts } from '../../../src/server/sandbox/carve-outs';
 import { guardSandbox, guardTiming } from '../../../src/server/sandbox/plant-guard';
 import { serverWithTmpDir, startParams, uri, type Client } from '../../support/server';
 import { waitFor } from '../../support/wait';
@@ -200,6 +201,72 @@ test('attack on the watch itself: a .git written into a directory the moment it 
     assert.equal(code, 0);
     const left = () => Array.from({ length: N }, (_, i) => i).filter((i) => !moved.has(path.join(W, `d${i}`, '.git')));
     await waitFor(() => left().length === 0, { timeout: 10_000, what: 'every planted .git to be moved by its event', detail: () => `not moved: d${left().join(', d')}` });
+  } finally {
+    lease.release();
+  }
+});
+
+test('incomplete first scan: an existing .git below where the first scan stopped is not taken for a plant when a later scan gets there; one made during the sandbox still is', async () => {
+  // The first scan of a sandbox's root stops at a bound (under load, its 2 s; here, more than
+  // 4 096 carve-outs): what it did not read is not known. A later, warmer scan that got further
+  // found the user's own repository "new": moved it aside and stopped the sandbox (the old code).
+  const W = path.join(dir, 'incomplete', 'work');
+  const N = 4_400;
+  for (let i = 0; i < N; i++) fs.mkdirSync(path.join(W, `s${i}`, '.vscode'), { recursive: true });
+  forgetTurnScans();
+  const first = scanCarveOuts(W);
+  assert.equal(first.complete, false, 'the scan stops at its carve-out bound');
+  const visited = new Set(first.dirs);
+  const unread = Array.from({ length: N }, (_, i) => path.join(W, `s${i}`)).filter((d) => !visited.has(d));
+  assert.ok(unread.length >= 2, `${unread.length} directories left unread`);
+  const mine = path.join(unread[0], '.git'); // the user's, from before any sandbox
+  fs.mkdirSync(mine);
+  fs.writeFileSync(path.join(mine, 'HEAD'), 'ref: refs/heads/main\n');
+  await new Promise((r) => setTimeout(r, 200));
+  const moved = new Set<string>();
+  const rescanMs = guardTiming.rescanMs;
+  guardTiming.rescanMs = 200;
+  const lease = guardSandbox([W], (p) => {
+    for (const x of p) moved.add(x.path);
+  });
+  guardTiming.rescanMs = rescanMs;
+  try {
+    assert.equal(lease.complete, false);
+    const planted = path.join(unread[1], '.git'); // a plant where the first scan never looked
+    fs.mkdirSync(planted);
+    // The user tidies up: the next scan is no longer stopped by the bound and reads everything.
+    for (const d of [...visited].filter((d) => d !== W).slice(0, 400)) fs.rmdirSync(path.join(d, '.vscode'));
+    await waitFor(() => moved.has(planted), { timeout: 10_000, what: 'the .git made during the sandbox to be moved aside' });
+    assert.ok(!moved.has(mine), 'the existing .git was taken for a plant');
+    assert.ok(fs.existsSync(path.join(mine, 'HEAD')), 'the existing .git is where it was');
+  } finally {
+    lease.release();
+  }
+  assert.ok(!moved.has(mine) && fs.existsSync(mine), 'nor by the last look');
+});
+
+test('inode reuse: a .git made right after a known entry was removed (the filesystem hands out the freed inode number again) is still taken for a plant', async () => {
+  const W = path.join(dir, 'inode-reuse', 'work');
+  for (let i = 0; i < 20; i++) fs.mkdirSync(path.join(W, `k${i}`, '.vscode'), { recursive: true });
+  fs.mkdirSync(path.join(W, 'new'));
+  const moved = new Set<string>();
+  const lease = guardSandbox([W], (p) => {
+    for (const x of p) moved.add(x.path);
+  });
+  const reused: string[] = [];
+  try {
+    assert.equal(lease.complete, true);
+    for (let i = 0; i < 20; i++) {
+      // The user removes a known .vscode; a .git appears in the same moment (a sandbox's plant).
+      const gone = path.join(W, `k${i}`, '.vscode');
+      const planted = path.join(W, 'new', `r${i}`, '.git');
+      fs.mkdirSync(path.dirname(planted));
+      const ino = fs.lstatSync(gone).ino;
+      fs.rmdirSync(gone);
+      fs.mkdirSync(planted);
+      if (fs.lstatSync(planted).ino === ino) reused.push(planted);
+      await waitFor(() => moved.has(planted), { timeout: 10_000, what: `${planted} to be moved aside`, detail: () => `its inode number was the removed entry's: ${reused.includes(planted)} (so far ${reused.length} of ${i + 1})` });
+    }
   } finally {
     lease.release();
   }
