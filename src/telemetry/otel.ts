@@ -62,15 +62,15 @@ function serverTraces(c: TelemetryConfig, log: Log): ServerTraces | undefined {
  * made, so an unsampled request creates no span, ids or context; a request with a parent by the
  * sampler's rules for a remote parent.
  */
-function startSpan(t: ServerTraces, name: string, kind: number, wireTrace: unknown, method?: string, requestId?: RequestId): ServerSpan | undefined {
+function startSpan(t: ServerTraces, name: string, kind: number, wireTrace: unknown, method?: string, requestId?: RequestId, startMs = performance.now()): ServerSpan | undefined {
   const parent = wireTrace === undefined || wireTrace === null ? undefined : parseWireTrace(wireTrace);
   if (parent === undefined) {
     const rate = t.sampler.rootRate;
     if (rate < 1 && !(Math.random() < rate)) return undefined;
-    return new ServerSpan(t.batcher, name, kind, method, requestId, undefined);
+    return new ServerSpan(t.batcher, name, kind, method, requestId, undefined, startMs);
   }
   if (!t.sampler.parented(parent)) return undefined;
-  return new ServerSpan(t.batcher, name, kind, method, requestId, parent);
+  return new ServerSpan(t.batcher, name, kind, method, requestId, parent, startMs);
 }
 
 interface Instruments {
@@ -102,9 +102,10 @@ function instruments(mp: MeterProvider, meter: RequestMeter): Instruments {
  * (for a child process span) is made only when a process asks for it.
  */
 class OtelRequest implements RequestRecord {
-  private readonly t0 = performance.now();
   private done = false;
   constructor(
+    /** performance.now() at the start: the span's start time too (one clock reading a request, one at its end). */
+    private readonly t0: number,
     /** Its span when traced and sampled; an unsampled request's processes are not traced either. */
     readonly span: ServerSpan | undefined,
     private readonly label: string,
@@ -113,11 +114,12 @@ class OtelRequest implements RequestRecord {
   end(error?: CallError): void {
     if (this.done) return;
     this.done = true;
+    const now = performance.now();
     if (this.span) {
       if (error) this.span.fail(error.code, error.message);
-      this.span.end();
+      this.span.end(now);
     }
-    if (this.inst) this.inst.meter.record(this.inst.meter.series(this.label, error !== undefined), (performance.now() - this.t0) / 1000);
+    if (this.inst) this.inst.meter.record(this.inst.meter.series(this.label, error !== undefined), (now - this.t0) / 1000);
   }
 }
 
@@ -242,7 +244,8 @@ function serverTelemetry(
     request(method: string, id: RequestId | undefined, wireTrace: unknown): RequestRecord {
       const label = methodLabel(method);
       // Sampling is decided first: an unsampled request creates no span, ids or context.
-      return new OtelRequest(traces ? startSpan(traces, label, KIND_SERVER, wireTrace, method, id) : undefined, label, inst);
+      const t0 = performance.now();
+      return new OtelRequest(t0, traces ? startSpan(traces, label, KIND_SERVER, wireTrace, method, id, t0) : undefined, label, inst);
     },
     process(parent: RequestRecord): ProcessRecord {
       if (!traces) return new OtelProcess(undefined, inst);

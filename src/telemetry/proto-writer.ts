@@ -172,23 +172,29 @@ export class Writer {
     this.buf.writeDoubleLE(v, this.pos);
     this.pos += 8;
   }
-  /** Starts a length-delimited field; returns where its content starts (pass it to end). */
-  begin(field: number): number {
+  /**
+   * Starts a length-delimited field with `room` bytes for its length (1, or 2 when it is likely
+   * to be 128..16383 bytes long); returns where its content starts (pass it to end).
+   */
+  begin(field: number, room = 1): number {
     this.tag(field, WIRE_LEN);
-    this.ensure(1);
-    this.pos++;
+    this.ensure(room);
+    this.pos += room;
+    this.buf[this.pos - 1] = room;
     return this.pos;
   }
+  /** Writes the length of the field begun at `start`, moving its content if the room left for the length was not right. */
   end(start: number): void {
     const len = this.pos - start;
-    let extra = 0;
-    for (let v = len; v > 0x7f; v = Math.floor(v / 0x80)) extra++;
-    if (extra > 0) {
-      this.ensure(extra);
-      this.buf.copyWithin(start + extra, start, this.pos);
-      this.pos += extra;
+    const room = this.buf[start - 1];
+    const need = varintLength(len);
+    if (need !== room) {
+      this.ensure(need - room);
+      this.buf.copyWithin(start + need - room, start, this.pos);
+      this.pos += need - room;
+      start += need - room;
     }
-    let at = start - 1;
+    let at = start - need;
     let v = len;
     while (v > 0x7f) {
       this.buf[at++] = (v % 0x80) | 0x80;

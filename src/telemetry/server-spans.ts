@@ -6,7 +6,6 @@
 // and times they held) were what made scavenges 2-3x longer with every request traced
 // (docs/performance.md, "Telemetry cost"). No OpenTelemetry import: the SDK's span, context,
 // sampler and processor are not used, nor loaded, on this path.
-import { randomFillSync } from 'node:crypto';
 import type { RequestId } from '../protocol/types';
 import { attributes, hexInto, stringAttribute, varintLength, WIRE_LEN, WIRE_VARINT, Writer, written, type AttrValue, type Attrs } from './proto-writer';
 import type { WireParent } from './trace-context';
@@ -33,16 +32,20 @@ const SLOT = 32;
 const POOL_BYTES = 64 * 1024;
 
 /**
- * Slots of random bytes for span ids: one randomFillSync per ~2000 spans. A full pool is
- * replaced, never refilled, since an open span (a process's, for its life) still reads its slot.
+ * Slots for span ids in shared 64 KiB buffers. A full buffer is replaced, never rewritten, since
+ * an open span (a process's, for its life) still reads its slot. The ids are random words from
+ * Math.random(), as the SDK's RandomIdGenerator makes them: crypto's randomFillSync cost ~180 ns
+ * a span, a tenth of a traced request's telemetry CPU.
  */
 class IdPool {
   buf = Buffer.allocUnsafe(0);
+  words = new Uint32Array(0);
   private at = 0;
-  /** The offset of a fresh slot in `buf` (read `buf` after this call). */
+  /** The byte offset of a fresh slot in `buf` (read `buf` and `words` after this call). */
   slot(): number {
     if (this.at + SLOT > this.buf.length) {
-      this.buf = randomFillSync(Buffer.allocUnsafe(POOL_BYTES));
+      this.words = new Uint32Array(POOL_BYTES / 4);
+      this.buf = Buffer.from(this.words.buffer);
       this.at = 0;
     }
     const at = this.at;
@@ -53,10 +56,11 @@ class IdPool {
 
 export const ids = new IdPool();
 
-/** An all-zero id is invalid (W3C): vanishingly rare, but never emitted. */
-function nonZero(buf: Buffer, at: number, n: number): void {
-  for (let i = at; i < at + n; i++) if (buf[i] !== 0) return;
-  buf[at + n - 1] = 1;
+/** `n` random 32-bit words from word `w` on; an all-zero id is invalid (W3C): vanishingly rare, but never emitted. */
+function randomWords(words: Uint32Array, w: number, n: number): void {
+  let any = 0;
+  for (let i = w; i < w + n; i++) any |= words[i] = (Math.random() * 0x1_0000_0000) >>> 0;
+  if (any === 0) words[w] = 1;
 }
 
 /** Where a span goes when it ends. */
@@ -69,7 +73,6 @@ export interface SpanSink {
  * and `requestId` when written) or a process's (kind INTERNAL).
  */
 export class ServerSpan {
-  readonly startMs = performance.now();
   /** The pool buffer and offset of this span's ids. */
   readonly idBuf: Buffer;
   readonly idOff: number;
@@ -91,17 +94,19 @@ export class ServerSpan {
     readonly method: string | undefined,
     readonly requestId: RequestId | undefined,
     parent: ServerSpan | WireParent | undefined,
+    /** performance.now() at the start (the request's own reading, when it has one). */
+    readonly startMs = performance.now(),
   ) {
     const at = ids.slot();
     const buf = ids.buf;
     this.idBuf = buf;
     this.idOff = at;
-    nonZero(buf, at + 16, 8);
+    randomWords(ids.words, (at + 16) >> 2, 2);
     if (parent === undefined) {
       this.hasParent = false;
       this.parentRemote = false;
       this.traceState = undefined;
-      nonZero(buf, at, 16);
+      randomWords(ids.words, at >> 2, 4);
     } else if (parent instanceof ServerSpan) {
       this.hasParent = true;
       this.parentRemote = false;
@@ -140,10 +145,11 @@ export class ServerSpan {
     this.statusMessage = message;
   }
 
-  end(): void {
+  /** Ends the span at `endMs` (performance.now(); the request's own reading, when it has one). */
+  end(endMs = performance.now()): void {
     if (this.ended) return;
     this.ended = true;
-    this.sink.ended(this, performance.now());
+    this.sink.ended(this, endMs);
   }
 }
 
@@ -159,7 +165,8 @@ const RPC_SYSTEM = (() => {
 
 /** Writes an ended span as ScopeSpans.spans (2). */
 export function writeSpan(w: Writer, s: ServerSpan, endMs: number): void {
-  const at = w.begin(2);
+  // A span is 128 bytes or more, mostly: its length gets two bytes at once, so end() does not shift it.
+  const at = w.begin(2, 2);
   const ib = s.idBuf;
   const io = s.idOff;
   w.raw(1, ib, io, 16);
