@@ -3,8 +3,8 @@
 // unit-tested. See ./backend.ts for how a spawn request is wrapped and why the command
 // runs under `env --ignore-signal` / `env --default-signal`.
 import path from 'node:path';
-import { MINIMAL_READ_PATHS, accessFor, type ManagedSandboxProfile } from './profile';
-import { realFs, type FsProbe } from './resolve';
+import { MINIMAL_READ_PATHS, accessFor, decidingRule, type ManagedSandboxProfile } from './profile';
+import { realFs, resolvePath, type FsProbe } from './resolve';
 import { INNER_MOUNTS, holderMounts, type EnterNamespace } from './prepared-namespace';
 
 /** The descriptor bwrap reads the seccomp program from (opened by the `sh` in front of it). */
@@ -273,7 +273,7 @@ export function wrapArgv(
   // relay's node binary (and the directory it loads from) is made readable when it is not.
   const netProfile = proxied ? { ...profile, network: 'restricted' as const } : profile;
   const extra = proxied && accessFor(profile, path.dirname(proxied.node)) === 'none' ? ['--ro-bind', path.dirname(proxied.node), path.dirname(proxied.node)] : [];
-  if (proxied?.resolvConf) extra.push('--ro-bind', proxied.resolvConf, '/etc/resolv.conf');
+  if (proxied?.resolvConf) extra.push(...resolvConfMounts(netProfile, proxied.resolvConf, probe));
   const args = bwrapArgs(netProfile, req.cwd, tools, probe, pidNamespace);
   // The extra binds go before the namespace flags (bwrapArgs ends with them), after the mounts.
   const at = args.indexOf('--unshare-user');
@@ -292,6 +292,40 @@ export function wrapArgv(
   }
   if (!program) return outer;
   return [tools.sh, '-c', `exec ${SECCOMP_FD}<"$0" && exec "$@"`, program, ...outer];
+}
+
+/**
+ * The mounts that put `file` (transparent TCP's resolv.conf) where the sandbox's /etc/resolv.conf
+ * leads. bwrap binds onto where a destination's symlinks lead, and creates a missing file there
+ * only in a directory it may write: a host whose /etc/resolv.conf is a dangling link
+ * (systemd-resolved's `../run/systemd/resolve/stub-resolv.conf` with resolved stopped, a
+ * container without that directory) failed every transparent start with "Can't create file at
+ * /etc/resolv.conf" (test/server/sandbox/bwrap.resolv-conf.test.ts). So when the link's target
+ * does not exist:
+ * - in the sandbox's own empty root (no rule decides there): bound at the target, its
+ *   directories made there by bwrap;
+ * - below a directory the sandbox reads and no rule reaches into: that directory becomes a
+ *   tmpfs holding its own entries again (each bound read-only from the host, links re-made),
+ *   plus the missing directories and the file, then made read-only: the same view, and the file;
+ * - otherwise not bound (the sandbox resolves as the host does: nothing answers on 127.0.0.1).
+ */
+export function resolvConfMounts(profile: ManagedSandboxProfile, file: string, probe: FsProbe = realFs): string[] {
+  const target = resolvePath('/etc/resolv.conf', probe);
+  if (target.exists) return ['--ro-bind', file, '/etc/resolv.conf'];
+  if (!profile.fullRead && !profile.fullWrite && decidingRule(profile, target.path) === undefined) return ['--ro-bind', file, target.path];
+  let dir = path.dirname(target.path);
+  while (dir !== '/' && probe.kind(dir) !== 'directory') dir = path.dirname(dir);
+  const reachesInto = profile.rules.some((r) => r.path.startsWith(`${dir}/`));
+  if (dir === '/' || isVirtual(dir) || !probe.list || reachesInto || accessFor(profile, dir) !== 'read') return [];
+  const out = ['--tmpfs', dir];
+  for (const name of probe.list(dir)) {
+    const p = path.join(dir, name);
+    const kind = probe.kind(p);
+    if (kind === 'symlink') out.push('--symlink', probe.readlink(p), p);
+    else if (kind !== 'missing') out.push('--ro-bind-try', p, p);
+  }
+  out.push('--ro-bind', file, target.path, '--remount-ro', dir);
+  return out;
 }
 
 /** SETUP_SCRIPT's $0 (how ./backend.ts bwrapPidOf knows the wrapper). */

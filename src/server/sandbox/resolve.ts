@@ -11,6 +11,8 @@ export interface FsProbe {
   /** lstat-like: what the path itself is, without following a final symlink. */
   kind(p: string): 'directory' | 'file' | 'symlink' | 'other' | 'missing';
   readlink(p: string): string;
+  /** The names in directory `p` ([] when it cannot be listed). */
+  list?(p: string): string[];
 }
 
 export const realFs: FsProbe = {
@@ -25,6 +27,13 @@ export const realFs: FsProbe = {
     }
   },
   readlink: (p) => fs.readlinkSync(p),
+  list(p) {
+    try {
+      return fs.readdirSync(p);
+    } catch {
+      return [];
+    }
+  },
 };
 
 /** Same limit as Linux (MAXSYMLINKS). */
