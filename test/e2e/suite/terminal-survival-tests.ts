@@ -137,7 +137,9 @@ export function registerTerminalSurvivalTests(): void {
       await waitInTerminal('connection lost — reconnecting…', 2, 10_000);
       const noticeMs = Date.now() - killedAt;
       assert(noticeMs < 8_000, `the terminal said so ${noticeMs} ms after the kill (not after the 25 s recovery)`);
-      const rows = await uiTexts(VIEW_ROWS, name, 10_000);
+      // The view redraws on the connection's state event, which may come a moment after the
+      // terminal's notice: wait for this row to read reconnecting (a row stuck on connected fails).
+      const rows = await uiTexts(`${VIEW_ROWS}:has-text("${name}")`, 'reconnecting', 10_000);
       const row = rows.find((r) => r.includes(name)) ?? '';
       assert(/reconnecting/.test(row) && !/failed/.test(row), `the view row reads reconnecting: "${row}"`);
 
