@@ -46,8 +46,9 @@ class ServerFrameReader extends FrameReader {
   }
 
   protected allocSlab(bytes: number): Buffer {
-    // Only slab-sized blocks are recycled; a larger frame's own slab is left to the GC.
-    return bytes === SLAB_BYTES ? takeReadBlock(SLAB_BYTES) : Buffer.allocUnsafeSlow(bytes);
+    // Only slab-sized blocks are recycled; a larger frame's own slab is left to the GC. Heap
+    // memory: payloads are unmasked in place by JavaScript (read-blocks.ts BlockMemory).
+    return bytes === SLAB_BYTES ? takeReadBlock(SLAB_BYTES, 'heap') : Buffer.allocUnsafeSlow(bytes);
   }
   protected dropSlab(slab: Buffer): void {
     releaseChunk(slab);

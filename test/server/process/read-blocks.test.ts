@@ -11,7 +11,7 @@ import { PassThrough } from 'node:stream';
 import WebSocket from 'ws';
 import { connectInProcess } from '../../../src/client/connect';
 import { ExecServer } from '../../../src/server/exec-server';
-import { donateChunk, holdChunk, isRecycled, lendChunk, READ_BLOCK_BYTES, readBlockStats, releaseChunk, returnChunk, takeReadBlock } from '../../../src/server/process/read-blocks';
+import { donateChunk, dropFreeBlocks, holdChunk, isRecycled, lendChunk, READ_BLOCK_BYTES, readBlockStats, releaseChunk, returnChunk, takeReadBlock } from '../../../src/server/process/read-blocks';
 import { readRecycled } from '../../../src/server/process/recycled-pipe-reader';
 import { spawn } from 'node:child_process';
 import { decodeOutputFrame } from '../../../src/transports/output-frame';
@@ -19,6 +19,8 @@ import { LineChecker, ourWsServer } from '../../support/flow';
 import { waitFor } from '../../support/wait';
 import { connectClient, startParams, uri } from '../../support/server';
 import os from 'node:os';
+import v8 from 'node:v8';
+import vm from 'node:vm';
 
 /** python3 writing numbered 10-byte lines ("A00000001\n"…) in 1 MiB writes (so pipe reads are full 64 KiB). */
 function numbered(prefix: string, lines: number): string[] {
@@ -106,6 +108,29 @@ test('lent chunks: given back once, and only by a view of the chunk lent; a seco
   returnChunk(b.subarray(0, 10));
   releaseChunk(b);
   assert.notEqual(takeReadBlock().buffer, b.buffer, 'the hold stands');
+});
+
+test('read blocks: the memory of dropped blocks goes back to the system, also with live allocations between them', async () => {
+  // As in a server: blocks taken while other buffers are allocated, so live C-heap chunks sit
+  // between the blocks. Blocks from malloc stayed resident after being freed (glibc returns
+  // only the top of its heap); mapped blocks are unmapped once collected.
+  const blocks: Buffer[] = [];
+  const between: Buffer[] = [];
+  for (let i = 0; i < 512; i++) {
+    const b = takeReadBlock();
+    b.fill(i & 0xff); // touched: resident
+    blocks.push(b);
+    between.push(Buffer.allocUnsafeSlow(256));
+  }
+  const full = process.memoryUsage.rss();
+  for (const b of blocks.splice(0)) releaseChunk(b);
+  dropFreeBlocks();
+  v8.setFlagsFromString('--expose-gc');
+  const gc = vm.runInNewContext('gc') as () => void;
+  gc();
+  const back = () => process.memoryUsage.rss() < full - 24 * 1024 * 1024;
+  await waitFor(back, { what: '32 MiB of dropped blocks to leave the resident set', timeout: 5_000, interval: 20, detail: () => `rss ${full >> 20} -> ${process.memoryUsage.rss() >> 20} MiB` });
+  assert.equal(between.length, 512);
 });
 
 test('recycled reader: a streaming child is read into reused blocks; every byte arrives in order, also across pauses', async () => {

@@ -1,10 +1,10 @@
-// Router fuzzing: 100 000 generated and mutated request frames (plus client notifications)
-// thrown directly at ServerConnection.requestUntyped / notification of a real ExecServer
+// Router fuzzing: 100 000 generated and mutated request frames (plus client notifications),
+// in two shards (router.fuzz-0/-1.test.ts, the even and the odd batches: the same frames as one
+// run, in two files that fit the per-file timeout on a loaded 2-core machine), thrown directly at ServerConnection.requestUntyped / notification of a real ExecServer
 // (real processes, real files in a scratch dir). Asserts: nothing throws synchronously,
 // every request settles with a JSON-serializable result or an RpcError with an integer code,
 // no handler crashes into an internal TypeError, nothing outlives shutdown, and the server
 // still answers afterwards. Seeded: a failure prints the seed and the offending frame.
-import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, realpathSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -19,7 +19,7 @@ import { waitFor } from '../support/wait';
 
 const TOTAL_FRAMES = 100_000;
 const BATCH = 500;
-const SEED = Number(process.env.FUZZ_SEED ?? 20261129);
+export const SEED = Number(process.env.FUZZ_SEED ?? 20261129);
 
 interface Stats {
   results: Map<string, number>;
@@ -32,7 +32,8 @@ function bump<K>(m: Map<K, number>, k: K): void {
   m.set(k, (m.get(k) ?? 0) + 1);
 }
 
-test(`router fuzz: ${TOTAL_FRAMES} generated/mutated frames at requestUntyped/notification (seed ${SEED})`, async () => {
+/** Runs the batches `shard`, `shard + shards`, … of the 100 000 frames (batch b is seeded SEED + b). */
+export async function routerFuzz(shard: number, shards: number): Promise<void> {
   const scratch = realpathSync(mkdtempSync(path.join(tmpdir(), 'exec-fuzz-')));
   const originalCwd = process.cwd();
   process.chdir(scratch); // belt and braces: nothing relative can land in the repo
@@ -65,7 +66,7 @@ test(`router fuzz: ${TOTAL_FRAMES} generated/mutated frames at requestUntyped/no
 
   let sent = 0;
   try {
-    for (let batch = 0; sent < TOTAL_FRAMES; batch++) {
+    for (let batch = shard; batch * BATCH < TOTAL_FRAMES; batch += shards) {
       const frames: Frame[] = fc.sample(frameArb, { numRuns: BATCH, seed: SEED + batch });
       const work = frames.map(async (raw, i) => {
         const frame = sanitize(raw, scratch, closedUrl) as Frame;
@@ -126,10 +127,10 @@ test(`router fuzz: ${TOTAL_FRAMES} generated/mutated frames at requestUntyped/no
     rmSync(scratch, { recursive: true, force: true });
   }
   const total = (m: Map<string, number>) => [...m.values()].reduce((a, b) => a + b, 0);
-  console.log(`router fuzz: ${sent} frames, ${total(stats.results)} results, ${total(stats.errors)} errors ` +
+  console.log(`router fuzz shard ${shard}/${shards}: ${sent} frames, ${total(stats.results)} results, ${total(stats.errors)} errors ` +
     `(${[...stats.codes].map(([c, n]) => `${c}:${n}`).join(' ')}), ${stats.notifications} notifications, ` +
     `${internalErrors.length} internal -32603 logs`);
-});
+}
 
 function safeJson(v: unknown): string {
   try {
