@@ -5,9 +5,13 @@
 // looks at the event loop: when the last second was idle and the resident set is well above
 // what it was after the previous collection, it runs one full collection. Busy servers are left
 // alone (V8's own scheduling is better there), and an idle one is checked, not collected.
-// V8 keeps its young generation at the size the burst grew it to (16 MiB here after a stream,
-// from 4 MiB at start) until a collection finds the allocation rate of the last ~5 s low: so
-// when the server stays idle for that long, one more collection gives that back too.
+// V8 also keeps its young generation at the size a burst grew it to (up to 32 MiB from 1–4 MiB)
+// until a collection finds the allocation rate low, and it judges that rate over its last ten
+// collections or 5 s: left to itself an idle server shrinks it ~6 s after the work, and
+// every young collection of the burst still counts against it. So once the loop has been quiet
+// for a whole look after a full collection, the collector runs ten young collections of the
+// near-empty young generation (each a record of almost no allocation, which pushes the burst's
+// records out) and a full one, in which V8 shrinks it (docs/performance.md, memory).
 // Only for a process that is a server of its own (the CLI); the VS Code extension host has
 // other tenants and its own memory policy.
 import { performance } from 'node:perf_hooks';
@@ -22,12 +26,8 @@ export interface IdleCollectorOptions {
   idleUtilization?: number;
   /** Growth of the resident set since the last collection that is worth a collection (bytes). */
   growthBytes?: number;
-  /**
-   * Idle time after which one more collection lets V8 shrink a grown young generation (ms).
-   * V8 shrinks it in a collection when the allocation rate it measured over the last 5 s is low,
-   * so this is a little over 5 s of quiet since the last collection.
-   */
-  youngReleaseMs?: number;
+  /** The young generation's committed size at rest (bytes): above it, a quiet server gives the rest back. */
+  youngRestBytes?: number;
 }
 
 /** Collections the idle collector ran (tests: that it runs when idle, and not while busy). */
@@ -39,16 +39,22 @@ export function youngGenerationBytes(): number {
   return 0;
 }
 
-/** A full-collection function, or undefined when this runtime does not give one. */
-function fullGc(): (() => void) | undefined {
-  const existing = (globalThis as { gc?: () => void }).gc;
+/** V8's collector from --expose-gc: a full collection, or a young one with `{ type: 'minor' }`. */
+type Gc = (options?: { type: 'minor' }) => void;
+
+/** Young collections that fill V8's record of recent collections (ten entries in V8 11). */
+const YOUNG_RECORDS = 10;
+
+/** The collector, or undefined when this runtime does not give one. */
+function exposedGc(): Gc | undefined {
+  const existing = (globalThis as { gc?: Gc }).gc;
   if (typeof existing === 'function') return existing;
   try {
     // --expose-gc takes effect for contexts created afterwards: a new context's `gc` is the
     // collector of the whole isolate. The main context's globals are left as they were.
     v8.setFlagsFromString('--expose-gc');
     const gc = vm.runInNewContext('gc') as unknown;
-    return typeof gc === 'function' ? (gc as () => void) : undefined;
+    return typeof gc === 'function' ? (gc as Gc) : undefined;
   } catch {
     return undefined;
   }
@@ -56,28 +62,32 @@ function fullGc(): (() => void) | undefined {
 
 /** Starts the idle collector; returns its stop function (a no-op when no collector is available). */
 export function startIdleCollector(o: IdleCollectorOptions = {}): () => void {
-  const gc = fullGc();
+  const gc = exposedGc();
   if (!gc) return () => {};
   const intervalMs = o.intervalMs ?? 1000;
   const idleUtilization = o.idleUtilization ?? 0.05;
   const growth = o.growthBytes ?? 16 * 1024 * 1024;
-  const youngAfter = o.youngReleaseMs ?? 5_500;
+  // V8 11 starts the young generation at 1 MiB and shrinks it back to 1–2 MiB.
+  const youngRest = o.youngRestBytes ?? 2 * 1024 * 1024;
   let baseline = process.memoryUsage.rss();
   let last = performance.eventLoopUtilization();
-  // The young generation's size at start: what a release brings it back to.
-  const youngFloor = youngGenerationBytes();
-  // Since when the loop has been quiet with nothing collected (a release waits for youngAfter of it).
-  let quietSince = performance.now();
-  // Releases tried in this quiet stretch: at most two (if V8 keeps the space, it stays kept).
-  let youngTries = 0;
+  // A full collection ran in this quiet stretch (the young generation's release follows it).
+  let collected = false;
+  // The release was tried in this quiet stretch: once (if V8 keeps the space, it stays kept).
+  let youngTried = false;
+  const full = () => {
+    gc();
+    idleCollectorStats.collections++;
+    baseline = process.memoryUsage.rss();
+    collected = true;
+  };
   const timer = setInterval(() => {
     const now = performance.eventLoopUtilization();
     const utilization = performance.eventLoopUtilization(now, last).utilization;
     last = now;
-    const t = performance.now();
     if (utilization >= idleUtilization) {
-      quietSince = t;
-      youngTries = 0;
+      collected = false;
+      youngTried = false;
       return;
     }
     const rss = process.memoryUsage.rss();
@@ -85,19 +95,20 @@ export function startIdleCollector(o: IdleCollectorOptions = {}): () => void {
     if (rss - baseline >= growth) {
       // The read blocks kept for reuse (up to 16 MiB) go too: an idle server is not streaming.
       dropFreeBlocks();
-      gc();
-      idleCollectorStats.collections++;
-      baseline = process.memoryUsage.rss();
-      quietSince = performance.now();
+      full();
       return;
     }
-    if (youngTries < 2 && t - quietSince >= youngAfter && youngGenerationBytes() > youngFloor) {
-      youngTries++;
-      gc();
-      idleCollectorStats.youngReleases++;
-      baseline = Math.min(baseline, process.memoryUsage.rss());
-      quietSince = performance.now();
-    }
+    if (youngTried || youngGenerationBytes() <= youngRest) return;
+    // First a full collection, then, a quiet look later, the release (measured on Node 20: the
+    // release right after the burst, without that full collection between, left the space as it was).
+    if (!collected) return full();
+    youngTried = true;
+    // Quiet for two looks: the free read blocks go as well (mapped, so their pages with them).
+    dropFreeBlocks();
+    for (let i = 0; i < YOUNG_RECORDS; i++) gc({ type: 'minor' });
+    gc();
+    idleCollectorStats.youngReleases++;
+    baseline = Math.min(baseline, process.memoryUsage.rss());
   }, intervalMs);
   timer.unref();
   return () => clearInterval(timer);
