@@ -6,9 +6,8 @@
 // from before telemetry existed, to show that "off" costs nothing. The "on" server is checked
 // to have really exported spans and counted every request (a silently broken exporter would
 // look free).
+import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
-import * as http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import type { BenchClient } from './bench-client';
 import type { Fixtures } from './fixtures';
@@ -36,28 +35,41 @@ export interface TelemetryBenchResult {
   /** Requests the "on" servers' Prometheus endpoints counted, and requests sent to them. */
   requestsCounted: number;
   requestsSent: number;
+  /** Requests sent to the "on" servers at 100 % (one span each, plus a process span per spawn), and spans they dropped (queue full; their shutdown log). */
+  requestsSentOn: number;
+  spansDropped: number;
 }
 
-/** An OTLP/HTTP sink: accepts export requests, counts them and their bytes. */
-async function otlpSink(): Promise<{ url: string; requests: () => number; bytes: () => number; close(): Promise<void> }> {
-  let requests = 0;
-  let bytes = 0;
-  const server = http.createServer((req, res) => {
-    req.on('data', (c: Buffer) => (bytes += c.length));
-    req.on('end', () => {
-      requests++;
-      res.writeHead(200, { 'Content-Type': 'application/x-protobuf' }).end();
+/**
+ * An OTLP/HTTP sink in a process of its own: accepts export requests, counts them and their
+ * bytes (GET /stats). In the benchmark's own process it answered an export only when the client
+ * had taken in a whole pipelined burst, so the server's exports took ~100 ms each and most
+ * spans of a burst were dropped as the queue filled: "on" looked cheaper than a server whose
+ * collector keeps up.
+ */
+async function otlpSink(): Promise<{ url: string; stats: () => Promise<{ requests: number; bytes: number }>; close(): Promise<void> }> {
+  const code = `
+    let requests = 0, bytes = 0;
+    const server = require('node:http').createServer((req, res) => {
+      if (req.method === 'GET') return res.end(JSON.stringify({ requests, bytes }));
+      req.on('data', (c) => (bytes += c.length));
+      req.on('end', () => { requests++; res.writeHead(200, { 'Content-Type': 'application/x-protobuf' }).end(); });
     });
+    server.listen(0, '127.0.0.1', () => console.log(server.address().port));
+    process.stdin.on('end', () => process.exit(0)).resume();`;
+  const child = spawn(process.execPath, ['-e', code], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const port = await new Promise<number>((resolve, reject) => {
+    child.stdout.setEncoding('utf8').once('data', (d: string) => resolve(Number(d.trim())));
+    child.once('exit', (c) => reject(new Error(`the OTLP sink exited (${c})`)));
   });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const url = `http://127.0.0.1:${port}`;
   return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    requests: () => requests,
-    bytes: () => bytes,
+    url,
+    stats: async () => (await (await fetch(`${url}/stats`)).json()) as { requests: number; bytes: number },
     close: () =>
       new Promise<void>((r) => {
-        server.closeAllConnections();
-        server.close(() => r());
+        child.once('exit', () => r());
+        child.stdin.end();
       }),
   };
 }
@@ -173,6 +185,10 @@ export async function telemetryOverhead(
   const samples = new Map<Mode, Samples>(modes.map((m) => [m, { rttUs: [], pipelinedPerSec: [], spawnMs: [], cpuMsPer1k: [], warmCpuMsPer1k: [] }]));
   let requestsSent = 0;
   let requestsCounted = 0;
+  let requestsSentOn = 0;
+  let exportRequests = 0;
+  let exportBytes = 0;
+  let spansDropped = 0;
   try {
     for (let round = 0; round < cfg.rounds; round++) {
       const order = round % 2 === 0 ? modes : [...modes].reverse();
@@ -182,6 +198,7 @@ export async function telemetryOverhead(
         try {
           client = await connect(server.url);
           const sent = await workload(client, server.pid, cfg, fx, samples.get(mode)!);
+          if (mode === 'on') requestsSentOn += sent;
           if (mode === 'on' || mode === 'on1') {
             requestsSent += sent;
             requestsCounted += await scrapeRequests(server);
@@ -190,9 +207,16 @@ export async function telemetryOverhead(
           await client?.close().catch(() => undefined);
           await server.stop(); // SIGTERM: the "on" server flushes its spans here
         }
+        if (mode === 'on') {
+          const m = /traces: (\d+) spans dropped/.exec(server.stderr());
+          spansDropped += m ? Number(m[1]) : 0;
+        }
       }
       opts.log(`  telemetry round ${round + 1}/${cfg.rounds} done`);
     }
+    const st = await sink.stats();
+    exportRequests = st.requests;
+    exportBytes = st.bytes;
   } finally {
     await sink.close();
   }
@@ -216,10 +240,12 @@ export async function telemetryOverhead(
       ...(cfg.quick ? [] : [row(`server CPU per 1000 requests, after ${WARM_REQUESTS / 1000}k`, 'ms', 'lower', (s) => med(s.warmCpuMsPer1k))]),
       row('process start → exit (`true`) p50', 'ms', 'lower', (s) => percentile(s.spawnMs, 50)),
     ],
-    exportRequests: sink.requests(),
-    exportBytes: sink.bytes(),
+    exportRequests,
+    exportBytes,
     requestsCounted,
     requestsSent,
+    requestsSentOn,
+    spansDropped,
   };
 
   /** Requests the "on" server's Prometheus endpoint counted (its URL is in its log). */
@@ -255,6 +281,9 @@ export function telemetryTable(r: TelemetryBenchResult): string {
     pct(x.off, x.on1, x.better),
   ]);
   const lines = [`| ${head.join(' | ')} |`, `|${head.map(() => '---').join('|')}|`, ...rows.map((c) => `| ${c.join(' | ')} |`)];
-  lines.push('', `"on" (both samplers): their Prometheus endpoints counted ${r.requestsCounted} requests (the workload sent at least ${r.requestsSent}); ${r.exportRequests} OTLP exports (${(r.exportBytes / 1024).toFixed(0)} KiB of spans) received by the sink.`);
+  lines.push(
+    '',
+    `"on" (both samplers): their Prometheus endpoints counted ${r.requestsCounted} requests (the workload sent at least ${r.requestsSent}); ${r.exportRequests} OTLP exports (${(r.exportBytes / 1024).toFixed(0)} KiB of spans) received by the sink; at 100 %, ${r.spansDropped} spans dropped (queue full) of ${r.requestsSentOn} requests.`,
+  );
   return lines.join('\n');
 }
