@@ -8,10 +8,11 @@
 // V8 also keeps its young generation at the size a burst grew it to (up to 32 MiB from 1–4 MiB)
 // until a collection finds the allocation rate low, and it judges that rate over its last ten
 // collections or 5 s: left to itself an idle server shrinks it ~6 s after the work, and
-// every young collection of the burst still counts against it. So once the loop has been quiet
-// for a whole look after a full collection, the collector runs ten young collections of the
-// near-empty young generation (each a record of almost no allocation, which pushes the burst's
-// records out) and a full one, in which V8 shrinks it (docs/performance.md, memory).
+// every young collection of the burst still counts against it. So after a full collection and
+// one more quiet look, the collector runs ten young collections of the near-empty young
+// generation (each a record of almost no allocation, which pushes the burst's records out) and
+// a full one, in which V8 shrinks it (docs/performance.md, memory): once the loop has been quiet
+// for three looks, not sooner, as a burst that follows pays for growing it again.
 // Only for a process that is a server of its own (the CLI); the VS Code extension host has
 // other tenants and its own memory policy.
 import { performance } from 'node:perf_hooks';
@@ -45,6 +46,15 @@ type Gc = (options?: { type: 'minor' }) => void;
 /** Young collections that fill V8's record of recent collections (ten entries in V8 11). */
 const YOUNG_RECORDS = 10;
 
+/**
+ * Quiet looks in a row before the young generation is given back. A burst after a release pays
+ * for growing it again (promotions while it is small): released after two looks, the bench's
+ * JSON stream, whose rounds come ~2 s apart, took 388 ms of server CPU a round against 327
+ * without the release (one run each, load ~11). Three still give it back before the bench's
+ * 5 s sample.
+ */
+const RELEASE_AFTER_LOOKS = 3;
+
 /** The collector, or undefined when this runtime does not give one. */
 function exposedGc(): Gc | undefined {
   const existing = (globalThis as { gc?: Gc }).gc;
@@ -71,7 +81,8 @@ export function startIdleCollector(o: IdleCollectorOptions = {}): () => void {
   const youngRest = o.youngRestBytes ?? 2 * 1024 * 1024;
   let baseline = process.memoryUsage.rss();
   let last = performance.eventLoopUtilization();
-  // A full collection ran in this quiet stretch (the young generation's release follows it).
+  // Quiet looks in a row, and whether a full collection ran among them (the release follows one).
+  let quietLooks = 0;
   let collected = false;
   // The release was tried in this quiet stretch: once (if V8 keeps the space, it stays kept).
   let youngTried = false;
@@ -90,10 +101,12 @@ export function startIdleCollector(o: IdleCollectorOptions = {}): () => void {
   const look = () => {
     const utilization = performance.eventLoopUtilization(performance.eventLoopUtilization(), last).utilization;
     if (utilization >= idleUtilization) {
+      quietLooks = 0;
       collected = false;
       youngTried = false;
       return;
     }
+    quietLooks++;
     const rss = process.memoryUsage.rss();
     if (rss < baseline) baseline = rss;
     if (rss - baseline >= growth) {
@@ -102,12 +115,13 @@ export function startIdleCollector(o: IdleCollectorOptions = {}): () => void {
       full();
       return;
     }
-    if (youngTried || youngGenerationBytes() <= youngRest) return;
+    if (youngTried || quietLooks < RELEASE_AFTER_LOOKS - 1 || youngGenerationBytes() <= youngRest) return;
     // First a full collection, then, a quiet look later, the release (measured on Node 20: the
     // release right after the burst, without that full collection between, left the space as it was).
     if (!collected) return full();
+    if (quietLooks < RELEASE_AFTER_LOOKS) return;
     youngTried = true;
-    // Quiet for two looks: the free read blocks go as well (mapped, so their pages with them).
+    // Quiet for three looks: the free read blocks go as well (mapped, so their pages with them).
     dropFreeBlocks();
     for (let i = 0; i < YOUNG_RECORDS; i++) gc({ type: 'minor' });
     gc();
