@@ -11,12 +11,14 @@
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { managedSandbox, workspaceWriteEntries } from '../../../src/protocol/codex-sandbox';
 import { forgetTurnScans, scanCarveOuts } from '../../../src/server/sandbox/carve-outs';
 import { guardSandbox, guardTiming } from '../../../src/server/sandbox/plant-guard';
 import { serverWithTmpDir, startParams, uri, type Client } from '../../support/server';
+import { tempDir } from '../../support/tmp';
 import { waitFor } from '../../support/wait';
 
 let c: Client;
@@ -210,7 +212,9 @@ test('incomplete first scan: an existing .git below where the first scan stopped
   // The first scan of a sandbox's root stops at a bound (under load, its 2 s; here, more than
   // 4 096 carve-outs): what it did not read is not known. A later, warmer scan that got further
   // found the user's own repository "new": moved it aside and stopped the sandbox (the old code).
-  const W = path.join(dir, 'incomplete', 'work');
+  // Under the home directory, not /tmp: every other test's sandbox that writes /tmp would get
+  // these 4 400 folders as carve-outs (seconds of bubblewrap setup each, on this machine).
+  const W = path.join(tempDir('es-plant-incomplete-', { parent: os.homedir() }), 'work');
   const N = 4_400;
   for (let i = 0; i < N; i++) fs.mkdirSync(path.join(W, `s${i}`, '.vscode'), { recursive: true });
   forgetTurnScans();
