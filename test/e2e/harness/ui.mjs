@@ -73,11 +73,8 @@ async function clickUntil(page, req) {
     const target = page.locator(req.selector).first();
     if ((await target.count()) === 0) break;
     await clickOnce(target);
-    const deadline = Date.now() + UNTIL_MS;
-    while (Date.now() < deadline) {
-      if ((await shown()).some((t) => t.includes(req.until.contains))) return { ok: true, attempts: attempt };
-      await page.waitForTimeout(100); // why: polled, the workbench has no event for a row's new text
-    }
+    const effect = page.locator(req.until.selector).filter({ hasText: req.until.contains }).first();
+    if (await effect.waitFor({ timeout: UNTIL_MS }).then(() => true, () => false)) return { ok: true, attempts: attempt };
   }
   const notes = await page.locator('.notification-list-item-message').allInnerTexts().catch(() => []);
   return {

@@ -102,7 +102,10 @@ test('a host whose /etc/resolv.conf is a dangling link: sandboxed starts run wit
     const W = fs.mkdtempSync(require('os').tmpdir() + '/es-resolv-w-');
     const events = [];
     const s = new ExecServer({});
-    const conn = s.connect({ notify(m, p) { events.push([m, p]); } }, { label: 'x' });
+    const closed = new Map();
+    const conn = s.connect({ notify(m, p) { events.push([m, p]); if (m === 'process/closed') closed.get(p.processId)?.(); } }, { label: 'x' });
+    // A start's process/closed (already here, or when it comes), bounded at 30 s.
+    const closedOf = (id) => events.some(([m, p]) => m === 'process/closed' && p.processId === id) || Promise.race([new Promise((r) => closed.set(id, r)), new Promise((r) => setTimeout(r, 30_000))]);
     const PROXY = { enabled: true, enableSocks5: true, enableSocks5Udp: true, allowUpstreamProxy: true, dangerouslyAllowAllUnixSockets: false, mode: 'full', allowLocalBinding: false, domains: {}, transparentTcp: true };
     const script = 'exec 2>&1; ls -la /etc/resolv.conf | sed "s/.* -> //"; cat /etc/resolv.conf; getent ahostsv4 name.test | head -1 | cut -d" " -f1; ls -A ${parent} | grep -v exec-server-gone | tr "\\\\n" " "; echo; echo ran';
     const runs = { restricted: {}, enabled: {}, transparent: { enforceManagedNetwork: true, networkProxy: { proxy: PROXY } } };
@@ -115,7 +118,7 @@ test('a host whose /etc/resolv.conf is a dangling link: sandboxed starts run wit
         try {
           await conn.requestUntyped('process/start', { processId: id, argv: ['/bin/bash', '-c', script], cwd: pathToFileURL(W).href, env: { PATH: '/usr/bin:/bin' }, tty: false, sandbox: managedSandbox({ entries: workspaceWriteEntries({ slashTmp: false }), cwd: pathToFileURL(W).href, network }), ...extra });
         } catch (e) { result[id] = { error: e.message }; continue; }
-        for (let i = 0; i < 300 && !events.some(([m, p]) => m === 'process/closed' && p.processId === id); i++) await new Promise((r) => setTimeout(r, 100));
+        await closedOf(id);
         const out = events.filter(([m, p]) => m === 'process/output' && p.processId === id).map(([, p]) => Buffer.from(p.chunk, 'base64').toString()).join('');
         result[id] = { out, exit: events.find(([m, p]) => m === 'process/exited' && p.processId === id)?.[1].exitCode };
       }

@@ -226,7 +226,8 @@ test('incomplete first scan: an existing .git below where the first scan stopped
   const mine = path.join(unread[0], '.git'); // the user's, from before any sandbox
   fs.mkdirSync(mine);
   fs.writeFileSync(path.join(mine, 'HEAD'), 'ref: refs/heads/main\n');
-  await new Promise((r) => setTimeout(r, 200));
+  // The user's repository is from before the sandbox: its ctime well behind the guard's start (the guard allows the coarse clock 50 ms).
+  await waitFor(() => Date.now() - fs.lstatSync(mine).ctimeMs > 200, { what: "the user's .git to be older than the guard's ctime slack" });
   const moved = new Set<string>();
   const rescanMs = guardTiming.rescanMs;
   guardTiming.rescanMs = 200;
