@@ -187,6 +187,28 @@ for (const [name, bytes, code] of violations) {
   });
 }
 
+test('a message over maxPayload from a client that goes on sending and reads only afterwards: it still gets the 1009 close frame, then the end (never a reset for the bytes the server did not read)', async () => {
+  const srv = await server(4096);
+  try {
+    const c = await rawClient(srv.listener.port);
+    const errors: string[] = [];
+    c.socket.on('error', (e: NodeJS.ErrnoException) => errors.push(e.code ?? e.message));
+    // The frame's head is refused at once; its 8 MiB of payload keep coming while the client reads nothing.
+    c.socket.pause();
+    await c.send(frame(2, Buffer.alloc(8 * 1024 * 1024)), () => 256 * 1024);
+    await new Promise<void>((r, j) => c.socket.write(Buffer.alloc(0), (e) => (e ? j(e) : r()))).catch((e: NodeJS.ErrnoException) => errors.push(`write: ${e.code}`));
+    c.socket.resume();
+    await waitFor(() => c.ended(), { what: 'the connection to end' });
+    assert.deepEqual(errors, [], 'no reset, no failed write');
+    const close = c.frames().find((f) => f.opcode === 8);
+    assert.ok(close, 'the close frame was read');
+    assert.equal(close.payload.readUInt16BE(0), 1009);
+    assert.deepEqual(srv.messages, []);
+  } finally {
+    await srv.listener.close();
+  }
+});
+
 test('the client’s close frame: its code and reason reach the transport, and the close is answered', async () => {
   const srv = await server();
   try {
