@@ -14,20 +14,9 @@ import { test } from 'node:test';
 import { resolvConfMounts } from '../../../src/server/sandbox/bwrap';
 import { parseSandbox, type ManagedSandboxProfile } from '../../../src/server/sandbox/profile';
 import { resolveProfile, type FsProbe } from '../../../src/server/sandbox/resolve';
+import { fakeFs } from '../../support/fake-fs';
 import { tempDir } from '../../support/tmp';
 
-/** A fake filesystem: path → 'directory' | 'file' | 'symlink:<target>'. */
-function fakeFs(entries: Record<string, string>): FsProbe {
-  return {
-    kind: (p) => {
-      const e = entries[p];
-      if (e === undefined) return 'missing';
-      return e.startsWith('symlink:') ? 'symlink' : (e as 'directory' | 'file');
-    },
-    readlink: (p) => entries[p].slice('symlink:'.length),
-    list: (p) => Object.keys(entries).filter((k) => k !== p && path.dirname(k) === p).map((k) => path.basename(k)),
-  };
-}
 const special = (kind: string) => ({ type: 'special', value: { kind } });
 function profile(entries: unknown[], probe: FsProbe): ManagedSandboxProfile {
   const p = parseSandbox({ permissions: { type: 'managed', file_system: { type: 'restricted', entries }, network: 'enabled' }, workspaceRoots: ['file:///w'] }, { cwd: '/w', tmpDir: '/tmp' });

@@ -6,23 +6,9 @@ import { CLOSE_FDS_SCRIPT, PROXIED_SCRIPT, READY_PREFIX, SETUP_NAME, SETUP_SCRIP
 import { looksLikeSandboxDenial, sandboxDenied } from '../../../src/server/sandbox/denial';
 import { seccompProgram } from '../../../src/server/sandbox/seccomp';
 import { parseSandbox, type ManagedSandboxProfile } from '../../../src/server/sandbox/profile';
-import { resolvePath, resolveProfile, type FsProbe } from '../../../src/server/sandbox/resolve';
+import { resolvePath, resolveProfile } from '../../../src/server/sandbox/resolve';
+import { fakeFs } from '../../support/fake-fs';
 
-/** A fake filesystem: path → 'directory' | 'file' | 'symlink:<target>'. */
-function fakeFs(entries: Record<string, string>): FsProbe {
-  return {
-    kind: (p) => {
-      const e = entries[p];
-      if (e === undefined) return 'missing';
-      return e.startsWith('symlink:') ? 'symlink' : (e as 'directory' | 'file');
-    },
-    readlink: (p) => {
-      const e = entries[p];
-      if (!e?.startsWith('symlink:')) throw Object.assign(new Error('EINVAL'), { code: 'EINVAL' });
-      return e.slice('symlink:'.length);
-    },
-  };
-}
 
 const FS = fakeFs({
   '/': 'directory',
