@@ -82,8 +82,10 @@ export async function networkTurn(server: ServerCommand, codexVersion: string, t
       denied: `curl -s -i http://vm:${port}/denied | head -1`,
       direct: `curl -s --noproxy '*' http://127.0.0.1:${port}/direct; echo "curl rc=$?"; (exec 3<>/dev/tcp/127.0.0.1/${port}) 2>/dev/null && echo TCP-REACHED || echo tcp-refused`,
     };
-    // Reset while curl connects or once it reads, whichever the load makes it: one outcome.
-    if (transparent) cmds.unlisted = `o=$(curl -sS --noproxy '*' http://unlisted.test:${port}/transparent 2>&1); rc=$?; case "$o" in *"reset by peer"*) echo RESET;; *) echo "curl rc=$rc $o";; esac`;
+    // Reset while connecting or once reading, whichever the load makes it: one outcome. bash's
+    // /dev/tcp, not curl: bash's blocking connect names the error (a reset that comes before
+    // curl's non-blocking connect is looked at reads "Couldn't connect to server", as a refusal would).
+    if (transparent) cmds.unlisted = `o=$( (exec 3<>/dev/tcp/unlisted.test/${port} && printf 'GET /transparent HTTP/1.0\\r\\n\\r\\n' >&3 && cat <&3) 2>&1 ); case "$o" in *"reset by peer"*) echo RESET;; *) echo "not reset: $o";; esac`;
     const token = randomBytes(16).toString('hex');
     const srv = await startWsServer(server, ['--ws-auth', 'capability-token', '--ws-token-sha256', createHash('sha256').update(token).digest('hex')]);
     cleanups.unshift(() => srv.stop());
