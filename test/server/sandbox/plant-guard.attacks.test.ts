@@ -174,19 +174,25 @@ test('sandboxed attack: an existing nested repository moved away and a new .git 
   assert.doesNotMatch(c.sink.outputText(id), /survived/);
 });
 
+/** A guard lease on `W` whose rescans run every `rescanMs` (the guard reads it when the lease starts); records what it moved. */
+function guardWithRescan(W: string, rescanMs: number) {
+  const moved = new Set<string>();
+  const before = guardTiming.rescanMs;
+  guardTiming.rescanMs = rescanMs;
+  const lease = guardSandbox([W], (p) => {
+    for (const x of p) moved.add(x.path);
+  });
+  guardTiming.rescanMs = before;
+  return { lease, moved };
+}
+
 test('attack on the watch itself: a .git written into a directory the moment it is made (600 times, at random delays) is caught by the watch alone, not left to the next full rescan', async () => {
   // The window: the guard reads a new directory, then adds its watch; a name made in between
   // raises no event. Measured on the old code: 4 to 9 of 300 waited for the 2 s rescan (the Git
   // extension runs git 500 ms after a repository appears). The rescan is off here, so what the
   // events miss is never moved (a latency bound would follow the machine's load instead).
   const { W } = workspace('watch-race');
-  const moved = new Set<string>();
-  const rescanMs = guardTiming.rescanMs;
-  guardTiming.rescanMs = 3_600_000;
-  const lease = guardSandbox([W], (p) => {
-    for (const x of p) moved.add(x.path);
-  });
-  guardTiming.rescanMs = rescanMs;
+  const { lease, moved } = guardWithRescan(W, 3_600_000);
   const N = 600;
   const maker = `const fs = require('fs');
     const spin = (ns) => { const until = process.hrtime.bigint() + BigInt(ns); while (process.hrtime.bigint() < until); };
@@ -228,13 +234,7 @@ test('incomplete first scan: an existing .git below where the first scan stopped
   fs.writeFileSync(path.join(mine, 'HEAD'), 'ref: refs/heads/main\n');
   // The user's repository is from before the sandbox: its ctime well behind the guard's start (the guard allows the coarse clock 50 ms).
   await waitFor(() => Date.now() - fs.lstatSync(mine).ctimeMs > 200, { what: "the user's .git to be older than the guard's ctime slack" });
-  const moved = new Set<string>();
-  const rescanMs = guardTiming.rescanMs;
-  guardTiming.rescanMs = 200;
-  const lease = guardSandbox([W], (p) => {
-    for (const x of p) moved.add(x.path);
-  });
-  guardTiming.rescanMs = rescanMs;
+  const { lease, moved } = guardWithRescan(W, 200);
   try {
     assert.equal(lease.complete, false);
     const planted = path.join(unread[1], '.git'); // a plant where the first scan never looked
