@@ -108,7 +108,8 @@ class OtelRequest implements RequestRecord {
     private readonly t0: number,
     /** Its span when traced and sampled; an unsampled request's processes are not traced either. */
     readonly span: ServerSpan | undefined,
-    private readonly label: string,
+    /** The request's metric series when it succeeds (RequestMeter.series; a failure is the next one). */
+    private readonly series: number,
     private readonly inst: Instruments | undefined,
   ) {}
   end(error?: CallError): void {
@@ -119,7 +120,7 @@ class OtelRequest implements RequestRecord {
       if (error) this.span.fail(error.code, error.message);
       this.span.end(now);
     }
-    if (this.inst) this.inst.meter.record(this.inst.meter.series(this.label, error !== undefined), (now - this.t0) / 1000);
+    if (this.inst) this.inst.meter.record(error === undefined ? this.series : this.series + 1, (now - this.t0) / 1000);
   }
 }
 
@@ -238,14 +239,24 @@ function serverTelemetry(
   log: Log,
 ): OtelServerTelemetry {
   let stopped: Promise<void> | undefined;
+  // The last method's label and series: requests come in runs of one method, and comparing the
+  // wire's string with the last one costs less than hashing it twice (the label's set, the
+  // meter's map), as every request did.
+  let lastMethod: string | undefined;
+  let lastLabel = 'other';
+  let lastSeries = 0;
   return {
     enabled: true,
     metricsUrl,
     request(method: string, id: RequestId | undefined, wireTrace: unknown): RequestRecord {
-      const label = methodLabel(method);
+      if (method !== lastMethod) {
+        lastLabel = methodLabel(method);
+        lastSeries = inst ? inst.meter.series(lastLabel, false) : 0;
+        lastMethod = method;
+      }
       // Sampling is decided first: an unsampled request creates no span, ids or context.
       const t0 = performance.now();
-      return new OtelRequest(t0, traces ? startSpan(traces, label, KIND_SERVER, wireTrace, method, id, t0) : undefined, label, inst);
+      return new OtelRequest(t0, traces ? startSpan(traces, lastLabel, KIND_SERVER, wireTrace, method, id, t0) : undefined, lastSeries, inst);
     },
     process(parent: RequestRecord): ProcessRecord {
       if (!traces) return new OtelProcess(undefined, inst);

@@ -44,14 +44,18 @@ class Recorder implements SpanSink {
 
 function make(sink: Recorder): Omit<Made, 'endMs'>[] {
   const wire: WireParent = { traceId: '4bf92f3577b34da6a3ce929d0e0e4736', spanId: '00f067aa0ba902b7', sampled: true, traceState: 'vendor=1,other=x' };
+  // A remote parent without tracestate: a request span that takes the common path (server-spans.ts writeRequestSpan).
+  const bare: WireParent = { traceId: 'a1f92f3577b34da6a3ce929d0e0e4736', spanId: '10f067aa0ba902b7', sampled: true, traceState: undefined };
   const remote: SpanContext = { traceId: wire.traceId, spanId: wire.spanId, traceFlags: TraceFlags.SAMPLED, isRemote: true };
+  const bareRemote: SpanContext = { traceId: bare.traceId, spanId: bare.spanId, traceFlags: TraceFlags.SAMPLED, isRemote: true };
   const out: Omit<Made, 'endMs'>[] = [];
   for (let i = 0; i < 300; i++) {
     const parented = i % 3 === 0;
+    const bareParent = !parented && i % 8 === 1;
     const method = i % 7 === 0 ? 'é/ünïcode/' + 'x'.repeat(200) : 'fs/getMetadata';
     const id = i % 4 === 0 ? undefined : i % 4 === 1 ? i : `req-${i}`;
     const name = i % 7 === 0 ? 'other' : 'fs/getMetadata';
-    const s = new ServerSpan(sink, name, KIND_SERVER, method, id, parented ? wire : undefined);
+    const s = new ServerSpan(sink, name, KIND_SERVER, method, id, parented ? wire : bareParent ? bare : undefined);
     const attributes: Attributes = { 'rpc.system': 'jsonrpc', 'rpc.method': method.slice(0, 128) };
     if (id !== undefined) attributes['rpc.jsonrpc.request_id'] = String(id);
     let status: Made['status'] = { code: SpanStatusCode.UNSET };
@@ -66,7 +70,7 @@ function make(sink: Recorder): Omit<Made, 'endMs'>[] {
       s.setAttribute('rpc.method', `renamed ${i}`);
       attributes['rpc.method'] = `renamed ${i}`;
     }
-    out.push({ span: s, parent: parented ? remote : undefined, traceState: parented ? wire.traceState : undefined, attributes, status });
+    out.push({ span: s, parent: parented ? remote : bareParent ? bareRemote : undefined, traceState: parented ? wire.traceState : undefined, attributes, status });
     if (i % 10 === 0) {
       const p = new ServerSpan(sink, 'process', KIND_INTERNAL, undefined, undefined, s);
       const pa: Attributes = { 'exec_server.sandbox_type': 'none', 'process.exit.code': i, 'exec_server.sandbox_denied': i % 20 === 0, 'a.float': i + 0.25, 'a.list': ['x', 'y'] };

@@ -1,6 +1,6 @@
 // The server's span records and their batcher: what a span's bytes say once decoded (ids, times
 // on the epoch's scale, the rpc.* attributes, status, parent, flags), that ended spans are
-// exported in batches after the request's turn, never inside end(), with the queue bounded,
+// handed to the exporter in batches as each fills, with the queue bounded,
 // every span not dropped exported exactly once, a batch's bytes left alone until its export is
 // done, and everything flushed on shutdown.
 import assert from 'node:assert/strict';
@@ -131,34 +131,36 @@ test('a process span is a child of its request: same trace, the request as paren
   assert.equal(c.statusCode, STATUS_ERROR);
 });
 
-test('ended spans are exported in batches after the turn, bounded by the queue, each exactly once, all flushed on shutdown', async () => {
+test('ended spans are exported in batches, each handed over when it fills, bounded by the queue, each exactly once, all flushed on shutdown', async () => {
   const ex = new MemoryExporter();
   const b = new SpanBatcher(ex, origin, { maxQueue: 25, maxBatch: 10, delayMs: 60_000 });
   const made: ServerSpan[] = [];
-  for (let i = 0; i < 30; i++) {
+  for (let i = 0; i < 110; i++) {
     const s = new ServerSpan(b, 'x', KIND_SERVER, 'x', i, undefined);
     made.push(s);
     s.end();
+    // Handed over in the end() that filled it (as the SDK's BatchSpanProcessor does), not after
+    // the turn: a burst answered in one synchronous run would fill the queue first.
+    if (i === 9) assert.deepEqual(ex.counts, [10], 'a full batch handed to the exporter as it fills');
   }
-  assert.equal(ex.counts.length, 0, 'nothing exported inside end()');
-  assert.equal(b.dropped, 5, 'the queue holds 25');
-  await new Promise((r) => setImmediate(r));
-  assert.deepEqual(ex.counts, [10], 'a full batch goes after the turn');
+  // Eight exports under way (none answered within this turn), then the queue's 25, then dropped.
+  assert.deepEqual(ex.counts, Array(8).fill(10));
+  assert.equal(b.dropped, 5, 'the queue holds 25 not yet handed over');
   await b.shutdown();
-  assert.deepEqual(ex.counts, [10, 10, 5]);
+  assert.deepEqual(ex.counts, [...Array(10).fill(10), 5]);
   assert.ok(ex.shut);
-  // The first 25 spans, in order, once each; the 5 beyond the queue are the dropped ones.
+  // The first 105 spans, in order, once each; the 5 beyond the queue are the dropped ones.
   assert.deepEqual(
     ex.spans().map((s) => s.spanId),
-    made.slice(0, 25).map((s) => s.spanId),
+    made.slice(0, 105).map((s) => s.spanId),
   );
   assert.deepEqual(
     ex.spans().map((s) => s.attributes['rpc.jsonrpc.request_id']),
-    Array.from({ length: 25 }, (_, i) => String(i)),
+    Array.from({ length: 105 }, (_, i) => String(i)),
   );
   new ServerSpan(b, 'late', KIND_SERVER, 'x', 1, undefined).end();
   await b.forceFlush();
-  assert.equal(ex.spans().length, 25, 'nothing queued after shutdown');
+  assert.equal(ex.spans().length, 105, 'nothing queued after shutdown');
 });
 
 test('a batch being exported keeps its bytes while later spans are written; its buffer is reused only after', async () => {
@@ -226,4 +228,47 @@ test('batch limits come from the OTEL_BSP_* variables, the SDK defaults otherwis
   assert.deepEqual(batchOptions({}), { maxQueue: 2048, maxBatch: 512, delayMs: 5000 });
   assert.deepEqual(batchOptions({ OTEL_BSP_MAX_QUEUE_SIZE: '100', OTEL_BSP_MAX_EXPORT_BATCH_SIZE: '500', OTEL_BSP_SCHEDULE_DELAY: '20' }), { maxQueue: 100, maxBatch: 100, delayMs: 20 });
   assert.deepEqual(batchOptions({ OTEL_BSP_MAX_QUEUE_SIZE: 'x', OTEL_BSP_SCHEDULE_DELAY: '-1' }), { maxQueue: 2048, maxBatch: 512, delayMs: 5000 });
+});
+
+test('a full batch goes out while earlier exports wait for their answers (up to 8 at once), so a burst is not dropped behind one slow export', async () => {
+  const ex = new MemoryExporter();
+  ex.hold = true;
+  const b = new SpanBatcher(ex, origin, { maxQueue: 25, maxBatch: 10, delayMs: 60_000 });
+  const end = (n: number) => {
+    for (let i = 0; i < n; i++) new ServerSpan(b, 'x', KIND_SERVER, 'x', i, undefined).end();
+  };
+  const turn = () => new Promise((r) => setImmediate(r));
+  end(10);
+  await turn();
+  end(10);
+  await turn();
+  assert.deepEqual(ex.counts, [10, 10], 'the second batch did not wait for the first export');
+  // 25 more: the queue holds 25 not yet handed to the exporter, so none is dropped.
+  end(25);
+  assert.equal(b.dropped, 0);
+  await turn();
+  await turn();
+  assert.deepEqual(ex.counts, [10, 10, 10, 10]);
+  ex.hold = false;
+  ex.release();
+  await b.shutdown();
+  assert.deepEqual(ex.counts, [10, 10, 10, 10, 5]);
+  assert.equal(ex.spans().length, 45);
+  assert.equal(new Set(ex.spans().map((s) => s.spanId)).size, 45, 'each span once');
+
+  // The bound: eight exports at once; the ninth batch waits for one of them.
+  const ex2 = new MemoryExporter();
+  ex2.hold = true;
+  const b2 = new SpanBatcher(ex2, origin, { maxQueue: 1000, maxBatch: 10, delayMs: 60_000 });
+  for (let i = 0; i < 100; i++) new ServerSpan(b2, 'x', KIND_SERVER, 'x', i, undefined).end();
+  for (let i = 0; i < 12; i++) await turn();
+  assert.equal(ex2.counts.length, 8, 'at most eight exports at once');
+  ex2.hold = false;
+  ex2.release();
+  await b2.shutdown();
+  assert.equal(ex2.counts.length, 10);
+  assert.deepEqual(
+    ex2.spans().map((s) => s.attributes['rpc.jsonrpc.request_id']),
+    Array.from({ length: 100 }, (_, i) => String(i)),
+  );
 });
