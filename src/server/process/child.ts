@@ -23,6 +23,14 @@ export interface SpawnRequest {
   /** argv already closes every inherited descriptor before the command runs (a sandbox wrapper). */
   closesDescriptors?: boolean;
   /**
+   * argv is a managed sandbox whose first program says when it is set up, on the descriptor named
+   * by argv[readyFdArg]: spawned through ../sandbox/setup-retry.ts, which starts it again when
+   * its setup fails.
+   */
+  sandboxSetup?: { readyFdArg: number };
+  /** Pipes only: a pipe at number `fd` in the child, its output to `onData` (../sandbox/setup-retry.ts). */
+  readyPipe?: { fd: number; onData(d: Buffer): void };
+  /**
    * Pipes only: a Node IPC channel at number `fd` in the child (the managed network relay's,
    * ../network), which can carry descriptors; `onChannel` gets the child's handle to it at once.
    */

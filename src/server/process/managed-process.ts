@@ -5,6 +5,7 @@ import type { NotificationMap, NotificationMethod, OutputStream, ProcessReadResu
 import type { ChildHandle, ChildEvents, SpawnRequest } from './child';
 import { killGroup, observedChildren } from './child';
 import { DENIAL_SCAN_BYTES, sandboxDenied } from '../sandbox/denial';
+import { spawnWithSetupRetry } from '../sandbox/setup-retry';
 import { OutputBuffer } from './output-buffer';
 import { spawnPipe } from './spawn-pipe';
 import { spawnPty } from './spawn-pty';
@@ -206,7 +207,8 @@ export class ManagedProcess {
       },
     };
     this.note = (text) => events.output(tty ? 'pty' : 'stderr', Buffer.from(text));
-    const child = tty ? await spawnPty(req, events) : await spawnPipe(req, events);
+    const spawn = tty ? spawnPty : spawnPipe;
+    const child = req.sandboxSetup ? await spawnWithSetupRetry(spawn, req, events, tty) : await spawn(req, events);
     this.child = child;
     if (!this.closed) observedChildren()?.started(child.pid);
     if (this.disposed || this.violation !== undefined) child.kill('SIGKILL'); // the session ended (or the sandbox was stopped) while we were spawning

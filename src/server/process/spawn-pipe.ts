@@ -1,6 +1,7 @@
 // Pipe-backed child. `detached: true` makes the child lead its own process group, so
 // interrupt/terminate reach everything it started (a shell and its pipeline).
 import { spawn, type ChildProcess, type StdioOptions } from 'node:child_process';
+import type { Readable } from 'node:stream';
 import type { ChildEvents, ChildHandle, SpawnRequest } from './child';
 import { exitCodeOf, killGroup, killHolders, killTree, stdioMarkOf } from './child';
 import { pipeStdio } from './pty-masters';
@@ -12,6 +13,15 @@ function withChannel(stdio: StdioOptions, fd: number | undefined): StdioOptions 
   const out = [...(stdio as unknown[])];
   while (out.length < fd) out.push('ignore');
   out[fd] = 'ipc';
+  return out as StdioOptions;
+}
+
+/** `stdio` with a pipe at `fd` (over whatever was there: a master's /dev/null is replaced as well). */
+function withPipe(stdio: StdioOptions, fd: number | undefined): StdioOptions {
+  if (fd === undefined) return stdio;
+  const out = [...(stdio as unknown[])];
+  while (out.length < fd) out.push('ignore');
+  out[fd] = 'pipe';
   return out as StdioOptions;
 }
 
@@ -42,13 +52,18 @@ export function spawnPipe(req: SpawnRequest, events: ChildEvents): Promise<Child
       argv0: req.arg0,
       detached: true,
       // Other terminals' PTY masters are overlaid with /dev/null (./pty-masters.ts).
-      stdio: withChannel(pipeStdio([req.pipeStdin ? 'pipe' : 'ignore', 'pipe', 'pipe']), req.channel?.fd),
+      stdio: withPipe(withChannel(pipeStdio([req.pipeStdin ? 'pipe' : 'ignore', 'pipe', 'pipe']), req.channel?.fd), req.readyPipe?.fd),
       windowsHide: true,
     });
     // Read at once: the child has just exec'ed (spawn returns after the exec), its descriptors are still ours.
     const mark = child.pid !== undefined ? stdioMarkOf(child.pid) : undefined;
     // Before any message can be read (the channel's reads start in a later turn).
     if (req.channel) req.channel.onChannel(child);
+    const ready = req.readyPipe && (child.stdio[req.readyPipe.fd] as Readable | null);
+    if (ready) {
+      ready.on('data', req.readyPipe!.onData);
+      ready.on('error', () => {});
+    }
     let spawned = false;
     let stdinOpen = req.pipeStdin;
     child.once('error', (err) => {

@@ -18,7 +18,7 @@
 import fs from 'node:fs';
 import { invalidRequest } from '../../protocol/errors';
 import type { SpawnRequest } from '../process/child';
-import { SETUP_NAME, SETUP_SCRIPT, wrapArgv, type BwrapTools, type PidNamespaceMode, type ProxiedSandbox } from './bwrap';
+import { READY_PREFIX, wrapArgv, type BwrapTools, type PidNamespaceMode, type ProxiedSandbox } from './bwrap';
 import type { ManagedSandboxProfile } from './profile';
 import { withCarveOuts } from './carve-outs';
 import { preparedNamespace } from './prepared-namespace';
@@ -62,7 +62,10 @@ export class BwrapBackend implements SandboxBackend {
       return { ...req, argv: [this.tools.sh, '-c', say, 'exec-server-sandbox', `error building bubblewrap command: Fatal error: ${crossing}`], arg0: undefined };
     }
     const argv = wrapArgv(carved, { argv: req.argv, cwd: req.cwd, arg0: req.arg0, proxied }, this.tools, undefined, this.pidNamespace, (m) => preparedNamespace(m, this.tools));
-    return { ...req, argv, arg0: undefined, closesDescriptors: true };
+    // A setup that fails before the command runs is done again (./setup-retry.ts); the first
+    // program's first argument is where it says the sandbox is set up (./bwrap.ts READY_PREFIX).
+    const readyFdArg = argv.findIndex((a) => a.startsWith(READY_PREFIX)) + 2;
+    return { ...req, argv, arg0: undefined, closesDescriptors: true, sandboxSetup: { readyFdArg } };
   }
 
   guard(profile: ManagedSandboxProfile, onPlant: (p: Planted[]) => void): GuardLease {
@@ -82,18 +85,10 @@ export function firstChildOf(pid: number): number | undefined {
 
 /**
  * bubblewrap's pid for a sandboxed process whose spawned pid is `spawnedPid`: that process itself
- * (it execs bwrap), or under the setup wrapper (./bwrap.ts SETUP_SCRIPT, $0 SETUP_NAME) its only
- * child, the process substitution that execs bwrap.
+ * (what wrapArgv builds execs its way to bwrap: sh, env, [nsenter,] bwrap; no process of its own).
  */
 export function bwrapPidOf(spawnedPid: number): number | undefined {
-  let argv: string[];
-  try {
-    argv = fs.readFileSync(`/proc/${spawnedPid}/cmdline`, 'utf8').split('\0');
-  } catch {
-    return undefined;
-  }
-  // bash --norc -p -c <script> <name> …
-  return argv[5] === SETUP_NAME && argv[4] === SETUP_SCRIPT ? firstChildOf(spawnedPid) : spawnedPid;
+  return spawnedPid;
 }
 
 /**

@@ -24,68 +24,24 @@ export const SECCOMP_FD = '3';
 export const CLOSE_FDS_SCRIPT = 'for f in /proc/self/fd/*; do f=${f##*/}; if [[ $f -gt 2 ]]; then exec {f}>&-; fi; done; exec "$@"';
 
 /**
- * What the sandbox's first program writes on its stderr (the setup wrapper's pipe, see
- * SETUP_SCRIPT) before anything of the command runs: the sandbox is set up.
+ * The line the sandbox's first program writes before anything of the command runs: bubblewrap's
+ * setup is done (./setup-retry.ts). It goes to the descriptor that program gets as its first
+ * argument: 2 as wrapArgv builds it (a PTY's terminal, where the line is taken out of the one
+ * stream; stderr elsewhere), READY_FD for a pipe child, a pipe of its own there, so that stderr
+ * becomes readable when the command writes it, not before, as stdout does (their order as read).
  */
 export const SANDBOX_READY = 'exec-server: sandbox ready';
-/** The descriptor that carries the command's real stderr through bwrap (SETUP_SCRIPT). */
-export const REAL_STDERR_FD = 8;
+/** The descriptor a pipe child's first program writes SANDBOX_READY to (./setup-retry.ts). */
+export const READY_FD = 9;
 /**
- * Put in front of a first program run under SETUP_SCRIPT: says the sandbox is set up, then
- * gives the command its real stderr back (the descriptor loop that follows closes the copy).
+ * Put in front of the first program's script: says the sandbox is set up on the descriptor in
+ * "$1" (builtins: no process), then drops that argument; the descriptor loop that follows closes
+ * it. When the line cannot be written, the command does not run: it would run unannounced, and a
+ * run the engine did not see start could be started again.
  */
-export const READY_PREFIX = `printf '%s\\n' '${SANDBOX_READY}' >&2; exec 2>&${REAL_STDERR_FD}; `;
-/** How often SETUP_SCRIPT starts bwrap when its setup fails before the command runs. */
+export const READY_PREFIX = `printf '%s\\n' '${SANDBOX_READY}' >&"$1" || exit 1; shift; `;
+/** How often ./setup-retry.ts starts bubblewrap when its setup fails before the command runs. */
 export const SETUP_TRIES = 5;
-
-/**
- * The host-side wrapper of every sandbox (bash --norc -p, under `setpriv --pdeathsig KILL`; arguments: the seccomp
- * program or '', the descriptor to pass on or '' (the proxied relay's channel), then bwrap's argv).
- * bubblewrap gives up on its whole setup when one mount fails, and a read-only carve-out
- * (./carve-outs.ts) is a path someone else may remove while bwrap mounts it: a `.git` of
- * another program's temp dir (the sandbox writes /tmp; test suites make and remove repositories
- * there all the time) vanishing between bwrap's look and its remount ends bwrap with "Can't
- * bind mount …: Unable to remount destination …" or "Unable to find … in mount table", exit 1,
- * before the command ran (measured: 1 start in 40 while another process re-creates 30
- * repositories in /tmp in a loop; in three CI-like runs the agent got that one line and the
- * exit). So bwrap's own stderr is read here until the first program inside says it is set up
- * (SANDBOX_READY, written before anything of the command runs); a bwrap that ended before that
- * ran nothing, and is started again, up to SETUP_TRIES times (a path that is gone by then is
- * skipped: --ro-bind-try), its message kept back. The last failure is said in one line on the
- * command's stderr. Everything of the command (stdout, stderr through REAL_STDERR_FD) goes
- * straight to where it went before; only bwrap's own lines pass through here.
- * - Outside the sandbox, with the client's environment: builtins only (no PATH lookup), IFS
- *   set, TMOUT unset (a `read` timing out would look like a setup failure and start the
- *   command twice); -p ignores BASH_ENV, imported functions, SHELLOPTS and BASHOPTS.
- * - Descriptors above 2 closed first (another terminal's PTY master must not be held open
- *   here for the sandbox's life), but the one to pass on.
- * - INT/QUIT/TSTP ignored, as for bwrap (`env --ignore-signal`): an interrupt is for the command.
- * - bwrap's --die-with-parent now ties it to this shell, so the shell dies with the server
- *   (setpriv --pdeathsig) and the sandbox with it.
- * - Exits with bwrap's status (128+n for a signal, as the engine reports a signal death).
- */
-export const SETUP_SCRIPT = [
-  "IFS=$' \\t\\n'",
-  'unset TMOUT',
-  "trap '' INT QUIT TSTP",
-  'p=$1 k=$2; shift 2',
-  'for f in /proc/self/fd/*; do f=${f##*/}; if [[ $f -gt 2 && $f != "$k" ]]; then exec {f}>&-; fi; done',
-  'exec 7>&1',
-  `for ((t = 1; t <= ${SETUP_TRIES}; t++)); do`,
-  '  if [[ -n $p ]]; then exec 3<"$p" || exit 1; fi',
-  `  exec {c}< <(exec "$@" ${REAL_STDERR_FD}>&2 2>&1 >&7)`,
-  '  b=$! e= ok=',
-  `  while IFS= read -r -u "$c" l || [[ -n $l ]]; do if [[ $l == '${SANDBOX_READY}' ]]; then ok=1; break; fi; e+=$l$'\\n'; done`,
-  '  exec {c}<&-',
-  '  wait "$b"; s=$?',
-  // Set up: what bwrap said before (a warning) is passed on; the exit status is the command's.
-  '  if [[ -n $ok ]]; then printf %s "$e" >&2; exit "$s"; fi',
-  // Not bwrap's own setup failure (exit 1): said as it is, never started again.
-  '  if (( s != 1 )); then break; fi',
-  'done',
-  `e=\${e%$'\\n'}; printf 'exec-server: the sandbox could not be set up, so the command did not run (bubblewrap failed %s times; the last time: %s)\\n' "$((t > ${SETUP_TRIES} ? ${SETUP_TRIES} : t))" "\${e:-exit status $s}" >&2`,
-  'exit "$s"',
-].join('\n');
 
 /**
  * The first program of a proxied sandbox (managed network proxy, ../network): closes every
@@ -154,11 +110,6 @@ export interface BwrapTools {
   seccomp?: { restricted: string; enabled: string; proxied: string };
   /** util-linux nsenter, to enter a prepared mount namespace (./prepared-namespace.ts); absent: never. */
   nsenter?: string;
-  /**
-   * util-linux setpriv (with --pdeathsig, checked by ./support.ts), to run SETUP_SCRIPT: absent,
-   * bwrap is exec'ed directly as before (a failed setup is then bwrap's one line and exit 1).
-   */
-  setpriv?: string;
 }
 
 /** Paths a sandbox may never re-bind: the fresh /proc and /dev are what isolate it. */
@@ -237,19 +188,20 @@ export function bwrapArgs(
 
 /**
  * The full host argv for `argv` under the profile:
- *   setpriv --pdeathsig KILL -- bash --norc -p -c <SETUP_SCRIPT> exec-server-sandbox <seccomp program> <fd>
- *     env --ignore-signal=INT,QUIT,TSTP bwrap <args> --
- *     bash --norc -p -c <READY_PREFIX CLOSE_FDS_SCRIPT> env --default-signal=INT,QUIT,TSTP [bash --norc -c 'exec -a …'] argv…
- * or, without setpriv, [sh -c 'exec 3<"$0" && exec "$@"' <seccomp program>] env … bwrap <args> --
- * bash --norc -p -c <CLOSE_FDS_SCRIPT> … (bwrap exec'ed, its setup not retried).
+ *   [sh -c 'exec 3<"$0" && exec "$@"' <seccomp program>] env --ignore-signal=INT,QUIT,TSTP bwrap <args> --
+ *     bash --norc -p -c <READY_PREFIX CLOSE_FDS_SCRIPT> exec-server-close-fds 2 env --default-signal=INT,QUIT,TSTP [bash --norc -c 'exec -a …'] argv…
+ * Each program execs the next: the process the engine spawns becomes bubblewrap, whose
+ * --die-with-parent ties the sandbox to the server itself. A setup that fails is retried by the
+ * engine (./setup-retry.ts), not by a process of its own here: such a host-side wrapper (setpriv +
+ * bash, 2026-12-06) cost 3.5 ms per start on a quiet machine, 20-55 ms at load 7 (CHANGELOG).
  * Why the two `env`s: there is no --new-session (see ./backend.ts), so bwrap itself is in
  * the process group that interrupt signals and, on a PTY, in the terminal's foreground
  * group that Ctrl-C reaches. bwrap dies on SIGINT, which would kill the sandbox and lose the
  * exit code; ignoring it keeps bwrap alive. Ignored dispositions survive exec, so the command
  * gets the defaults back just before it starts (a shell's `trap … INT` then works as usual).
- * The leading shell is how a PTY child (node-pty passes no extra descriptors) hands bwrap the
- * seccomp program; a non-interactive POSIX sh reads no startup files and no $ENV, nor does
- * `bash --norc -p`, so the client's environment cannot make it run anything outside the sandbox.
+ * The leading `sh` is how a PTY child (node-pty passes no extra descriptors) hands bwrap the
+ * seccomp program; a non-interactive POSIX sh reads no startup files and no $ENV, so the
+ * client's environment cannot make it run anything outside the sandbox.
  */
 export function wrapArgv(
   profile: ManagedSandboxProfile,
@@ -261,11 +213,10 @@ export function wrapArgv(
   enter?: (holderMounts: string[]) => EnterNamespace | undefined,
 ): string[] {
   const proxied = req.proxied;
-  // Under SETUP_SCRIPT the first program says when the sandbox is set up (READY_PREFIX).
-  const ready = tools.setpriv ? READY_PREFIX : '';
+  // The first program says when the sandbox is set up (READY_PREFIX, on stderr: see SANDBOX_READY).
   const first = proxied
-    ? [tools.bash, '--norc', '-p', '-c', ready + PROXIED_SCRIPT, 'exec-server-relay', tools.env, proxied.node, proxied.relaySource, proxied.httpKeys.join(' '), proxied.socksKeys.join(' '), proxied.socksScheme]
-    : [tools.bash, '--norc', '-p', '-c', ready + CLOSE_FDS_SCRIPT, 'exec-server-close-fds'];
+    ? [tools.bash, '--norc', '-p', '-c', READY_PREFIX + PROXIED_SCRIPT, 'exec-server-relay', '2', tools.env, proxied.node, proxied.relaySource, proxied.httpKeys.join(' '), proxied.socksKeys.join(' '), proxied.socksScheme]
+    : [tools.bash, '--norc', '-p', '-c', READY_PREFIX + CLOSE_FDS_SCRIPT, 'exec-server-close-fds', '2'];
   const inner = [...first, tools.env, `--default-signal=${TTY_SIGNALS}`];
   // --norc: see CLOSE_FDS_SCRIPT (~/.bashrc would otherwise run before the command).
   if (req.arg0 !== undefined && req.arg0 !== req.argv[0]) inner.push(tools.bash, '--norc', '-c', 'exec -a "$0" -- "$@"', req.arg0);
@@ -285,12 +236,8 @@ export function wrapArgv(
     ? [ns.nsenter, `--user=${ns.user}`, `--mount=${ns.mount}`, '--preserve-credentials', '--', tools.bwrap, ...INNER_MOUNTS, ...args.slice(at + extra.length)]
     : [tools.bwrap, ...args];
   const outer = [tools.env, `--ignore-signal=${TTY_SIGNALS}`, ...bwrap, '--', ...inner, ...req.argv];
-  const program = !tools.seccomp ? undefined : proxied ? tools.seccomp.proxied : profile.network === 'restricted' ? tools.seccomp.restricted : tools.seccomp.enabled;
-  if (tools.setpriv) {
-    // The proxied relay's channel (PROXIED_SCRIPT's fd 4) is the one descriptor passed on.
-    return [tools.setpriv, '--pdeathsig', 'KILL', '--', tools.bash, '--norc', '-p', '-c', SETUP_SCRIPT, SETUP_NAME, program ?? '', proxied ? '4' : '', ...outer];
-  }
-  if (!program) return outer;
+  if (!tools.seccomp) return outer;
+  const program = proxied ? tools.seccomp.proxied : profile.network === 'restricted' ? tools.seccomp.restricted : tools.seccomp.enabled;
   return [tools.sh, '-c', `exec ${SECCOMP_FD}<"$0" && exec "$@"`, program, ...outer];
 }
 
@@ -327,6 +274,3 @@ export function resolvConfMounts(profile: ManagedSandboxProfile, file: string, p
   out.push('--ro-bind', file, target.path, '--remount-ro', dir);
   return out;
 }
-
-/** SETUP_SCRIPT's $0 (how ./backend.ts bwrapPidOf knows the wrapper). */
-export const SETUP_NAME = 'exec-server-sandbox';

@@ -11,7 +11,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { CLOSE_FDS_SCRIPT, READY_PREFIX, SECCOMP_FD, SETUP_NAME, SETUP_SCRIPT, TTY_SIGNALS, type BwrapTools } from './bwrap';
+import { SECCOMP_FD, TTY_SIGNALS, type BwrapTools } from './bwrap';
 import { seccompProgram } from './seccomp';
 
 export type SandboxSupport = { ok: true; tools: BwrapTools } | { ok: false; reason: string };
@@ -116,16 +116,6 @@ async function probe(bwrap: string): Promise<SandboxSupport> {
       const why = (r.error?.message ?? r.output.trim()) || `exit code ${r.code}`;
       return { ok: false, reason: `bubblewrap at ${bwrap} cannot create a sandbox here (user namespaces disabled?): ${why}` };
     }
-  }
-  // The setup wrapper (./bwrap.ts SETUP_SCRIPT), tried once as a sandbox runs it: a setpriv
-  // without --pdeathsig (util-linux < 2.33) or a bash that cannot run it leaves bwrap exec'ed
-  // directly, as before (its setup then not retried).
-  const setpriv = ['/usr/bin/setpriv', '/bin/setpriv'].find((p) => fs.existsSync(p));
-  if (setpriv) {
-    const sandbox = [env, `--ignore-signal=${TTY_SIGNALS}`, bwrap, '--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--unshare-user', '--unshare-pid', '--unshare-ipc', '--unshare-net', '--cap-drop', 'ALL', '--die-with-parent',
-      ...(tools.seccomp ? ['--seccomp', SECCOMP_FD] : []), '--', bash, '--norc', '-p', '-c', READY_PREFIX + CLOSE_FDS_SCRIPT, 'exec-server-close-fds', env, `--default-signal=${TTY_SIGNALS}`, 'true'];
-    const r = await run([setpriv, '--pdeathsig', 'KILL', '--', bash, '--norc', '-p', '-c', SETUP_SCRIPT, SETUP_NAME, tools.seccomp?.restricted ?? '', '', ...sandbox]);
-    if (r.code === 0 && r.output === '') tools.setpriv = setpriv;
   }
   return { ok: true, tools };
 }

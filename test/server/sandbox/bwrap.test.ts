@@ -2,7 +2,7 @@
 // filesystem; symlink resolution of rules (resolve.ts); the sandboxDenied heuristic (denial.ts).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { CLOSE_FDS_SCRIPT, PROXIED_SCRIPT, READY_PREFIX, SETUP_NAME, SETUP_SCRIPT, bwrapArgs, wrapArgv } from '../../../src/server/sandbox/bwrap';
+import { CLOSE_FDS_SCRIPT, PROXIED_SCRIPT, READY_PREFIX, bwrapArgs, wrapArgv } from '../../../src/server/sandbox/bwrap';
 import { looksLikeSandboxDenial, sandboxDenied } from '../../../src/server/sandbox/denial';
 import { seccompProgram } from '../../../src/server/sandbox/seccomp';
 import { parseSandbox, type ManagedSandboxProfile } from '../../../src/server/sandbox/profile';
@@ -143,24 +143,23 @@ test('bwrap: full wrap: env ignores tty signals around bwrap, restores them for 
   const p = profile([{ path: special('root'), access: 'read' }]);
   const w = wrapArgv(p, { argv: ['ls', '-l'], cwd: '/w/proj' }, TOOLS, FS);
   assert.deepEqual(w.slice(0, 3), ['/usr/bin/env', '--ignore-signal=INT,QUIT,TSTP', '/usr/bin/bwrap']);
-  const closeFds = ['/bin/bash', '--norc', '-p', '-c', CLOSE_FDS_SCRIPT, 'exec-server-close-fds'];
+  // '2': where the first program says the sandbox is set up (a pipe child's is changed to its own pipe, setup-retry.ts).
+  const closeFds = ['/bin/bash', '--norc', '-p', '-c', READY_PREFIX + CLOSE_FDS_SCRIPT, 'exec-server-close-fds', '2'];
   assert.deepEqual(w.slice(w.indexOf('--')), ['--', ...closeFds, '/usr/bin/env', '--default-signal=INT,QUIT,TSTP', 'ls', '-l']);
   const w0 = wrapArgv(p, { argv: ['ls', '-l'], cwd: '/w/proj', arg0: 'my-ls' }, TOOLS, FS);
   assert.deepEqual(w0.slice(w0.indexOf('--')), ['--', ...closeFds, '/usr/bin/env', '--default-signal=INT,QUIT,TSTP', '/bin/bash', '--norc', '-c', 'exec -a "$0" -- "$@"', 'my-ls', 'ls', '-l']);
 });
 
-test('bwrap: with setpriv, bwrap runs under the setup wrapper (tied to the server), which gets the seccomp program and the descriptor to pass on; the first program says when the sandbox is set up', () => {
+test('bwrap: no process of its own around bubblewrap: the seccomp program is opened by the sh that execs it (tied to the server by --die-with-parent); the first program says when the sandbox is set up, before the relay or the command', () => {
   const p = profile([{ path: special('root'), access: 'read' }]);
-  const tools = { ...TOOLS, setpriv: '/usr/bin/setpriv', seccomp: { restricted: '/run/es/sr.bpf', enabled: '/run/es/se.bpf', proxied: '/run/es/sp.bpf' } };
+  const tools = { ...TOOLS, seccomp: { restricted: '/run/es/sr.bpf', enabled: '/run/es/se.bpf', proxied: '/run/es/sp.bpf' } };
   const w = wrapArgv(p, { argv: ['ls', '-l'], cwd: '/w/proj' }, tools, FS);
-  assert.deepEqual(w.slice(0, 15), ['/usr/bin/setpriv', '--pdeathsig', 'KILL', '--', '/bin/bash', '--norc', '-p', '-c', SETUP_SCRIPT, SETUP_NAME, '/run/es/sr.bpf', '', '/usr/bin/env', '--ignore-signal=INT,QUIT,TSTP', '/usr/bin/bwrap']);
-  assert.deepEqual(w.slice(w.lastIndexOf('--') - 2, w.lastIndexOf('--')), ['--seccomp', '3'], 'the program reaches bwrap on fd 3, opened by the wrapper');
-  assert.deepEqual(w.slice(w.lastIndexOf('--')), ['--', '/bin/bash', '--norc', '-p', '-c', READY_PREFIX + CLOSE_FDS_SCRIPT, 'exec-server-close-fds', '/usr/bin/env', '--default-signal=INT,QUIT,TSTP', 'ls', '-l']);
-  const noFilter = wrapArgv(p, { argv: ['true'], cwd: '/w/proj' }, { ...TOOLS, setpriv: '/usr/bin/setpriv' }, FS);
-  assert.deepEqual(noFilter.slice(10, 12), ['', '']);
+  assert.deepEqual(w.slice(0, 7), ['/bin/sh', '-c', 'exec 3<"$0" && exec "$@"', '/run/es/sr.bpf', '/usr/bin/env', '--ignore-signal=INT,QUIT,TSTP', '/usr/bin/bwrap']);
+  assert.deepEqual(w.slice(w.lastIndexOf('--') - 2, w.lastIndexOf('--')), ['--seccomp', '3'], 'the program reaches bwrap on fd 3');
+  assert.deepEqual(w.slice(w.lastIndexOf('--')), ['--', '/bin/bash', '--norc', '-p', '-c', READY_PREFIX + CLOSE_FDS_SCRIPT, 'exec-server-close-fds', '2', '/usr/bin/env', '--default-signal=INT,QUIT,TSTP', 'ls', '-l']);
   const proxied = wrapArgv(p, { argv: ['true'], cwd: '/w/proj', proxied: { node: '/usr/bin/node', relaySource: 'x', httpKeys: ['HTTP_PROXY'], socksKeys: ['ALL_PROXY'], socksScheme: 'socks5h' } }, tools, FS);
-  assert.deepEqual(proxied.slice(10, 12), ['/run/es/sp.bpf', '4'], "the relay's channel (PROXIED_SCRIPT's fd 4) is passed on");
-  assert.ok(proxied.includes(READY_PREFIX + PROXIED_SCRIPT));
+  assert.equal(proxied[3], '/run/es/sp.bpf');
+  assert.deepEqual(proxied.slice(proxied.indexOf(READY_PREFIX + PROXIED_SCRIPT) + 1).slice(0, 3), ['exec-server-relay', '2', '/usr/bin/env']);
 });
 
 test('resolve: links anywhere (absolute, relative, dangling, `..` after a link) land where the kernel would', () => {

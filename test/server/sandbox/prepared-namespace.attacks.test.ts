@@ -11,6 +11,7 @@ import { pathToFileURL } from 'node:url';
 import { after, before, test } from 'node:test';
 import { managedSandbox, specialPath, workspaceWriteEntries } from '../../../src/protocol/codex-sandbox';
 import { sandboxBackend, type SandboxBackend } from '../../../src/server/sandbox/backend';
+import { SANDBOX_READY } from '../../../src/server/sandbox/bwrap';
 import { forgetTurnScans } from '../../../src/server/sandbox/carve-outs';
 import { dropPreparedNamespaces, preparedNamespaceSettings } from '../../../src/server/sandbox/prepared-namespace';
 import { parseSandbox, type ManagedSandboxProfile } from '../../../src/server/sandbox/profile';
@@ -45,7 +46,8 @@ function wrapped(p: ManagedSandboxProfile, script: string): string[] {
 
 function run(argv: string[]): { status: number | null; out: string } {
   const r = spawnSync(argv[0], argv.slice(1), { stdio: ['ignore', 'pipe', 'pipe'], cwd: W, env: { PATH: '/usr/bin:/bin' }, encoding: 'utf8', timeout: 20_000 });
-  return { status: r.status, out: r.stdout + r.stderr };
+  // The first program's ready line is for the engine (src/server/sandbox/setup-retry.ts), which takes it out.
+  return { status: r.status, out: r.stdout + r.stderr.replace(`${SANDBOX_READY}\n`, '') };
 }
 
 const entersHolder = (argv: string[]) => argv.some((a) => a.endsWith('/nsenter'));
