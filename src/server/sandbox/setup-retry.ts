@@ -42,6 +42,9 @@ const READY = Buffer.from(SANDBOX_READY, 'latin1');
 const LF = 0x0a;
 const CR = 0x0d;
 
+/** Tries started again in this process, over all sandboxes (diagnostics; tests see the race happen). */
+export const setupRetries = { count: 0 };
+
 /**
  * Where the ready line is in a terminal's output: [start, end) of the line with its end of line
  * (`\r\n`, or `\n` without onlcr), at the start of a line; undefined while it is not (yet) all there.
@@ -163,6 +166,7 @@ class SetupRetry implements ChildHandle {
       this.between = true;
       observedChildren()?.ended(this.cur.pid);
       this.tries++;
+      setupRetries.count++;
       this.spawn(this.tryRequest(), this.tryEvents()).then(
         (c) => {
           this.cur = c;
