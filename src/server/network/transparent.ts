@@ -78,8 +78,8 @@ export function transparentResolvConf(): string {
 
 /**
  * The first process inside the sandbox: bubblewrap's child (`spawnedPid` is the process the
- * executor spawned: bubblewrap itself, or the sandbox's setup wrapper whose child it is,
- * ../sandbox/bwrap.ts SETUP_SCRIPT; its child is the one in the new namespaces).
+ * executor spawned, which execs bubblewrap, ../sandbox/backend.ts bwrapPidOf; its child is the
+ * one in the new namespaces).
  */
 export function sandboxChildPid(spawnedPid: number): number | undefined {
   const bwrap = bwrapPidOf(spawnedPid);
