@@ -31,16 +31,19 @@ const ORIGIN_MS = performance.timeOrigin;
 const ORIGIN_S = Math.trunc(ORIGIN_MS / 1000);
 const ORIGIN_NS = Math.round((ORIGIN_MS - ORIGIN_S * 1000) * 1e6);
 
-/** Seconds of the absolute time of a performance.now() reading (as the SDK computes it: origin + offset). */
-function epochS(nowMs: number): number {
-  const nowS = Math.trunc(nowMs / 1000);
-  return ORIGIN_S + nowS + (ORIGIN_NS + Math.round((nowMs - nowS * 1000) * 1e6) >= 1e9 ? 1 : 0);
-}
-/** Nanoseconds within that second. */
-function epochNs(nowMs: number): number {
-  const nowS = Math.trunc(nowMs / 1000);
-  const ns = ORIGIN_NS + Math.round((nowMs - nowS * 1000) * 1e6);
-  return ns >= 1e9 ? ns - 1e9 : ns;
+/** The second last written by timeMs and the two 32-bit words of s * 1e9 (exact, as Writer.time splits them). */
+let secondS = -1;
+let secondLo = 0;
+let secondHi = 0;
+function secondWords(s: number): void {
+  const lo = (s % 0x10000) * 1e9;
+  const hi = Math.floor(s / 0x10000) * 1e9;
+  const hiLow16 = hi % 0x10000;
+  const hiHigh = (hi - hiLow16) / 0x10000;
+  const low = hiLow16 * 0x10000 + lo;
+  secondLo = low % 0x1_0000_0000;
+  secondHi = hiHigh + (low - secondLo) / 0x1_0000_0000;
+  secondS = s;
 }
 
 /** A growable protobuf writer; length-delimited fields reserve one length byte and shift when longer. */
@@ -162,9 +165,40 @@ export class Writer {
     this.buf.writeUInt32LE(highWord >>> 0, this.pos + 4);
     this.pos += 8;
   }
-  /** The absolute time of a performance.now() reading, as the SDK's span would have it. */
+  /**
+   * The absolute time of a performance.now() reading, as the SDK's span would have it (origin
+   * plus offset, each as [seconds, nanoseconds], the nanoseconds rounded): the words of its
+   * second, s * 1e9, are worked out once per second (a span's two times, and most spans of a
+   * second, share them) and its nanoseconds added to them.
+   */
   timeMs(field: number, nowMs: number): void {
-    this.time(field, epochS(nowMs), epochNs(nowMs));
+    const nowS = Math.trunc(nowMs / 1000);
+    let s = ORIGIN_S + nowS;
+    let ns = ORIGIN_NS + Math.round((nowMs - nowS * 1000) * 1e6);
+    if (ns >= 1e9) {
+      s++;
+      ns -= 1e9;
+    }
+    if (s !== secondS) secondWords(s);
+    let lo = secondLo + ns;
+    let hi = secondHi;
+    if (lo >= 0x1_0000_0000) {
+      lo -= 0x1_0000_0000;
+      hi++;
+    }
+    this.tag(field, WIRE_I64);
+    this.ensure(8);
+    const b = this.buf;
+    const p = this.pos;
+    b[p] = lo & 0xff;
+    b[p + 1] = (lo >>> 8) & 0xff;
+    b[p + 2] = (lo >>> 16) & 0xff;
+    b[p + 3] = lo >>> 24;
+    b[p + 4] = hi & 0xff;
+    b[p + 5] = (hi >>> 8) & 0xff;
+    b[p + 6] = (hi >>> 16) & 0xff;
+    b[p + 7] = hi >>> 24;
+    this.pos = p + 8;
   }
   double(field: number, v: number): void {
     this.tag(field, WIRE_I64);

@@ -13,6 +13,7 @@ import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { jsonBatchExporter } from '../../src/telemetry/otlp-json';
+import { Writer } from '../../src/telemetry/proto-writer';
 import { protoBatchExporter } from '../../src/telemetry/otlp-proto';
 import { KIND_INTERNAL, KIND_SERVER, STATUS_ERROR, ServerSpan, SpanBatcher, type BatchExporter, type SpanSink } from '../../src/telemetry/server-spans';
 import type { WireParent } from '../../src/telemetry/trace-context';
@@ -158,4 +159,18 @@ test('our protobuf span bytes and the SDK exporter decode to the same spans', as
 
 test('http/json: our spans read back and exported by the SDK JSON exporter decode to the same spans', async () => {
   await compare((url) => jsonBatchExporter(url, resource, scope));
+});
+
+test('span times: a performance.now() reading written as the SDK hrTime() of it, to the nanosecond (second boundaries and carries included)', () => {
+  const w = new Writer(16);
+  const values: number[] = [0, 0.0000004, 999.9999996, 1000, 1e7 + 0.5];
+  for (let i = 0; i < 20_000; i++) values.push(Math.random() * 1e8, Math.floor(Math.random() * 1e5) * 1000 + 999.99999 + Math.random() * 0.00001);
+  for (const ms of values) {
+    w.pos = 0;
+    w.timeMs(7, ms);
+    const [s, ns] = hrTime(ms);
+    const want = BigInt(s) * 1_000_000_000n + BigInt(ns);
+    assert.equal(w.buf[0], (7 << 3) | 1);
+    assert.equal(w.buf.readBigUInt64LE(1), want, `performance.now() ${ms}`);
+  }
 });
