@@ -10,7 +10,14 @@ import * as crypto from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { IncomingMessage } from 'node:http';
 import * as path from 'node:path';
-import { errors as joseErrors, jwtVerify } from 'jose';
+import type * as Jose from 'jose';
+
+// Required on first use (esbuild keeps a require() inside a function lazy within the bundle):
+// only a server with signed-bearer-token auth verifies a JWT, and evaluated at start jose cost
+// every server its memory for as long as it runs.
+let joseModule: typeof Jose | undefined;
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const jose = (): typeof Jose => (joseModule ??= require('jose') as typeof Jose);
 
 export type AuthResult = { ok: true } | { ok: false; status: number; message: string };
 export type Authenticate = (req: IncomingMessage) => Promise<AuthResult> | AuthResult;
@@ -120,7 +127,7 @@ function jwtVerifier(secret: Uint8Array, issuer: string | undefined, audience: s
     const parsed = bearerToken(authorization);
     if ('error' in parsed) return deny(parsed.error);
     try {
-      await jwtVerify(parsed.token, secret, {
+      await jose().jwtVerify(parsed.token, secret, {
         algorithms: ['HS256'],
         issuer,
         audience,
@@ -136,8 +143,8 @@ function jwtVerifier(secret: Uint8Array, issuer: string | undefined, audience: s
 
 /** Maps jose's verification errors onto the reference's messages (never the token itself). */
 function jwtFailureMessage(e: unknown): string {
-  if (e instanceof joseErrors.JWTExpired && e.claim === 'exp') return AuthMessages.expiredJwt;
-  if (e instanceof joseErrors.JWTClaimValidationFailed) {
+  if (e instanceof jose().errors.JWTExpired && e.claim === 'exp') return AuthMessages.expiredJwt;
+  if (e instanceof jose().errors.JWTClaimValidationFailed) {
     if (e.claim === 'nbf' && e.reason === 'check_failed') return AuthMessages.notYetValidJwt;
     if (e.claim === 'iss') return AuthMessages.issuerMismatch;
     if (e.claim === 'aud') return AuthMessages.audienceMismatch;

@@ -11,7 +11,14 @@
 // - agents/openai.yaml: `dependencies.tools` (entries without `type` or `value` left out, an
 //   empty list is no dependencies) and `policy` (`allow_implicit_invocation`, `products`
 //   matched without case); any malformed part leaves both null, never the skill out.
-import YAML from 'yaml';
+import type * as YAML from 'yaml';
+
+// Required on first use (esbuild keeps a require() inside a function lazy within the bundle):
+// evaluated at start, the parser's 72 modules cost every server ~4 MiB of memory for as long as
+// it runs, and most never read a skill.
+let yamlModule: typeof YAML | undefined;
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const yaml = (): typeof YAML => (yamlModule ??= require('yaml') as typeof YAML);
 
 export const MAX_SKILL_NAME_CHARS = 64;
 
@@ -89,28 +96,28 @@ function repaired(text: string): string {
 
 function parseYaml(text: string): YAML.Document.Parsed | undefined {
   // failsafe: every scalar is its text, as serde reads a number or a boolean into a String.
-  const doc = YAML.parseDocument(text, { schema: 'failsafe', uniqueKeys: true, prettyErrors: false });
+  const doc = yaml().parseDocument(text, { schema: 'failsafe', uniqueKeys: true, prettyErrors: false });
   return doc.errors.length === 0 ? doc : undefined;
 }
 
-const isNull = (n: unknown) => n === null || n === undefined || (YAML.isScalar(n) && n.type === 'PLAIN' && /^(|~|null|Null|NULL)$/.test(String(n.value)));
+const isNull = (n: unknown) => n === null || n === undefined || (yaml().isScalar(n) && n.type === 'PLAIN' && /^(|~|null|Null|NULL)$/.test(String(n.value)));
 
 /** An optional string field: null when absent or null; Invalid for a sequence or mapping. */
 function optString(map: YAML.YAMLMap, key: string): string | null {
   const n = map.get(key, true);
   if (isNull(n)) return null;
-  if (YAML.isScalar(n)) return String(n.value);
+  if (yaml().isScalar(n)) return String(n.value);
   throw new Invalid(`invalid type for ${key}`);
 }
 /** An optional mapping field: undefined when absent or null; Invalid for anything else. */
 function optMap(map: YAML.YAMLMap, key: string): YAML.YAMLMap | undefined {
   const n = map.get(key, true);
   if (isNull(n)) return undefined;
-  if (YAML.isMap(n)) return n;
+  if (yaml().isMap(n)) return n;
   throw new Invalid(`invalid type for ${key}`);
 }
 function rootMap(doc: YAML.Document.Parsed): YAML.YAMLMap {
-  if (YAML.isMap(doc.contents)) return doc.contents;
+  if (yaml().isMap(doc.contents)) return doc.contents;
   throw new Invalid('not a mapping');
 }
 
@@ -147,7 +154,7 @@ const PRODUCTS = ['chatgpt', 'codex', 'atlas'];
 function optBool(map: YAML.YAMLMap, key: string): boolean | null {
   const n = map.get(key, true);
   if (isNull(n)) return null;
-  if (YAML.isScalar(n) && n.type === 'PLAIN') {
+  if (yaml().isScalar(n) && n.type === 'PLAIN') {
     if (/^(true|True|TRUE)$/.test(String(n.value))) return true;
     if (/^(false|False|FALSE)$/.test(String(n.value))) return false;
   }
@@ -171,9 +178,9 @@ export function parseSkillMetadata(contents: string | null): SkillMetadata {
       const toolsNode = deps.get('tools', true);
       const tools: SkillToolDependency[] = [];
       if (!isNull(toolsNode)) {
-        if (!YAML.isSeq(toolsNode)) throw new Invalid('tools');
+        if (!yaml().isSeq(toolsNode)) throw new Invalid('tools');
         for (const item of toolsNode.items) {
-          if (!YAML.isMap(item)) throw new Invalid('tool');
+          if (!yaml().isMap(item)) throw new Invalid('tool');
           const t = {
             type: optString(item, 'type'),
             value: optString(item, 'value'),
@@ -195,9 +202,9 @@ export function parseSkillMetadata(contents: string | null): SkillMetadata {
       const productsNode = pol.get('products', true);
       const products: string[] = [];
       if (!isNull(productsNode)) {
-        if (!YAML.isSeq(productsNode)) throw new Invalid('products');
+        if (!yaml().isSeq(productsNode)) throw new Invalid('products');
         for (const p of productsNode.items) {
-          if (!YAML.isScalar(p)) throw new Invalid('product');
+          if (!yaml().isScalar(p)) throw new Invalid('product');
           const known = PRODUCTS.find((k) => k === String(p.value).toLowerCase());
           if (!known) throw new Invalid('product');
           products.push(known);

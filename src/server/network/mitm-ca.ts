@@ -13,7 +13,14 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import tls from 'node:tls';
-import forge from 'node-forge';
+import type * as Forge from 'node-forge';
+
+// Required on first use (esbuild keeps a require() inside a function lazy within the bundle):
+// evaluated at start, node-forge's 42 modules cost every server several MiB of memory for as
+// long as it runs, and only a credential-masking proxy ever makes a certificate.
+let forgeModule: typeof Forge | undefined;
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const forge = (): typeof Forge => (forgeModule ??= require('node-forge') as typeof Forge);
 
 /** The variables the child's TLS clients read a CA bundle from (the reference 0.171's list). */
 export const CA_BUNDLE_ENV_KEYS = [
@@ -78,13 +85,13 @@ function rsaKey(): Promise<KeyPair> {
   return out;
 }
 
-const forgePublic = (k: KeyObject) => forge.pki.publicKeyFromPem(k.export({ type: 'spki', format: 'pem' }) as string);
+const forgePublic = (k: KeyObject) => forge().pki.publicKeyFromPem(k.export({ type: 'spki', format: 'pem' }) as string);
 
 /** Signs `cert` with `key` through Node's crypto (forge builds the TBS bytes). */
-function signWith(cert: forge.pki.Certificate, key: KeyObject): void {
+function signWith(cert: Forge.pki.Certificate, key: KeyObject): void {
   const parts: string[] = [];
-  const md = { algorithm: 'sha256', update: (b: string) => parts.push(b) } as unknown as forge.md.MessageDigest;
-  const signer = { sign: () => sign('sha256', Buffer.from(parts.join(''), 'binary'), key).toString('binary') } as unknown as forge.pki.rsa.PrivateKey;
+  const md = { algorithm: 'sha256', update: (b: string) => parts.push(b) } as unknown as Forge.md.MessageDigest;
+  const signer = { sign: () => sign('sha256', Buffer.from(parts.join(''), 'binary'), key).toString('binary') } as unknown as Forge.pki.rsa.PrivateKey;
   cert.sign(signer, md);
 }
 
@@ -94,7 +101,7 @@ export class ProcessCa {
   private readonly leaves = new Map<string, tls.SecureContext>();
   private constructor(
     private readonly caKey: KeyObject,
-    private readonly caCert: forge.pki.Certificate,
+    private readonly caCert: Forge.pki.Certificate,
     private readonly leafKey: { privateKey: KeyObject; publicKey: KeyObject },
     readonly certPem: string,
     readonly bundlePath: string,
@@ -103,7 +110,7 @@ export class ProcessCa {
   /** A new CA and its bundle file. */
   static async create(dir = proxyStateDir()): Promise<ProcessCa> {
     const [ca, leaf] = await Promise.all([rsaKey(), rsaKey()]);
-    const cert = forge.pki.createCertificate();
+    const cert = forge().pki.createCertificate();
     cert.publicKey = forgePublic(ca.publicKey);
     cert.serialNumber = serial();
     cert.validity.notBefore = new Date(Date.now() - 3600_000);
@@ -119,7 +126,7 @@ export class ProcessCa {
       { name: 'subjectKeyIdentifier' },
     ]);
     signWith(cert, ca.privateKey);
-    const pem = forge.pki.certificateToPem(cert);
+    const pem = forge().pki.certificateToPem(cert);
     const bundle = systemRoots() + pem;
     fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
     const file = path.join(dir, `ca-bundle-${createHash('sha256').update(bundle).digest('hex')}.pem`);
@@ -133,7 +140,7 @@ export class ProcessCa {
   contextFor(host: string): tls.SecureContext {
     const known = this.leaves.get(host);
     if (known) return known;
-    const cert = forge.pki.createCertificate();
+    const cert = forge().pki.createCertificate();
     cert.publicKey = forgePublic(this.leafKey.publicKey);
     cert.serialNumber = serial();
     cert.validity.notBefore = new Date(Date.now() - 3600_000);
@@ -150,7 +157,7 @@ export class ProcessCa {
     signWith(cert, this.caKey);
     const ctx = tls.createSecureContext({
       key: this.leafKey.privateKey.export({ type: 'pkcs8', format: 'pem' }) as string,
-      cert: forge.pki.certificateToPem(cert) + this.certPem,
+      cert: forge().pki.certificateToPem(cert) + this.certPem,
     });
     this.leaves.set(host, ctx);
     return ctx;
