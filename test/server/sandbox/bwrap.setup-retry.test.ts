@@ -155,8 +155,12 @@ test('sandboxed: terminate while the setup is being tried again ends the tries; 
     const ex = c.sink.forProcess('stopped').find((e) => e.method === 'process/exited')!;
     assert.equal(ex.params.exitCode, 137);
     assert.doesNotMatch(c.sink.outputText('stopped'), /could not be set up/);
-    await new Promise((r) => setTimeout(r, 1_500)); // a third try would have run by now
-    assert.equal(fs.readFileSync(calls, 'utf8').length, 2, 'no try after the kill');
+    // A third try would have been spawned before the close; a later start (its stand-in's first
+    // line) comes after it in the calls file.
+    fs.writeFileSync(arm, '0');
+    await c.call('process/start', startParams('later', ['/bin/true'], { cwd: uri(W), sandbox: sandbox() }));
+    await c.sink.waitFor(() => c.sink.closed('later'), 10_000, 'later closed');
+    assert.equal(fs.readFileSync(calls, 'utf8').length, 3, 'no try after the kill: two tries, then the later start');
     assert.equal(ran('stopped'), 0);
     assert.deepEqual(pidsWith(fakeDir), [], "nothing of the stand-in's tries is left");
   }));
