@@ -92,13 +92,19 @@ test('sandboxed: a setup that keeps failing ends in one line that says why and t
   assert.equal(r.calls, SETUP_TRIES);
 });
 
-test('sandboxed: a command that fails by itself (exit 1, a "bwrap:" line on stderr) is never started again', async () => {
-  const r = await run('once', 'echo ran >> once; echo "bwrap: Can\'t bind mount x: No such file or directory" >&2; exit 1', 0);
-  assert.equal(ran('once'), 1);
-  assert.equal(r.exitCode, 1);
-  assert.equal(r.out, "bwrap: Can't bind mount x: No such file or directory\n");
-  assert.equal(r.calls, 1);
-});
+for (const tty of [false, true]) {
+  test(`sandboxed ${tty ? 'PTY' : 'pipe'}: a command that fails by itself (exit 1, a "bwrap:" line on stderr; or nothing at all) is never started again`, async () => {
+    const id = `once-${tty ? 'pty' : 'pipe'}`;
+    const r = await run(id, `echo ran >> ${id}; echo "bwrap: Can't bind mount x: No such file or directory" >&2; exit 1`, 0, tty);
+    assert.equal(ran(id), 1);
+    assert.equal(r.exitCode, 1);
+    assert.equal(r.out.replace(/\r/g, ''), "bwrap: Can't bind mount x: No such file or directory\n");
+    assert.equal(r.calls, 1);
+    // Its ready line the last thing on the terminal (nothing after it): still read.
+    const silent = await run(`${id}-silent`, `echo ran >> ${id}-silent; exit 1`, 0, tty);
+    assert.deepEqual([ran(`${id}-silent`), silent.exitCode, silent.out, silent.calls], [1, 1, '', 1]);
+  });
+}
 
 /** The stream's text of process `id` (stdout, stderr or pty). */
 const streamText = (id: string, stream: string) =>
