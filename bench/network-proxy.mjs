@@ -2,20 +2,23 @@
 // curl inside a managed sandbox, through the executor-local proxy (networkProxy, HTTP proxy) and
 // directly (network "enabled", no proxy), on our CLI and on the reference, rounds alternating.
 // Prints MiB/s per case (median of the rounds) and the proxied/direct ratio (goal: ≥ 0.8), per round
-// (proxied over the direct download just before it) and its median.
+// (proxied over the direct download just before it) and its median. It also measures the CPU of
+// every party to a download (curl's from bash's `times` in the sandbox, the origin's and the
+// server's from their threads' schedstat) and prints the ratio those CPU times allow on this
+// machine at best: whatever the relay does, a proxied download takes at least as long as the
+// relay's own CPU time, and at least the sum of the three parties' CPU over the machine's cores.
 // Usage: npm run build && node bench/network-proxy.mjs [--rounds=N] [--baseline-cli=PATH] (an older
 // build of dist/cli.js as a third target, for a before/after in the same run). `npm run bench` runs it
 // last (skip with --no-network; --only=network runs it alone).
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
-import http from 'node:http';
+import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const rounds = Number(process.argv.find((a) => a.startsWith('--rounds='))?.split('=')[1] ?? 5);
 const SIZE = 64 * 1024 * 1024;
-const body = Buffer.alloc(1024 * 1024, 'x');
 
 function findReference() {
   const r = spawnSync(process.execPath, [path.join(root, 'scripts/tools/install.mjs'), '--find', 'reference'], { encoding: 'utf8' });
@@ -91,6 +94,11 @@ function cpuMs(pid) {
   return ns / 1e6;
 }
 
+// The origin runs in a process of its own, so its CPU per download can be read apart from the
+// bench's (which parses the servers' output).
+const ORIGIN = `
+const http = require('http');
+const SIZE = ${SIZE}, body = Buffer.alloc(1024 * 1024, 'x');
 const origin = http.createServer((req, res) => {
   res.writeHead(200, { 'content-length': SIZE });
   let sent = 0;
@@ -103,15 +111,26 @@ const origin = http.createServer((req, res) => {
   };
   more();
 });
-await new Promise((r) => origin.listen(0, '127.0.0.1', r));
-const port = origin.address().port;
+origin.listen(0, '127.0.0.1', () => process.stdout.write(origin.address().port + '\\n'));
+`;
+const origin = spawn(process.execPath, ['-e', ORIGIN], { stdio: ['ignore', 'pipe', 'inherit'] });
+const port = await new Promise((resolve, reject) => {
+  origin.stdout.once('data', (d) => resolve(Number(String(d).trim())));
+  origin.once('exit', (code) => reject(new Error(`the origin server exited (${code}) before listening`)));
+});
 const cwd = 'file:///tmp';
 const sandbox = {
   permissions: { type: 'managed', file_system: { type: 'restricted', entries: [{ path: { type: 'special', value: { kind: 'root' } }, access: 'read' }] }, network: 'enabled' },
   cwd, workspaceRoots: [cwd], windowsSandboxLevel: 'disabled', windowsSandboxProxySettingsMode: 'reconcile', useLegacyLandlock: false,
 };
 const proxy = { enabled: true, enableSocks5: true, enableSocks5Udp: true, allowUpstreamProxy: true, dangerouslyAllowAllUnixSockets: false, mode: 'full', allowLocalBinding: false, domains: { localhost: 'allow' } };
-const curl = (extra) => ['/bin/bash', '-c', `curl -s -o /dev/null -w '%{speed_download}' ${extra} http://localhost:${port}/big`];
+// bash's `times` after curl prints the CPU of the shell's children (curl) as its second line.
+const curl = (extra) => ['/bin/bash', '-c', `curl -s -o /dev/null -w '%{speed_download}\\n' ${extra} http://localhost:${port}/big; times`];
+/** Seconds of a `times` field ("0m0.021s"). */
+const timesSec = (f) => {
+  const m = /^(\d+)m([\d.]+)s$/.exec(f);
+  return m ? Number(m[1]) * 60 + Number(m[2]) : NaN;
+};
 
 const targets = [{ name: 'ours', cmd: [process.execPath, path.join(root, 'dist/cli.js'), '--listen', 'stdio'], env: process.env }];
 const baseline = process.argv.find((a) => a.startsWith('--baseline-cli='))?.split('=')[1];
@@ -131,9 +150,15 @@ for (let r = 0; r < rounds; r++) {
         ...(kind === 'proxied' ? { enforceManagedNetwork: true, networkProxy: { proxy } } : {}) };
       results[`${t.name} ${kind}`] ??= [];
       const cpu0 = cpuMs(t.server.child.pid);
+      const origin0 = cpuMs(origin.pid);
       const out = await t.server.run(params);
-      (results[`${t.name} ${kind}`].cpu ??= []).push(cpuMs(t.server.child.pid) - cpu0);
-      const bps = Number(out);
+      const r = results[`${t.name} ${kind}`];
+      (r.cpu ??= []).push(cpuMs(t.server.child.pid) - cpu0);
+      (r.originCpu ??= []).push(cpuMs(origin.pid) - origin0);
+      const lines = out.trim().split('\n');
+      const children = (lines[2] ?? '').trim().split(/\s+/);
+      (r.curlCpu ??= []).push((timesSec(children[0]) + timesSec(children[1])) * 1000);
+      const bps = Number(lines[0]);
       // A download that failed is not a rate: say what the child printed instead of a NaN.
       if (!(bps > 0)) throw new Error(`${t.name} ${kind}: curl printed ${JSON.stringify(out.slice(0, 300))}`);
       results[`${t.name} ${kind}`].push(bps / 1024 / 1024);
@@ -141,10 +166,10 @@ for (let r = 0; r < rounds; r++) {
   }
 }
 for (const t of targets) t.server.stop();
-origin.close();
+origin.kill();
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 for (const [k, v] of Object.entries(results)) {
-  console.log(`${k.padEnd(20)} ${median(v).toFixed(0).padStart(6)} MiB/s  (rounds: ${v.map((x) => x.toFixed(0)).join(' ')}); server CPU ${median(v.cpu).toFixed(0)} ms (rounds: ${v.cpu.map((x) => x.toFixed(0)).join(' ')})`);
+  console.log(`${k.padEnd(20)} ${median(v).toFixed(0).padStart(6)} MiB/s  (rounds: ${v.map((x) => x.toFixed(0)).join(' ')}); CPU per download: server ${median(v.cpu).toFixed(0)} ms (rounds: ${v.cpu.map((x) => x.toFixed(0)).join(' ')}), curl ${median(v.curlCpu).toFixed(0)} ms, origin ${median(v.originCpu).toFixed(0)} ms`);
 }
 // The ratio of each round's proxied download to the direct one just before it (the machine's
 // load drifts between rounds; a pair is seconds apart), then the median of those.
@@ -152,4 +177,11 @@ for (const t of targets) {
   const d = results[`${t.name} direct`], p = results[`${t.name} proxied`];
   const pairs = p.map((x, i) => x / d[i]);
   console.log(`${t.name}: proxied / direct = ${median(pairs).toFixed(2)} (median of rounds: ${pairs.map((x) => x.toFixed(2)).join(' ')}; of medians ${(median(p) / median(d)).toFixed(2)})`);
+  // The best this machine allows: the direct download's time against the least time the
+  // proxied one's measured CPU needs (its relay's alone, or all three parties' over the cores;
+  // the server's CPU in a direct download is its bookkeeping, left out of the sum).
+  const directMs = (SIZE / 1048576 / median(d)) * 1000;
+  const proxiedCpu = median(p.cpu) + median(p.curlCpu) + median(p.originCpu);
+  const leastMs = Math.max(median(p.cpu), proxiedCpu / os.availableParallelism());
+  console.log(`${t.name}: at best ${(directMs / leastMs).toFixed(2)} on ${os.availableParallelism()} cores with this relay's CPU (direct ${directMs.toFixed(0)} ms; proxied needs ${median(p.cpu).toFixed(0)} ms of relay, ${proxiedCpu.toFixed(0)} ms in all)`);
 }
