@@ -64,8 +64,9 @@ export class BwrapBackend implements SandboxBackend {
     const argv = wrapArgv(carved, { argv: req.argv, cwd: req.cwd, arg0: req.arg0, proxied }, this.tools, undefined, this.pidNamespace, (m) => preparedNamespace(m, this.tools));
     // A setup that fails before the command runs is done again (./setup-retry.ts); the first
     // program's first argument is where it says the sandbox is set up (./bwrap.ts READY_PREFIX).
-    const readyFdArg = argv.findIndex((a) => a.startsWith(READY_PREFIX)) + 2;
-    return { ...req, argv, arg0: undefined, closesDescriptors: true, sandboxSetup: { readyFdArg } };
+    const first = argv.findIndex((a) => a.startsWith(READY_PREFIX));
+    if (first < 0) throw new Error('the sandbox argv has no first program'); // wrapArgv always puts it there
+    return { ...req, argv, arg0: undefined, closesDescriptors: true, sandboxSetup: { readyFdArg: first + 2 } };
   }
 
   guard(profile: ManagedSandboxProfile, onPlant: (p: Planted[]) => void): GuardLease {
