@@ -10,6 +10,7 @@
 // export delegate (concurrency limit, timeout, partial-success logging) and the same retry
 // policy (RetryingTransport's, below: not exported by the package). Only plain http: URLs without
 // compression come here; https or gzip keep the SDK's transport (./otlp-proto.ts).
+import { validateHeaderName, validateHeaderValue } from 'node:http';
 import * as net from 'node:net';
 import { OTLPExporterError, type ExportResponse, type IExporterTransport } from '@opentelemetry/otlp-exporter-base';
 import { diag } from '@opentelemetry/api';
@@ -343,6 +344,10 @@ export function rawHttpTransport(target: HttpTarget): IExporterTransport {
       for (const [k, v] of Object.entries(headers)) {
         const lk = k.toLowerCase();
         if (lk === 'user-agent' || lk === 'content-length' || lk === 'host' || lk === 'transfer-encoding' || lk === 'connection') continue;
+        // Node's own checks, as its client makes them (a CR or LF in OTEL_EXPORTER_OTLP_HEADERS
+        // must not reach the wire): the export fails with the same TypeError.
+        validateHeaderName(k);
+        validateHeaderValue(k, v);
         head += `${k}: ${v}\r\n`;
       }
       head += `User-Agent: ${userAgent}\r\nConnection: keep-alive\r\nContent-Length: ${data.length}\r\n\r\n`;

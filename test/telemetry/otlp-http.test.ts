@@ -212,3 +212,13 @@ test('a collector that hangs up, and one that is not there: retryable network er
   assert.equal(refused.ours.outcome.error?.code, 'ECONNREFUSED');
   assert.equal(refused.ours.outcome.error?.code, refused.sdk.outcome.error?.code);
 });
+
+test('a header value with a line break fails the export as the SDK transport fails it, with nothing sent', async () => {
+  const { sdk, ours } = await both(() => ok, { OTEL_EXPORTER_OTLP_HEADERS: 'x-ok=1,x-bad=a%0D%0AInjected: yes' });
+  assert.equal(ours.outcome.code, 1);
+  assert.equal(sdk.outcome.code, 1);
+  assert.deepEqual(ours.outcome.error, sdk.outcome.error);
+  assert.equal(ours.outcome.error?.code, 'ERR_INVALID_CHAR');
+  assert.equal(ours.seen.length, 0);
+  assert.equal(sdk.seen.length, 0);
+});
