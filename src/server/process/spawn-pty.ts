@@ -66,9 +66,12 @@ const DRAIN_MAX_MS = 10_000;
  *   is still flowing or reading is paused by backpressure, within DRAIN_MAX_MS of the last
  *   time reading was paused (a flow-control window may hold reading for longer than that:
  *   the client acknowledges eventually, or the session ends and disposal resumes reading).
- * Returns a function that releases the held slave descriptor.
+ * The same drain starts as soon as node-pty learns of the exit (`onExit` of the returned
+ * control, called from its native exit callback), not 200 ms later: with the slave held open
+ * the socket never ends by itself, so node-pty's timer was what reported every PTY process's
+ * exit, and a PTY `true` took over 200 ms from start to exit.
  */
-function holdUntilDrained(pty: IPty, busy: () => boolean, paused: () => boolean): () => void {
+function holdUntilDrained(pty: IPty, busy: () => boolean, paused: () => boolean): { release(): void; onExit(): void } {
   const internals = pty as unknown as { _pty?: string; _socket?: { destroy(...a: unknown[]): unknown } };
   let slaveFd: number | undefined;
   try {
@@ -81,11 +84,13 @@ function holdUntilDrained(pty: IPty, busy: () => boolean, paused: () => boolean)
     slaveFd = undefined;
   };
   const socket = internals._socket;
-  if (!socket || typeof socket.destroy !== 'function') return release;
+  if (!socket || typeof socket.destroy !== 'function') return { release, onExit: () => {} };
   const realDestroy = socket.destroy.bind(socket);
   let deadline: number | undefined;
   socket.destroy = (...args: unknown[]) => {
-    deadline ??= Date.now() + DRAIN_MAX_MS;
+    // Once: the drain started at the exit, and node-pty's own timer calls this again later.
+    if (deadline !== undefined) return socket;
+    deadline = Date.now() + DRAIN_MAX_MS;
     const attempt = () => {
       if (paused()) deadline = Date.now() + DRAIN_MAX_MS;
       if (busy() && Date.now() < deadline!) {
@@ -102,7 +107,27 @@ function holdUntilDrained(pty: IPty, busy: () => boolean, paused: () => boolean)
     attempt();
     return socket;
   };
-  return release;
+  return { release, onExit: () => void socket.destroy() };
+}
+
+/**
+ * Calls `onExit` when node-pty's native exit callback marks the child reaped (it sets
+ * `_boundClose`, which it reads too), before node-pty waits for its socket to end.
+ */
+function onNativeExit(pty: IPty, onExit: () => void): void {
+  const target = pty as unknown as { _boundClose?: boolean };
+  if (typeof target._boundClose !== 'boolean') return; // another node-pty: its 200 ms timer stays the only trigger
+  let value = target._boundClose;
+  Object.defineProperty(target, '_boundClose', {
+    configurable: true,
+    enumerable: true,
+    get: () => value,
+    set: (v: boolean) => {
+      const first = v && !value;
+      value = v;
+      if (first) onExit();
+    },
+  });
 }
 
 export async function spawnPty(req: SpawnRequest, events: ChildEvents): Promise<ChildHandle> {
@@ -128,14 +153,21 @@ export async function spawnPty(req: SpawnRequest, events: ChildEvents): Promise<
     lastDataAt = Date.now();
     events.output('pty', typeof d === 'string' ? Buffer.from(d) : d);
   });
-  const release = holdUntilDrained(
+  const drain = holdUntilDrained(
     pty,
     () => paused || Date.now() - lastDataAt < DRAIN_IDLE_MS,
     () => paused,
   );
+  onNativeExit(pty, () => {
+    // The exit counts as output for the drain: what the child wrote just before it may still be
+    // on its way through the terminal (the kernel moves it to the master side asynchronously),
+    // so the terminal is read for at least DRAIN_IDLE_MS after the exit as well.
+    lastDataAt = Date.now();
+    drain.onExit();
+  });
   // node-pty emits exit only after the terminal's read side reached EOF: all output is in.
   pty.onExit(({ exitCode, signal }) => {
-    release();
+    drain.release();
     exited = true;
     stdinOpen = false;
     events.exit(exitCodeOf(exitCode, signal ?? null));

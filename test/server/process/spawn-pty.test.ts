@@ -109,3 +109,25 @@ test('PTY: the tail of a large output is not lost when the child exits right aft
   assert.equal(count, size, 'no byte lost');
   assert.equal(c.sink.forProcess('big').find((e) => e.method === 'process/exited')!.params.exitCode, 0);
 });
+
+test('PTY: short outputs written right before the exit all arrive (the drain starts at the exit, not 200 ms later)', async () => {
+  // The exit is now seen before the terminal's last bytes may be readable: each of these writes
+  // and exits at once, 8 at a time, so the exit often comes first.
+  const c = await client();
+  const runs = 40;
+  const size = 1000;
+  for (let i = 0; i < runs; i += 8) {
+    const ids = Array.from({ length: Math.min(8, runs - i) }, (_, k) => `short${i + k}`);
+    for (const id of ids) await c.call('process/start', startParams(id, ['/bin/sh', '-c', `head -c ${size} /dev/zero | tr '\\0' b; exit 3`], { tty: true }));
+    for (const id of ids) await c.sink.waitFor(() => c.sink.closed(id), 30_000, `${id} closed`);
+    for (const id of ids) {
+      let count = 0;
+      for (const e of c.sink.forProcess(id)) {
+        if (e.method !== 'process/output') continue;
+        for (const byte of Buffer.from(e.params.chunk, 'base64')) if (byte === 0x62) count++;
+      }
+      assert.equal(count, size, `${id}: every byte before the exit`);
+      assert.equal(c.sink.forProcess(id).find((e) => e.method === 'process/exited')!.params.exitCode, 3);
+    }
+  }
+});
