@@ -15,6 +15,7 @@ import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { StdioServer } from './stdio-server.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const rounds = Number(process.argv.find((a) => a.startsWith('--rounds='))?.split('=')[1] ?? 5);
@@ -28,52 +29,6 @@ function findReference() {
   // it the reference cannot link its sandbox helper and every sandboxed command fails at once.
   mkdirSync(keys.CODEX_HOME, { recursive: true });
   return { cmd: [keys.REFERENCE, 'exec-server', '--listen', 'stdio'], env: { ...process.env, CODEX_HOME: keys.CODEX_HOME } };
-}
-
-class Server {
-  constructor(cmd, env) {
-    this.child = spawn(cmd[0], cmd.slice(1), { env, stdio: ['pipe', 'pipe', 'ignore'] });
-    this.buf = '';
-    this.pending = new Map();
-    this.out = new Map();
-    this.closed = new Map();
-    this.id = 0;
-    this.child.stdout.on('data', (d) => {
-      this.buf += d;
-      let nl;
-      while ((nl = this.buf.indexOf('\n')) >= 0) {
-        const m = JSON.parse(this.buf.slice(0, nl));
-        this.buf = this.buf.slice(nl + 1);
-        if (m.id !== undefined && this.pending.has(m.id)) {
-          this.pending.get(m.id)(m);
-          this.pending.delete(m.id);
-        } else if (m.method === 'process/output') {
-          this.out.set(m.params.processId, (this.out.get(m.params.processId) ?? '') + Buffer.from(m.params.chunk, 'base64'));
-        } else if (m.method === 'process/closed') this.closed.get(m.params.processId)?.();
-      }
-    });
-  }
-  call(method, params) {
-    return new Promise((r) => {
-      const i = ++this.id;
-      this.pending.set(i, r);
-      this.child.stdin.write(JSON.stringify({ id: i, method, params }) + '\n');
-    });
-  }
-  async init() {
-    await this.call('initialize', { clientName: 'bench-network' });
-    this.child.stdin.write(JSON.stringify({ method: 'initialized', params: {} }) + '\n');
-  }
-  async run(params) {
-    const done = new Promise((r) => this.closed.set(params.processId, r));
-    const res = await this.call('process/start', params);
-    if (res.error) throw new Error(JSON.stringify(res.error));
-    await done;
-    return this.out.get(params.processId) ?? '';
-  }
-  stop() {
-    this.child.stdin.end();
-  }
 }
 
 /**
@@ -140,8 +95,8 @@ if (ref) targets.push({ name: 'reference', ...ref });
 const results = {};
 let n = 0;
 for (const t of targets) {
-  t.server = new Server(t.cmd, t.env);
-  await t.server.init();
+  t.server = new StdioServer(t.cmd, t.env);
+  await t.server.init('bench-network');
 }
 for (let r = 0; r < rounds; r++) {
   for (const t of targets) {
@@ -151,7 +106,7 @@ for (let r = 0; r < rounds; r++) {
       results[`${t.name} ${kind}`] ??= [];
       const cpu0 = cpuMs(t.server.child.pid);
       const origin0 = cpuMs(origin.pid);
-      const out = await t.server.run(params);
+      const { out } = await t.server.run(params);
       const r = results[`${t.name} ${kind}`];
       (r.cpu ??= []).push(cpuMs(t.server.child.pid) - cpu0);
       (r.originCpu ??= []).push(cpuMs(origin.pid) - origin0);

@@ -3,73 +3,24 @@
 // dist/cli.js over stdio; pipes and a PTY, without carve-outs (the workspace alone is writable and
 // holds no repository) and with them (/tmp writable, REPOS repositories in it: each `.git` is a
 // read-only carve-out, src/server/sandbox/carve-outs.ts). Every agent command is sandboxed, so
-// this is the floor of every command's latency.
+// this is the floor of every command's latency. The same starts unsandboxed show what the sandbox
+// adds, and a PTY's own cost apart from it.
 // Usage: npm run build && node bench/sandbox-start.mjs [--rounds=N] [--repos=N] [--baseline-cli=PATH]
 // [--cli=NAME=PATH ...] (older builds of dist/cli.js, started alongside: each round runs every case
 // on every target, one after the other, the order turned round every round, so the machine's load
 // drifts alike for all). Prints the median (and quartiles) per case and target, and the median of
 // the per-round difference to the baseline.
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { StdioServer } from './stdio-server.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const arg = (k, d) => process.argv.find((a) => a.startsWith(`--${k}=`))?.split('=')[1] ?? d;
 const rounds = Number(arg('rounds', 40));
 const REPOS = Number(arg('repos', 10));
-
-class Server {
-  constructor(cmd) {
-    this.child = spawn(cmd[0], cmd.slice(1), { stdio: ['pipe', 'pipe', 'ignore'] });
-    this.buf = '';
-    this.pending = new Map();
-    this.closed = new Map();
-    this.out = new Map();
-    this.id = 0;
-    this.child.stdout.on('data', (d) => {
-      this.buf += d;
-      let nl;
-      while ((nl = this.buf.indexOf('\n')) >= 0) {
-        const m = JSON.parse(this.buf.slice(0, nl));
-        this.buf = this.buf.slice(nl + 1);
-        if (m.id !== undefined && this.pending.has(m.id)) {
-          this.pending.get(m.id)(m);
-          this.pending.delete(m.id);
-        } else if (m.method === 'process/output') {
-          this.out.set(m.params.processId, (this.out.get(m.params.processId) ?? '') + Buffer.from(m.params.chunk, 'base64'));
-        } else if (m.method === 'process/closed') this.closed.get(m.params.processId)?.();
-      }
-    });
-  }
-  call(method, params) {
-    return new Promise((r) => {
-      const i = ++this.id;
-      this.pending.set(i, r);
-      this.child.stdin.write(JSON.stringify({ id: i, method, params }) + '\n');
-    });
-  }
-  async init() {
-    await this.call('initialize', { clientName: 'bench-sandbox-start' });
-    this.child.stdin.write(JSON.stringify({ method: 'initialized', params: {} }) + '\n');
-  }
-  /** ms from the request to process/closed. */
-  async time(params) {
-    const t0 = performance.now();
-    const done = new Promise((r) => this.closed.set(params.processId, r));
-    const res = await this.call('process/start', params);
-    if (res.error) throw new Error(JSON.stringify(res.error));
-    await done;
-    const ms = performance.now() - t0;
-    const out = this.out.get(params.processId);
-    if (out) throw new Error(`${params.processId} printed ${JSON.stringify(out.slice(0, 300))}`);
-    return ms;
-  }
-  stop() {
-    this.child.stdin.end();
-  }
-}
 
 const base = fs.mkdtempSync(path.join(os.tmpdir(), 'es-bench-start-'));
 const work = path.join(base, 'work');
@@ -90,6 +41,8 @@ const sandboxOf = (slashTmp) => ({
   cwd: pathToFileURL(work).href, workspaceRoots: [pathToFileURL(work).href], windowsSandboxLevel: 'disabled', windowsSandboxProxySettingsMode: 'reconcile', useLegacyLandlock: false,
 });
 const cases = [];
+// Unsandboxed too: what the sandbox adds is the difference (and a PTY's own cost shows apart).
+for (const tty of [false, true]) cases.push({ name: `${tty ? 'pty ' : 'pipe'} unsandboxed`, tty, sandbox: undefined });
 for (const carve of [false, true]) for (const tty of [false, true]) cases.push({ name: `${tty ? 'pty ' : 'pipe'} ${carve ? `/tmp writable (${carved} .git)` : 'no carve-outs'}`, tty, sandbox: sandboxOf(carve) });
 
 const targets = [{ name: 'ours', cmd: [process.execPath, path.join(root, 'dist/cli.js'), '--listen', 'stdio'] }];
@@ -101,8 +54,8 @@ for (const a of process.argv.filter((x) => x.startsWith('--cli='))) {
   targets.push({ name, cmd: [process.execPath, path.resolve(file), '--listen', 'stdio'] });
 }
 for (const t of targets) {
-  t.server = new Server(t.cmd);
-  await t.server.init();
+  t.server = new StdioServer(t.cmd);
+  await t.server.init('bench-sandbox-start');
 }
 const results = {};
 let n = 0;
@@ -114,7 +67,9 @@ try {
     const order = r % 2 ? [...targets].reverse() : targets;
     for (const c of cases) {
       for (const t of order) {
-        const ms = await t.server.time({ processId: `s${++n}`, argv: ['/bin/true'], cwd: pathToFileURL(work).href, env: { PATH: '/usr/bin:/bin' }, tty: c.tty, sandbox: c.sandbox });
+        const processId = `s${++n}`;
+        const { out, ms } = await t.server.run({ processId, argv: ['/bin/true'], cwd: pathToFileURL(work).href, env: { PATH: '/usr/bin:/bin' }, tty: c.tty, ...(c.sandbox ? { sandbox: c.sandbox } : {}) });
+        if (out) throw new Error(`${processId} printed ${JSON.stringify(out.slice(0, 300))}`);
         if (r > 0) ((results[c.name] ??= {})[t.name] ??= []).push(ms);
       }
     }
@@ -124,7 +79,7 @@ try {
   fs.rmSync(base, { recursive: true, force: true });
 }
 const q = (xs, f) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) * f)];
-console.log(`sandboxed /bin/true, start to process/closed, ${rounds} rounds; load ${load0.toFixed(2)} -> ${os.loadavg()[0].toFixed(2)}`);
+console.log(`/bin/true (sandboxed, and unsandboxed), start to process/closed, ${rounds} rounds; load ${load0.toFixed(2)} -> ${os.loadavg()[0].toFixed(2)}`);
 for (const [c, byTarget] of Object.entries(results)) {
   const cells = targets.map(({ name: t }) => `${t} ${q(byTarget[t], 0.5).toFixed(1)} ms (${q(byTarget[t], 0.25).toFixed(1)}-${q(byTarget[t], 0.75).toFixed(1)})`);
   const diff = byTarget.baseline
