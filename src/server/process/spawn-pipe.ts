@@ -7,21 +7,15 @@ import { exitCodeOf, killGroup, killHolders, killTree, stdioMarkOf } from './chi
 import { pipeStdio } from './pty-masters';
 import { readRecycled } from './recycled-pipe-reader';
 
-/** `stdio` with a Node IPC channel at `fd` (slots before it that are not set: not opened). */
-function withChannel(stdio: StdioOptions, fd: number | undefined): StdioOptions {
+/**
+ * `stdio` with `kind` at `fd` (slots before it that are not set: not opened): a Node IPC channel,
+ * or a pipe (over whatever was there: a master's /dev/null is replaced as well).
+ */
+function withStdioAt(stdio: StdioOptions, fd: number | undefined, kind: 'ipc' | 'pipe'): StdioOptions {
   if (fd === undefined) return stdio;
   const out = [...(stdio as unknown[])];
   while (out.length < fd) out.push('ignore');
-  out[fd] = 'ipc';
-  return out as StdioOptions;
-}
-
-/** `stdio` with a pipe at `fd` (over whatever was there: a master's /dev/null is replaced as well). */
-function withPipe(stdio: StdioOptions, fd: number | undefined): StdioOptions {
-  if (fd === undefined) return stdio;
-  const out = [...(stdio as unknown[])];
-  while (out.length < fd) out.push('ignore');
-  out[fd] = 'pipe';
+  out[fd] = kind;
   return out as StdioOptions;
 }
 
@@ -52,7 +46,7 @@ export function spawnPipe(req: SpawnRequest, events: ChildEvents): Promise<Child
       argv0: req.arg0,
       detached: true,
       // Other terminals' PTY masters are overlaid with /dev/null (./pty-masters.ts).
-      stdio: withPipe(withChannel(pipeStdio([req.pipeStdin ? 'pipe' : 'ignore', 'pipe', 'pipe']), req.channel?.fd), req.readyPipe?.fd),
+      stdio: withStdioAt(withStdioAt(pipeStdio([req.pipeStdin ? 'pipe' : 'ignore', 'pipe', 'pipe']), req.channel?.fd, 'ipc'), req.readyPipe?.fd, 'pipe'),
       windowsHide: true,
     });
     // Read at once: the child has just exec'ed (spawn returns after the exec), its descriptors are still ours.
