@@ -1,5 +1,6 @@
 // PTY-backed child via node-pty. node-pty reports exec/chdir failures only as text on the
 // terminal, so the executable and cwd are checked first to give the client a real error.
+import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { IPty } from 'node-pty';
@@ -71,7 +72,7 @@ const DRAIN_MAX_MS = 10_000;
  * the socket never ends by itself, so node-pty's timer was what reported every PTY process's
  * exit, and a PTY `true` took over 200 ms from start to exit.
  */
-function holdUntilDrained(pty: IPty, busy: () => boolean, paused: () => boolean): { release(): void; onExit(): void } {
+function holdUntilDrained(pty: IPty, busy: () => boolean, paused: () => boolean): { release(): void; onExit(): void; slavePath?: string } {
   const internals = pty as unknown as { _pty?: string; _socket?: { destroy(...a: unknown[]): unknown } };
   let slaveFd: number | undefined;
   try {
@@ -84,7 +85,7 @@ function holdUntilDrained(pty: IPty, busy: () => boolean, paused: () => boolean)
     slaveFd = undefined;
   };
   const socket = internals._socket;
-  if (!socket || typeof socket.destroy !== 'function') return { release, onExit: () => {} };
+  if (!socket || typeof socket.destroy !== 'function') return { release, onExit: () => {}, slavePath: internals._pty };
   const realDestroy = socket.destroy.bind(socket);
   let deadline: number | undefined;
   socket.destroy = (...args: unknown[]) => {
@@ -107,7 +108,77 @@ function holdUntilDrained(pty: IPty, busy: () => boolean, paused: () => boolean)
     attempt();
     return socket;
   };
-  return { release, onExit: () => void socket.destroy() };
+  return { release, onExit: () => void socket.destroy(), slavePath: slaveFd === undefined ? undefined : internals._pty };
+}
+
+/**
+ * Writes a marker through the terminal's slave side once the child has exited, and returns what
+ * was written of it (undefined when nothing could be at once: the terminal is stopped or full).
+ * Everything written to the slave side reaches the master side in order, through the same
+ * buffer, so when the marker is read, every byte the child wrote before its exit has been read:
+ * the hold on the slave side can go without waiting out a quiet period. It is an OSC sequence
+ * that terminals ignore, in upper case and without CR or LF, so no output setting of the
+ * terminal (ONLCR, OLCUC, ...) changes it; it is taken out of the output before anyone sees it,
+ * and its random part cannot be guessed by what runs in the terminal (which never reads the
+ * terminal's output side).
+ */
+function writeDrainMarker(slavePath: string | undefined): Buffer | undefined {
+  if (!slavePath) return undefined;
+  const marker = Buffer.from(`\x1b]697;EXEC-SERVER-DRAIN-${randomBytes(12).toString('hex').toUpperCase()}\x07`, 'latin1');
+  let fd: number | undefined;
+  try {
+    fd = fs.openSync(slavePath, fs.constants.O_WRONLY | fs.constants.O_NOCTTY | fs.constants.O_NONBLOCK);
+    // A terminal with less room than the marker takes its first part: that part is what comes
+    // through, and what is taken out again (it must never reach a client's terminal half-way).
+    const written = fs.writeSync(fd, marker);
+    return written > 0 ? marker.subarray(0, written) : undefined;
+  } catch {
+    return undefined;
+  } finally {
+    if (fd !== undefined) fs.closeSync(fd);
+  }
+}
+
+/**
+ * Takes a drain marker out of a terminal's output, across reads: `push` returns the output to
+ * deliver (in order; the end of a read that may be the marker's first part is kept for the next
+ * one) and whether the marker was read; `flush` gives back what was kept when no more comes.
+ */
+export class MarkerFilter {
+  private carry: Buffer | undefined;
+  found = false;
+
+  constructor(private readonly marker: Buffer) {}
+
+  push(data: Buffer): Buffer[] {
+    if (this.found) return [data];
+    if (this.carry) {
+      data = Buffer.concat([this.carry, data]);
+      this.carry = undefined;
+    }
+    const at = data.indexOf(this.marker);
+    if (at >= 0) {
+      this.found = true;
+      return [data.subarray(0, at), data.subarray(at + this.marker.length)];
+    }
+    const keep = this.prefixAtEnd(data);
+    if (keep > 0) this.carry = Buffer.from(data.subarray(data.length - keep));
+    return [data.subarray(0, data.length - keep)];
+  }
+
+  flush(): Buffer | undefined {
+    const c = this.carry;
+    this.carry = undefined;
+    return c;
+  }
+
+  /** How many bytes at the end of `buf` are a proper prefix of the marker. */
+  private prefixAtEnd(buf: Buffer): number {
+    for (let n = Math.min(this.marker.length - 1, buf.length); n > 0; n--) {
+      if (buf.subarray(buf.length - n).equals(this.marker.subarray(0, n))) return n;
+    }
+    return 0;
+  }
 }
 
 /**
@@ -149,9 +220,24 @@ export async function spawnPty(req: SpawnRequest, events: ChildEvents): Promise<
   let stdinOpen = true;
   let paused = false;
   let lastDataAt = Date.now();
-  pty.onData((d: string | Buffer) => {
+  const deliver = (data: Buffer) => {
+    if (data.length === 0) return;
     lastDataAt = Date.now();
-    events.output('pty', typeof d === 'string' ? Buffer.from(d) : d);
+    events.output('pty', data);
+  };
+  // Output while the drain marker written at the exit (writeDrainMarker) is on its way.
+  let filter: MarkerFilter | undefined;
+  pty.onData((d: string | Buffer) => {
+    const data = typeof d === 'string' ? Buffer.from(d) : d;
+    if (!filter || filter.found) return deliver(data);
+    const [before, after] = filter.push(data);
+    deliver(before);
+    if (!filter.found) return;
+    // All the child wrote is read: only output after the marker (from others that still hold the
+    // terminal) keeps the drain waiting, and without other holders the terminal ends at once.
+    lastDataAt = 0;
+    if (after) deliver(after);
+    drain.release();
   });
   const drain = holdUntilDrained(
     pty,
@@ -159,14 +245,19 @@ export async function spawnPty(req: SpawnRequest, events: ChildEvents): Promise<
     () => paused,
   );
   onNativeExit(pty, () => {
-    // The exit counts as output for the drain: what the child wrote just before it may still be
-    // on its way through the terminal (the kernel moves it to the master side asynchronously),
-    // so the terminal is read for at least DRAIN_IDLE_MS after the exit as well.
+    const marker = writeDrainMarker(drain.slavePath);
+    if (marker) return void (filter = new MarkerFilter(marker));
+    // No marker: the exit counts as output for the drain, since what the child wrote just before
+    // it may still be on its way through the terminal (the kernel moves it to the master side
+    // asynchronously), so the terminal is read for at least DRAIN_IDLE_MS after the exit as well.
     lastDataAt = Date.now();
     drain.onExit();
   });
   // node-pty emits exit only after the terminal's read side reached EOF: all output is in.
   pty.onExit(({ exitCode, signal }) => {
+    // Bytes held back as a marker's possible first part, and the marker never came: output.
+    const kept = filter?.flush();
+    if (kept) deliver(kept);
     drain.release();
     exited = true;
     stdinOpen = false;

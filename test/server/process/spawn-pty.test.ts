@@ -2,6 +2,7 @@
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
 import { ExecServer } from '../../../src/server/exec-server';
+import { MarkerFilter } from '../../../src/server/process/spawn-pty';
 import { b64, connectClient, rejectsWith, startParams } from '../../support/server';
 import { cmdline, descendants } from '../../support/process';
 import { waitFor } from '../../support/wait';
@@ -129,5 +130,54 @@ test('PTY: short outputs written right before the exit all arrive (the drain sta
       assert.equal(count, size, `${id}: every byte before the exit`);
       assert.equal(c.sink.forProcess(id).find((e) => e.method === 'process/exited')!.params.exitCode, 3);
     }
+  }
+});
+
+test('PTY drain marker: taken out of the output wherever the reads split it, and nothing else is', () => {
+  const marker = Buffer.from('\x1b]697;EXEC-SERVER-DRAIN-0123456789ABCDEF\x07', 'latin1');
+  // Output that starts like the marker (an ESC, an OSC of another number) must pass untouched.
+  const before = Buffer.from('hello \x1b]697;EXEC \x1b]0;title\x07 \x1b', 'latin1');
+  const after = Buffer.from('from a background job\r\n', 'latin1');
+  const stream = Buffer.concat([before, marker, after]);
+  for (let a = 0; a <= stream.length; a++) {
+    for (let b = a; b <= stream.length; b += 7) {
+      const f = new MarkerFilter(marker);
+      const out: Buffer[] = [];
+      let foundAt = -1;
+      for (const [i, part] of [stream.subarray(0, a), stream.subarray(a, b), stream.subarray(b)].entries()) {
+        out.push(...f.push(part));
+        if (f.found && foundAt < 0) foundAt = i;
+      }
+      const kept = f.flush();
+      if (kept) out.push(kept);
+      assert.ok(f.found, `split at ${a}/${b}: marker found`);
+      assert.deepEqual(Buffer.concat(out), Buffer.concat([before, after]), `split at ${a}/${b}`);
+    }
+  }
+  // A marker that never comes whole: what was held back as its first part is output after all.
+  const f = new MarkerFilter(marker);
+  const out = [...f.push(Buffer.from('tail \x1b]69', 'latin1'))];
+  assert.equal(f.found, false);
+  out.push(f.flush()!);
+  assert.equal(Buffer.concat(out).toString('latin1'), 'tail \x1b]69');
+});
+
+test('PTY: output settings that change what the child writes (olcuc, -opost, onlcr) leave no drain marker behind', async () => {
+  const c = await client();
+  const cases: [string, string, RegExp][] = [
+    ['olcuc', 'stty olcuc; printf "abc\\n"', /^ABC\r\n$/],
+    ['raw', 'stty -opost; printf "abc\\n"', /^abc\n$/],
+    ['onlcr', 'printf "a\\nb"', /^a\r\nb$/],
+    ['silent', 'true', /^$/],
+  ];
+  for (const [id, script] of cases) await c.call('process/start', startParams(id, ['/bin/sh', '-c', script], { tty: true }));
+  for (const [id, , want] of cases) {
+    await c.sink.waitFor(() => c.sink.closed(id), 30_000, `${id} closed`);
+    const text = c.sink
+      .forProcess(id)
+      .filter((e) => e.method === 'process/output')
+      .map((e) => Buffer.from(e.params.chunk, 'base64').toString('latin1'))
+      .join('');
+    assert.match(text, want, `${id}: ${JSON.stringify(text)}`);
   }
 });
