@@ -79,8 +79,11 @@ const sandbox = {
   cwd, workspaceRoots: [cwd], windowsSandboxLevel: 'disabled', windowsSandboxProxySettingsMode: 'reconcile', useLegacyLandlock: false,
 };
 const proxy = { enabled: true, enableSocks5: true, enableSocks5Udp: true, allowUpstreamProxy: true, dangerouslyAllowAllUnixSockets: false, mode: 'full', allowLocalBinding: false, domains: { localhost: 'allow' } };
-// bash's `times` after curl prints the CPU of the shell's children (curl) as its second line.
-const curl = (extra) => ['/bin/bash', '-c', `curl -s -o /dev/null -w '%{speed_download}\\n' ${extra} http://localhost:${port}/big; times`];
+// curl runs under a bash of its own whose `times` prints, as its second line, the CPU of its
+// reaped children: curl. Not in the command's own bash: children's CPU survives exec, and in a
+// proxied sandbox that bash inherits the Node helper that handed the proxy's listeners out
+// (reaped while it waits for curl), whose start would count as curl's.
+const curl = (extra) => ['/bin/bash', '-c', `/bin/bash -c "curl -s -o /dev/null -w '%{speed_download}\\n' ${extra} http://localhost:${port}/big; times"; true`];
 /** Seconds of a `times` field ("0m0.021s"). */
 const timesSec = (f) => {
   const m = /^(\d+)m([\d.]+)s$/.exec(f);
@@ -111,8 +114,11 @@ for (let r = 0; r < rounds; r++) {
       (r.cpu ??= []).push(cpuMs(t.server.child.pid) - cpu0);
       (r.originCpu ??= []).push(cpuMs(origin.pid) - origin0);
       const lines = out.trim().split('\n');
-      const children = (lines[2] ?? '').trim().split(/\s+/);
-      (r.curlCpu ??= []).push((timesSec(children[0]) + timesSec(children[1])) * 1000);
+      const childrenMs = (line) => {
+        const f = (line ?? '').trim().split(/\s+/);
+        return (timesSec(f[0]) + timesSec(f[1])) * 1000;
+      };
+      (r.curlCpu ??= []).push(childrenMs(lines[2]));
       const bps = Number(lines[0]);
       // A download that failed is not a rate: say what the child printed instead of a NaN.
       if (!(bps > 0)) throw new Error(`${t.name} ${kind}: curl printed ${JSON.stringify(out.slice(0, 300))}`);
