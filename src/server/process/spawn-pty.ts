@@ -84,8 +84,11 @@ function holdUntilDrained(pty: IPty, busy: () => boolean, paused: () => boolean)
     if (slaveFd !== undefined) fs.closeSync(slaveFd);
     slaveFd = undefined;
   };
+  // The drain marker is written only where the slave side is held: without the hold the master
+  // hangs up by itself once the child's side closes.
+  const slavePath = slaveFd === undefined ? undefined : internals._pty;
   const socket = internals._socket;
-  if (!socket || typeof socket.destroy !== 'function') return { release, onExit: () => {}, slavePath: internals._pty };
+  if (!socket || typeof socket.destroy !== 'function') return { release, onExit: () => {}, slavePath };
   const realDestroy = socket.destroy.bind(socket);
   let deadline: number | undefined;
   socket.destroy = (...args: unknown[]) => {
@@ -108,7 +111,7 @@ function holdUntilDrained(pty: IPty, busy: () => boolean, paused: () => boolean)
     attempt();
     return socket;
   };
-  return { release, onExit: () => void socket.destroy(), slavePath: slaveFd === undefined ? undefined : internals._pty };
+  return { release, onExit: () => void socket.destroy(), slavePath };
 }
 
 /**
@@ -127,6 +130,8 @@ function writeDrainMarker(slavePath: string | undefined): Buffer | undefined {
   const marker = Buffer.from(`\x1b]697;EXEC-SERVER-DRAIN-${randomBytes(12).toString('hex').toUpperCase()}\x07`, 'latin1');
   let fd: number | undefined;
   try {
+    // A descriptor of its own, not the held one: that one blocks, and a write into a full
+    // terminal must fail at once rather than stop the event loop.
     fd = fs.openSync(slavePath, fs.constants.O_WRONLY | fs.constants.O_NOCTTY | fs.constants.O_NONBLOCK);
     // A terminal with less room than the marker takes its first part: that part is what comes
     // through, and what is taken out again (it must never reach a client's terminal half-way).
