@@ -25,10 +25,31 @@ function asciiComments(text) {
 }
 
 /**
+ * One ES-module view per Node builtin. esbuild turns each `import fs from 'node:fs'` (default or
+ * namespace import) into `__toESM(require("node:fs"))`, which copies every property of the
+ * module onto a new object as a getter: ~100 such imports at start copied fs's, path's, os's,
+ * net's properties over and over, enough to make V8 optimize `__copyProps` with TurboFan, whose
+ * first use faults ~3.6 MiB of the `node` binary's code into the idle server's RSS
+ * (docs/performance.md, memory). The view of a builtin is the same for every importer, so it is
+ * made once. The helper's name has `__toESM`'s length and it is defined on the line of the
+ * bundle's "use strict" (which stays its first statement), so no source-map position moves.
+ */
+const BUILTIN_ESM_HELPER = 'var __esmNB = ((views) => (mod) => views.get(mod) ?? (views.set(mod, __toESM(mod)), views.get(mod)))(new Map());';
+const BUILTIN_ESM_CALL = /__toESM\(require\("node:([a-z0-9_/]+)"\)\)/g;
+function builtinViewsOnce(text) {
+  const out = text.replace(BUILTIN_ESM_CALL, (_, name) => `__esmNB(require("node:${name}"))`);
+  if (out === text) return text;
+  const strict = /^(#!.*\n)?"use strict";/.exec(out);
+  if (!strict) throw new Error('esbuild: a bundle without "use strict" at its start: nowhere to define __esmNB');
+  return out.slice(0, strict[0].length) + BUILTIN_ESM_HELPER + out.slice(strict[0].length);
+}
+
+/**
  * Writes a build's output (the one build and every rebuild of --watch alike): each file next to
  * its target, then renamed over it, so a test (or the CLI) that starts `node dist/cli.js` while
  * another process rebuilds never reads a half-written bundle (esbuild's own write truncates the
- * file first; concurrent readers saw 0 and 256 KiB); bundles through asciiComments.
+ * file first; concurrent readers saw 0 and 256 KiB); bundles through asciiComments and
+ * builtinViewsOnce.
  */
 const writeOutput = {
   name: 'write-output',
@@ -37,7 +58,7 @@ const writeOutput = {
       for (const f of result.outputFiles ?? []) {
         mkdirSync(path.dirname(f.path), { recursive: true });
         const tmp = `${f.path}.${process.pid}.tmp`;
-        writeFileSync(tmp, f.path.endsWith('.js') ? asciiComments(f.text) : f.contents);
+        writeFileSync(tmp, f.path.endsWith('.js') ? builtinViewsOnce(asciiComments(f.text)) : f.contents);
         renameSync(tmp, f.path);
       }
     });

@@ -5,7 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
-import { repoRoot } from '../support/cli';
+import { repoRoot, startCli } from '../support/cli';
 
 for (const bundle of ['cli.js', 'extension.js', 'telemetry.js']) {
   test(`dist/${bundle} holds only ASCII characters`, () => {
@@ -16,3 +16,25 @@ for (const bundle of ['cli.js', 'extension.js', 'telemetry.js']) {
     assert.equal(at, -1, at < 0 ? '' : `non-ASCII ${JSON.stringify(text[at])} at offset ${at}: ${JSON.stringify(text.slice(Math.max(0, at - 60), at + 20))}`);
   });
 }
+
+// esbuild turns a default or namespace import of a Node builtin into __toESM(require(...)),
+// which copies every property of the module as a getter. Made once per builtin (esbuild.mjs,
+// builtinViewsOnce): ~100 of them at start made V8 optimize __copyProps with TurboFan, whose first
+// use faulted ~3.6 MiB of the node binary's code into the idle server's RSS.
+for (const bundle of ['cli.js', 'extension.js', 'telemetry.js']) {
+  test(`dist/${bundle} makes each builtin's ES-module view once, and stays strict`, () => {
+    const text = readFileSync(path.join(repoRoot, 'dist', bundle), 'utf8');
+    const left = /__toESM\(require\("node:[^"]*"\)\)/.exec(text);
+    assert.ok(!left, `a per-import view is left: ${left?.[0]}`);
+    // The helper is defined after the "use strict" directive, which must stay the first statement.
+    assert.ok(/^(#!.*\n)?"use strict";/.test(text), `no "use strict" first: ${JSON.stringify(text.slice(0, 80))}`);
+  });
+}
+
+test('the CLI starts without optimizing esbuild\'s module helpers (the idle server touches no TurboFan code)', async (t) => {
+  const server = await startCli([], { t, nodeArgs: ['--trace-opt'] });
+  // Compilations are concurrent: give a late one time to be reported.
+  await new Promise((r) => setTimeout(r, 500));
+  const optimized = server.stdout().split('\n').filter((l) => /compiling method .*__copyProps|__toESM/.test(l));
+  assert.deepEqual(optimized, [], 'esbuild helpers optimized during start');
+});
