@@ -6,7 +6,7 @@ import * as esbuild from 'esbuild';
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { compileHelper, HELPER_SOURCE } from './native/build.mjs';
+import { C_HEAP_SOURCE, compileCHeapModule, compileHelper, HELPER_SOURCE, nodeIncludeDir } from './native/build.mjs';
 
 const watch = process.argv.includes('--watch');
 const minify = process.argv.includes('--minify');
@@ -105,11 +105,12 @@ if (watch) {
 // compiled with the host's C compiler into dist/native/transparent-tcp-linux-<arch>, where the
 // server looks for it (src/server/network/transparent.ts). Without a compiler the build goes on
 // and the server does not advertise transparent TCP.
+const C_COMPILERS = ['cc', 'gcc', 'clang'];
 if (!watch && process.platform === 'linux') {
   const out = `dist/native/transparent-tcp-linux-${process.arch}`;
   const fresh = existsSync(out) && statSync(out).mtimeMs >= statSync(HELPER_SOURCE).mtimeMs;
   if (!fresh) {
-    const cc = ['cc', 'gcc', 'clang'].find((c) => spawnSync(c, ['--version'], { stdio: 'ignore' }).status === 0);
+    const cc = C_COMPILERS.find((c) => spawnSync(c, ['--version'], { stdio: 'ignore' }).status === 0);
     if (!cc) {
       console.warn(`esbuild: no C compiler (cc, gcc, clang): ${out} not built; transparent TCP will not be offered`);
     } else {
@@ -117,6 +118,27 @@ if (!watch && process.platform === 'linux') {
       const failed = compileHelper(cc, out, { allowDynamic: true });
       if (failed) {
         console.error(`esbuild: compiling the transparent-TCP helper failed: ${failed}`);
+        process.exit(1);
+      }
+    }
+  }
+}
+
+// The C heap's release (native/malloc-release.c), an N-API module the CLI's idle collector loads
+// from dist/native/malloc-release-linux-<arch>.node (src/server/c-heap.ts). Without a compiler or
+// Node's headers the build goes on, and the server keeps glibc's defaults.
+if (!watch && process.platform === 'linux') {
+  const out = `dist/native/malloc-release-linux-${process.arch}.node`;
+  const fresh = existsSync(out) && statSync(out).mtimeMs >= statSync(C_HEAP_SOURCE).mtimeMs;
+  if (!fresh) {
+    const cc = C_COMPILERS.find((c) => spawnSync(c, ['--version'], { stdio: 'ignore' }).status === 0);
+    if (!cc || !existsSync(path.join(nodeIncludeDir(), 'node_api.h'))) {
+      console.warn(`esbuild: ${cc ? `no ${path.join(nodeIncludeDir(), 'node_api.h')}` : 'no C compiler'}: ${out} not built; the CLI keeps glibc's heap defaults`);
+    } else {
+      mkdirSync('dist/native', { recursive: true });
+      const failed = compileCHeapModule(cc, out);
+      if (failed) {
+        console.error(`esbuild: compiling the C heap module failed: ${failed}`);
         process.exit(1);
       }
     }

@@ -16,7 +16,7 @@ import { spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { nativeFiles, TARGETS, transparentHelperFile } from './vsix-natives.mjs';
+import { nativeFiles, serverNativeFile, TARGETS } from './vsix-natives.mjs';
 
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..');
 const argOf = (name) => {
@@ -100,7 +100,9 @@ writeFileSync(path.join(stage, pty, 'package.json'), JSON.stringify(ptyPkg, null
 
 // Every native part first (a failed cross build packages nothing), then one VSIX per target.
 const natives = Object.fromEntries(TARGETS.filter((t) => targets.includes(t) || targets.includes('universal')).map((t) => [t, nativeFiles(t)]));
-const helpers = Object.fromEntries(Object.keys(natives).filter((t) => t.startsWith('linux-')).map((t) => [t, transparentHelperFile(t.slice('linux-'.length))]));
+const linuxTargets = Object.keys(natives).filter((t) => t.startsWith('linux-'));
+const helpers = Object.fromEntries(linuxTargets.map((t) => [t, serverNativeFile('transparentTcp', t.slice('linux-'.length))]));
+const cHeaps = Object.fromEntries(linuxTargets.map((t) => [t, serverNativeFile('cHeap', t.slice('linux-'.length))]));
 const vsce = path.join(root, 'node_modules', '@vscode', 'vsce', 'vsce');
 for (const target of targets) {
   const carried = target === 'universal' ? TARGETS : [target];
@@ -110,12 +112,13 @@ for (const target of targets) {
     mkdirSync(path.join(dir, t), { recursive: true });
     for (const [n, from] of Object.entries(natives[t])) cpSync(from, path.join(dir, t, n));
   }
-  // The transparent-TCP helper of each Linux target (the server finds it in dist/native/).
+  // The transparent-TCP helper and the C heap module of each Linux target (the server finds them in dist/native/).
   const nativeDir = path.join(stage, 'dist', 'native');
   rmSync(nativeDir, { recursive: true, force: true });
   for (const t of carried.filter((c) => helpers[c])) {
     mkdirSync(nativeDir, { recursive: true });
     cpSync(helpers[t], path.join(nativeDir, `transparent-tcp-${t}`));
+    cpSync(cHeaps[t], path.join(nativeDir, `malloc-release-${t}.node`));
   }
   const out = outFile(target);
   const tmpOut = `${out}.${process.pid}.tmp`;

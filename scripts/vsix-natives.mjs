@@ -16,7 +16,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { cleanEnv } from './tools/run-logged.mjs';
 import { which } from './tools/tools.mjs';
-import { compileHelper, HELPER_SOURCE } from '../native/build.mjs';
+import { C_HEAP_SOURCE, compileCHeapModule, compileHelper, HELPER_SOURCE } from '../native/build.mjs';
 
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..');
 const pty = path.join(root, 'node_modules', 'node-pty');
@@ -135,14 +135,23 @@ function crossCompile(arch, log) {
   }
 }
 
+/** The native files of the server's own (native/), each compiled for a Linux target's arch. */
+const SERVER_NATIVES = {
+  // The transparent-TCP helper (networkProxyTransparentTcp): a Linux VSIX without it would leave
+  // the capability off without saying so.
+  transparentTcp: { name: (arch) => `transparent-tcp-linux-${arch}`, source: HELPER_SOURCE, compile: compileHelper },
+  // The C heap's release (src/server/c-heap.ts), for the CLI that Connect to Host installs.
+  cHeap: { name: (arch) => `malloc-release-linux-${arch}.node`, source: C_HEAP_SOURCE, compile: compileCHeapModule },
+};
+
 /**
- * The transparent-TCP helper for linux-<arch> (native/transparent-tcp.c; the server looks for it
- * in dist/native/ beside its bundle): this machine's from `npm run build`, another arch's compiled
- * here with Debian's cross gcc (cached like node-pty's). Fails when it cannot be had: a Linux
- * VSIX without it would leave networkProxyTransparentTcp off without saying so.
+ * A native file of the server's for linux-<arch> (the server looks for it in dist/native/ beside
+ * its bundle): this machine's from `npm run build`, another arch's compiled here with Debian's
+ * cross gcc (cached like node-pty's). Fails when it cannot be had.
  */
-export function transparentHelperFile(arch, log = (m) => console.error(m)) {
-  const name = `transparent-tcp-linux-${arch}`;
+export function serverNativeFile(kind, arch, log = (m) => console.error(m)) {
+  const { name: nameOf, source, compile } = SERVER_NATIVES[kind];
+  const name = nameOf(arch);
   let file;
   if (process.platform === 'linux' && arch === process.arch) {
     file = path.join(root, 'dist', 'native', name);
@@ -152,17 +161,17 @@ export function transparentHelperFile(arch, log = (m) => console.error(m)) {
     const cc = triple && which(`${triple}-gcc`);
     if (!cc) fail(`building ${name} needs ${triple}-gcc (Debian package gcc-${triple}, part of g++-${triple})`);
     const version = spawnSync(cc, ['--version'], { encoding: 'utf8' }).stdout.split('\n')[0];
-    const key = createHash('sha256').update(readFileSync(HELPER_SOURCE)).update(version).digest('hex').slice(0, 16);
-    const dir = path.join(root, '.cache', 'transparent-tcp', `linux-${arch}-${key}`);
+    const key = createHash('sha256').update(readFileSync(source)).update(version).digest('hex').slice(0, 16);
+    const dir = path.join(root, '.cache', 'server-natives', `linux-${arch}-${key}`);
     file = path.join(dir, name);
     if (!existsSync(file)) {
       log(`package-vsix: compiling ${name} with ${path.basename(cc)}`);
       mkdirSync(dir, { recursive: true });
-      const failed = compileHelper(cc, file);
+      const failed = compile(cc, file);
       if (failed) fail(`compiling ${name} failed: ${failed}`);
     }
   }
-  const kind = binaryKind(readFileSync(file));
-  if (kind !== BINARY_KIND[`linux-${arch}`]) fail(`${file} is ${kind ?? 'not a binary'}, not ${BINARY_KIND[`linux-${arch}`]}`);
+  const binKind = binaryKind(readFileSync(file));
+  if (binKind !== BINARY_KIND[`linux-${arch}`]) fail(`${file} is ${binKind ?? 'not a binary'}, not ${BINARY_KIND[`linux-${arch}`]}`);
   return file;
 }

@@ -2,6 +2,8 @@
 //   exec-server [--listen ws://IP:PORT | stdio:// | stdio]
 // stdout carries only protocol (stdio) or the one line with the bound URL (websocket);
 // logs go to stderr. SIGINT/SIGTERM shut down cleanly (children are killed).
+// First: the C heap's settings hold only for threads that start after them (./heap-first.ts).
+import './heap-first';
 import { transparentSupport } from '../server/network/transparent';
 import { setListenerErrorHandler } from '../rpc/event';
 import { ExecServer } from '../server/exec-server';

@@ -13,11 +13,14 @@
 // generation (each a record of almost no allocation, which pushes the burst's records out) and
 // a full one, in which V8 shrinks it (docs/performance.md, memory): once the loop has been quiet
 // for three looks, not sooner, as a burst that follows pays for growing it again.
+// The C heap is trimmed on every look, busy or not (./c-heap.ts: glibc otherwise keeps what V8's
+// compiler threads and large blocks freed; a trim costs 5-110 us here), and capped at two arenas.
 // Only for a process that is a server of its own (the CLI); the VS Code extension host has
 // other tenants and its own memory policy.
 import { performance } from 'node:perf_hooks';
 import v8 from 'node:v8';
 import vm from 'node:vm';
+import { cHeap, type CHeap } from './c-heap';
 import { dropFreeBlocks } from './process/read-blocks';
 
 export interface IdleCollectorOptions {
@@ -29,10 +32,12 @@ export interface IdleCollectorOptions {
   growthBytes?: number;
   /** The young generation's committed size at rest (bytes): above it, a quiet server gives the rest back. */
   youngRestBytes?: number;
+  /** The C heap's controls (default: the native module's, when built; null: none). */
+  cHeap?: CHeap | null;
 }
 
 /** Collections the idle collector ran (tests: that it runs when idle, and not while busy). */
-export const idleCollectorStats = { collections: 0, youngReleases: 0 };
+export const idleCollectorStats = { collections: 0, youngReleases: 0, trims: 0 };
 
 /** Committed bytes of V8's young generation (new space). */
 export function youngGenerationBytes(): number {
@@ -72,8 +77,10 @@ function exposedGc(): Gc | undefined {
 
 /** Starts the idle collector; returns its stop function (a no-op when no collector is available). */
 export function startIdleCollector(o: IdleCollectorOptions = {}): () => void {
+  const heap = o.cHeap === undefined ? cHeap() : (o.cHeap ?? undefined);
+  heap?.configure();
   const gc = exposedGc();
-  if (!gc) return () => {};
+  if (!gc && !heap) return () => {};
   const intervalMs = o.intervalMs ?? 1000;
   const idleUtilization = o.idleUtilization ?? 0.05;
   const growth = o.growthBytes ?? 16 * 1024 * 1024;
@@ -86,19 +93,23 @@ export function startIdleCollector(o: IdleCollectorOptions = {}): () => void {
   let collected = false;
   // The release was tried in this quiet stretch: once (if V8 keeps the space, it stays kept).
   let youngTried = false;
-  const full = () => {
+  const full = (gc: Gc) => {
     gc();
     idleCollectorStats.collections++;
     baseline = process.memoryUsage.rss();
     collected = true;
   };
   const timer = setInterval(() => {
-    look();
+    if (gc) look(gc);
+    if (heap) {
+      heap.trim();
+      idleCollectorStats.trims++;
+    }
     // The next window starts after this look's own collections: a full one takes 30-60 ms here,
     // which made the next second "busy" (> 5 %) and put the release off by a look each time.
     last = performance.eventLoopUtilization();
   }, intervalMs);
-  const look = () => {
+  const look = (gc: Gc) => {
     const utilization = performance.eventLoopUtilization(performance.eventLoopUtilization(), last).utilization;
     if (utilization >= idleUtilization) {
       quietLooks = 0;
@@ -112,13 +123,13 @@ export function startIdleCollector(o: IdleCollectorOptions = {}): () => void {
     if (rss - baseline >= growth) {
       // The read blocks kept for reuse (up to 16 MiB) go too: an idle server is not streaming.
       dropFreeBlocks();
-      full();
+      full(gc);
       return;
     }
     if (youngTried || quietLooks < RELEASE_AFTER_LOOKS - 1 || youngGenerationBytes() <= youngRest) return;
     // First a full collection, then, a quiet look later, the release (measured on Node 20: the
     // release right after the burst, without that full collection between, left the space as it was).
-    if (!collected) return full();
+    if (!collected) return full(gc);
     if (quietLooks < RELEASE_AFTER_LOOKS) return;
     youngTried = true;
     // Quiet for three looks: the free read blocks go as well (mapped, so their pages with them).

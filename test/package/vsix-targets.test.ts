@@ -62,10 +62,10 @@ function loaderPicks(pairs: [string, Target][]): { picked?: string; error?: stri
 
 describe('target VSIXs (npm run package)', () => {
   for (const t of TARGETS) {
-    it(`${t}: declares its target, and its native files are exactly its own (${KIND[t]}; on Linux with the transparent-TCP helper)`, () => {
+    it(`${t}: declares its target, and its native files are exactly its own (${KIND[t]}; on Linux with the transparent-TCP helper and the C heap module)`, () => {
       const manifest = readFileSync(path.join(unpacked[t], 'extension.vsixmanifest'), 'utf8');
       assert.match(manifest, new RegExp(`TargetPlatform="${t}"`));
-      const expected = [`${PTY}/prebuilds/${t}/pty.node`, ...(t.startsWith('darwin') ? [`${PTY}/prebuilds/${t}/spawn-helper`] : [`extension/dist/native/transparent-tcp-${t}`])];
+      const expected = [`${PTY}/prebuilds/${t}/pty.node`, ...(t.startsWith('darwin') ? [`${PTY}/prebuilds/${t}/spawn-helper`] : [`extension/dist/native/transparent-tcp-${t}`, `extension/dist/native/malloc-release-${t}.node`])];
       assert.deepEqual(binaries(unpacked[t]), Object.fromEntries(expected.map((f) => [f, KIND[t]])));
       const files = walk(unpacked[t]);
       assert.ok(!files.some((f) => f.includes('/build/')), `no build/ folder (node-pty's loader tries it before prebuilds/): ${files.filter((f) => f.includes('/build/'))}`);
@@ -80,7 +80,10 @@ describe('target VSIXs (npm run package)', () => {
     for (const t of TARGETS) {
       expected[`${PTY}/prebuilds/${t}/pty.node`] = KIND[t];
       if (t.startsWith('darwin')) expected[`${PTY}/prebuilds/${t}/spawn-helper`] = KIND[t];
-      else expected[`extension/dist/native/transparent-tcp-${t}`] = KIND[t];
+      else {
+        expected[`extension/dist/native/transparent-tcp-${t}`] = KIND[t];
+        expected[`extension/dist/native/malloc-release-${t}.node`] = KIND[t];
+      }
     }
     assert.deepEqual(binaries(unpacked.universal), expected);
   });

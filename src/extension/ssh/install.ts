@@ -174,6 +174,10 @@ export function buildPayload(bundle: CliBundle, plan: InstallPlan): PayloadFile[
   const [platform, arch] = plan.key.split('-');
   const helper = path.join(bundle.root, 'dist', 'native', `transparent-tcp-${platform}-${arch}`);
   if (platform === 'linux' && existsSync(helper)) add(`native/transparent-tcp-${platform}-${arch}`, helper);
+  // The C heap module of the host's arch (../../server/c-heap.ts): built against glibc, it does
+  // not load on a musl host, whose server then keeps its C library's defaults.
+  const heapModule = path.join(bundle.root, 'dist', 'native', `malloc-release-${platform}-${arch}.node`);
+  if (platform === 'linux' && existsSync(heapModule)) add(`native/malloc-release-${platform}-${arch}.node`, heapModule);
   if (plan.mode === 'prebuilt') {
     for (const n of ['pty.node', 'spawn-helper']) if (existsSync(path.join(plan.from, n))) add(`node_modules/node-pty/build/Release/${n}`, path.join(plan.from, n));
   } else {

@@ -11,7 +11,7 @@
 // only, and the namespace stays unshared: nothing leaves it but through the executor.
 import { spawn, type ChildProcess } from 'node:child_process';
 import dgram from 'node:dgram';
-import { accessSync, constants, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { accessSync, constants, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -19,6 +19,7 @@ import { decide, type DecisionHost } from './decide';
 import { connectPinned, splice } from './stream-io';
 import { FakeDns, isFakeAddress } from './transparent-dns';
 import { bwrapPidOf, firstChildOf } from '../sandbox/backend';
+import { nativeFilePath } from '../native-files';
 
 /** How long the helper may take to set the namespace up and hand its sockets over. */
 export const TRANSPARENT_SETUP_TIMEOUT_MS = 10_000;
@@ -27,16 +28,7 @@ const HELPER = `transparent-tcp-${process.platform}-${process.arch}`;
 
 /** The helper binary: dist/native/ beside the bundle, or the repository's dist/native/ for compiled tests. */
 export function transparentHelperPath(): string | undefined {
-  let dir = __dirname;
-  for (let i = 0; i < 6; i++) {
-    for (const candidate of [path.join(dir, 'native', HELPER), path.join(dir, 'dist', 'native', HELPER)]) {
-      if (existsSync(candidate)) return candidate;
-    }
-    const up = path.dirname(dir);
-    if (up === dir) break;
-    dir = up;
-  }
-  return undefined;
+  return nativeFilePath(HELPER);
 }
 
 export type TransparentSupport = { ok: true; helper: string } | { ok: false; reason: string };
