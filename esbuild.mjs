@@ -4,6 +4,7 @@
 // Usage: node esbuild.mjs [--watch] [--minify]
 import * as esbuild from 'esbuild';
 import { spawnSync } from 'node:child_process';
+import { createRequire } from 'node:module';
 import { existsSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { C_HEAP_SOURCE, compileCHeapModule, compileHelper, HELPER_SOURCE, nodeIncludeDir } from './native/build.mjs';
@@ -65,6 +66,22 @@ const writeOutput = {
   },
 };
 
+/**
+ * The libraries only some requests need, each a bundle of its own in dist/lib/, required on first
+ * use (yaml: skills' front matter; node-forge: a credential-masking proxy's certificates; jose:
+ * signed-bearer-token auth). In the main bundles their ~960 KB of source was held and pre-parsed
+ * by every server that never used them: 1.8 MiB of the idle CLI's RSS (docs/performance.md).
+ */
+const LAZY_LIBS = ['yaml', 'node-forge', 'jose'];
+const lazyLibs = {
+  name: 'lazy-libs',
+  setup(build) {
+    // A relative path: Node resolves it against the requiring bundle, dist/cli.js or dist/extension.js.
+    build.onResolve({ filter: new RegExp(`^(${LAZY_LIBS.join('|')})$`) }, (args) => ({ path: `./lib/${args.path}.js`, external: true }));
+  },
+};
+const resolveFromHere = createRequire(import.meta.url).resolve;
+
 const common = {
   bundle: true,
   platform: 'node',
@@ -84,8 +101,10 @@ const common = {
 };
 
 const builds = [
-  { ...common, entryPoints: ['src/cli/main.ts'], outfile: 'dist/cli.js', banner: { js: '#!/usr/bin/env node' } },
-  { ...common, entryPoints: ['src/extension/ui/extension.ts'], outfile: 'dist/extension.js', external: [...common.external, 'vscode'] },
+  { ...common, entryPoints: ['src/cli/main.ts'], outfile: 'dist/cli.js', banner: { js: '#!/usr/bin/env node' }, plugins: [...common.plugins, lazyLibs] },
+  { ...common, entryPoints: ['src/extension/ui/extension.ts'], outfile: 'dist/extension.js', external: [...common.external, 'vscode'], plugins: [...common.plugins, lazyLibs] },
+  // Each lazily required library (above), as Node's require would resolve it.
+  ...LAZY_LIBS.map((lib) => ({ ...common, entryPoints: [resolveFromHere(lib)], outfile: `dist/lib/${lib}.js` })),
   // The OpenTelemetry SDK, required at run time only when telemetry is on (src/telemetry/load.ts).
   { ...common, entryPoints: ['src/telemetry/otel.ts'], outfile: 'dist/telemetry.js' },
 ].filter((b) => existsSync(b.entryPoints[0]));

@@ -56,6 +56,8 @@ pkg.scripts = {};
 writeFileSync(path.join(stage, 'package.json'), JSON.stringify(pkg, null, 2) + '\n');
 
 for (const rel of ['.vscodeignore', 'dist/extension.js', 'dist/telemetry.js', 'media/icon.png', 'media/exec-server.svg']) copy(rel);
+// The libraries dist/extension.js and dist/cli.js require on first use (esbuild.mjs, LAZY_LIBS).
+for (const name of readdirSync(path.join(root, 'dist/lib'))) if (name.endsWith('.js')) copy(`dist/lib/${name}`);
 // The Get Started walkthrough's step pages (package.json contributes.walkthroughs).
 for (const name of readdirSync(path.join(root, 'media/walkthrough'))) if (name.endsWith('.md')) copy(`media/walkthrough/${name}`);
 // The README is the VSIX's Details page. VS Code's extension editor (and the Marketplace) shows

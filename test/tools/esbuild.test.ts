@@ -7,7 +7,9 @@ import { existsSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { repoRoot, startCli } from '../support/cli';
 
-for (const bundle of ['cli.js', 'extension.js', 'telemetry.js']) {
+const LAZY_LIBS = ['yaml', 'node-forge', 'jose'];
+
+for (const bundle of ['cli.js', 'extension.js', 'telemetry.js', ...LAZY_LIBS.map((l) => `lib/${l}.js`)]) {
   test(`dist/${bundle} holds only ASCII characters`, () => {
     const file = path.join(repoRoot, 'dist', bundle);
     assert.ok(existsSync(file), `${file} is built by npm run build before the tests`);
@@ -37,4 +39,29 @@ test('the CLI starts without optimizing esbuild\'s module helpers (the idle serv
   await new Promise((r) => setTimeout(r, 500));
   const optimized = server.stdout().split('\n').filter((l) => /compiling method .*__copyProps|__toESM/.test(l));
   assert.deepEqual(optimized, [], 'esbuild helpers optimized during start');
+});
+
+// The libraries only some requests need are bundles of their own (dist/lib/), required on first
+// use: in the main bundles their ~960 KB of source was held and pre-parsed by every server.
+for (const bundle of ['cli.js', 'extension.js']) {
+  test(`dist/${bundle} holds none of yaml, node-forge, jose; it requires them from dist/lib/`, () => {
+    const text = readFileSync(path.join(repoRoot, 'dist', bundle), 'utf8');
+    for (const lib of LAZY_LIBS) {
+      assert.ok(!text.includes(`// node_modules/${lib}/`), `${lib} is bundled into dist/${bundle}`);
+      const required = text.includes(`require("./lib/${lib}.js")`);
+      if (required) assert.ok(existsSync(path.join(repoRoot, 'dist', 'lib', `${lib}.js`)), `dist/lib/${lib}.js is built`);
+    }
+    assert.ok(text.includes('require("./lib/yaml.js")'), 'skills\' front matter needs yaml');
+  });
+}
+
+test('each dist/lib bundle loads on its own and exports its library', () => {
+  const yaml = require(path.join(repoRoot, 'dist/lib/yaml.js')) as { parse(s: string): unknown };
+  assert.deepEqual(yaml.parse('name: x\nlist: [1, 2]\n'), { name: 'x', list: [1, 2] });
+  const forge = require(path.join(repoRoot, 'dist/lib/node-forge.js')) as { md: { sha256: { create(): { update(s: string): void; digest(): { toHex(): string } } } } };
+  const md = forge.md.sha256.create();
+  md.update('abc');
+  assert.equal(md.digest().toHex(), 'ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad');
+  const jose = require(path.join(repoRoot, 'dist/lib/jose.js')) as { decodeProtectedHeader(t: string): unknown };
+  assert.deepEqual(jose.decodeProtectedHeader('eyJhbGciOiJIUzI1NiJ9.e30.x'), { alg: 'HS256' });
 });

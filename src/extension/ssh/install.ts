@@ -59,6 +59,7 @@ function localLibc(): 'glibc' | 'musl' {
 /** Finds dist/cli.js and node-pty under `root`; throws if the CLI itself is missing. */
 export function findBundle(root: string, version: string): CliBundle {
   if (!existsSync(path.join(root, 'dist', 'cli.js'))) throw new InstallError('no-bundle', `the extension has no CLI to install (${path.join(root, 'dist', 'cli.js')} is missing)`);
+  if (!existsSync(path.join(root, 'dist', 'lib'))) throw new InstallError('no-bundle', `the extension's CLI is incomplete (${path.join(root, 'dist', 'lib')}, the libraries it loads on first use, is missing)`);
   const pty = path.join(root, 'node_modules', 'node-pty');
   const prebuilt = new Map<string, string>();
   // node-pty built for this machine at npm install time (a development tree).
@@ -159,6 +160,9 @@ export function buildPayload(bundle: CliBundle, plan: InstallPlan): PayloadFile[
   };
   const pty = path.join(bundle.root, 'node_modules', 'node-pty');
   add('cli.js', path.join(bundle.root, 'dist', 'cli.js'));
+  // The libraries cli.js requires on first use (yaml, node-forge, jose: esbuild.mjs), beside it in lib/.
+  const libs = path.join(bundle.root, 'dist', 'lib');
+  for (const name of readdirSync(libs)) if (name.endsWith('.js')) add(`lib/${name}`, path.join(libs, name));
   files.push({ path: 'package.json', data: Buffer.from(JSON.stringify({ name: 'exec-server-host', version: bundle.version, private: true }, null, 2) + '\n'), mode: 0o644 });
   const ptyPkg = JSON.parse(readFileSync(path.join(pty, 'package.json'), 'utf8')) as Record<string, unknown>;
   delete ptyPkg.devDependencies;

@@ -5,6 +5,7 @@
 // and the refusals with their reasons: no Node on PATH, Node too old, no compiler for a
 // needed build, an OS node-pty does not run on, an arch we carry nothing for.
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -88,6 +89,14 @@ describe('install the CLI on a host (real sshd)', () => {
     assert.equal(launcher, path.join(home('fresh'), INSTALL_DIR, 'bin', 'exec-server'));
     assert.ok(statSync(launcher).mode & 0o100, 'the launcher is executable');
     assert.ok(existsSync(path.join(home('fresh'), INSTALL_DIR, version, 'node_modules', 'node-pty', 'build', 'Release', 'pty.node')));
+    // The libraries cli.js requires on first use sit beside it, and load from there.
+    for (const lib of ['yaml', 'node-forge', 'jose']) {
+      const file = path.join(home('fresh'), INSTALL_DIR, version, 'lib', `${lib}.js`);
+      const r = spawnSync(process.execPath, ['-e', `process.stdout.write(String(Object.keys(require(${JSON.stringify(file)})).length > 3))`], { encoding: 'utf8' });
+      assert.equal(r.stdout, 'true', `${file}: ${r.stderr}`);
+    }
+    // The C heap module of the host's arch (the CLI's idle collector loads it).
+    assert.ok(existsSync(path.join(home('fresh'), INSTALL_DIR, version, 'native', `malloc-release-linux-${process.arch}.node`)));
     assert.ok(steps.some((s) => /checking that a terminal starts/.test(s)), steps.join('\n'));
     await runOver('fresh', launcher);
     // Installing again replaces the version folder in place, and removes what a cut-off install left.
