@@ -1,7 +1,8 @@
 // Installing this project's CLI on a host that has no executor: the plan (ship node-pty's
 // prebuilt native module when the host's OS/arch/libc match one we carry, else build it there
 // with npm + node-gyp), the clear refusals (no Node, Node too old, no compiler, a platform
-// node-pty does not run on), the payload (dist/cli.js + node-pty's JS and native part) and the
+// node-pty does not run on), the payload (dist/cli.js, the libraries it loads on first use,
+// dist/lib/, the native helpers of a Linux host's arch, and node-pty's JS and native part) and the
 // installer that unpacks it on the host under ~/.exec-server/<version>, builds if needed,
 // checks that a PTY really starts, and only then moves it into place and writes the
 // ~/.exec-server/bin/exec-server launcher. The installer is Node code run by the host's own
@@ -160,6 +161,10 @@ export function buildPayload(bundle: CliBundle, plan: InstallPlan): PayloadFile[
   };
   const pty = path.join(bundle.root, 'node_modules', 'node-pty');
   add('cli.js', path.join(bundle.root, 'dist', 'cli.js'));
+  // The OpenTelemetry bundle cli.js requires when telemetry is configured (--otlp-endpoint,
+  // --prometheus): without it such a server would not start on the host.
+  const telemetry = path.join(bundle.root, 'dist', 'telemetry.js');
+  if (existsSync(telemetry)) add('telemetry.js', telemetry);
   // The libraries cli.js requires on first use (yaml, node-forge, jose: esbuild.mjs), beside it in lib/.
   const libs = path.join(bundle.root, 'dist', 'lib');
   for (const name of readdirSync(libs)) if (name.endsWith('.js')) add(`lib/${name}`, path.join(libs, name));

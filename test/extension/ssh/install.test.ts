@@ -14,7 +14,7 @@ import { sshEnvironmentInput } from '../../../src/extension/ssh/environment';
 import { findBundle, installOnHost, InstallError, planInstall, type CliBundle } from '../../../src/extension/ssh/install';
 import { chooseExecutor, INSTALL_DIR, probeHost } from '../../../src/extension/ssh/probe';
 import type { SshOptions } from '../../../src/extension/ssh/target';
-import { cliPath, repoRoot } from '../../support/cli';
+import { cliPath, repoRoot, startServerProcess } from '../../support/cli';
 import { tempDir } from '../../support/tmp';
 import { binDir, startSshd, whichOrThrow, type TestSshd } from '../../support/sshd';
 
@@ -95,6 +95,11 @@ describe('install the CLI on a host (real sshd)', () => {
       const r = spawnSync(process.execPath, ['-e', `process.stdout.write(String(Object.keys(require(${JSON.stringify(file)})).length > 3))`], { encoding: 'utf8' });
       assert.equal(r.stdout, 'true', `${file}: ${r.stderr}`);
     }
+    // The OpenTelemetry bundle (telemetry on: --otlp-endpoint, --prometheus) beside cli.js: the
+    // installed CLI starts with telemetry on (without it: "Cannot find module", exit 1).
+    const installedCli = path.join(home('fresh'), INSTALL_DIR, version, 'cli.js');
+    const withTelemetry = await startServerProcess(process.execPath, [installedCli, '--listen', 'ws://127.0.0.1:0', '--prometheus', '127.0.0.1:0'], { name: 'installed CLI with telemetry' });
+    await withTelemetry.stop();
     // The C heap module of the host's arch (the CLI's idle collector loads it).
     assert.ok(existsSync(path.join(home('fresh'), INSTALL_DIR, version, 'native', `malloc-release-linux-${process.arch}.node`)));
     assert.ok(steps.some((s) => /checking that a terminal starts/.test(s)), steps.join('\n'));
