@@ -2,13 +2,16 @@
 // dropped first, and the highest dropped seq is remembered so a reader can tell it missed
 // output (rather than silently receiving a gap).
 import type { OutputStream } from '../../protocol/types';
-import { holdChunk, releaseChunk } from './read-blocks';
+import { holdChunk, isRecycled, releaseChunk } from './read-blocks';
 
 export interface RetainedChunk {
   seq: number;
   stream: OutputStream;
   data: Buffer;
 }
+
+/** Retained chunks shorter than this are copied out of their recycled block (a quarter of a 64 KiB block). */
+export const COPY_BELOW_BYTES = 16 * 1024;
 
 /** Placeholder left in evicted slots (below `head`, never read). */
 const EVICTED: RetainedChunk = Object.freeze({ seq: 0, stream: 'stdout', data: Buffer.alloc(0) });
@@ -27,9 +30,15 @@ export class OutputBuffer {
     return this.bytes;
   }
 
-  /** Retains the chunk; a chunk in a recycled read block is held until it is dropped. */
+  /**
+   * Retains the chunk; a chunk in a recycled read block is held until it is dropped, unless it is
+   * small: then a copy is kept and the block goes back for reuse. A process that printed one line
+   * kept a whole 64 KiB block for the 30 s its output stays readable after its exit: the bench's
+   * 2 304 short `echo`s held ~40 MiB that way (docs/performance.md, memory).
+   */
   push(chunk: RetainedChunk): void {
-    holdChunk(chunk.data);
+    if (chunk.data.length < COPY_BELOW_BYTES && isRecycled(chunk.data)) chunk = { seq: chunk.seq, stream: chunk.stream, data: Buffer.from(chunk.data) };
+    else holdChunk(chunk.data);
     this.chunks.push(chunk);
     this.bytes += chunk.data.length;
     this.evictToCap();
