@@ -120,46 +120,40 @@ if (watch) {
   }
 }
 
-// The transparent-TCP helper (native/transparent-tcp.c; networkProxyTransparentTcp), Linux only:
-// compiled with the host's C compiler into dist/native/transparent-tcp-linux-<arch>, where the
-// server looks for it (src/server/network/transparent.ts). Without a compiler the build goes on
-// and the server does not advertise transparent TCP.
-const C_COMPILERS = ['cc', 'gcc', 'clang'];
-if (!watch && process.platform === 'linux') {
-  const out = `dist/native/transparent-tcp-linux-${process.arch}`;
-  const fresh = existsSync(out) && statSync(out).mtimeMs >= statSync(HELPER_SOURCE).mtimeMs;
-  if (!fresh) {
-    const cc = C_COMPILERS.find((c) => spawnSync(c, ['--version'], { stdio: 'ignore' }).status === 0);
-    if (!cc) {
-      console.warn(`esbuild: no C compiler (cc, gcc, clang): ${out} not built; transparent TCP will not be offered`);
-    } else {
-      mkdirSync('dist/native', { recursive: true });
-      const failed = compileHelper(cc, out, { allowDynamic: true });
-      if (failed) {
-        console.error(`esbuild: compiling the transparent-TCP helper failed: ${failed}`);
-        process.exit(1);
-      }
-    }
+/**
+ * Compiles a native file of the server's (native/) into dist/native/`name` with the host's C
+ * compiler, unless it is newer than its source. Where it cannot be built (no compiler, or what
+ * `missing` names) the build goes on with a warning saying what the server then lacks; a
+ * compiler error fails the build.
+ */
+let cCompiler;
+function buildNative(name, source, compile, { what, without, missing }) {
+  const out = `dist/native/${name}`;
+  if (existsSync(out) && statSync(out).mtimeMs >= statSync(source).mtimeMs) return;
+  cCompiler ??= ['cc', 'gcc', 'clang'].find((c) => spawnSync(c, ['--version'], { stdio: 'ignore' }).status === 0) ?? null;
+  const lack = cCompiler ? missing?.() : 'no C compiler (cc, gcc, clang)';
+  if (lack) return console.warn(`esbuild: ${lack}: ${out} not built; ${without}`);
+  mkdirSync('dist/native', { recursive: true });
+  const failed = compile(cCompiler, out);
+  if (failed) {
+    console.error(`esbuild: compiling ${what} failed: ${failed}`);
+    process.exit(1);
   }
 }
 
-// The C heap's release (native/malloc-release.c), an N-API module the CLI's idle collector loads
-// from dist/native/malloc-release-linux-<arch>.node (src/server/c-heap.ts). Without a compiler or
-// Node's headers the build goes on, and the server keeps glibc's defaults.
 if (!watch && process.platform === 'linux') {
-  const out = `dist/native/malloc-release-linux-${process.arch}.node`;
-  const fresh = existsSync(out) && statSync(out).mtimeMs >= statSync(C_HEAP_SOURCE).mtimeMs;
-  if (!fresh) {
-    const cc = C_COMPILERS.find((c) => spawnSync(c, ['--version'], { stdio: 'ignore' }).status === 0);
-    if (!cc || !existsSync(path.join(nodeIncludeDir(), 'node_api.h'))) {
-      console.warn(`esbuild: ${cc ? `no ${path.join(nodeIncludeDir(), 'node_api.h')}` : 'no C compiler'}: ${out} not built; the CLI keeps glibc's heap defaults`);
-    } else {
-      mkdirSync('dist/native', { recursive: true });
-      const failed = compileCHeapModule(cc, out);
-      if (failed) {
-        console.error(`esbuild: compiling the C heap module failed: ${failed}`);
-        process.exit(1);
-      }
-    }
-  }
+  // The transparent-TCP helper (native/transparent-tcp.c; networkProxyTransparentTcp), where the
+  // server looks for it (src/server/network/transparent.ts).
+  buildNative(`transparent-tcp-linux-${process.arch}`, HELPER_SOURCE, (cc, out) => compileHelper(cc, out, { allowDynamic: true }), {
+    what: 'the transparent-TCP helper',
+    without: 'transparent TCP will not be offered',
+  });
+  // The C heap's release (native/malloc-release.c), an N-API module the CLI loads
+  // (src/server/c-heap.ts); it needs Node's headers.
+  const napiHeader = path.join(nodeIncludeDir(), 'node_api.h');
+  buildNative(`malloc-release-linux-${process.arch}.node`, C_HEAP_SOURCE, compileCHeapModule, {
+    what: 'the C heap module',
+    without: "the CLI keeps glibc's heap defaults",
+    missing: () => (existsSync(napiHeader) ? undefined : `no ${napiHeader}`),
+  });
 }

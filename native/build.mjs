@@ -1,5 +1,6 @@
-// How native/transparent-tcp.c is compiled, for `npm run build` (esbuild.mjs: this machine's
-// helper) and the VSIX packer (scripts/vsix-natives.mjs: another arch's, with a cross gcc).
+// How the server's native files are compiled (native/transparent-tcp.c, native/malloc-release.c),
+// for `npm run build` (esbuild.mjs: this machine's) and the VSIX packer (scripts/vsix-natives.mjs:
+// another arch's, with a cross gcc).
 import { spawnSync } from 'node:child_process';
 import { renameSync, rmSync } from 'node:fs';
 import path from 'node:path';
@@ -9,21 +10,31 @@ export const HELPER_SOURCE = path.join(path.dirname(new URL(import.meta.url).pat
 const FLAGS = ['-O2', '-Wall', '-Wextra', '-Werror'];
 
 /**
- * Compiles the helper with `cc` into `out` (written beside it, then renamed over it), statically
- * linked (the same file then runs on glibc and musl hosts). `allowDynamic`: where the C library
- * has no static archive, link it dynamically instead. Returns the compiler's error text, or
- * undefined on success.
+ * Compiles `source` with `cc` into `out` (written beside it, then renamed over it), with the first
+ * of `attempts` (argument lists) that succeeds. Returns the compiler's error text, or undefined.
  */
-export function compileHelper(cc, out, { allowDynamic = false } = {}) {
+function compileInto(cc, out, source, attempts) {
   const tmp = `${out}.${process.pid}.tmp`;
-  let r = spawnSync(cc, ['-static', '-s', ...FLAGS, '-o', tmp, HELPER_SOURCE], { encoding: 'utf8' });
-  if (r.status !== 0 && allowDynamic) r = spawnSync(cc, [...FLAGS, '-o', tmp, HELPER_SOURCE], { encoding: 'utf8' });
+  let r;
+  for (const args of attempts) {
+    r = spawnSync(cc, [...args, '-o', tmp, source], { encoding: 'utf8' });
+    if (r.status === 0) break;
+  }
   if (r.status !== 0) {
     rmSync(tmp, { force: true });
-    return `${path.basename(cc)} ${HELPER_SOURCE}: ${(r.stderr || r.error?.message || `exit ${r.status ?? r.signal}`).trim().slice(-2000)}`;
+    return `${path.basename(cc)} ${source}: ${(r.stderr || r.error?.message || `exit ${r.status ?? r.signal}`).trim().slice(-2000)}`;
   }
   renameSync(tmp, out);
   return undefined;
+}
+
+/**
+ * Compiles the helper with `cc` into `out`, statically linked (the same file then runs on glibc
+ * and musl hosts). `allowDynamic`: where the C library has no static archive, link it
+ * dynamically instead. Returns the compiler's error text, or undefined on success.
+ */
+export function compileHelper(cc, out, { allowDynamic = false } = {}) {
+  return compileInto(cc, out, HELPER_SOURCE, [['-static', '-s', ...FLAGS], ...(allowDynamic ? [FLAGS] : [])]);
 }
 
 export const C_HEAP_SOURCE = path.join(path.dirname(new URL(import.meta.url).pathname), 'malloc-release.c');
@@ -39,12 +50,5 @@ export function nodeIncludeDir() {
  * compiler's error text, or undefined on success.
  */
 export function compileCHeapModule(cc, out, includeDir = nodeIncludeDir()) {
-  const tmp = `${out}.${process.pid}.tmp`;
-  const r = spawnSync(cc, ['-shared', '-fPIC', '-s', ...FLAGS, `-I${includeDir}`, '-o', tmp, C_HEAP_SOURCE], { encoding: 'utf8' });
-  if (r.status !== 0) {
-    rmSync(tmp, { force: true });
-    return `${path.basename(cc)} ${C_HEAP_SOURCE}: ${(r.stderr || r.error?.message || `exit ${r.status ?? r.signal}`).trim().slice(-2000)}`;
-  }
-  renameSync(tmp, out);
-  return undefined;
+  return compileInto(cc, out, C_HEAP_SOURCE, [['-shared', '-fPIC', '-s', ...FLAGS, `-I${includeDir}`]]);
 }

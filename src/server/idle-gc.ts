@@ -14,7 +14,8 @@
 // a full one, in which V8 shrinks it (docs/performance.md, memory): once the loop has been quiet
 // for three looks, not sooner, as a burst that follows pays for growing it again.
 // The C heap is trimmed on every look, busy or not (./c-heap.ts: glibc otherwise keeps what V8's
-// compiler threads and large blocks freed; a trim costs 5-110 us here), and capped at two arenas.
+// compiler threads and large blocks freed; a trim costs 5-110 us here). Its cap on arenas is set
+// by the CLI's first module (../cli/heap-first.ts), before the threads it bounds get theirs.
 // Only for a process that is a server of its own (the CLI); the VS Code extension host has
 // other tenants and its own memory policy.
 import { performance } from 'node:perf_hooks';
@@ -78,7 +79,6 @@ function exposedGc(): Gc | undefined {
 /** Starts the idle collector; returns its stop function (a no-op when no collector is available). */
 export function startIdleCollector(o: IdleCollectorOptions = {}): () => void {
   const heap = o.cHeap === undefined ? cHeap() : (o.cHeap ?? undefined);
-  heap?.configure();
   const gc = exposedGc();
   if (!gc && !heap) return () => {};
   const intervalMs = o.intervalMs ?? 1000;

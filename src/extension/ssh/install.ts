@@ -180,13 +180,13 @@ export function buildPayload(bundle: CliBundle, plan: InstallPlan): PayloadFile[
   // The transparent-TCP helper of the host's arch (statically linked where it was built with a
   // static C library: then glibc or musl alike), where the CLI looks for it (native/ beside
   // cli.js); without it the host's server leaves the flag off.
-  const [platform, arch] = plan.key.split('-');
-  const helper = path.join(bundle.root, 'dist', 'native', `transparent-tcp-${platform}-${arch}`);
-  if (platform === 'linux' && existsSync(helper)) add(`native/transparent-tcp-${platform}-${arch}`, helper);
-  // The C heap module of the host's arch (../../server/c-heap.ts): built against glibc, it does
+  // The C heap module of the host's arch (../../server/c-heap.ts) is built against glibc: it does
   // not load on a musl host, whose server then keeps its C library's defaults.
-  const heapModule = path.join(bundle.root, 'dist', 'native', `malloc-release-${platform}-${arch}.node`);
-  if (platform === 'linux' && existsSync(heapModule)) add(`native/malloc-release-${platform}-${arch}.node`, heapModule);
+  const [platform, arch] = plan.key.split('-');
+  for (const name of [`transparent-tcp-${platform}-${arch}`, `malloc-release-${platform}-${arch}.node`]) {
+    const file = path.join(bundle.root, 'dist', 'native', name);
+    if (platform === 'linux' && existsSync(file)) add(`native/${name}`, file);
+  }
   if (plan.mode === 'prebuilt') {
     for (const n of ['pty.node', 'spawn-helper']) if (existsSync(path.join(plan.from, n))) add(`node_modules/node-pty/build/Release/${n}`, path.join(plan.from, n));
   } else {

@@ -33,8 +33,7 @@ export class OutputBuffer {
   /**
    * Retains the chunk; a chunk in a recycled read block is held until it is dropped, unless it is
    * small: then a copy is kept and the block goes back for reuse. A process that printed one line
-   * kept a whole 64 KiB block for the 30 s its output stays readable after its exit: the bench's
-   * 2 304 short `echo`s held ~40 MiB that way (docs/performance.md, memory).
+   * kept a whole 64 KiB block for the 30 s its output stays readable after its exit.
    */
   push(chunk: RetainedChunk): void {
     if (chunk.data.length < COPY_BELOW_BYTES && isRecycled(chunk.data)) chunk = { seq: chunk.seq, stream: chunk.stream, data: Buffer.from(chunk.data) };
