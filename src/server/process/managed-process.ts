@@ -223,6 +223,7 @@ export class ManagedProcess {
           this.child = new ClosedChild(this.child.pid, this.child.isPty);
         }
         this.note = undefined;
+        this.buffer.settle();
         const seq = this.nextSeq++;
         this.host.notify('process/closed', { processId: this.id, seq });
         this.wake();

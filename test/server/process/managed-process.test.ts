@@ -4,6 +4,7 @@ import fs from 'node:fs';
 import { after, test } from 'node:test';
 import { ExecServer } from '../../../src/server/exec-server';
 import { MAX_PENDING_STDIN_BYTES } from '../../../src/server/process/managed-process';
+import { PACK_AFTER_MS } from '../../../src/server/process/output-buffer';
 import { b64, connectClient, rejectsWith, startParams, tmpDir, unb64, uri } from '../../support/server';
 import { isAlive } from '../../support/process';
 import { waitFor } from '../../support/wait';
@@ -373,4 +374,23 @@ test('stdin that the child never reads is bounded: writes beyond the limit fail 
   await c.sink.waitFor(() => c.sink.closed('slow'), 30_000);
   assert.equal(Number(c.sink.outputText('slow').trim()), written * 8 * 1024 * 1024 + 1);
   fs.rmSync(dir, { recursive: true, force: true });
+});
+
+test('a closed process reads back the same once its retained output is kept deflated (1 s after it closed)', async () => {
+  const c = await client();
+  // ~900 KiB of numbered lines on stdout and stderr, in many reads.
+  const script = 'for i in $(seq 1 12000); do echo "line $i of the build: something happened here"; [ $((i % 97)) = 0 ] && echo "warning $i" >&2; done; true';
+  await c.call('process/start', startParams('big', ['/bin/bash', '-c', script]));
+  await c.sink.waitFor(() => c.sink.closed('big'), 30_000, 'big closed');
+  const first = await c.call('process/read', { processId: 'big' });
+  const text = (r: any) => r.chunks.map((x: any) => `${x.seq}/${x.stream}/${unb64(x.chunk)}`).join('|');
+  assert.ok(first.chunks.length > 4);
+  assert.equal(first.chunks.map((x: any) => unb64(x.chunk)).join('').split('\n').filter((l: string) => l.startsWith('line')).length, 12000);
+  await new Promise((r) => setTimeout(r, PACK_AFTER_MS + 700));
+  const later = await c.call('process/read', { processId: 'big' });
+  assert.deepEqual({ ...later, chunks: text(later) }, { ...first, chunks: text(first) });
+  // A reader with nothing new gets the final state (not chunks) as before.
+  const tailRead = await c.call('process/read', { processId: 'big', afterSeq: first.nextSeq - 1 });
+  assert.deepEqual(tailRead.chunks, []);
+  assert.equal(tailRead.closed, true);
 });
