@@ -26,6 +26,35 @@ export class Base64Text {
   }
 }
 
+/**
+ * A value already serialized as JSON by this process, all ASCII: a large answer built as text
+ * (fs/walk's entries) instead of tens of thousands of objects for JSON.stringify to walk again.
+ * The transport splices the text in as it is (no quotes); everywhere else it is the value the
+ * text holds (toJSON, or converted in process). Only for text this process produced from values
+ * it escaped itself (asciiJsonString).
+ */
+export class JsonText {
+  constructor(readonly text: string) {}
+  get length(): number {
+    return this.text.length;
+  }
+  toJSON(): unknown {
+    return JSON.parse(this.text);
+  }
+}
+
+/**
+ * The inside of a JSON string literal for `s`, all ASCII: `"`, `\`, control and non-ASCII
+ * characters escaped as \uXXXX. Returns `s` itself when nothing needs escaping.
+ */
+export function asciiJsonString(s: string): string {
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0x20 || c > 0x7e || c === 0x22 || c === 0x5c) return s.replace(/[^\x20\x21\x23-\x5b\x5d-\x7e]/g, (ch) => `\\u${ch.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  }
+  return s;
+}
+
 /** Objects whose named string member is trusted base64 (no character needs JSON escaping). */
 const verbatimMembers = new WeakMap<object, string>();
 
@@ -38,7 +67,7 @@ const QUOTED_PLACEHOLDER = `"${PLACEHOLDER}"`;
 
 /**
  * Declares that `holder[key]` is a string (or a Base64Text) needing no JSON escaping — only call it on a string
- * this process produced with a base64 encoder. Returns `holder` for use in expressions.
+ * this process produced with a base64 encoder — or a JsonText. Returns `holder` for use in expressions.
  */
 export function markVerbatim<T extends object>(holder: T, key: keyof T & string): T {
   verbatimMembers.set(holder, key);
@@ -60,7 +89,8 @@ export function serializeMessage(message: object): string | SplicedJson {
   const key = holder ? verbatimMembers.get(holder) : undefined;
   if (!holder || key === undefined) return JSON.stringify(message);
   const value = holder[key];
-  const payload = value instanceof Base64Text ? value.bytes : value;
+  const json = value instanceof JsonText;
+  const payload = value instanceof Base64Text ? value.bytes : json ? value.text : value;
   if ((typeof payload !== 'string' && !Buffer.isBuffer(payload)) || payload.length < MIN_VERBATIM_LENGTH || !Object.isExtensible(holder)) return JSON.stringify(message);
   holder[key] = PLACEHOLDER;
   let text: string;
@@ -72,6 +102,8 @@ export function serializeMessage(message: object): string | SplicedJson {
   const at = text.indexOf(QUOTED_PLACEHOLDER);
   // Exactly one occurrence, or do it the slow, certain way.
   if (at < 0 || text.indexOf(QUOTED_PLACEHOLDER, at + 1) >= 0) return JSON.stringify(message);
+  // Base64 goes between the placeholder's quotes; JSON text replaces them too.
+  if (json) return { head: text.slice(0, at), payload, tail: text.slice(at + QUOTED_PLACEHOLDER.length) };
   return { head: text.slice(0, at + 1), payload, tail: text.slice(at + 1 + PLACEHOLDER.length) };
 }
 
@@ -81,16 +113,18 @@ export function joinSerialized(s: string | SplicedJson): string {
 }
 
 /**
- * The result with a Base64Text member as a plain string, for a carrier that hands results over as
- * objects (in process): the caller sees the same `string` member as over any wire.
+ * The result with a Base64Text member as a plain string and a JsonText member as its value, for a
+ * carrier that hands results over as objects (in process): the caller sees the same member as
+ * over any wire.
  */
-export function base64TextAsString<T>(result: T): T {
+export function verbatimAsPlain<T>(result: T): T {
   if (result === null || typeof result !== 'object') return result;
   const key = verbatimMembers.get(result);
   if (key === undefined) return result;
   const r = result as Record<string, unknown>;
   const v = r[key];
   if (v instanceof Base64Text) r[key] = v.toString();
+  else if (v instanceof JsonText) r[key] = v.toJSON();
   return result;
 }
 

@@ -108,8 +108,9 @@ export interface ConnectOptions {
   label?: string;
   /**
    * The carrier serializes each result itself (src/transports/serve.ts): fs/readFile's dataBase64
-   * may then be a Base64Text (the base64 in a buffer, src/rpc/verbatim.ts) that it writes as it
-   * is. Otherwise (in process, tests, wrappers) every result member is the plain string.
+   * may then be a Base64Text (the base64 in a buffer) and fs/walk's entries a JsonText (their JSON
+   * text), both in src/rpc/verbatim.ts, that it writes as they are. Otherwise (in process, tests,
+   * wrappers) every result member is the plain value.
    */
-  base64Text?: boolean;
+  verbatimResults?: boolean;
 }

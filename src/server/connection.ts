@@ -31,7 +31,7 @@ import { methodSpec } from './router';
 import type { PidNamespaceMode } from './sandbox/bwrap';
 import type { Session } from './session';
 import type { RequestRecord } from '../telemetry/api';
-import { base64TextAsString } from '../rpc/verbatim';
+import { verbatimAsPlain } from '../rpc/verbatim';
 
 export class Connection implements ServerConnection, ConnectionContext {
   private sessionRef: Session | undefined;
@@ -101,7 +101,7 @@ export class Connection implements ServerConnection, ConnectionContext {
     try {
       const result = await this.dispatch(method, params, call);
       this.server.log('debug', `${this.label}: ${method} ok`);
-      return this.options.base64Text ? result : base64TextAsString(result);
+      return this.options.verbatimResults ? result : verbatimAsPlain(result);
     } catch (e) {
       if (e instanceof RpcError) {
         this.server.log('debug', `${this.label}: ${method} → ${e.code} ${e.message}`);

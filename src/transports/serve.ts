@@ -54,7 +54,7 @@ export function serveConnection(server: ConnectableServer, transport: MessageTra
     sink.holdsRecycledOutput = true;
   }
   // Results go to transport.send, which writes a Base64Text payload as it is (encode.ts).
-  const connection = server.connect(sink, { terminateOnClose: opts.terminateOnClose, label, base64Text: true });
+  const connection = server.connect(sink, { terminateOnClose: opts.terminateOnClose, label, verbatimResults: true });
   let inFlight = 0;
   rpc.setRequestHandler((method, params, _id, call) => {
     checkInFlight(inFlight, maxInFlight);

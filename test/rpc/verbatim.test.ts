@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { PassThrough } from 'node:stream';
 import WebSocket from 'ws';
 import { RpcConnection } from '../../src/rpc/connection';
-import { Base64Text, base64TextAsString, joinSerialized, markVerbatim, serializeMessage } from '../../src/rpc/verbatim';
+import { asciiJsonString, Base64Text, JsonText, verbatimAsPlain, joinSerialized, markVerbatim, serializeMessage } from '../../src/rpc/verbatim';
 import { encodeMessage } from '../../src/transports/encode';
 import { StdioTransport } from '../../src/transports/stdio';
 import { listenWebSocket } from '../../src/transports/websocket-server';
@@ -113,7 +113,7 @@ test('Base64Text: encodeMessage gives head, the payload buffer itself, tail; JSO
   const small = { id: 1, result: markVerbatim({ dataBase64: text(10) }, 'dataBase64') };
   assert.equal(encodeMessage(small), JSON.stringify({ id: 1, result: { dataBase64: small.result.dataBase64.toString() } }));
   // In process: the member becomes the string.
-  const r = base64TextAsString(markVerbatim({ dataBase64: t as Base64Text | string }, 'dataBase64'));
+  const r = verbatimAsPlain(markVerbatim({ dataBase64: t as Base64Text | string }, 'dataBase64'));
   assert.equal(r.dataBase64, t.toString());
 });
 
@@ -156,4 +156,30 @@ test('Base64Text over a websocket and stdio: one text frame / one line, byte-exa
   const lines = Buffer.concat(chunks).toString('utf8').split('\n');
   assert.deepEqual(lines.slice(0, 2).map((l) => JSON.parse(l)), [{ id: 9, result: { dataBase64: t.toString() } }, { id: 10, result: {} }]);
   st.close();
+});
+
+test('JsonText: spliced as it is (no quotes) over a wire, the value it holds everywhere else', () => {
+  // Above the splice's minimum size (smaller ones take JSON.stringify, through toJSON).
+  const value = { entries: Array.from({ length: 100 }, (_, i) => ({ path: `file:///a%20b/${i}`, kind: 'file' })) };
+  const text = JSON.stringify(value.entries);
+  const message = { id: 7, result: markVerbatim({ entries: new JsonText(text), truncated: false }, 'entries') };
+  const s = serializeMessage(message);
+  assert.equal(typeof s, 'object', 'spliced');
+  assert.deepEqual(JSON.parse(joinSerialized(s)), { id: 7, result: { entries: value.entries, truncated: false } });
+  assert.equal(joinSerialized(s), JSON.stringify({ id: 7, result: { entries: value.entries, truncated: false } }));
+  // Any other JSON.stringify (a log, a wrapper) sees the value; in process it is the value.
+  assert.equal(JSON.stringify(message), joinSerialized(s));
+  const plain = verbatimAsPlain(markVerbatim({ entries: new JsonText(text) as unknown, truncated: false }, 'entries'));
+  assert.deepEqual(plain, { entries: value.entries, truncated: false });
+});
+
+test('asciiJsonString: every character a JSON string needs escaped, and every non-ASCII one, as \\uXXXX', () => {
+  const nasty = ['plain', 'q"uote', 'back\\slash', 'nl\n\r\t\0\u001f', 'é日本', '\u2028\u2029', '\ud800 lone', '😀', '"]},{"path":"x'];
+  for (const s of nasty) {
+    const inner = asciiJsonString(s);
+    assert.match(inner, /^[\x20-\x7e]*$/, 'ASCII only');
+    assert.equal(JSON.parse(`"${inner}"`), s);
+  }
+  const same = 'file:///a%22b';
+  assert.equal(asciiJsonString(same), same);
 });

@@ -5,6 +5,8 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { after, before, test } from 'node:test';
 import { type Client, rejectsWith, serverWithTmpDir, uri } from '../../support/server';
+import { openRpc } from '../../support/cli-servers';
+import { ourWsServer } from '../../support/flow';
 import { waitFor } from '../../support/wait';
 
 let c: Client;
@@ -55,6 +57,47 @@ test('fs/walk: entry URIs are pathToFileURL of the entry, for names that need en
     const r = await c.call('fs/walk', { path: given, options: opts() });
     assert.deepEqual(r.entries.map((e: any) => e.path).sort(), expected, given);
     assert.deepEqual(r.errors, []);
+  }
+  // Over a websocket the entries travel as the JSON text the walk built (src/rpc/verbatim.ts
+  // JsonText): the same answer, parsed by a plain JSON client, for every one of these names.
+  const wire = await ourWsServer();
+  try {
+    const rpc = await openRpc(wire.url);
+    const inProcess = await c.call('fs/walk', { path: uri(root), options: opts() });
+    const overWire = await rpc.call('fs/walk', { path: uri(root), options: opts() });
+    assert.deepEqual(overWire.result, inProcess);
+    assert.deepEqual((overWire.result as any).entries.map((e: any) => e.path).sort(), expected);
+    rpc.ws.close();
+  } finally {
+    await wire.stop();
+  }
+});
+
+test('fs/walk over a wire: a file name cannot inject JSON into the answer', async () => {
+  // Names built to close the entry's string early and add an entry of their own, were a name
+  // written into the answer's text unescaped.
+  const root = path.join(dir, 'inject');
+  const evil = ['x","kind":"file"},{"path":"planted', 'y\\","kind":"directory"},{"path":"planted2', 'z\u2028\u0000\u001f"]}', '\ud800'.normalize()];
+  fs.mkdirSync(root);
+  const made: string[] = [];
+  for (const n of evil) {
+    try {
+      fs.writeFileSync(path.join(root, n), '');
+      made.push(n);
+    } catch {
+      // a name this file system refuses (NUL): not a name a walk can meet
+    }
+  }
+  assert.ok(made.length >= 3);
+  const wire = await ourWsServer();
+  try {
+    const rpc = await openRpc(wire.url);
+    const r = (await rpc.call('fs/walk', { path: uri(root), options: opts() })).result as any;
+    assert.deepEqual(r.entries.map((e: any) => e.path).sort(), made.map((n) => pathToFileURL(path.join(root, n)).href).sort());
+    assert.ok(r.entries.every((e: any) => e.kind === 'file' && e.path.startsWith(uri(root) + '/')));
+    rpc.ws.close();
+  } finally {
+    await wire.stop();
   }
 });
 
