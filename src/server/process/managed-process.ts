@@ -7,6 +7,7 @@ import { killGroup, observedChildren } from './child';
 import { DENIAL_SCAN_BYTES, sandboxDenied } from '../sandbox/denial';
 import { spawnWithSetupRetry } from '../sandbox/setup-retry';
 import { OutputBuffer } from './output-buffer';
+import { trimFreeBlocks } from './read-blocks';
 import { spawnPipe } from './spawn-pipe';
 import { spawnPty } from './spawn-pty';
 
@@ -224,6 +225,8 @@ export class ManagedProcess {
         }
         this.note = undefined;
         this.buffer.settle();
+        // A stream that ends leaves the blocks its peer had in flight free: beyond a few, their pages go.
+        trimFreeBlocks();
         const seq = this.nextSeq++;
         this.host.notify('process/closed', { processId: this.id, seq });
         this.wake();

@@ -5,7 +5,7 @@
 // is rarely read again: once it is settled that output is kept deflated (see pack()).
 import zlib from 'node:zlib';
 import type { OutputStream } from '../../protocol/types';
-import { holdChunk, isRecycled, releaseChunk } from './read-blocks';
+import { holdChunk, isRecycled, releaseChunk, trimFreeBlocks } from './read-blocks';
 
 export interface RetainedChunk {
   seq: number;
@@ -203,6 +203,7 @@ export class OutputBuffer {
         lengths: Uint32Array.from(live, (c) => c.data.length),
       };
       for (const c of live) releaseChunk(c.data);
+      trimFreeBlocks();
       this.chunks = [];
       this.head = 0;
     });

@@ -29,6 +29,12 @@ export const NET_BLOCK_BYTES = 256 * 1024;
 
 /** Bytes of free blocks kept for reuse per size (16 MiB); beyond that a released block is left to the GC. */
 const MAX_FREE_BYTES = 16 * 1024 * 1024;
+/**
+ * Bytes of free blocks per size kept when a stream ends (trimFreeBlocks): a congested peer had up to
+ * ~150 JSON frames in flight (14 MiB), all free again once it caught up, and kept until the server
+ * idled. What the next stream needs beyond this it faults in again.
+ */
+export const WARM_FREE_BYTES = 2 * 1024 * 1024;
 
 /**
  * Where a block's bytes live. `mapped` (the default): a resizable ArrayBuffer, which V8 maps
@@ -107,9 +113,23 @@ export function releaseChunk(data: Uint8Array): void {
 
 /** Forgets the free blocks kept for reuse (an idle server's memory goes back); held blocks are untouched. */
 export function dropFreeBlocks(): void {
+  trimFreeBlocks(0);
+}
+
+/**
+ * Forgets free blocks beyond `keepBytes` per size (the oldest go first), their pages at once: a
+ * mapped block is shrunk to nothing (V8 decommits the pages of a resizable ArrayBuffer that
+ * shrinks), not left for the next full collection. Held blocks are untouched.
+ */
+export function trimFreeBlocks(keepBytes: number = WARM_FREE_BYTES): void {
   for (const free of freeBySize.values()) {
-    for (const block of free) blockOf.delete(block.bytes.buffer);
-    free.length = 0;
+    const keep = free.length === 0 ? 0 : Math.floor(keepBytes / free[0].bytes.length);
+    if (free.length <= keep) continue;
+    for (const block of free.splice(0, free.length - keep)) {
+      blockOf.delete(block.bytes.buffer);
+      const ab = block.bytes.buffer as ArrayBuffer & { resizable?: boolean; resize?(n: number): void };
+      if (ab.resizable) ab.resize!(0);
+    }
   }
 }
 

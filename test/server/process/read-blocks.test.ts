@@ -11,7 +11,7 @@ import { PassThrough } from 'node:stream';
 import WebSocket from 'ws';
 import { connectInProcess } from '../../../src/client/connect';
 import { ExecServer } from '../../../src/server/exec-server';
-import { donateChunk, dropFreeBlocks, holdChunk, isRecycled, lendChunk, READ_BLOCK_BYTES, readBlockStats, releaseChunk, returnChunk, takeReadBlock } from '../../../src/server/process/read-blocks';
+import { donateChunk, dropFreeBlocks, holdChunk, isRecycled, lendChunk, READ_BLOCK_BYTES, readBlockStats, releaseChunk, returnChunk, takeReadBlock, trimFreeBlocks, WARM_FREE_BYTES } from '../../../src/server/process/read-blocks';
 import { readRecycled } from '../../../src/server/process/recycled-pipe-reader';
 import { spawn } from 'node:child_process';
 import { decodeOutputFrame } from '../../../src/transports/output-frame';
@@ -289,4 +289,24 @@ test('attack: an in-process client that keeps every output Buffer still has the 
     await client.close();
     await server.shutdown();
   }
+});
+
+test('read blocks: when a stream ends the free blocks beyond a warm few leave at once, without waiting for a collection', () => {
+  // As after a congested peer caught up: many blocks free at the same time.
+  const size = 96 * 1024;
+  const blocks = Array.from({ length: 200 }, () => takeReadBlock(size));
+  for (const b of blocks) b.fill(7);
+  for (const b of blocks) releaseChunk(b);
+  const full = process.memoryUsage.rss();
+  trimFreeBlocks();
+  const dropped = full - process.memoryUsage.rss();
+  // No collection ran: the pages went with the shrink (before: they stayed until the GC freed the blocks).
+  assert.ok(dropped > 12 * 1024 * 1024, `rss fell by ${(dropped / 1048576).toFixed(1)} MiB`);
+  // The warm ones are still reused, and intact; a trimmed one is never handed out again.
+  const kept = Array.from({ length: WARM_FREE_BYTES / size }, () => takeReadBlock(size));
+  assert.ok(kept.every((k) => blocks.some((b) => b.buffer === k.buffer) && k.length === size && k[size - 1] === 7));
+  const fresh = takeReadBlock(size);
+  assert.ok(!blocks.some((b) => b.buffer === fresh.buffer) && fresh.length === size);
+  for (const k of [...kept, fresh]) releaseChunk(k);
+  dropFreeBlocks();
 });
