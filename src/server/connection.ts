@@ -44,6 +44,9 @@ export class Connection implements ServerConnection, ConnectionContext {
   private readonly ordering = new KeyedOrder();
   readonly closedSignal = this.closeController.signal;
   binaryOutput = false;
+  get verbatimResults(): boolean {
+    return this.options.verbatimResults === true;
+  }
   log(level: 'debug' | 'info' | 'warn' | 'error', message: string): void {
     this.server.log(level, message);
   }

@@ -34,6 +34,8 @@ export interface ConnectionContext {
   readonly missingWatches: MissingWatches;
   /** [extension] The client negotiated binaryOutput: byte payloads (fs/readBlock) may be raw Buffers. */
   readonly binaryOutput: boolean;
+  /** The carrier serializes results itself (ServerOptions' ConnectOptions.verbatimResults): a large answer may be built as JSON text. */
+  readonly verbatimResults: boolean;
   http(input: HttpRequestInput, run: HttpRunner): Promise<HttpRequestResult>;
   /** fs/readFile's largest file (ServerOptions.maxReadFileBytes). */
   readonly maxReadFileBytes: number;

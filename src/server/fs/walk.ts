@@ -65,12 +65,12 @@ export function checkWalkLimits(o: FsWalkOptions): void {
  * link unless directory links are followed), `canEnter` is given where the open directory
  * really is (/proc/self/fd/N), and the listing is read from that descriptor — a directory
  * swapped for a symlink after it was queued is never listed in its place.
- * The answer's `entries` are built as their JSON text (a JsonText, all ASCII) rather than as
- * objects: for 50 000 entries the objects, their URI strings and JSON.stringify's walk over them
- * were more than half of the request's time. A carrier that hands results over as objects (in
- * process) gets them parsed back (../connection.ts).
+ * `asText` (a carrier that serializes results itself, ../connection.ts): the answer's `entries`
+ * are built as their JSON text (a JsonText, all ASCII) rather than as objects. For 50 000
+ * entries the objects, their URI strings and JSON.stringify's walk over them were more than half
+ * of the request's time. In process they are objects, as the caller takes them.
  */
-export async function walk(root: string, o: FsWalkOptions, canEnter?: (dir: string) => boolean, pinned = false): Promise<FsWalkResult> {
+export async function walk(root: string, o: FsWalkOptions, canEnter?: (dir: string) => boolean, pinned = false, asText = false): Promise<FsWalkResult> {
   checkWalkLimits(o);
   let rootStat: fs.Stats;
   try {
@@ -79,10 +79,17 @@ export async function walk(root: string, o: FsWalkOptions, canEnter?: (dir: stri
     throw fsError(e);
   }
   const result: Omit<FsWalkResult, 'entries'> = { errors: [], truncated: false };
-  // The entries' JSON text (without its brackets), and their count.
-  let entriesText = '';
+  // The entries' JSON text: one flat string per directory listed (the entries of the directory
+  // being listed gathered in `listing` and joined once it is done), joined at the end. Appending
+  // each entry to one string instead made a rope of 50 000 pieces that lived through the whole
+  // walk, and the collector's copying of it cost more than the objects it replaced.
+  const texts: string[] = [];
+  let listing: string[] = [];
+  // Or the entries themselves (not asText).
+  const entries: FsWalkResult['entries'] = [];
   let entryCount = 0;
-  const answer = (): FsWalkResult => markVerbatim({ entries: new JsonText(`[${entriesText}]`), ...result }, 'entries') as unknown as FsWalkResult;
+  const answer = (): FsWalkResult =>
+    asText ? (markVerbatim({ entries: new JsonText(`[${texts.join(',')}]`), ...result }, 'entries') as unknown as FsWalkResult) : { entries, ...result };
   if (!rootStat.isDirectory()) return answer();
 
   const visited = new Set<string>();
@@ -125,11 +132,15 @@ export async function walk(root: string, o: FsWalkOptions, canEnter?: (dir: stri
       result.errors.push({ path: pathToUri(dir), message: osMessage(e) });
       continue;
     }
+    let limited: boolean;
     try {
-      if (await listDirectory(dir, uri, listed, depth, dirents)) return answer();
+      limited = await listDirectory(dir, uri, listed, depth, dirents);
     } finally {
+      if (listing.length > 0) texts.push(listing.join(','));
+      listing = [];
       await fh?.close().catch(() => undefined);
     }
+    if (limited) return answer();
   }
   return answer();
 
@@ -141,7 +152,7 @@ export async function walk(root: string, o: FsWalkOptions, canEnter?: (dir: stri
   async function listDirectory(dir: string, dirUri: string, listed: string, depth: number, dirents: fs.Dirent[]): Promise<boolean> {
     const dirPrefix = withSlash(dir);
     const uriPrefix = withSlash(dirUri);
-    const jsonPrefix = asciiJsonString(uriPrefix);
+    const jsonPrefix = asText ? asciiJsonString(uriPrefix) : '';
     for (const dirent of dirents) {
       const name = dirent.name;
       let isDir = dirent.isDirectory();
@@ -170,7 +181,9 @@ export async function walk(root: string, o: FsWalkOptions, canEnter?: (dir: stri
         result.truncated = true;
         return true;
       }
-      entriesText += `${entryCount++ === 0 ? '' : ','}{"path":"${jsonPrefix}${asciiJsonString(segment)}","kind":"${kind}"}`;
+      entryCount++;
+      if (asText) listing.push(`{"path":"${jsonPrefix}${asciiJsonString(segment)}","kind":"${kind}"}`);
+      else entries.push({ path: uri, kind });
       if (kind !== 'directory' || depth >= o.maxDepth) continue;
       if (o.pruneHiddenDirectories && name.startsWith('.')) continue;
       const full = dirPrefix + name;
