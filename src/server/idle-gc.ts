@@ -2,8 +2,8 @@
 // answered a 100 MiB fs/readFile (the file's Buffer, its base64 string, the frame) or streamed
 // output and then went quiet kept all of it resident: nothing allocated any more, so nothing
 // was collected (measured: 400–500 MiB RSS for as long as the server idled). Once a second this
-// looks at the event loop: when the last second was idle and the resident set is well above
-// what it was after the previous collection, it runs one full collection. Busy servers are left
+// looks at the event loop: when the last second was idle and the resident set is 8 MiB or more
+// above what it was after the previous collection, it runs one full collection. Busy servers are left
 // alone (V8's own scheduling is better there), and an idle one is checked, not collected.
 // V8 also keeps its young generation at the size a burst grew it to (up to 32 MiB from 1–4 MiB)
 // until a collection finds the allocation rate low, and it judges that rate over its last ten
@@ -83,7 +83,10 @@ export function startIdleCollector(o: IdleCollectorOptions = {}): () => void {
   if (!gc && !heap) return () => {};
   const intervalMs = o.intervalMs ?? 1000;
   const idleUtilization = o.idleUtilization ?? 0.05;
-  const growth = o.growthBytes ?? 16 * 1024 * 1024;
+  // Below 10 MiB: garbage of that size (15 fs/readBlock answers of 1 MiB, outside the heap) would
+  // otherwise stay until something allocates again. A full collection of an idle server costs
+  // 30-60 ms of a second nobody is waiting in.
+  const growth = o.growthBytes ?? 8 * 1024 * 1024;
   // V8 11 starts the young generation at 1 MiB and shrinks it back to 1–2 MiB.
   const youngRest = o.youngRestBytes ?? 2 * 1024 * 1024;
   let baseline = process.memoryUsage.rss();
