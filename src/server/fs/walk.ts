@@ -70,7 +70,14 @@ export function checkWalkLimits(o: FsWalkOptions): void {
  * entries the objects, their URI strings and JSON.stringify's walk over them were more than half
  * of the request's time. In process they are objects, as the caller takes them.
  */
-export async function walk(root: string, o: FsWalkOptions, canEnter?: (dir: string) => boolean, pinned = false, asText = false): Promise<FsWalkResult> {
+export interface WalkHow {
+  canEnter?: (dir: string) => boolean;
+  pinned?: boolean;
+  asText?: boolean;
+}
+
+/** fs/walk of `root` (the shapes and limits in this file's head; `how`: WalkHow). */
+export async function walk(root: string, o: FsWalkOptions, { canEnter, pinned = false, asText = false }: WalkHow = {}): Promise<FsWalkResult> {
   checkWalkLimits(o);
   let rootStat: fs.Stats;
   try {

@@ -213,7 +213,7 @@ export const fsMethods: MethodTable<FsMethod> = {
     },
     (c, p) => {
       checkFsAccess(p.sandbox, { path: p.path, intent: 'read' });
-      if (p.sandbox.kind !== 'managed') return walk(p.path, p.options, undefined, false, c.verbatimResults);
+      if (p.sandbox.kind !== 'managed') return walk(p.path, p.options, { asText: c.verbatimResults });
       const conf = pinned(p.sandbox);
       if (conf) {
         // Each directory judged where its opened descriptor really is, then listed from it.
@@ -225,7 +225,7 @@ export const fsMethods: MethodTable<FsMethod> = {
             return false;
           }
         };
-        return walk(p.path, p.options, mayList, true, c.verbatimResults);
+        return walk(p.path, p.options, { canEnter: mayList, pinned: true, asText: c.verbatimResults });
       }
       const profile = p.sandbox;
       const resolved = resolveProfile(profile);
@@ -237,7 +237,7 @@ export const fsMethods: MethodTable<FsMethod> = {
           return false;
         }
       };
-      return walk(p.path, p.options, canEnter, false, c.verbatimResults);
+      return walk(p.path, p.options, { canEnter, asText: c.verbatimResults });
     },
   ),
   'fs/open': spec(

@@ -219,7 +219,7 @@ export class ManagedProcess {
         if (this.child) {
           observedChildren()?.ended(this.child.pid);
           // Its OS handles (the ChildProcess, its pipes' sockets, a PTY) and their closures are not
-          // needed once closed; held for the 30 s the process stays readable they cost ~8 KiB of
+          // needed once closed; held for the 30 s the process stays readable they cost ~9 KiB of
           // heap per process (a burst of short processes left tens of MiB).
           this.child = new ClosedChild(this.child.pid, this.child.isPty);
         }
