@@ -74,18 +74,18 @@ test('once the server idles, the young generation a burst grew goes back to its 
 test('garbage that would leave the idle server more than 10 MiB above its rest is collected too (12 MiB of dropped 1 MiB buffers)', async (t) => {
   // As fs/readBlock's answers leave them: buffers outside the heap, garbage once sent, nothing
   // allocating any more. Under the old 16 MiB threshold they stayed until something allocated.
-  const gc = (globalThis as { gc?: () => void }).gc;
-  const stop = startIdleCollector({ intervalMs: 100 });
+  (globalThis as { gc?: () => void }).gc?.();
+  const stop = startIdleCollector({ intervalMs: 100 }); // its baseline: the RSS now
   t.after(stop);
-  // The collector's baseline is taken at its start; let one quiet look pass.
-  await new Promise((r) => setTimeout(r, 250));
-  gc?.();
   const runs0 = idleCollectorStats.collections;
-  let keep: Buffer[] | undefined = [];
-  for (let i = 0; i < 12; i++) keep.push(Buffer.alloc(1024 * 1024, i + 1));
+  // Mapped (resizable) buffers, as the server's read blocks are: fresh pages each, never memory
+  // an earlier test freed and the C heap kept (which would not grow the RSS at all).
+  const Resizable = ArrayBuffer as unknown as new (n: number, o: { maxByteLength: number }) => ArrayBuffer;
+  let keep: Uint8Array[] | undefined = [];
+  for (let i = 0; i < 12; i++) keep.push(new Uint8Array(new Resizable(1024 * 1024, { maxByteLength: 1024 * 1024 })).fill(i + 1));
   assert.equal(keep.length, 12);
   keep = undefined;
   const grown = process.memoryUsage.rss();
-  await waitFor(() => idleCollectorStats.collections > runs0, { what: 'an idle collection after 12 MiB of garbage', timeout: 5_000, interval: 50 });
+  await waitFor(() => idleCollectorStats.collections > runs0, { what: 'an idle collection after 12 MiB of garbage', timeout: 10_000, interval: 50, detail: () => `rss ${grown >> 20} MiB` });
   await waitFor(() => process.memoryUsage.rss() < grown - 8 * 1024 * 1024, { what: 'the buffers to leave the resident set', timeout: 5_000, interval: 20, detail: () => `rss ${grown >> 20} → ${process.memoryUsage.rss() >> 20} MiB` });
 });

@@ -23,6 +23,9 @@ const PACK_MAX_RATIO = 0.5;
 /** How long a settled buffer waits before it is deflated, and again after a read inflated it. */
 export const PACK_AFTER_MS = 1000;
 
+/** What became of each deflate (tests, diagnostics): kept, not worth keeping, or dropped because the chunks changed meanwhile. */
+export const outputPackStats = { packed: 0, declined: 0, dropped: 0 };
+
 /** Deflated retained output: the chunks' seqs, streams and lengths, and their bytes in one blob. */
 interface Packed {
   blob: Buffer;
@@ -191,11 +194,13 @@ export class OutputBuffer {
       if (err || version !== this.version || blob.length > raw.length * PACK_MAX_RATIO) {
         // Evicted or cleared meanwhile: tried again (when still settled); incompressible: never.
         if (!err && version !== this.version) {
+          outputPackStats.dropped++;
           this.packTried = false;
           this.schedulePack();
-        }
+        } else outputPackStats.declined++;
         return;
       }
+      outputPackStats.packed++;
       this.packed = {
         blob: Buffer.from(blob), // exactly its size (zlib's may be a view of a larger block)
         seqs: Float64Array.from(live, (c) => c.seq),

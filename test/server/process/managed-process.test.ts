@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import { after, test } from 'node:test';
 import { ExecServer } from '../../../src/server/exec-server';
 import { MAX_PENDING_STDIN_BYTES } from '../../../src/server/process/managed-process';
-import { PACK_AFTER_MS } from '../../../src/server/process/output-buffer';
+import { outputPackStats, PACK_AFTER_MS } from '../../../src/server/process/output-buffer';
 import { b64, connectClient, rejectsWith, startParams, tmpDir, unb64, uri } from '../../support/server';
 import { isAlive } from '../../support/process';
 import { waitFor } from '../../support/wait';
@@ -380,13 +380,14 @@ test('a closed process reads back the same once its retained output is kept defl
   const c = await client();
   // ~900 KiB of numbered lines on stdout and stderr, in many reads.
   const script = 'for i in $(seq 1 12000); do echo "line $i of the build: something happened here"; [ $((i % 97)) = 0 ] && echo "warning $i" >&2; done; true';
+  const packed0 = outputPackStats.packed;
   await c.call('process/start', startParams('big', ['/bin/bash', '-c', script]));
   await c.sink.waitFor(() => c.sink.closed('big'), 30_000, 'big closed');
   const first = await c.call('process/read', { processId: 'big' });
   const text = (r: any) => r.chunks.map((x: any) => `${x.seq}/${x.stream}/${unb64(x.chunk)}`).join('|');
   assert.ok(first.chunks.length > 4);
   assert.equal(first.chunks.map((x: any) => unb64(x.chunk)).join('').split('\n').filter((l: string) => l.startsWith('line')).length, 12000);
-  await new Promise((r) => setTimeout(r, PACK_AFTER_MS + 700));
+  await waitFor(() => outputPackStats.packed > packed0, { what: 'the closed process output deflated', timeout: PACK_AFTER_MS + 10_000 });
   const later = await c.call('process/read', { processId: 'big' });
   assert.deepEqual({ ...later, chunks: text(later) }, { ...first, chunks: text(first) });
   // A reader with nothing new gets the final state (not chunks) as before.

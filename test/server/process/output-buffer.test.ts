@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import { test } from 'node:test';
-import { OutputBuffer, PACK_AFTER_MS } from '../../../src/server/process/output-buffer';
+import { OutputBuffer, outputPackStats, PACK_AFTER_MS } from '../../../src/server/process/output-buffer';
 import { readBlockStats, releaseChunk, takeReadBlock } from '../../../src/server/process/read-blocks';
 import { waitFor } from '../../support/wait';
 
@@ -99,23 +99,26 @@ test('output retention: a settled buffer is deflated, its blocks go back, and it
 });
 
 test('output retention: output that does not deflate to half its size, and a buffer cleared while deflating, stay as they are', async () => {
+  const declined0 = outputPackStats.declined;
   const random = new OutputBuffer(1024 * 1024);
   const pushed = pushBlocks(random, 512 * 1024, () => crypto.randomBytes(600).toString('latin1'));
   random.settle();
   const cleared = new OutputBuffer(1024 * 1024);
   pushBlocks(cleared, 512 * 1024, textLine);
   cleared.settle();
-  await new Promise((r) => setTimeout(r, PACK_AFTER_MS + 500));
+  await waitFor(() => outputPackStats.declined > declined0 && cleared.isPacked, { what: 'both deflates done', timeout: PACK_AFTER_MS + 10_000 });
   assert.equal(random.isPacked, false, 'random output is kept raw');
   assert.deepEqual(readAll(random), pushed);
   assert.equal(cleared.isPacked, true);
-  // Cleared right after its deflate started: the deflate's result is dropped.
+  // Cleared while its deflate runs (started here at once, white-box, rather than by the timer
+  // at a moment the test cannot catch): the deflate's result is dropped.
   const again = new OutputBuffer(1024 * 1024);
   pushBlocks(again, 512 * 1024, textLine);
   again.settle();
-  await waitFor(() => (again as unknown as { packTried: boolean }).packTried, { what: 'the deflate started', timeout: PACK_AFTER_MS + 10_000 });
+  const dropped0 = outputPackStats.dropped;
+  (again as unknown as { pack(): void }).pack();
   again.clear();
-  await new Promise((r) => setTimeout(r, 300));
+  await waitFor(() => outputPackStats.dropped > dropped0, { what: 'the deflate to finish and be dropped', timeout: 10_000 });
   assert.equal(again.isPacked, false);
   assert.deepEqual(again.read(0, undefined).chunks, []);
   random.clear();
