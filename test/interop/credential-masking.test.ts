@@ -97,6 +97,8 @@ interface Outcome {
   logs: string[];
   flags: string;
   output: string[];
+  /** What the script printed (curl's errors among it): for the message when a request is missing. */
+  transcript: string;
 }
 
 const envOf = (text: string) => Object.fromEntries(text.split('\n').filter((l) => /^[A-Za-z_][A-Za-z0-9_]*=/.test(l)).map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]));
@@ -175,6 +177,7 @@ async function outcome(server: ServerCommand, tag: string): Promise<Outcome> {
       // CA, how it is told to trust the test origin), one more than ours, which is not told so.
       bundle: `${/\/proxy\/ca-bundle-[0-9a-f]{64}\.pem$/.test(bundle)} mode ${lines[0]} certs ${Number(lines[1]) - (server.version === undefined ? 0 : 1) - (fs.readFileSync('/etc/ssl/certs/ca-certificates.crt', 'utf8').match(/BEGIN CERTIFICATE/g) ?? []).length} more than the system's`,
       requests: requests.map(named),
+      transcript: out.slice(0, 4000),
       login: pick(login) as unknown as Record<string, string>,
       direct: pick(direct) as unknown as Record<string, string>,
       logs: [
@@ -199,7 +202,7 @@ test('credential masking: our CLI masks, binds and swaps as every reference vers
     // 0.171 points two more variables at the bundle than 0.169; ours sets 0.171's list.
     for (const k of theirs.caKeys) assert.ok(ours.caKeys.includes(k), `${k} (${ref.name}) points at our bundle too`);
     assert.equal(ours.bundle, theirs.bundle, `bundle vs ${ref.name}`);
-    assert.deepEqual(ours.requests, theirs.requests, `what the origins received vs ${ref.name}`);
+    assert.deepEqual(ours.requests, theirs.requests, `what the origins received vs ${ref.name} (ours printed: ${JSON.stringify(ours.transcript)})`);
     assert.deepEqual({ ...ours.login, caKeys: '' }, { ...theirs.login, caKeys: '' }, `login shell vs ${ref.name}`);
     assert.deepEqual({ ...ours.direct, caKeys: '' }, { ...theirs.direct, caKeys: '' }, `direct binary vs ${ref.name}`);
     assert.deepEqual(ours.logs, theirs.logs, `log lines vs ${ref.name}`);
