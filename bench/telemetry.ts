@@ -110,6 +110,8 @@ interface Samples {
 
 /** Requests a server has answered before the warmed CPU row is measured (a server that has run a while). */
 const WARM_REQUESTS = 30_000;
+/** Rounds of the telemetry table at least (each alternates off, 100 % and 1 %), whatever --rounds says. */
+const TELEMETRY_MIN_ROUNDS = 9;
 
 async function workload(client: BenchClient, pid: number, cfg: BenchConfig, fx: Fixtures, s: Samples): Promise<number> {
   let sent = 0;
@@ -188,6 +190,9 @@ export async function telemetryOverhead(
     };
   };
   const modes: Mode[] = opts.baselineCli ? ['baseline', 'off', 'on', 'on1'] : ['off', 'on', 'on1'];
+  // The goals are a few per cent apart; with the bench's 3 rounds the load moved a column by more
+  // than that (1 % dearer than 100 % in one run), with 9 two runs agreed within 1-2 points.
+  const rounds = Math.max(cfg.rounds, TELEMETRY_MIN_ROUNDS);
   const samples = new Map<Mode, Samples>(modes.map((m) => [m, { rttUs: [], pipelinedPerSec: [], spawnMs: [], cpuMsPer1k: [], warmCpuMsPer1k: [], warmRttUs: [] }]));
   let requestsSent = 0;
   let requestsCounted = 0;
@@ -196,7 +201,7 @@ export async function telemetryOverhead(
   let exportBytes = 0;
   let spansDropped = 0;
   try {
-    for (let round = 0; round < cfg.rounds; round++) {
+    for (let round = 0; round < rounds; round++) {
       const order = round % 2 === 0 ? modes : [...modes].reverse();
       for (const mode of order) {
         const server: ServerUnderTest = await startServer(command(mode));
@@ -218,7 +223,7 @@ export async function telemetryOverhead(
           spansDropped += m ? Number(m[1]) : 0;
         }
       }
-      opts.log(`  telemetry round ${round + 1}/${cfg.rounds} done`);
+      opts.log(`  telemetry round ${round + 1}/${rounds} done`);
     }
     const st = await sink.stats();
     exportRequests = st.requests;
