@@ -2,8 +2,9 @@
 // answered a 100 MiB fs/readFile (the file's Buffer, its base64 string, the frame) or streamed
 // output and then went quiet kept all of it resident: nothing allocated any more, so nothing
 // was collected (measured: 400–500 MiB RSS for as long as the server idled). Once a second this
-// looks at the event loop: when the last second was idle and the resident set is 8 MiB or more
-// above what it was after the previous collection, it runs one full collection. Busy servers are left
+// looks at the event loop: when the last second was idle and the resident set is 16 MiB or more
+// above what it was after the previous collection (or memory outside the heap 8 MiB), it runs one
+// full collection. Busy servers are left
 // alone (V8's own scheduling is better there), and an idle one is checked, not collected.
 // V8 also keeps its young generation at the size a burst grew it to (up to 32 MiB from 1–4 MiB)
 // until a collection finds the allocation rate low, and it judges that rate over its last ten
@@ -31,6 +32,8 @@ export interface IdleCollectorOptions {
   idleUtilization?: number;
   /** Growth of the resident set since the last collection that is worth a collection (bytes). */
   growthBytes?: number;
+  /** Growth of memory outside V8's heap (`external`: array buffers) since the last collection that is worth one (bytes). */
+  externalGrowthBytes?: number;
   /** The young generation's committed size at rest (bytes): above it, a quiet server gives the rest back. */
   youngRestBytes?: number;
   /** The C heap's controls (default: the native module's, when built; null: none). */
@@ -83,10 +86,13 @@ export function startIdleCollector(o: IdleCollectorOptions = {}): () => void {
   if (!gc && !heap) return () => {};
   const intervalMs = o.intervalMs ?? 1000;
   const idleUtilization = o.idleUtilization ?? 0.05;
-  // Below 10 MiB: garbage of that size (15 fs/readBlock answers of 1 MiB, outside the heap) would
-  // otherwise stay until something allocates again. A full collection of an idle server costs
-  // 30-60 ms of a second nobody is waiting in.
-  const growth = o.growthBytes ?? 8 * 1024 * 1024;
+  const growth = o.growthBytes ?? 16 * 1024 * 1024;
+  // Memory outside the heap is collected at less: 15 fs/readBlock answers of 1 MiB, garbage once
+  // sent, stayed below the 16 MiB of RSS until something allocated again. Not all growth at 8 MiB:
+  // a server with telemetry on crossed it with heap it still used, and its idle-second collections
+  // showed as a few per cent more CPU per request (docs/performance.md, telemetry).
+  const externalGrowth = o.externalGrowthBytes ?? 8 * 1024 * 1024;
+  let externalBaseline = process.memoryUsage().external;
   // V8 11 starts the young generation at 1 MiB and shrinks it back to 1–2 MiB.
   const youngRest = o.youngRestBytes ?? 2 * 1024 * 1024;
   let baseline = process.memoryUsage.rss();
@@ -100,6 +106,7 @@ export function startIdleCollector(o: IdleCollectorOptions = {}): () => void {
     gc();
     idleCollectorStats.collections++;
     baseline = process.memoryUsage.rss();
+    externalBaseline = process.memoryUsage().external;
     collected = true;
   };
   const timer = setInterval(() => {
@@ -123,7 +130,9 @@ export function startIdleCollector(o: IdleCollectorOptions = {}): () => void {
     quietLooks++;
     const rss = process.memoryUsage.rss();
     if (rss < baseline) baseline = rss;
-    if (rss - baseline >= growth) {
+    const external = process.memoryUsage().external;
+    if (external < externalBaseline) externalBaseline = external;
+    if (rss - baseline >= growth || external - externalBaseline >= externalGrowth) {
       // The read blocks kept for reuse (up to 16 MiB) go too: an idle server is not streaming.
       dropFreeBlocks();
       full(gc);
