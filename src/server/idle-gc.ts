@@ -92,10 +92,10 @@ export function startIdleCollector(o: IdleCollectorOptions = {}): () => void {
   // a server with telemetry on crossed it with heap it still used, and its idle-second collections
   // showed as a few per cent more CPU per request (docs/performance.md, telemetry).
   const externalGrowth = o.externalGrowthBytes ?? 8 * 1024 * 1024;
-  let externalBaseline = process.memoryUsage().external;
   // V8 11 starts the young generation at 1 MiB and shrinks it back to 1–2 MiB.
   const youngRest = o.youngRestBytes ?? 2 * 1024 * 1024;
-  let baseline = process.memoryUsage.rss();
+  // What the resident set and the memory outside the heap were after the last collection (or lower since).
+  let { rss: baseline, external: externalBaseline } = process.memoryUsage();
   let last = performance.eventLoopUtilization();
   // Quiet looks in a row, and whether a full collection ran among them (the release follows one).
   let quietLooks = 0;
@@ -105,8 +105,7 @@ export function startIdleCollector(o: IdleCollectorOptions = {}): () => void {
   const full = (gc: Gc) => {
     gc();
     idleCollectorStats.collections++;
-    baseline = process.memoryUsage.rss();
-    externalBaseline = process.memoryUsage().external;
+    ({ rss: baseline, external: externalBaseline } = process.memoryUsage());
     collected = true;
   };
   const timer = setInterval(() => {
@@ -128,9 +127,8 @@ export function startIdleCollector(o: IdleCollectorOptions = {}): () => void {
       return;
     }
     quietLooks++;
-    const rss = process.memoryUsage.rss();
+    const { rss, external } = process.memoryUsage();
     if (rss < baseline) baseline = rss;
-    const external = process.memoryUsage().external;
     if (external < externalBaseline) externalBaseline = external;
     if (rss - baseline >= growth || external - externalBaseline >= externalGrowth) {
       // The read blocks kept for reuse (up to 16 MiB) go too: an idle server is not streaming.
