@@ -252,9 +252,9 @@ export async function main(repo: string): Promise<number> {
     if ((!only || only.includes('telemetry')) && arg('no-ours') === undefined && arg('no-telemetry') === undefined) {
       console.log('- telemetry overhead: off (default) vs on (traces over OTLP + Prometheus)');
       const tr = await telemetryOverhead(repo, cfg, fx, (url) => factory.websocket(url), { baselineCli: arg('telemetry-baseline') || undefined, nodeFlags: oursFlags, log: (m) => console.log(m) });
-      telemetryMd = telemetryTable(tr);
       mkdirSync(path.join(repo, 'bench', 'results'), { recursive: true });
       writeFileSync(path.join(repo, 'bench', 'results', 'telemetry.json'), JSON.stringify(tr, null, 2) + '\n');
+      telemetryMd = telemetryTable(tr);
     }
     const result: BenchResult = {
       date: new Date().toISOString(),

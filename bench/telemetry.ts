@@ -9,6 +9,9 @@
 import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+import { NOOP_SERVER_TELEMETRY, type ServerTelemetry } from '../src/telemetry/api';
+import { telemetryConfig, type TelemetryFlags } from '../src/telemetry/config';
+import { startServerTelemetry } from '../src/telemetry/otel';
 import type { BenchClient } from './bench-client';
 import type { Fixtures } from './fixtures';
 import type { BenchConfig } from './scenarios';
@@ -26,9 +29,24 @@ export interface TelemetryRow {
   on: number;
   /** On with the sampler at 1 %. */
   on1: number;
+  /**
+   * 90 % intervals of the costs (on vs off, 1 % vs off, as fractions: 0.03 = 3 % dearer), from
+   * resampling the rounds: the per-process spread (±5 % of CPU between two identical servers
+   * here) is larger than the goals, and the point estimate alone cannot say which side of a
+   * goal a cost is on.
+   */
+  onCost: CostEstimate;
+  on1Cost: CostEstimate;
+}
+export interface CostEstimate {
+  cost: number;
+  low: number;
+  high: number;
 }
 export interface TelemetryBenchResult {
   rows: TelemetryRow[];
+  /** Rounds run (each: every mode once, on a fresh server). */
+  rounds: number;
   /** OTLP export requests (and bytes) the sink received from the "on" servers. */
   exportRequests: number;
   exportBytes: number;
@@ -38,6 +56,8 @@ export interface TelemetryBenchResult {
   /** Requests sent to the "on" servers at 100 % (one span each, plus a process span per spawn), and spans they dropped (queue full; their shutdown log). */
   requestsSentOn: number;
   spansDropped: number;
+  /** The hooks alone, in the benchmark's process: CPU ns per request (median of the blocks). */
+  hookNs: { off: number; on: number; on1: number };
 }
 
 /**
@@ -74,16 +94,11 @@ async function otlpSink(): Promise<{ url: string; stats: () => Promise<{ request
   };
 }
 
-function cpuMs(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return ((Number(f[11]) + Number(f[12])) * 1000) / 100; // CLK_TCK is 100 on Linux
-}
-
 /**
  * CPU time of every live thread of `pid` in ms, from /proc/<pid>/task/<tid>/schedstat (time on a
  * CPU in nanoseconds): /proc/<pid>/stat counts in 10 ms ticks, too coarse for a warmed server's
- * ~15 µs a request.
+ * ~15 µs a request, and 1 % of a fresh server's window. The server's threads (V8's compiler and
+ * collector helpers, libuv's pool) live as long as it does, so none is lost between readings.
  */
 function threadCpuMs(pid: number): number {
   let ns = 0;
@@ -118,7 +133,7 @@ async function workload(client: BenchClient, pid: number, cfg: BenchConfig, fx: 
   const rtt = cfg.quick ? 500 : 3000;
   for (let i = 0; i < Math.min(200, rtt); i++) await client.stat(fx.smallFile); // warm-up
   sent += Math.min(200, rtt);
-  const cpu0 = cpuMs(pid);
+  const cpu0 = threadCpuMs(pid);
   for (let i = 0; i < rtt; i++) {
     const t0 = nowMs();
     await client.stat(fx.smallFile);
@@ -132,7 +147,7 @@ async function workload(client: BenchClient, pid: number, cfg: BenchConfig, fx: 
     s.pipelinedPerSec.push(batch / ((nowMs() - t0) / 1000));
     sent += batch;
   }
-  s.cpuMsPer1k.push(((cpuMs(pid) - cpu0) / (sent - Math.min(200, rtt))) * 1000);
+  s.cpuMsPer1k.push(((threadCpuMs(pid) - cpu0) / (sent - Math.min(200, rtt))) * 1000);
   // A fresh server's first requests also pay for compiling the code they run (V8's compiler
   // threads count in the process's CPU), more of it with telemetry on; the warmed row measures
   // the same mix again after WARM_REQUESTS, as a server that has been up a while pays it.
@@ -164,6 +179,47 @@ async function workload(client: BenchClient, pid: number, cfg: BenchConfig, fx: 
   return sent;
 }
 
+/** Requests per block of the hook measurement, and blocks per mode (alternating). */
+const HOOK_REQUESTS = 100_000;
+const HOOK_BLOCKS = 7;
+
+/**
+ * What the telemetry hooks themselves cost per request, measured in this process where the
+ * servers' spread is not in the way: the server's own request()/end() pair (a span when sampled,
+ * its export to the sink, the metric), as the RPC connection calls it, for each mode. The CPU is
+ * the whole process's (the export's socket work included), in blocks that alternate between the
+ * modes; every 500 requests the loop yields, so exports go out as they would between a server's
+ * reads and no span is dropped for a full queue.
+ */
+async function hookCost(sinkUrl: string): Promise<{ off: number; on: number; on1: number }> {
+  const flags = (sampler: TelemetryFlags): TelemetryFlags => ({ otlpEndpoint: sinkUrl, otlpProtocol: 'http/protobuf', prometheus: '127.0.0.1:0', ...sampler });
+  const tel: Record<'off' | 'on' | 'on1', ServerTelemetry> = {
+    off: NOOP_SERVER_TELEMETRY,
+    on: await startServerTelemetry(telemetryConfig({}, flags({ sampler: 'parentbased_always_on' }))),
+    on1: await startServerTelemetry(telemetryConfig({}, flags({ sampler: 'parentbased_traceidratio', samplerArg: '0.01' }))),
+  };
+  const ns: Record<'off' | 'on' | 'on1', number[]> = { off: [], on: [], on1: [] };
+  let id = 0;
+  try {
+    for (let b = 0; b < HOOK_BLOCKS; b++) {
+      for (const mode of b % 2 === 0 ? (['off', 'on', 'on1'] as const) : (['on1', 'on', 'off'] as const)) {
+        const t = tel[mode];
+        const c0 = process.cpuUsage();
+        for (let i = 0; i < HOOK_REQUESTS; i++) {
+          t.request('fs/getMetadata', ++id, undefined).end();
+          if (i % 500 === 499) await new Promise((r) => setImmediate(r));
+        }
+        const c = process.cpuUsage(c0);
+        ns[mode].push(((c.user + c.system) * 1000) / HOOK_REQUESTS);
+      }
+    }
+  } finally {
+    await tel.on.shutdown();
+    await tel.on1.shutdown();
+  }
+  return { off: percentile(ns.off, 50), on: percentile(ns.on, 50), on1: percentile(ns.on1, 50) };
+}
+
 export async function telemetryOverhead(
   repo: string,
   cfg: BenchConfig,
@@ -193,13 +249,17 @@ export async function telemetryOverhead(
   // The goals are a few per cent apart; with the bench's 3 rounds the load moved a column by more
   // than that (1 % dearer than 100 % in one run), with 9 two runs agreed within 1-2 points.
   const rounds = Math.max(cfg.rounds, TELEMETRY_MIN_ROUNDS);
-  const samples = new Map<Mode, Samples>(modes.map((m) => [m, { rttUs: [], pipelinedPerSec: [], spawnMs: [], cpuMsPer1k: [], warmCpuMsPer1k: [], warmRttUs: [] }]));
+  // One Samples per mode and round: the rounds are resampled for the cost intervals, each
+  // resample taking the same rounds of every mode (a round's modes ran minutes apart at most).
+  const samples = new Map<Mode, Samples[]>(modes.map((m) => [m, []]));
+  const newSamples = (): Samples => ({ rttUs: [], pipelinedPerSec: [], spawnMs: [], cpuMsPer1k: [], warmCpuMsPer1k: [], warmRttUs: [] });
   let requestsSent = 0;
   let requestsCounted = 0;
   let requestsSentOn = 0;
   let exportRequests = 0;
   let exportBytes = 0;
   let spansDropped = 0;
+  let hookNs = { off: 0, on: 0, on1: 0 };
   try {
     for (let round = 0; round < rounds; round++) {
       const order = round % 2 === 0 ? modes : [...modes].reverse();
@@ -208,7 +268,9 @@ export async function telemetryOverhead(
         let client: BenchClient | undefined;
         try {
           client = await connect(server.url);
-          const sent = await workload(client, server.pid, cfg, fx, samples.get(mode)!);
+          const roundSamples = newSamples();
+          const sent = await workload(client, server.pid, cfg, fx, roundSamples);
+          samples.get(mode)!.push(roundSamples);
           if (mode === 'on') requestsSentOn += sent;
           if (mode === 'on' || mode === 'on1') {
             requestsSent += sent;
@@ -228,21 +290,38 @@ export async function telemetryOverhead(
     const st = await sink.stats();
     exportRequests = st.requests;
     exportBytes = st.bytes;
+    hookNs = await hookCost(sink.url);
   } finally {
     await sink.close();
   }
-  const reduce = (m: Mode, f: (s: Samples) => number): number => f(samples.get(m)!);
   const med = (xs: number[]) => percentile(xs, 50);
-  const row = (metric: string, unit: string, better: 'lower' | 'higher', f: (s: Samples) => number): TelemetryRow => ({
-    metric,
-    unit,
-    better,
-    baseline: opts.baselineCli ? reduce('baseline', f) : null,
-    off: reduce('off', f),
-    on: reduce('on', f),
-    on1: reduce('on1', f),
-  });
+  const row = (metric: string, unit: string, better: 'lower' | 'higher', f: (s: Samples) => number): TelemetryRow => {
+    // The statistic of the given rounds' samples pooled (a p50 of all their round trips, a median of their CPU readings).
+    const of = (m: Mode, picked: number[]) => {
+      const all = samples.get(m)!;
+      const pooled = newSamples();
+      for (const i of picked) for (const k of Object.keys(pooled) as (keyof Samples)[]) for (const v of all[i][k]) pooled[k].push(v);
+      return f(pooled);
+    };
+    const everyRound = samples.get('off')!.map((_, i) => i);
+    const off = of('off', everyRound);
+    const on = of('on', everyRound);
+    const on1 = of('on1', everyRound);
+    const cost = (a: number, b: number) => (better === 'lower' ? (b - a) / a : (a - b) / a);
+    return {
+      metric,
+      unit,
+      better,
+      baseline: opts.baselineCli ? of('baseline', everyRound) : null,
+      off,
+      on,
+      on1,
+      onCost: { cost: cost(off, on), ...resampledInterval(everyRound.length, (picked) => cost(of('off', picked), of('on', picked))) },
+      on1Cost: { cost: cost(off, on1), ...resampledInterval(everyRound.length, (picked) => cost(of('off', picked), of('on1', picked))) },
+    };
+  };
   return {
+    rounds,
     rows: [
       row('fs/getMetadata round trip p50', 'µs', 'lower', (s) => percentile(s.rttUs, 50)),
       row('fs/getMetadata round trip p99', 'µs', 'lower', (s) => percentile(s.rttUs, 99)),
@@ -259,6 +338,7 @@ export async function telemetryOverhead(
     requestsSent,
     requestsSentOn,
     spansDropped,
+    hookNs,
   };
 
   /** Requests the "on" server's Prometheus endpoint counted (its URL is in its log). */
@@ -275,6 +355,29 @@ export async function telemetryOverhead(
   }
 }
 
+const signed = (f: number) => `${f >= 0 ? '+' : ''}${(f * 100).toFixed(1)}%`;
+
+/**
+ * The 5th and 95th percentiles of `statistic` over resamples of `n` rounds drawn with
+ * replacement (a percentile bootstrap). Deterministic: the same samples give the same interval.
+ */
+function resampledInterval(n: number, statistic: (picked: number[]) => number, resamples = 400): { low: number; high: number } {
+  let seed = 0x9e3779b9;
+  const random = () => {
+    // xorshift32: reproducible intervals from run to run of the same numbers
+    seed ^= seed << 13;
+    seed ^= seed >>> 17;
+    seed ^= seed << 5;
+    return (seed >>> 0) / 0x1_0000_0000;
+  };
+  const values: number[] = [];
+  for (let r = 0; r < resamples; r++) {
+    const picked = Array.from({ length: n }, () => Math.floor(random() * n));
+    values.push(statistic(picked));
+  }
+  return { low: percentile(values, 5), high: percentile(values, 95) };
+}
+
 export function telemetryTable(r: TelemetryBenchResult): string {
   const hasBase = r.rows.some((x) => x.baseline !== null);
   const fmt = (v: number | null) => (v === null ? '' : v >= 100 ? v.toFixed(0) : v.toFixed(2));
@@ -282,6 +385,11 @@ export function telemetryTable(r: TelemetryBenchResult): string {
     const d = better === 'lower' ? (b - a) / a : (a - b) / a;
     return `${d >= 0 ? '+' : ''}${(d * 100).toFixed(1)}%`;
   };
+  const us = (ns: number) => `${(ns / 1000).toFixed(2)} µs`;
+  const warm = r.rows.find((x) => x.metric.startsWith('server CPU per 1000 requests, after'));
+  // ms per 1000 requests = µs per request.
+  const share = (ns: number) => `${((ns / 1000 / warm!.off) * 100).toFixed(1)} %`;
+  const interval = (c: CostEstimate) => `(${signed(c.low)} to ${signed(c.high)})`;
   const head = ['metric', 'unit', ...(hasBase ? ['before telemetry', 'off vs before'] : []), 'off', 'on (traces 100 % + metrics)', 'on vs off (cost)', 'on, traces 1 %', '1 % vs off (cost)'];
   const rows = r.rows.map((x) => [
     x.metric,
@@ -289,13 +397,15 @@ export function telemetryTable(r: TelemetryBenchResult): string {
     ...(hasBase ? [fmt(x.baseline), pct(x.baseline!, x.off, x.better)] : []),
     fmt(x.off),
     fmt(x.on),
-    pct(x.off, x.on, x.better),
+    `${pct(x.off, x.on, x.better)} ${interval(x.onCost)}`,
     fmt(x.on1),
-    pct(x.off, x.on1, x.better),
+    `${pct(x.off, x.on1, x.better)} ${interval(x.on1Cost)}`,
   ]);
   const lines = [`| ${head.join(' | ')} |`, `|${head.map(() => '---').join('|')}|`, ...rows.map((c) => `| ${c.join(' | ')} |`)];
   lines.push(
     '',
+    `The hooks alone (this process, ${HOOK_BLOCKS} alternating blocks of ${HOOK_REQUESTS / 1000}k requests, the export to the sink included): off ${us(r.hookNs.off)}, 100 % ${us(r.hookNs.on)}, 1 % ${us(r.hookNs.on1)} per request${warm ? `, i.e. ${share(r.hookNs.on - r.hookNs.off)} and ${share(r.hookNs.on1 - r.hookNs.off)} of the "off" server's CPU per request after ${WARM_REQUESTS / 1000}k` : ''}.`,
+    `Costs in brackets: the 90 % interval from resampling the ${r.rounds} rounds (each resample takes the same rounds of every mode).`,
     `"on" (both samplers): their Prometheus endpoints counted ${r.requestsCounted} requests (the workload sent at least ${r.requestsSent}); ${r.exportRequests} OTLP exports (${(r.exportBytes / 1024).toFixed(0)} KiB of spans) received by the sink; at 100 %, ${r.spansDropped} spans dropped (queue full) of ${r.requestsSentOn} requests.`,
   );
   return lines.join('\n');
