@@ -89,8 +89,9 @@ export function startIdleCollector(o: IdleCollectorOptions = {}): () => void {
   const growth = o.growthBytes ?? 16 * 1024 * 1024;
   // Memory outside the heap is collected at less: 15 fs/readBlock answers of 1 MiB, garbage once
   // sent, stayed below the 16 MiB of RSS until something allocated again. Not all growth at 8 MiB:
-  // a server with telemetry on crossed it with heap it still used, and its idle-second collections
-  // showed as a few per cent more CPU per request (docs/performance.md, telemetry).
+  // a server with telemetry on crossed it with heap it still used and collected in idle seconds
+  // between the bench's windows; the few per cent of CPU per request that seemed to cost were
+  // later found inside the spread between identical servers (docs/performance.md, telemetry).
   const externalGrowth = o.externalGrowthBytes ?? 8 * 1024 * 1024;
   // V8 11 starts the young generation at 1 MiB and shrinks it back to 1–2 MiB.
   const youngRest = o.youngRestBytes ?? 2 * 1024 * 1024;
