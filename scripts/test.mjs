@@ -91,6 +91,31 @@ if (!process.argv.includes('--no-typecheck')) {
 const watchdog = process.platform === 'linux' ? spawn(process.execPath, ['scripts/tools/stale-lock-watch.mjs', String(process.pid)], { stdio: ['ignore', 'ignore', 'inherit'], detached: true }) : undefined;
 watchdog?.unref();
 
+/**
+ * The failed tests of a TAP report, each with its YAML diagnostics minus the stack (location,
+ * error, expected/actual), at most 30 lines of 300 characters.
+ */
+function failuresOf(tap) {
+  const lines = tap.split('\n');
+  const out = [];
+  for (let i = 0; i < lines.length; i++) {
+    const m = /^(\s*)not ok \d+ - (.*)$/.exec(lines[i]);
+    if (!m) continue;
+    const detail = [];
+    const indent = `${m[1]}  `;
+    if (lines[i + 1] === `${indent}---`) {
+      let skipping = false;
+      for (let j = i + 2; j < lines.length && lines[j] !== `${indent}...`; j++) {
+        const l = lines[j].slice(indent.length);
+        if (/^\S/.test(l)) skipping = /^stack:/.test(l);
+        if (!skipping && detail.length < 30) detail.push(l.length > 300 ? `${l.slice(0, 300)}…` : l);
+      }
+    }
+    out.push({ name: `${m[1]}${m[2]}`, detail });
+  }
+  return out;
+}
+
 let passed = typePassed;
 let unitFailures = [];
 let failed = typeFailed + installFailed;
@@ -109,7 +134,7 @@ if (files.length) {
   failed += unitFailed;
   // CI keeps only the tail of the log: the failing tests are named again at the end (below the e2e
   // output), with the file each belongs to, so a failed run can be read from its last lines.
-  unitFailures = [...text.matchAll(/^(\s*)not ok \d+ - (.*)$/gm)].map((m) => `${m[1]}${m[2]}`);
+  unitFailures = failuresOf(text);
   if (status !== 0 && unitFailed === 0) failed += 1; // runner crashed without counting
 }
 
@@ -128,7 +153,12 @@ if (runE2e && !e2eToolsReady) {
 
 if (unitFailures.length) {
   console.log(`unit tests that failed (${unitFailures.length}; a timed-out file is named by its path):`);
-  for (const line of unitFailures.slice(0, 40)) console.log(`  ✖ ${line}`);
+  for (const f of unitFailures.slice(0, 40)) console.log(`  ✖ ${f.name}`);
+  // ...and why, for the first few: a flake seen once in CI is read from these lines or not at all.
+  for (const f of unitFailures.filter((x) => x.detail.length).slice(0, 4)) {
+    console.log(`why: ${f.name.trim()}`);
+    for (const line of f.detail) console.log(`    ${line}`);
+  }
 }
 console.log(`${passed} passed, ${failed} failed`);
 process.exit(failed > 0 || passed === 0 ? 1 : 0);

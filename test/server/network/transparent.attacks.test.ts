@@ -87,7 +87,8 @@ test('control: a program that ignores the proxy variables reaches an allowed nam
 test('attack: a denied or unlisted name, and a public literal, are judged and reset; nothing is reached', async () => {
   const before = served.length;
   const r = await run([get('denied.test', originPort, '/denied'), get('other.test', originPort, '/other'), get('1.1.1.1', 80, '/public')].join('\n'));
-  assert.equal(served.length, before);
+  const seen = `output:\n${r.out}\ndecisions: ${JSON.stringify(r.decisions)}`;
+  assert.equal(served.length, before, seen);
   // Each connection is reset: while bash still connects, or once it reads (the message differs).
   const answers = r.out.split(/^rc=\d+$/m).slice(0, 3);
   assert.equal(answers.length, 3, r.out);
@@ -97,7 +98,7 @@ test('attack: a denied or unlisted name, and a public literal, are judged and re
     ['socks5_tcp', 'deny', 'denied', 'denied.test'],
     ['socks5_tcp', 'deny', 'not_allowed', 'other.test'],
     ['socks5_tcp', 'deny', 'not_allowed', '1.1.1.1'],
-  ]);
+  ], seen);
 });
 
 test('attack: the host\'s own address and a link-local one are refused as local; the host\'s loopback is the sandbox\'s own (refused, nothing judged)', async () => {
