@@ -69,8 +69,9 @@ export function spawnCommandTransport(command: string, args: string[], opts: Com
       });
       void exited.then(({ code, signal }) => {
         process.off('exit', killOnParentExit);
-        // stdout usually ends first; this covers a child that exits with its pipes inherited elsewhere.
-        transport.close(`command exited (${signal ?? `code ${code}`})`);
+        // stdout usually ends first, but the exit can be read before that end (and never comes
+        // when the child left its pipes to another process): either way the peer ended, not us.
+        transport.peerGone(`command exited (${signal ?? `code ${code}`})`);
       });
       resolve({ transport, child, exited });
     });

@@ -74,6 +74,15 @@ export class StdioTransport extends MessageTransportBase implements MessageTrans
     this.finish(reason, true);
   }
 
+  /**
+   * The peer is gone though its stream has not ended (the command behind it exited first, or
+   * left its output to a child): a remote end, as an end of input is, so whoever explains or
+   * recovers from a remote end does so here too.
+   */
+  peerGone(reason: string): void {
+    this.finish(reason, false);
+  }
+
   dispose(): void {
     this.close();
   }

@@ -7,6 +7,7 @@ import { existsSync, writeFileSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { RpcChannel } from '../../src/rpc/channel';
+import type { CloseInfo } from '../../src/rpc/transport';
 import { ExecServerClient } from '../../src/client/client';
 import { connectCommand } from '../../src/client/connect';
 import { spawnCommandTransport } from '../../src/transports/command';
@@ -76,6 +77,20 @@ test('command: a command that exits instead of serving rejects with its stderr',
     connectCommand(process.execPath, ['-e', 'console.error("no such host"); setTimeout(() => process.exit(255), 100)']),
     /connection closed.*stderr: no such host/,
   );
+});
+
+test('command: a command that exits while another process still holds its output ends as a remote close (the peer went away), with its exit code', async () => {
+  // The exit is read before any end of output (here the end comes only when the sleep does): it
+  // used to close the transport as if this side had closed it, so nothing explained or resumed it.
+  let sleeper = 0;
+  const { transport, exited } = await spawnCommandTransport('/bin/sh', ['-c', 'sleep 30 & echo $! >&2; exit 3'], { onStderr: (l) => (sleeper = Number(l)) });
+  try {
+    const closed = new Promise<CloseInfo>((r) => transport.onClose(r));
+    assert.deepEqual(await exited, { code: 3, signal: null });
+    assert.deepEqual(await closed, { reason: 'command exited (code 3)', local: false });
+  } finally {
+    if (sleeper > 0) process.kill(sleeper, 'SIGKILL');
+  }
 });
 
 test('command: the server dying mid-session fails the client and its processes', async () => {
