@@ -55,6 +55,9 @@ function run(argv: string[]): Promise<{ code: number | null; output: string; err
     };
     child.stdout.on('data', collect);
     child.stderr.on('data', collect);
+    // A pipe that fails is reported by the exit; unhandled, its error would end the server.
+    child.stdout.on('error', () => {});
+    child.stderr.on('error', () => {});
     child.once('error', (e) => {
       error ??= e;
     });
