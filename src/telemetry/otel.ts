@@ -110,7 +110,7 @@ class OtelRequest implements RequestRecord {
     readonly span: ServerSpan | undefined,
     /** The request's metric series when it succeeds (RequestMeter.series; a failure is the next one). */
     private readonly series: number,
-    private readonly inst: Instruments | undefined,
+    private readonly meter: RequestMeter | undefined,
   ) {}
   end(error?: CallError): void {
     if (this.done) return;
@@ -120,7 +120,7 @@ class OtelRequest implements RequestRecord {
       if (error) this.span.fail(error.code, error.message);
       this.span.end(now);
     }
-    if (this.inst) this.inst.meter.record(error === undefined ? this.series : this.series + 1, (now - this.t0) / 1000);
+    if (this.meter) this.meter.record(error === undefined ? this.series : this.series + 1, (now - this.t0) / 1000);
   }
 }
 
@@ -245,6 +245,9 @@ function serverTelemetry(
   let lastMethod: string | undefined;
   let lastLabel = 'other';
   let lastSeries = 0;
+  // Read once: the request path touches as little memory of its own as it can (see request()).
+  const meter = inst?.meter;
+  const rootRate = traces ? traces.sampler.rootRate : 0;
   return {
     enabled: true,
     metricsUrl,
@@ -254,9 +257,14 @@ function serverTelemetry(
         lastSeries = inst ? inst.meter.series(lastLabel, false) : 0;
         lastMethod = method;
       }
-      // Sampling is decided first: an unsampled request creates no span, ids or context.
       const t0 = performance.now();
-      return new OtelRequest(t0, traces ? startSpan(traces, lastLabel, KIND_SERVER, wireTrace, method, id, t0) : undefined, lastSeries, inst);
+      // Sampling is decided first: an unsampled request creates no span, ids or context. A root
+      // (no trace member) is drawn here; a member, valid or not, goes to startSpan.
+      let span: ServerSpan | undefined;
+      if (traces === undefined) span = undefined;
+      else if (wireTrace !== undefined && wireTrace !== null) span = startSpan(traces, lastLabel, KIND_SERVER, wireTrace, method, id, t0);
+      else if (rootRate >= 1 || Math.random() < rootRate) span = new ServerSpan(traces.batcher, lastLabel, KIND_SERVER, method, id, undefined, t0);
+      return new OtelRequest(t0, span, lastSeries, meter);
     },
     process(parent: RequestRecord): ProcessRecord {
       if (!traces) return new OtelProcess(undefined, inst);
