@@ -245,26 +245,19 @@ function serverTelemetry(
   let lastMethod: string | undefined;
   let lastLabel = 'other';
   let lastSeries = 0;
-  // Read once: the request path touches as little memory of its own as it can (see request()).
   const meter = inst?.meter;
-  const rootRate = traces ? traces.sampler.rootRate : 0;
   return {
     enabled: true,
     metricsUrl,
     request(method: string, id: RequestId | undefined, wireTrace: unknown): RequestRecord {
       if (method !== lastMethod) {
         lastLabel = methodLabel(method);
-        lastSeries = inst ? inst.meter.series(lastLabel, false) : 0;
+        lastSeries = meter ? meter.series(lastLabel, false) : 0;
         lastMethod = method;
       }
+      // Sampling is decided first: an unsampled request creates no span, ids or context.
       const t0 = performance.now();
-      // Sampling is decided first: an unsampled request creates no span, ids or context. A root
-      // (no trace member) is drawn here; a member, valid or not, goes to startSpan.
-      let span: ServerSpan | undefined;
-      if (traces === undefined) span = undefined;
-      else if (wireTrace !== undefined && wireTrace !== null) span = startSpan(traces, lastLabel, KIND_SERVER, wireTrace, method, id, t0);
-      else if (rootRate >= 1 || Math.random() < rootRate) span = new ServerSpan(traces.batcher, lastLabel, KIND_SERVER, method, id, undefined, t0);
-      return new OtelRequest(t0, span, lastSeries, meter);
+      return new OtelRequest(t0, traces ? startSpan(traces, lastLabel, KIND_SERVER, wireTrace, method, id, t0) : undefined, lastSeries, meter);
     },
     process(parent: RequestRecord): ProcessRecord {
       if (!traces) return new OtelProcess(undefined, inst);
