@@ -213,7 +213,7 @@ test('credential masking: our CLI masks, binds and swaps as every reference vers
   assert.deepEqual(ours.caKeys, newest.caKeys, 'the bundle variables are the newest reference\'s');
   assert.equal(ours.flags, 'credentialMasking true credentialMaskingCustomProviders true');
   assert.deepEqual(ours.output, ['real', 'real'], 'a secret the child prints is not masked, whole or split (as measured on the references)');
-  assert.equal(ours.requests.filter((r) => r.includes('real')).length, 7, 'the swap happened (the test can fail the other way too)');
+  assert.equal(ours.requests.filter((r) => r.includes('real')).length, 7, `the swap happened (the test can fail the other way too): ${JSON.stringify(ours.requests)}; ours printed ${JSON.stringify(ours.transcript)}`);
   // Each form put the real value back only where its provider's auth allows it.
   for (const want of ['/api/k - x-api-key real HK_TOKEN', '/api/kb Bearer dummy HK_TOKEN', '/api/t Token real TK_TOKEN', '/api/tb Bearer real TK_TOKEN', '/api/b Basic user:real BA_TOKEN', '/api/bt Token dummy BA_TOKEN', '/api/g Bearer real GR_TOKEN']) {
     assert.ok(ours.requests.some((r) => r.endsWith(want)), `${want} in ${JSON.stringify(ours.requests)}`);

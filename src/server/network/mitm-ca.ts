@@ -95,7 +95,18 @@ function signWith(cert: Forge.pki.Certificate, key: KeyObject): void {
   cert.sign(signer, md);
 }
 
-const serial = () => `00${randomBytes(15).toString('hex')}`;
+/**
+ * A certificate's serial: 16 random bytes, the top bit cleared (a positive INTEGER) and the next
+ * one set (no leading zero byte to strip). DER wants an INTEGER's shortest form, and node-forge
+ * strips only one leading zero: a serial starting 00 00 (or 00 0x) stayed padded, and OpenSSL
+ * refuses the whole certificate ("illegal padding") — one certificate in 512 before this.
+ */
+export function serialFrom(bytes: Buffer): string {
+  const b = Buffer.from(bytes.subarray(0, 16));
+  b[0] = (b[0] & 0x7f) | 0x40;
+  return b.toString('hex');
+}
+const serial = () => serialFrom(randomBytes(16));
 
 export class ProcessCa {
   private readonly leaves = new Map<string, tls.SecureContext>();
