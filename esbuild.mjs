@@ -46,6 +46,34 @@ function builtinViewsOnce(text) {
 }
 
 /**
+ * The builtins the CLI needs only for some requests or settings (TLS listeners and the proxy's
+ * interception, http/request, compressed retained output, name resolution, transparent TCP, the
+ * idle collector) and ws's client side and compression, which the server never uses: loaded on
+ * first use. Each one required at start cost the idle CLI's RSS ~0.2–0.4 MiB, ~1.2 MiB together
+ * (docs/performance.md, memory). A lazy module is a Proxy that loads the module at its first
+ * property read; the build fails if the bundle uses one other than by reading a property.
+ */
+const LAZY_BUILTINS = ['tls', 'https', 'zlib', 'dns', 'dgram', 'vm', 'v8'];
+const LAZY_BUILTIN_HELPER = 'var __lazyNB = (load) => { let m; return new Proxy({}, { get: (_, k) => (m ??= load())[k], has: (_, k) => k in (m ??= load()) }); };';
+function lazyBuiltins(text) {
+  const names = LAZY_BUILTINS.join('|');
+  const lazied = [];
+  let out = text
+    .replace(new RegExp(`^var (\\w+) = __esmNB\\(require\\("node:(${names})"\\)\\);$`, 'gm'), (_, v, m) => (lazied.push(v), `var ${v} = __lazyNB(() => __esmNB(require("node:${m}")));`))
+    .replace(new RegExp(`^( *)var (\\w+) = require\\("(?:node:)?(${names})"\\);$`, 'gm'), (_, ind, v, m) => (lazied.push(v), `${ind}var ${v} = __lazyNB(() => require("${m}"));`));
+  if (lazied.length === 0) return text;
+  for (const v of lazied) {
+    const uses = out.match(new RegExp(`(?<![\\w$.])${v.replace(/\$/g, '\\$')}(?![\\w$])(?!\\.)`, 'g')) ?? [];
+    // The declaration is the one use that is not a property read.
+    if (uses.length !== 1) throw new Error(`esbuild: ${v} (a lazily loaded builtin) is used other than by reading a property: load it eagerly or read its properties`);
+  }
+  const strict = /^(#!.*\n)?"use strict";/.exec(out);
+  if (!strict) throw new Error('esbuild: a bundle without "use strict" at its start: nowhere to define __lazyNB');
+  out = out.slice(0, strict[0].length) + LAZY_BUILTIN_HELPER + out.slice(strict[0].length);
+  return out;
+}
+
+/**
  * Writes a build's output (the one build and every rebuild of --watch alike): each file next to
  * its target, then renamed over it, so a test (or the CLI) that starts `node dist/cli.js` while
  * another process rebuilds never reads a half-written bundle (esbuild's own write truncates the
@@ -59,7 +87,8 @@ const writeOutput = {
       for (const f of result.outputFiles ?? []) {
         mkdirSync(path.dirname(f.path), { recursive: true });
         const tmp = `${f.path}.${process.pid}.tmp`;
-        writeFileSync(tmp, f.path.endsWith('.js') ? builtinViewsOnce(asciiComments(f.text)) : f.contents);
+        const js = f.path.endsWith('.js') ? builtinViewsOnce(asciiComments(f.text)) : undefined;
+        writeFileSync(tmp, js === undefined ? f.contents : path.basename(f.path) === 'cli.js' ? lazyBuiltins(js) : js);
         renameSync(tmp, f.path);
       }
     });
