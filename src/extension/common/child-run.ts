@@ -80,11 +80,21 @@ export function runChild(program: string, argv: readonly string[], spec: ChildRu
       err.push(d);
       if (!opts.onStderr) return;
       partial += decoder.write(d);
-      // A "line" without end is cut: the progress callback gets it in pieces, never all of it at once.
-      if (partial.length > spec.maxLine && !partial.includes('\n')) partial += '\n';
       const lines = partial.split('\n');
       partial = lines.pop() ?? '';
       for (const l of lines) opts.onStderr(l.replace(/\r$/, ''));
+      // A "line" without end is cut once it is longer than maxLine, whatever came before it in
+      // the read: the progress callback gets it in pieces of at most maxLine and one read.
+      if (partial.length > spec.maxLine) {
+        opts.onStderr(partial);
+        partial = '';
+      }
+    });
+    // The last line, when the program did not end it, is a line too.
+    child.stderr.on('end', () => {
+      const last = partial + decoder.end();
+      partial = '';
+      if (last && opts.onStderr && !settled) opts.onStderr(last.replace(/\r$/, ''));
     });
     child.on('error', (e: NodeJS.ErrnoException) => finish(spec.errors.spawnFailed(e)));
     child.on('close', (code, signal) => finish(undefined, { code, signal, stdout: Buffer.concat(out).toString(), stderr: err.toString() }));

@@ -78,6 +78,26 @@ describe('runChild (the shared helper-program runner)', () => {
     assert.ok(long.length >= 2 && long.every((l) => l.length <= 4096 + 65536), `pieces: ${long.map((l) => l.length)}`);
   });
 
+  it('stderr: a line without end after a finished one in the same read is cut at once, not held until its end', async () => {
+    // One write: "a\n" and 8000 x's (a read of its own, as a single write to an empty pipe is);
+    // "y\n" 300 ms later. The x's used to wait for the "y\n" and come as one 8001-character line.
+    const got: { line: string; at: number }[] = [];
+    const t0 = Date.now();
+    await runChild('sh', ['-c', `printf 'a\\n%s' "$(head -c 8000 /dev/zero | tr '\\0' x)" >&2; sleep 0.3; printf 'y\\n' >&2`], spec({ maxLine: 4096 }), { onStderr: (line) => got.push({ line, at: Date.now() - t0 }) });
+    const lines = got.map((g) => g.line);
+    assert.equal(lines[0], 'a');
+    assert.equal(lines.at(-1), 'y');
+    assert.equal(lines.slice(1, -1).join(''), 'x'.repeat(8000), JSON.stringify(lines.map((l) => l.length)));
+    const firstX = got[1];
+    assert.ok(firstX.at < got.at(-1)!.at - 150, `the first piece came ${firstX.at} ms in, "y" at ${got.at(-1)!.at} ms`);
+  });
+
+  it('stderr: a last line without a newline still reaches onStderr', async () => {
+    const lines: string[] = [];
+    await runChild('sh', ['-c', "printf 'first\\nlast without end' >&2"], spec(), { onStderr: (l) => lines.push(l) });
+    assert.deepEqual(lines, ['first', 'last without end']);
+  });
+
   it('a UTF-8 character split across two stderr reads reaches onStderr whole', async () => {
     const lines: string[] = [];
     // "é" is 0xc3 0xa9: the first byte, a pause (a read of its own), then the second.
