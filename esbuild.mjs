@@ -49,9 +49,11 @@ function builtinViewsOnce(text) {
  * The builtins the CLI needs only for some requests or settings (TLS listeners and the proxy's
  * interception, http/request, compressed retained output, name resolution, transparent TCP, the
  * idle collector) and ws's client side and compression, which the server never uses: loaded on
- * first use. Each one required at start cost the idle CLI's RSS ~0.2–0.4 MiB, ~1.2 MiB together
- * (docs/performance.md, memory). A lazy module is a Proxy that loads the module at its first
- * property read; the build fails if the bundle uses one other than by reading a property.
+ * first use. tls, https and zlib then stay out of a server that needs none of them (idle CLI
+ * −0.3 MiB, docs/performance.md, memory); dns, dgram, v8 and vm still load at start (Node's own
+ * listen and child_process, the idle collector's start), and are listed so that the bundle adds
+ * no load of its own. A lazy module is a Proxy that loads the module at its first property
+ * read; the build fails if the bundle uses one other than by reading a property.
  */
 const LAZY_BUILTINS = ['tls', 'https', 'zlib', 'dns', 'dgram', 'vm', 'v8'];
 const LAZY_BUILTIN_HELPER = 'var __lazyNB = (load) => { let m; return new Proxy({}, { get: (_, k) => (m ??= load())[k], has: (_, k) => k in (m ??= load()) }); };';
