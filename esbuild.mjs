@@ -39,10 +39,14 @@ const BUILTIN_ESM_HELPER = 'var __esmNB = ((views) => (mod) => views.get(mod) ??
 const BUILTIN_ESM_CALL = /__toESM\(require\("node:([a-z0-9_/]+)"\)\)/g;
 function builtinViewsOnce(text) {
   const out = text.replace(BUILTIN_ESM_CALL, (_, name) => `__esmNB(require("node:${name}"))`);
-  if (out === text) return text;
-  const strict = /^(#!.*\n)?"use strict";/.exec(out);
-  if (!strict) throw new Error('esbuild: a bundle without "use strict" at its start: nowhere to define __esmNB');
-  return out.slice(0, strict[0].length) + BUILTIN_ESM_HELPER + out.slice(strict[0].length);
+  return out === text ? text : defineAtStart(out, BUILTIN_ESM_HELPER, '__esmNB');
+}
+
+/** `bundle` with `helper` (a one-line definition of `name`) on the line of its "use strict", which stays its first statement. */
+function defineAtStart(bundle, helper, name) {
+  const strict = /^(#!.*\n)?"use strict";/.exec(bundle);
+  if (!strict) throw new Error(`esbuild: a bundle without "use strict" at its start: nowhere to define ${name}`);
+  return bundle.slice(0, strict[0].length) + helper + bundle.slice(strict[0].length);
 }
 
 /**
@@ -60,7 +64,7 @@ const LAZY_BUILTIN_HELPER = 'var __lazyNB = (load) => { let m; return new Proxy(
 function lazyBuiltins(text) {
   const names = LAZY_BUILTINS.join('|');
   const lazied = [];
-  let out = text
+  const out = text
     .replace(new RegExp(`^var (\\w+) = __esmNB\\(require\\("node:(${names})"\\)\\);$`, 'gm'), (_, v, m) => (lazied.push(v), `var ${v} = __lazyNB(() => __esmNB(require("node:${m}")));`))
     .replace(new RegExp(`^( *)var (\\w+) = require\\("(?:node:)?(${names})"\\);$`, 'gm'), (_, ind, v, m) => (lazied.push(v), `${ind}var ${v} = __lazyNB(() => require("${m}"));`));
   if (lazied.length === 0) return text;
@@ -69,10 +73,7 @@ function lazyBuiltins(text) {
     // The declaration is the one use that is not a property read.
     if (uses.length !== 1) throw new Error(`esbuild: ${v} (a lazily loaded builtin) is used other than by reading a property: load it eagerly or read its properties`);
   }
-  const strict = /^(#!.*\n)?"use strict";/.exec(out);
-  if (!strict) throw new Error('esbuild: a bundle without "use strict" at its start: nowhere to define __lazyNB');
-  out = out.slice(0, strict[0].length) + LAZY_BUILTIN_HELPER + out.slice(strict[0].length);
-  return out;
+  return defineAtStart(out, LAZY_BUILTIN_HELPER, '__lazyNB');
 }
 
 /**
