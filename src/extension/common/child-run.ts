@@ -76,17 +76,19 @@ export function runChild(program: string, argv: readonly string[], spec: ChildRu
       if (outSize > spec.maxStdout) return finish(spec.errors.stdoutFlood(spec.maxStdout));
       out.push(d);
     });
+    const onStderr = opts.onStderr;
+    const emit = (line: string) => onStderr?.(line.replace(/\r$/, ''));
     child.stderr.on('data', (d: Buffer) => {
       err.push(d);
-      if (!opts.onStderr) return;
+      if (!onStderr) return;
       partial += decoder.write(d);
       const lines = partial.split('\n');
       partial = lines.pop() ?? '';
-      for (const l of lines) opts.onStderr(l.replace(/\r$/, ''));
+      for (const l of lines) emit(l);
       // A "line" without end is cut once it is longer than maxLine, whatever came before it in
       // the read: the progress callback gets it in pieces of at most maxLine and one read.
       if (partial.length > spec.maxLine) {
-        opts.onStderr(partial);
+        emit(partial);
         partial = '';
       }
     });
@@ -94,7 +96,7 @@ export function runChild(program: string, argv: readonly string[], spec: ChildRu
     child.stderr.on('end', () => {
       const last = partial + decoder.end();
       partial = '';
-      if (last && opts.onStderr && !settled) opts.onStderr(last.replace(/\r$/, ''));
+      if (last && !settled) emit(last);
     });
     child.on('error', (e: NodeJS.ErrnoException) => finish(spec.errors.spawnFailed(e)));
     child.on('close', (code, signal) => finish(undefined, { code, signal, stdout: Buffer.concat(out).toString(), stderr: err.toString() }));
