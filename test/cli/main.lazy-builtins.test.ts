@@ -38,22 +38,9 @@ async function loaded(pid: number, file: string): Promise<string[]> {
 async function runAndRead(rpc: RawRpc, id: string, argv: string[], dir: string, settled?: () => Promise<boolean>): Promise<string> {
   const start = await rpc.call('process/start', { processId: id, argv, cwd: `file://${dir}`, env: { PATH: '/usr/bin:/bin' }, tty: false });
   assert.ok(start.result, JSON.stringify(start));
-  for (let i = 0; i < 200; i++) {
-    const r = (await rpc.call('process/read', { processId: id, afterSeq: 0, maxBytes: 1, waitMs: 100 })).result as { exited: boolean };
-    if (r.exited) break;
-  }
+  await waitFor(() => rpc.notifications.some((n) => n.method === 'process/exited' && (n.params as { processId: string }).processId === id), { what: `${id} to exit` });
   if (settled) await waitFor(settled, { timeout: 20_000, interval: 100, what: 'the retained output to be deflated (zlib loaded)' });
-  let out = '';
-  let afterSeq = 0;
-  for (let i = 0; i < 2000; i++) {
-    const r = (await rpc.call('process/read', { processId: id, afterSeq, waitMs: 100 })).result as { chunks: { seq: number; chunk: string }[]; closed: boolean };
-    for (const c of r.chunks) {
-      out += Buffer.from(c.chunk, 'base64').toString();
-      afterSeq = c.seq;
-    }
-    if (r.closed) break;
-  }
-  return out;
+  return rpc.readOutput(id, { maxReads: 2000, waitMs: 100 });
 }
 
 const seq = (n: number) => Array.from({ length: n }, (_, i) => `${i + 1}\n`).join('');

@@ -30,16 +30,7 @@ async function exercise(server: ServerProcess, rpc: RawRpc, dir: string): Promis
   assert.ok(batch.every((r) => r.result), 'every pipelined request answered');
   const start = await rpc.call('process/start', { processId: 'p1', argv: ['sh', '-c', 'seq 1 20000'], cwd: `file://${dir}`, env: { PATH: '/usr/bin:/bin' }, tty: false });
   assert.ok(start.result, JSON.stringify(start));
-  let out = '';
-  let after = 0;
-  for (let i = 0; i < 200; i++) {
-    const r = (await rpc.call('process/read', { processId: 'p1', afterSeq: after, waitMs: 500 })).result as { chunks: { seq: number; chunk: string }[]; closed: boolean };
-    for (const c of r.chunks) {
-      out += Buffer.from(c.chunk, 'base64').toString();
-      after = c.seq;
-    }
-    if (r.closed) break;
-  }
+  const out = await rpc.readOutput('p1');
   const expected = spawnSync('seq', ['1', '20000'], { encoding: 'utf8' }).stdout;
   assert.equal(out, expected, 'the output came back whole, with nothing of V8 in it');
   assert.equal(server.child.exitCode, null, `the server is still running; stderr: ${server.stderr()}`);

@@ -72,6 +72,21 @@ export class RawRpc {
     this.ws.send(JSON.stringify({ method, params }));
   }
 
+  /** A process's output as text: process/read long polls from seq 0 until it has closed (at most `maxReads` reads). */
+  async readOutput(processId: string, { maxReads = 200, waitMs = 500 } = {}): Promise<string> {
+    let out = '';
+    let afterSeq = 0;
+    for (let i = 0; i < maxReads; i++) {
+      const r = (await this.call('process/read', { processId, afterSeq, waitMs })).result as { chunks: { seq: number; chunk: string }[]; closed: boolean };
+      for (const c of r.chunks) {
+        out += Buffer.from(c.chunk, 'base64').toString();
+        afterSeq = c.seq;
+      }
+      if (r.closed) break;
+    }
+    return out;
+  }
+
   async init(): Promise<string> {
     const r = await this.call('initialize', { clientName: 'security-test' });
     if (!r.result) throw new Error(`initialize failed: ${JSON.stringify(r)}`);
