@@ -81,22 +81,21 @@ function lazyBuiltins(text) {
  * its target, then renamed over it, so a test (or the CLI) that starts `node dist/cli.js` while
  * another process rebuilds never reads a half-written bundle (esbuild's own write truncates the
  * file first; concurrent readers saw 0 and 256 KiB); bundles through asciiComments and
- * builtinViewsOnce.
+ * builtinViewsOnce, then `finish` (the CLI's: lazyBuiltins).
  */
-const writeOutput = {
+const writeOutput = (finish = (js) => js) => ({
   name: 'write-output',
   setup(build) {
     build.onEnd((result) => {
       for (const f of result.outputFiles ?? []) {
         mkdirSync(path.dirname(f.path), { recursive: true });
         const tmp = `${f.path}.${process.pid}.tmp`;
-        const js = f.path.endsWith('.js') ? builtinViewsOnce(asciiComments(f.text)) : undefined;
-        writeFileSync(tmp, js === undefined ? f.contents : path.basename(f.path) === 'cli.js' ? lazyBuiltins(js) : js);
+        writeFileSync(tmp, f.path.endsWith('.js') ? finish(builtinViewsOnce(asciiComments(f.text))) : f.contents);
         renameSync(tmp, f.path);
       }
     });
   },
-};
+});
 
 /**
  * The libraries only some requests need, each a bundle of its own in dist/lib/, required on first
@@ -129,11 +128,11 @@ const common = {
   alias: { bufferutil: './src/transports/ws-mask.ts' },
   define: { __EXEC_SERVER_VERSION__: JSON.stringify(pkg.version) },
   write: false,
-  plugins: [writeOutput],
+  plugins: [writeOutput()],
 };
 
 const builds = [
-  { ...common, entryPoints: ['src/cli/main.ts'], outfile: 'dist/cli.js', banner: { js: '#!/usr/bin/env node' }, plugins: [...common.plugins, lazyLibs] },
+  { ...common, entryPoints: ['src/cli/main.ts'], outfile: 'dist/cli.js', banner: { js: '#!/usr/bin/env node' }, plugins: [writeOutput(lazyBuiltins), lazyLibs] },
   { ...common, entryPoints: ['src/extension/ui/extension.ts'], outfile: 'dist/extension.js', external: [...common.external, 'vscode'], plugins: [...common.plugins, lazyLibs] },
   // Each lazily required library (above), as Node's require would resolve it.
   ...LAZY_LIBS.map((lib) => ({ ...common, entryPoints: [resolveFromHere(lib)], outfile: `dist/lib/${lib}.js` })),
