@@ -101,8 +101,11 @@ export function startIdleCollector(o: IdleCollectorOptions = {}): () => void {
   // Quiet looks in a row, and whether a full collection ran among them (the release follows one).
   let quietLooks = 0;
   let collected = false;
-  // The release was tried in this quiet stretch: once (if V8 keeps the space, it stays kept).
+  // The release was tried in this quiet stretch: once (if V8 keeps the space, it stays kept),
+  // unless the space grew again since: work too light to make a look busy (a client's 2 000
+  // sequential requests are ~4 % of a second here) still grows it, and the stretch never ended.
   let youngTried = false;
+  let youngAfterTry = 0;
   const full = (gc: Gc) => {
     gc();
     idleCollectorStats.collections++;
@@ -122,6 +125,13 @@ export function startIdleCollector(o: IdleCollectorOptions = {}): () => void {
   const look = (gc: Gc) => {
     const utilization = performance.eventLoopUtilization(performance.eventLoopUtilization(), last).utilization;
     if (utilization >= idleUtilization) {
+      quietLooks = 0;
+      collected = false;
+      youngTried = false;
+      return;
+    }
+    if (youngTried && youngGenerationBytes() > youngAfterTry) {
+      // Grown since the release: work happened, light as it was; the stretch starts again.
       quietLooks = 0;
       collected = false;
       youngTried = false;
@@ -148,6 +158,7 @@ export function startIdleCollector(o: IdleCollectorOptions = {}): () => void {
     for (let i = 0; i < YOUNG_RECORDS; i++) gc({ type: 'minor' });
     gc();
     idleCollectorStats.youngReleases++;
+    youngAfterTry = youngGenerationBytes();
     baseline = Math.min(baseline, process.memoryUsage.rss());
   };
   timer.unref();
