@@ -93,8 +93,10 @@ export function startIdleCollector(o: IdleCollectorOptions = {}): () => void {
   // between the bench's windows; the few per cent of CPU per request that seemed to cost were
   // later found inside the spread between identical servers (docs/performance.md, telemetry).
   const externalGrowth = o.externalGrowthBytes ?? 8 * 1024 * 1024;
-  // V8 11 starts the young generation at 1 MiB and shrinks it back to 1–2 MiB.
-  const youngRest = o.youngRestBytes ?? 2 * 1024 * 1024;
+  // V8 11 shrinks the young generation back to 1 MiB. At 2 MiB it is still grown: a client's
+  // few thousand sequential requests leave it there, with the closed connections' slabs waiting
+  // for a full collection beside it (2–3 MiB of RSS the release gives back).
+  const youngRest = o.youngRestBytes ?? 1024 * 1024;
   // What the resident set and the memory outside the heap were after the last collection (or lower since).
   let { rss: baseline, external: externalBaseline } = process.memoryUsage();
   let last = performance.eventLoopUtilization();
