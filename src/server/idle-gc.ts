@@ -3,7 +3,7 @@
 // output and then went quiet kept all of it resident: nothing allocated any more, so nothing
 // was collected (measured: 400–500 MiB RSS for as long as the server idled). Once a second this
 // looks at the event loop: when the last second was idle and the resident set is 16 MiB or more
-// above what it was after the previous collection (or memory outside the heap 8 MiB), it runs one
+// above what it was after the previous collection (or memory outside the heap 4 MiB), it runs one
 // full collection. Busy servers are left
 // alone (V8's own scheduling is better there), and an idle one is checked, not collected.
 // V8 also keeps its young generation at the size a burst grew it to (up to 32 MiB from 1–4 MiB)
@@ -92,7 +92,10 @@ export function startIdleCollector(o: IdleCollectorOptions = {}): () => void {
   // a server with telemetry on crossed it with heap it still used and collected in idle seconds
   // between the bench's windows; the few per cent of CPU per request that seemed to cost were
   // later found inside the spread between identical servers (docs/performance.md, telemetry).
-  const externalGrowth = o.externalGrowthBytes ?? 8 * 1024 * 1024;
+  // At 8 MiB, the last six or seven 1 MiB blocks of a read (what the collector had not reached
+  // when it ended) stayed, and the server idled 9-12 MiB above its rest; what an idle server
+  // holds beyond rest otherwise (the optimizing compiler's code pages, ~4 MiB) leaves about 4.
+  const externalGrowth = o.externalGrowthBytes ?? 4 * 1024 * 1024;
   // V8 11 shrinks the young generation back to 1 MiB. At 2 MiB it is still grown: a client's
   // few thousand sequential requests leave it there, with the closed connections' slabs waiting
   // for a full collection beside it (2–3 MiB of RSS the release gives back).
