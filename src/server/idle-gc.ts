@@ -101,7 +101,10 @@ export function startIdleCollector(o: IdleCollectorOptions = {}): () => void {
   // for a full collection beside it (2–3 MiB of RSS the release gives back).
   const youngRest = o.youngRestBytes ?? 1024 * 1024;
   // What the resident set and the memory outside the heap were after the last collection (or lower since).
-  let { rss: baseline, external: externalBaseline } = process.memoryUsage();
+  // `arrayBuffers` too: `external` counts the buffers a collection freed until a later one
+  // finishes sweeping them (seconds, in an idle server), so read right after a collection it
+  // made a baseline as high as the garbage just collected; the array buffers' count drops at once.
+  let { rss: baseline, external: externalBaseline, arrayBuffers: buffersBaseline } = process.memoryUsage();
   let last = performance.eventLoopUtilization();
   // Quiet looks in a row, and whether a full collection ran among them (the release follows one).
   let quietLooks = 0;
@@ -114,7 +117,7 @@ export function startIdleCollector(o: IdleCollectorOptions = {}): () => void {
   const full = (gc: Gc) => {
     gc();
     idleCollectorStats.collections++;
-    ({ rss: baseline, external: externalBaseline } = process.memoryUsage());
+    ({ rss: baseline, external: externalBaseline, arrayBuffers: buffersBaseline } = process.memoryUsage());
     collected = true;
   };
   const timer = setInterval(() => {
@@ -128,6 +131,12 @@ export function startIdleCollector(o: IdleCollectorOptions = {}): () => void {
     last = performance.eventLoopUtilization();
   }, intervalMs);
   const look = (gc: Gc) => {
+    // The baselines follow the lowest reading, busy or not (lowered only at quiet looks, a
+    // collection's stale `external` stayed the baseline through the busy time after it).
+    const { rss, external, arrayBuffers } = process.memoryUsage();
+    if (rss < baseline) baseline = rss;
+    if (external < externalBaseline) externalBaseline = external;
+    if (arrayBuffers < buffersBaseline) buffersBaseline = arrayBuffers;
     const utilization = performance.eventLoopUtilization(performance.eventLoopUtilization(), last).utilization;
     if (utilization >= idleUtilization) {
       quietLooks = 0;
@@ -143,10 +152,7 @@ export function startIdleCollector(o: IdleCollectorOptions = {}): () => void {
       return;
     }
     quietLooks++;
-    const { rss, external } = process.memoryUsage();
-    if (rss < baseline) baseline = rss;
-    if (external < externalBaseline) externalBaseline = external;
-    if (rss - baseline >= growth || external - externalBaseline >= externalGrowth) {
+    if (rss - baseline >= growth || external - externalBaseline >= externalGrowth || arrayBuffers - buffersBaseline >= externalGrowth) {
       // The read blocks kept for reuse (up to 16 MiB) go too: an idle server is not streaming.
       dropFreeBlocks();
       full(gc);
