@@ -109,11 +109,8 @@ export function startIdleCollector(o: IdleCollectorOptions = {}): () => void {
   // Quiet looks in a row, and whether a full collection ran among them (the release follows one).
   let quietLooks = 0;
   let collected = false;
-  // The release was tried in this quiet stretch: once (if V8 keeps the space, it stays kept),
-  // unless the space grew again since: work too light to make a look busy (a client's 2 000
-  // sequential requests are ~4 % of a second here) still grows it, and the stretch never ended.
+  // The release was tried in this quiet stretch: once (if V8 keeps the space, it stays kept).
   let youngTried = false;
-  let youngAfterTry = 0;
   const full = (gc: Gc) => {
     gc();
     idleCollectorStats.collections++;
@@ -144,13 +141,6 @@ export function startIdleCollector(o: IdleCollectorOptions = {}): () => void {
       youngTried = false;
       return;
     }
-    if (youngTried && youngGenerationBytes() > youngAfterTry) {
-      // Grown since the release: work happened, light as it was; the stretch starts again.
-      quietLooks = 0;
-      collected = false;
-      youngTried = false;
-      return;
-    }
     quietLooks++;
     if (rss - baseline >= growth || external - externalBaseline >= externalGrowth || arrayBuffers - buffersBaseline >= externalGrowth) {
       // The read blocks kept for reuse (up to 16 MiB) go too: an idle server is not streaming.
@@ -169,7 +159,6 @@ export function startIdleCollector(o: IdleCollectorOptions = {}): () => void {
     for (let i = 0; i < YOUNG_RECORDS; i++) gc({ type: 'minor' });
     gc();
     idleCollectorStats.youngReleases++;
-    youngAfterTry = youngGenerationBytes();
     baseline = Math.min(baseline, process.memoryUsage.rss());
   };
   timer.unref();

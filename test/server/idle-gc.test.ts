@@ -144,26 +144,3 @@ test('garbage dropped after a collection is collected too, though memory outside
     });
   }
 });
-
-test('a young generation grown again after its release, by work too light to make a look busy, goes back too', async (t) => {
-  // No look counts as busy here (any utilization is below 101 %), as a client's sequential
-  // requests at a few per cent of a second never made one: the second burst is seen only by the
-  // space it grew. Before, the release was tried once per quiet stretch, and the stretch never
-  // ended: the space stayed until V8's own shrinking ~5 s later.
-  const stop = startIdleCollector({ intervalMs: 250, idleUtilization: 1.01 });
-  t.after(stop);
-  const rest = 2 * 1024 * 1024;
-  const detail = (grown: number) => () => `${grown >> 20} -> ${youngGenerationBytes() >> 20} MiB, releases ${idleCollectorStats.youngReleases}`;
-  for (const burst of ['first', 'second']) {
-    const releases0 = idleCollectorStats.youngReleases;
-    youngBurst();
-    const grown = youngGenerationBytes();
-    assert.ok(grown > 4 * rest, `the ${burst} burst grew the young generation (${grown >> 20} MiB)`);
-    await waitFor(() => youngGenerationBytes() <= rest && idleCollectorStats.youngReleases > releases0, {
-      what: `the young generation back at rest after the ${burst} burst`,
-      timeout: 4_500, // before V8's own shrinking
-      interval: 50,
-      detail: detail(grown),
-    });
-  }
-});
