@@ -52,6 +52,9 @@ export function youngGenerationBytes(): number {
 /** V8's collector from --expose-gc: a full collection, or a young one with `{ type: 'minor' }`. */
 type Gc = (options?: { type: 'minor' }) => void;
 
+/** After a full collection, when what it freed has left the array buffers' count (ms). */
+const SWEPT_MS = 20;
+
 /** Young collections that fill V8's record of recent collections (ten entries in V8 11). */
 const YOUNG_RECORDS = 10;
 
@@ -102,8 +105,8 @@ export function startIdleCollector(o: IdleCollectorOptions = {}): () => void {
   const youngRest = o.youngRestBytes ?? 1024 * 1024;
   // What the resident set and the memory outside the heap were after the last collection (or lower since).
   // `arrayBuffers` too: `external` counts the buffers a collection freed until a later one
-  // finishes sweeping them (seconds, in an idle server), so read right after a collection it
-  // made a baseline as high as the garbage just collected; the array buffers' count drops at once.
+  // finishes sweeping them (seconds, in an idle server), so a baseline read after a collection
+  // was as high as the garbage just collected; the array buffers' count drops within ms.
   let { rss: baseline, external: externalBaseline, arrayBuffers: buffersBaseline } = process.memoryUsage();
   let last = performance.eventLoopUtilization();
   // Quiet looks in a row, and whether a full collection ran among them (the release follows one).
@@ -116,6 +119,15 @@ export function startIdleCollector(o: IdleCollectorOptions = {}): () => void {
     idleCollectorStats.collections++;
     ({ rss: baseline, external: externalBaseline, arrayBuffers: buffersBaseline } = process.memoryUsage());
     collected = true;
+    // What a collection frees leaves the counts only once swept: the array buffers within a few
+    // ms (read right after it, the baseline held the garbage just collected, and 5 MiB of the
+    // next round of a read stayed below it), `external` not before the next collection.
+    setTimeout(() => {
+      const m = process.memoryUsage();
+      baseline = Math.min(baseline, m.rss);
+      externalBaseline = Math.min(externalBaseline, m.external);
+      buffersBaseline = Math.min(buffersBaseline, m.arrayBuffers);
+    }, SWEPT_MS).unref();
   };
   const timer = setInterval(() => {
     if (gc) look(gc);
@@ -128,12 +140,6 @@ export function startIdleCollector(o: IdleCollectorOptions = {}): () => void {
     last = performance.eventLoopUtilization();
   }, intervalMs);
   const look = (gc: Gc) => {
-    // The baselines follow the lowest reading, busy or not (lowered only at quiet looks, a
-    // collection's stale `external` stayed the baseline through the busy time after it).
-    const { rss, external, arrayBuffers } = process.memoryUsage();
-    if (rss < baseline) baseline = rss;
-    if (external < externalBaseline) externalBaseline = external;
-    if (arrayBuffers < buffersBaseline) buffersBaseline = arrayBuffers;
     const utilization = performance.eventLoopUtilization(performance.eventLoopUtilization(), last).utilization;
     if (utilization >= idleUtilization) {
       quietLooks = 0;
@@ -142,6 +148,11 @@ export function startIdleCollector(o: IdleCollectorOptions = {}): () => void {
       return;
     }
     quietLooks++;
+    // Lowered at quiet looks only: a busy one's reading may hold the garbage of the work going on.
+    const { rss, external, arrayBuffers } = process.memoryUsage();
+    if (rss < baseline) baseline = rss;
+    if (external < externalBaseline) externalBaseline = external;
+    if (arrayBuffers < buffersBaseline) buffersBaseline = arrayBuffers;
     if (rss - baseline >= growth || external - externalBaseline >= externalGrowth || arrayBuffers - buffersBaseline >= externalGrowth) {
       // The read blocks kept for reuse (up to 16 MiB) go too: an idle server is not streaming.
       dropFreeBlocks();
