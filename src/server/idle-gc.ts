@@ -99,10 +99,11 @@ export function startIdleCollector(o: IdleCollectorOptions = {}): () => void {
   // when it ended) stayed, and the server idled 9-12 MiB above its rest; what an idle server
   // holds beyond rest otherwise (the optimizing compiler's code pages, ~4 MiB) leaves about 4.
   const externalGrowth = o.externalGrowthBytes ?? 4 * 1024 * 1024;
-  // V8 11 shrinks the young generation back to 1 MiB. At 2 MiB it is still grown: a client's
-  // few thousand sequential requests leave it there, with the closed connections' slabs waiting
-  // for a full collection beside it (2–3 MiB of RSS the release gives back).
-  const youngRest = o.youngRestBytes ?? 1024 * 1024;
+  // V8 11 shrinks the young generation back to 1–2 MiB. Not 1: a client's few thousand
+  // sequential requests leave it at 2 MiB, and given back, the next burst paid for growing it
+  // again: 500 pipelined requests after the round trips at 14–19 000 a second instead of 32–37 000
+  // (for 2–3 MiB of RSS, docs/performance.md).
+  const youngRest = o.youngRestBytes ?? 2 * 1024 * 1024;
   // What the resident set and the memory outside the heap were after the last collection (or lower since).
   // `arrayBuffers` too: `external` counts the buffers a collection freed until a later one
   // finishes sweeping them (seconds, in an idle server), so a baseline read after a collection
