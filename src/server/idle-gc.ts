@@ -101,7 +101,7 @@ export function startIdleCollector(o: IdleCollectorOptions = {}): () => void {
   const externalGrowth = o.externalGrowthBytes ?? 4 * 1024 * 1024;
   // V8 11 shrinks the young generation back to 1–2 MiB. Not 1: a client's few thousand
   // sequential requests leave it at 2 MiB, and given back, the next burst paid for growing it
-  // again: 500 pipelined requests after the round trips at 14–19 000 a second instead of 32–37 000
+  // again: 500 pipelined requests after the round trips at 13 900–18 800 a second instead of 32–37 000
   // (for 2–3 MiB of RSS, docs/performance.md).
   const youngRest = o.youngRestBytes ?? 2 * 1024 * 1024;
   // What the resident set and the memory outside the heap were after the last collection (or lower since).
