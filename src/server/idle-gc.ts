@@ -96,13 +96,13 @@ export function startIdleCollector(o: IdleCollectorOptions = {}): () => void {
   // between the bench's windows; the few per cent of CPU per request that seemed to cost were
   // later found inside the spread between identical servers (docs/performance.md, telemetry).
   // At 8 MiB, the last six or seven 1 MiB blocks of a read (what the collector had not reached
-  // when it ended) stayed, and the server idled 9-12 MiB above its rest; what an idle server
-  // holds beyond rest otherwise (the optimizing compiler's code pages, ~4 MiB) leaves about 4.
+  // when it ended) stayed, and the server idled 9–12 MiB above its rest; with the ~4 MiB of code
+  // pages the optimizing compiler leaves, about 4 remain for garbage within 10 of rest.
   const externalGrowth = o.externalGrowthBytes ?? 4 * 1024 * 1024;
   // V8 11 shrinks the young generation back to 1–2 MiB. Not 1: a client's few thousand
   // sequential requests leave it at 2 MiB, and given back, the next burst paid for growing it
-  // again: 500 pipelined requests after the round trips at 13 900–18 800 a second instead of 32–37 000
-  // (for 2–3 MiB of RSS, docs/performance.md).
+  // again (the bench's 500 pipelined requests at half their rate, for 2–3 MiB of RSS:
+  // docs/performance.md, "Memory after the work: the idle collector").
   const youngRest = o.youngRestBytes ?? 2 * 1024 * 1024;
   // What the resident set and the memory outside the heap were after the last collection (or lower since).
   // `arrayBuffers` too: `external` counts the buffers a collection freed until a later one
