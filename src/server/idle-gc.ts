@@ -68,7 +68,7 @@ const YOUNG_RECORDS = 10;
 const RELEASE_AFTER_LOOKS = 3;
 
 /** The collector, or undefined when this runtime does not give one. */
-function exposedGc(): Gc | undefined {
+export function exposedGc(): Gc | undefined {
   const existing = (globalThis as { gc?: Gc }).gc;
   if (typeof existing === 'function') return existing;
   try {
@@ -115,6 +115,11 @@ export function startIdleCollector(o: IdleCollectorOptions = {}): () => void {
   let collected = false;
   // The release was tried in this quiet stretch: once (if V8 keeps the space, it stays kept).
   let youngTried = false;
+  const lowerBaselines = (m: NodeJS.MemoryUsage) => {
+    if (m.rss < baseline) baseline = m.rss;
+    if (m.external < externalBaseline) externalBaseline = m.external;
+    if (m.arrayBuffers < buffersBaseline) buffersBaseline = m.arrayBuffers;
+  };
   const full = (gc: Gc) => {
     gc();
     idleCollectorStats.collections++;
@@ -123,12 +128,7 @@ export function startIdleCollector(o: IdleCollectorOptions = {}): () => void {
     // What a collection frees leaves the counts only once swept: the array buffers within a few
     // ms (read right after it, the baseline held the garbage just collected, and 5 MiB of the
     // next round of a read stayed below it), `external` not before the next collection.
-    setTimeout(() => {
-      const m = process.memoryUsage();
-      baseline = Math.min(baseline, m.rss);
-      externalBaseline = Math.min(externalBaseline, m.external);
-      buffersBaseline = Math.min(buffersBaseline, m.arrayBuffers);
-    }, SWEPT_MS).unref();
+    setTimeout(() => lowerBaselines(process.memoryUsage()), SWEPT_MS).unref();
   };
   const timer = setInterval(() => {
     if (gc) look(gc);
@@ -150,11 +150,9 @@ export function startIdleCollector(o: IdleCollectorOptions = {}): () => void {
     }
     quietLooks++;
     // Lowered at quiet looks only: a busy one's reading may hold the garbage of the work going on.
-    const { rss, external, arrayBuffers } = process.memoryUsage();
-    if (rss < baseline) baseline = rss;
-    if (external < externalBaseline) externalBaseline = external;
-    if (arrayBuffers < buffersBaseline) buffersBaseline = arrayBuffers;
-    if (rss - baseline >= growth || external - externalBaseline >= externalGrowth || arrayBuffers - buffersBaseline >= externalGrowth) {
+    const m = process.memoryUsage();
+    lowerBaselines(m);
+    if (m.rss - baseline >= growth || m.external - externalBaseline >= externalGrowth || m.arrayBuffers - buffersBaseline >= externalGrowth) {
       // The read blocks kept for reuse (up to 16 MiB) go too: an idle server is not streaming.
       dropFreeBlocks();
       full(gc);
