@@ -41,7 +41,7 @@ export interface IdleCollectorOptions {
 }
 
 /** Collections the idle collector ran (tests: that it runs when idle, and not while busy). */
-export const idleCollectorStats = { collections: 0, youngReleases: 0, trims: 0 };
+export const idleCollectorStats = { looks: 0, collections: 0, youngReleases: 0, trims: 0 };
 
 /** Committed bytes of V8's young generation (new space). */
 export function youngGenerationBytes(): number {
@@ -131,6 +131,7 @@ export function startIdleCollector(o: IdleCollectorOptions = {}): () => void {
     setTimeout(() => lowerBaselines(process.memoryUsage()), SWEPT_MS).unref();
   };
   const timer = setInterval(() => {
+    idleCollectorStats.looks++;
     if (gc) look(gc);
     if (heap) {
       heap.trim();
