@@ -24,6 +24,15 @@ export const SLAB_BYTES = 1024 * 1024;
 const MIN_READ = 64 * 1024;
 /** Binary payloads below this are copied out, so a kept small chunk does not pin a whole slab. */
 const VIEW_MIN = 32 * 1024;
+/**
+ * The server's reader hands on at most this many messages per event-loop turn (FrameReader's
+ * `sliceMessages`). Why: one read can hold thousands of pipelined requests, and handled in one
+ * go they and their answers are all alive at once (the answers wait for the turn's one write:
+ * websocket-transport.ts corkForThisTurn). V8 grows its young generation when that much
+ * survives its collections, and the server kept the larger one (docs/performance.md, "Bursts of
+ * pipelined requests"). Between slices other connections' reads and timers get their turn too.
+ */
+export const SERVER_MESSAGES_PER_SLICE = 64;
 
 /** The `ws` internals the close path sets, as ws's own receiver does (ws 8). */
 interface WsCloseState {
@@ -57,11 +66,17 @@ export abstract class FrameReader {
   private fragmentBytes = 0;
   private fragmentBinary = false;
   private failed = false;
+  private released = false;
+  /** Messages handed on since parsing last started, and whether its continuation is scheduled. */
+  private sliceCount = 0;
+  private sliceScheduled = false;
 
   constructor(
     private readonly maxPayload: number,
     /** Frames come from a client: each must be masked (and from a server: none may be). */
     private readonly fromClient: boolean,
+    /** Messages handed on per event-loop turn; the rest wait in the slab for a setImmediate (0: no limit). */
+    private readonly sliceMessages = 0,
   ) {
     this.slab = this.allocSlab(SLAB_BYTES);
   }
@@ -149,6 +164,7 @@ export abstract class FrameReader {
 
   /** Drops the current slab (the socket is closed: no read will come). */
   protected release(): void {
+    this.released = true;
     this.lent = undefined;
     this.dropSlab(this.slab);
   }
@@ -156,10 +172,23 @@ export abstract class FrameReader {
   /**
    * Parses what the slab holds, message by message, while `ws` is not paused: a paused socket
    * reads nothing more, and the messages already read wait here (adopt's 'resume' goes on).
+   * With `sliceMessages`, a full slice ends the turn: the rest is parsed in a setImmediate, and a
+   * read or resume meanwhile only adds bytes (the continuation parses them, in order).
    */
   protected parse(): void {
+    if (this.sliceScheduled) return;
+    this.sliceCount = 0;
     try {
       while (!this.failed && this.ws && !this.ws.isPaused) {
+        if (this.sliceMessages > 0 && this.sliceCount >= this.sliceMessages) {
+          this.sliceScheduled = true;
+          setImmediate(() => {
+            this.sliceScheduled = false;
+            // The socket closed meanwhile: its slab went back to the pool, nothing more is delivered.
+            if (!this.released) this.parse();
+          });
+          return;
+        }
         const avail = this.end - this.start;
         if (avail < 2) break;
         const s = this.slab;
@@ -248,6 +277,7 @@ export abstract class FrameReader {
 
   private message(data: Buffer, binary: boolean): void {
     if (!binary && !isUtf8(data)) throw new ProtocolError('invalid UTF-8 in a text message', 1007);
+    this.sliceCount++;
     this.ws!.emit('message', data, binary);
   }
 

@@ -19,7 +19,7 @@
 import * as net from 'node:net';
 import type WebSocket from 'ws';
 import { lendChunk, releaseChunk, takeReadBlock } from '../server/process/read-blocks';
-import { FrameReader, SLAB_BYTES, wsSocket } from './ws-frame-reader';
+import { FrameReader, SERVER_MESSAGES_PER_SLICE, SLAB_BYTES, wsSocket } from './ws-frame-reader';
 
 /** Node's socket fields behind `onread` (lib/net.js: kBuffer, kBufferCb, kBufferGen). */
 interface UserBufferFields {
@@ -42,7 +42,7 @@ function userBufferFields(socket: net.Socket): UserBufferFields | undefined {
 
 class ServerFrameReader extends FrameReader {
   constructor(maxPayload: number) {
-    super(maxPayload, true);
+    super(maxPayload, true, SERVER_MESSAGES_PER_SLICE);
   }
 
   protected allocSlab(bytes: number): Buffer {

@@ -21,6 +21,7 @@ import { connectWebSocket } from '../../src/client/connect';
 import { ourWsServer } from '../support/flow';
 import { waitFor } from '../support/wait';
 import { randomStream, rng, wsFrame } from '../support/ws-frames';
+import { SERVER_MESSAGES_PER_SLICE } from '../../src/transports/ws-frame-reader';
 
 const GUID = '258EAFA5-E914-47DA-95CA-C5AB0DC85B11';
 
@@ -318,6 +319,33 @@ test('a paused connection gets no further message from bytes already read; on re
     assert.equal(deliveredWhilePaused, 1, 'nothing was delivered while paused');
     assert.deepEqual(srv.messages.map((m) => (m as { params: { i: number } }).params.i), frames.map((_, i) => i));
     await waitFor(() => c.frames().some((f) => f.opcode === 10), { what: 'the pong of the ping behind them' });
+    c.socket.destroy();
+  } finally {
+    await srv.listener.close();
+  }
+});
+
+test('a burst of 2 000 requests in one write is handed on in slices of at most SERVER_MESSAGES_PER_SLICE per event-loop turn, every one in order; a timer set at the first one fires before the burst is done', async () => {
+  const srv = await server();
+  try {
+    const c = await rawClient(srv.listener.port);
+    const frames = Array.from({ length: 2000 }, (_, i) => frame(1, Buffer.from(JSON.stringify({ jsonrpc: '2.0', method: 'm', params: { i } }))));
+    let atFirstImmediate = -1;
+    let atFirstTimer = -1;
+    const t = srv.transport()!;
+    const sub = t.onMessage(() => {
+      if (srv.messages.length !== 1) return;
+      setImmediate(() => (atFirstImmediate = srv.messages.length));
+      setTimeout(() => (atFirstTimer = srv.messages.length), 0);
+    });
+    await c.send(Buffer.concat(frames));
+    await waitFor(() => srv.messages.length === 2000, { what: 'all 2 000 messages' });
+    sub.dispose();
+    // Handled in one go, the first read's requests (and their answers) were all alive at once:
+    // before the slices, the first immediate ran after every message the read held (~1 000 or more).
+    assert.ok(atFirstImmediate >= 1 && atFirstImmediate <= SERVER_MESSAGES_PER_SLICE, `messages handed on in the first turn: ${atFirstImmediate}`);
+    assert.ok(atFirstTimer >= 1 && atFirstTimer < 2000, `messages handed on before a timer set at the first one fired: ${atFirstTimer}`);
+    assert.deepEqual(srv.messages.map((m) => (m as { params: { i: number } }).params.i), frames.map((_, i) => i));
     c.socket.destroy();
   } finally {
     await srv.listener.close();
