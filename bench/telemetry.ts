@@ -58,6 +58,8 @@ export interface TelemetryBenchResult {
   spansDropped: number;
   /** The hooks alone, in the benchmark's process: CPU ns per request (median of the blocks). */
   hookNs: { off: number; on: number; on1: number };
+  /** Side by side (sideBySide): slices measured, and the cost of a second "off" server against the first (the measure's own spread). */
+  sideBySide?: { slices: number; control: CostEstimate };
 }
 
 /**
@@ -179,6 +181,51 @@ async function workload(client: BenchClient, pid: number, cfg: BenchConfig, fx: 
   return sent;
 }
 
+/** Slices of the side-by-side measure (each: every server once, in a rotating order). */
+const SIDE_BY_SIDE_SLICES = 24;
+
+/**
+ * Server CPU per 1000 requests with the servers up at the same time: an "off", a second "off"
+ * (the control), a 100 % and a 1 % server, each warmed with WARM_REQUESTS, then measured in
+ * slices (1 000 sequential and 5 × 2 000 pipelined requests) that go round the servers in a
+ * rotating order. Why: the rounds above start a fresh server per mode minutes apart, and this
+ * VM's speed moves by more than the goals between them (their intervals are 20-40 points
+ * wide); slices taken back to back see the same machine, and the control says how far two
+ * identical servers differ.
+ */
+async function sideBySide(
+  start: (mode: 'off' | 'on' | 'on1') => Promise<ServerUnderTest>,
+  connect: (url: string) => Promise<BenchClient>,
+  fx: Fixtures,
+): Promise<Record<'off' | 'control' | 'on' | 'on1', number[]>> {
+  const names = ['off', 'control', 'on', 'on1'] as const;
+  const servers: ServerUnderTest[] = [];
+  const clients: BenchClient[] = [];
+  const per1k: Record<(typeof names)[number], number[]> = { off: [], control: [], on: [], on1: [] };
+  try {
+    for (const n of names) {
+      const server = await start(n === 'control' ? 'off' : n);
+      servers.push(server);
+      clients.push(await connect(server.url));
+    }
+    const batch = 2000;
+    for (const c of clients) for (let sent = 0; sent < WARM_REQUESTS; sent += batch) await c.statPipelined(fx.smallFile, batch);
+    for (let slice = 0; slice < SIDE_BY_SIDE_SLICES; slice++) {
+      for (let k = 0; k < names.length; k++) {
+        const i = (slice + k) % names.length;
+        const cpu0 = threadCpuMs(servers[i].pid);
+        for (let r = 0; r < 1000; r++) await clients[i].stat(fx.smallFile);
+        for (let r = 0; r < 5; r++) await clients[i].statPipelined(fx.smallFile, batch);
+        per1k[names[i]].push(((threadCpuMs(servers[i].pid) - cpu0) / (1000 + 5 * batch)) * 1000);
+      }
+    }
+  } finally {
+    for (const c of clients) await c.close().catch(() => undefined);
+    for (const s of servers) await s.stop();
+  }
+  return per1k;
+}
+
 /** Requests per block of the hook measurement, and blocks per mode (alternating). */
 const HOOK_REQUESTS = 100_000;
 const HOOK_BLOCKS = 7;
@@ -260,6 +307,7 @@ export async function telemetryOverhead(
   let exportBytes = 0;
   let spansDropped = 0;
   let hookNs = { off: 0, on: 0, on1: 0 };
+  let side: Record<'off' | 'control' | 'on' | 'on1', number[]> | undefined;
   try {
     for (let round = 0; round < rounds; round++) {
       const order = round % 2 === 0 ? modes : [...modes].reverse();
@@ -286,6 +334,10 @@ export async function telemetryOverhead(
         }
       }
       opts.log(`  telemetry round ${round + 1}/${rounds} done`);
+    }
+    if (!cfg.quick) {
+      opts.log('  telemetry side by side…');
+      side = await sideBySide((m) => startServer(command(m)), connect, fx);
     }
     const st = await sink.stats();
     exportRequests = st.requests;
@@ -320,7 +372,27 @@ export async function telemetryOverhead(
       on1Cost: { cost: cost(off, on1), ...resampledInterval(everyRound.length, (picked) => cost(of('off', picked), of('on1', picked))) },
     };
   };
+  // The side-by-side slices: a cost is the median of one server's slices against the median of
+  // the "off" server's, and its interval comes from resampling the slices (the same slices of
+  // every server: they ran back to back).
+  const sideRow = (s: Record<'off' | 'control' | 'on' | 'on1', number[]>): TelemetryRow => {
+    const of = (m: 'off' | 'control' | 'on' | 'on1', picked: number[]) => percentile(picked.map((i) => s[m][i]), 50);
+    const every = s.off.map((_, i) => i);
+    const estimate = (m: 'control' | 'on' | 'on1'): CostEstimate => ({ cost: relativeCost(of('off', every), of(m, every), 'lower'), ...resampledInterval(every.length, (picked) => relativeCost(of('off', picked), of(m, picked), 'lower')) });
+    return {
+      metric: `server CPU per 1000 requests, after ${WARM_REQUESTS / 1000}k, side by side`,
+      unit: 'ms',
+      better: 'lower',
+      baseline: null,
+      off: of('off', every),
+      on: of('on', every),
+      on1: of('on1', every),
+      onCost: estimate('on'),
+      on1Cost: estimate('on1'),
+    };
+  };
   return {
+    ...(side ? { sideBySide: { slices: side.off.length, control: { cost: relativeCost(percentile(side.off, 50), percentile(side.control, 50), 'lower'), ...resampledInterval(side.off.length, (picked) => relativeCost(percentile(picked.map((i) => side!.off[i]), 50), percentile(picked.map((i) => side!.control[i]), 50), 'lower')) } } } : {}),
     rounds,
     rows: [
       row('fs/getMetadata round trip p50', 'µs', 'lower', 'rttUs', 50),
@@ -331,6 +403,7 @@ export async function telemetryOverhead(
       // A server that has been up a while: its code optimized, in both modes.
       ...(cfg.quick ? [] : [row(`fs/getMetadata round trip p50, after ${WARM_REQUESTS / 1000}k`, 'µs', 'lower', 'warmRttUs', 50)]),
       row('process start → exit (`true`) p50', 'ms', 'lower', 'spawnMs', 50),
+      ...(side ? [sideRow(side)] : []),
     ],
     exportRequests,
     exportBytes,
@@ -403,7 +476,7 @@ export function telemetryTable(r: TelemetryBenchResult): string {
   lines.push(
     '',
     `The hooks alone (this process, ${HOOK_BLOCKS} alternating blocks of ${HOOK_REQUESTS / 1000}k requests, the export to the sink included): off ${us(r.hookNs.off)}, 100 % ${us(r.hookNs.on)}, 1 % ${us(r.hookNs.on1)} per request${warm ? `, i.e. ${share(r.hookNs.on - r.hookNs.off)} and ${share(r.hookNs.on1 - r.hookNs.off)} of the "off" server's CPU per request after ${WARM_REQUESTS / 1000}k` : ''}.`,
-    `Costs in brackets: the 90 % interval from resampling the ${r.rounds} rounds (each resample takes the same rounds of every mode).`,
+    `Costs in brackets: the 90 % interval from resampling the ${r.rounds} rounds (each resample takes the same rounds of every mode)${r.sideBySide ? `; for the side-by-side row, from resampling its ${r.sideBySide.slices} slices (four servers up at once, each slice going round them in a rotating order). Two identical "off" servers side by side differ by ${signed(r.sideBySide.control.cost)} ${interval(r.sideBySide.control)}: the measure's own spread` : ''}.`,
     `"on" (both samplers): their Prometheus endpoints counted ${r.requestsCounted} requests (the workload sent at least ${r.requestsSent}); ${r.exportRequests} OTLP exports (${(r.exportBytes / 1024).toFixed(0)} KiB of spans) received by the sink; at 100 %, ${r.spansDropped} spans dropped (queue full) of ${r.requestsSentOn} requests.`,
   );
   return lines.join('\n');
