@@ -183,6 +183,10 @@ async function workload(client: BenchClient, pid: number, cfg: BenchConfig, fx: 
 
 /** Slices of the side-by-side measure (each: every server once, in a rotating order). */
 const SIDE_BY_SIDE_SLICES = 24;
+/** The side-by-side servers: "control" is a second "off" server. */
+type SideBySideServer = 'off' | 'control' | 'on' | 'on1';
+/** CPU ms per 1000 requests of each slice, by server (slice i of every server ran back to back). */
+type SideBySideSamples = Record<SideBySideServer, number[]>;
 
 /**
  * Server CPU per 1000 requests with the servers up at the same time: an "off", a second "off"
@@ -197,11 +201,11 @@ async function sideBySide(
   start: (mode: 'off' | 'on' | 'on1') => Promise<ServerUnderTest>,
   connect: (url: string) => Promise<BenchClient>,
   fx: Fixtures,
-): Promise<Record<'off' | 'control' | 'on' | 'on1', number[]>> {
-  const names = ['off', 'control', 'on', 'on1'] as const;
+): Promise<SideBySideSamples> {
+  const names: readonly SideBySideServer[] = ['off', 'control', 'on', 'on1'];
   const servers: ServerUnderTest[] = [];
   const clients: BenchClient[] = [];
-  const per1k: Record<(typeof names)[number], number[]> = { off: [], control: [], on: [], on1: [] };
+  const per1k: SideBySideSamples = { off: [], control: [], on: [], on1: [] };
   try {
     for (const n of names) {
       const server = await start(n === 'control' ? 'off' : n);
@@ -307,7 +311,7 @@ export async function telemetryOverhead(
   let exportBytes = 0;
   let spansDropped = 0;
   let hookNs = { off: 0, on: 0, on1: 0 };
-  let side: Record<'off' | 'control' | 'on' | 'on1', number[]> | undefined;
+  let side: SideBySideSamples | undefined;
   try {
     for (let round = 0; round < rounds; round++) {
       const order = round % 2 === 0 ? modes : [...modes].reverse();
@@ -375,10 +379,14 @@ export async function telemetryOverhead(
   // The side-by-side slices: a cost is the median of one server's slices against the median of
   // the "off" server's, and its interval comes from resampling the slices (the same slices of
   // every server: they ran back to back).
-  const sideRow = (s: Record<'off' | 'control' | 'on' | 'on1', number[]>): TelemetryRow => {
-    const of = (m: 'off' | 'control' | 'on' | 'on1', picked: number[]) => percentile(picked.map((i) => s[m][i]), 50);
+  const sideCosts = (s: SideBySideSamples) => {
+    const of = (m: SideBySideServer, picked: number[]) => percentile(picked.map((i) => s[m][i]), 50);
     const every = s.off.map((_, i) => i);
-    const estimate = (m: 'control' | 'on' | 'on1'): CostEstimate => ({ cost: relativeCost(of('off', every), of(m, every), 'lower'), ...resampledInterval(every.length, (picked) => relativeCost(of('off', picked), of(m, picked), 'lower')) });
+    const estimate = (m: Exclude<SideBySideServer, 'off'>): CostEstimate => ({ cost: relativeCost(of('off', every), of(m, every), 'lower'), ...resampledInterval(every.length, (picked) => relativeCost(of('off', picked), of(m, picked), 'lower')) });
+    return { of, every, estimate };
+  };
+  const sideRow = (s: SideBySideSamples): TelemetryRow => {
+    const { of, every, estimate } = sideCosts(s);
     return {
       metric: `server CPU per 1000 requests, after ${WARM_REQUESTS / 1000}k, side by side`,
       unit: 'ms',
@@ -392,7 +400,7 @@ export async function telemetryOverhead(
     };
   };
   return {
-    ...(side ? { sideBySide: { slices: side.off.length, control: { cost: relativeCost(percentile(side.off, 50), percentile(side.control, 50), 'lower'), ...resampledInterval(side.off.length, (picked) => relativeCost(percentile(picked.map((i) => side!.off[i]), 50), percentile(picked.map((i) => side!.control[i]), 50), 'lower')) } } } : {}),
+    ...(side ? { sideBySide: { slices: side.off.length, control: sideCosts(side).estimate('control') } } : {}),
     rounds,
     rows: [
       row('fs/getMetadata round trip p50', 'µs', 'lower', 'rttUs', 50),
