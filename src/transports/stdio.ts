@@ -19,6 +19,16 @@ export class StdioTransport extends MessageTransportBase implements MessageTrans
   private pendingBytes = 0;
   private readonly maxLineBytes: number;
   private readonly cleanup: (() => void)[] = [];
+  private paused = false;
+  /**
+   * The rest of a chunk read before a pause: pausing the stream stops its next chunks, not the
+   * lines of this one, which wait here (as the websocket reader holds a frame's tail) until the
+   * resume, ahead of anything read later.
+   */
+  private held: Buffer | undefined;
+  /** An end of input that came while lines were held: it closes the transport once they are delivered. */
+  private endPending = false;
+  private drainScheduled = false;
 
   constructor(
     private readonly input: Readable,
@@ -27,8 +37,16 @@ export class StdioTransport extends MessageTransportBase implements MessageTrans
   ) {
     super();
     this.maxLineBytes = options.maxLineBytes ?? MAX_MESSAGE_BYTES;
-    const onData = (d: Buffer | string) => this.handleData(typeof d === 'string' ? Buffer.from(d) : d);
-    const onEnd = () => this.finish('end of input', false);
+    const onData = (d: Buffer | string) => {
+      const data = typeof d === 'string' ? Buffer.from(d) : d;
+      // Behind held lines (a stream that delivers after pause()): queued, in order.
+      if (this.held) this.held = Buffer.concat([this.held, data]);
+      else this.handleData(data);
+    };
+    const onEnd = () => {
+      if (this.held) this.endPending = true;
+      else this.finish('end of input', false);
+    };
     const onInputError = (e: Error) => this.finish(`input error: ${e.message}`, false);
     const onOutputError = (e: Error) => this.finish(`output error: ${e.message}`, false);
     const onDrain = () => this.drainEmitter.fire();
@@ -53,8 +71,27 @@ export class StdioTransport extends MessageTransportBase implements MessageTrans
   }
 
   pauseIncoming(paused: boolean): void {
+    if (this.isClosed) return;
+    this.paused = paused;
     if (paused) this.input.pause();
+    else if (this.held || this.endPending) this.scheduleDrain();
     else this.input.resume();
+  }
+
+  /** Delivers the held lines after the resume's caller has returned (the stream's own resume does too), then reads on. */
+  private scheduleDrain(): void {
+    if (this.drainScheduled) return;
+    this.drainScheduled = true;
+    setImmediate(() => {
+      this.drainScheduled = false;
+      if (this.isClosed || this.paused) return;
+      const held = this.held;
+      this.held = undefined;
+      if (held) this.handleData(held);
+      if (this.isClosed || this.paused) return;
+      if (this.endPending) this.finish('end of input', false);
+      else this.input.resume();
+    });
   }
 
   /** Bytes queued in the writable and not yet flushed to the OS. */
@@ -108,6 +145,11 @@ export class StdioTransport extends MessageTransportBase implements MessageTrans
         line = part;
       }
       this.handleLine(line);
+      if (this.paused && !this.isClosed) {
+        // Copy: the stream may reuse its buffer.
+        if (start < data.length) this.held = Buffer.from(data.subarray(start));
+        return;
+      }
     }
     if (this.isClosed || start >= data.length) return;
     const rest = data.subarray(start);

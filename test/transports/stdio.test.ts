@@ -140,3 +140,45 @@ test('stdio: any split of a message stream into chunks yields the same messages 
     { numRuns: 150 },
   );
 });
+
+test('stdio: pauseIncoming holds the lines of a chunk already read, and resuming delivers them in order', async () => {
+  const { input, t, messages } = setup();
+  // Pause at the first message, as a client does when a consumer without flow control falls behind.
+  t.onMessage(() => {
+    if (messages.length === 1) t.pauseIncoming(true);
+  });
+  input.write('{"n":1}\n{"n":2}\n{"n":3}\n{"n":');
+  await tick();
+  await tick();
+  assert.deepEqual(messages, [{ n: 1 }], 'nothing past the pause is delivered');
+  input.write('4}\n{"n":5}\n');
+  await tick();
+  assert.deepEqual(messages, [{ n: 1 }]);
+  t.pauseIncoming(false);
+  assert.deepEqual(messages, [{ n: 1 }], 'resuming delivers later, not inside the caller');
+  for (let i = 0; i < 5 && messages.length < 5; i++) await tick();
+  assert.deepEqual(messages, [1, 2, 3, 4, 5].map((n) => ({ n })));
+  t.close();
+});
+
+test('stdio: a pause inside the held lines holds the rest again; an end of input waits for the held lines', async () => {
+  const { input, t, messages } = setup();
+  const closed = new Promise<void>((r) => t.onClose(() => r()));
+  t.onMessage((m) => {
+    if ((m as { n: number }).n % 2 === 1) t.pauseIncoming(true);
+  });
+  input.end('{"n":1}\n{"n":2}\n{"n":3}\n{"n":4}\n{"n":5}\n');
+  await tick();
+  await tick();
+  assert.deepEqual(messages, [{ n: 1 }]);
+  assert.equal(t.closed, false, 'the end waits behind the held lines');
+  for (const upTo of [3, 5]) {
+    t.pauseIncoming(false);
+    for (let i = 0; i < 5 && messages.length < upTo; i++) await tick();
+    assert.deepEqual(messages, Array.from({ length: upTo }, (_, i) => ({ n: i + 1 })));
+    assert.equal(t.closed, false);
+  }
+  t.pauseIncoming(false);
+  await closed;
+  assert.deepEqual(messages.length, 5);
+});
