@@ -15,6 +15,7 @@ import { listenWebSocket, type WebSocketListenOptions } from '../transports/webs
 import { VERSION } from '../version';
 import { loadTlsMaterial } from '../transports/tls';
 import { createAuthenticator, SecurityConfigError } from '../transports/ws-auth';
+import { SERVER_MESSAGES_PER_SLICE } from '../transports/ws-frame-reader';
 import { parseAuthArgs, SECURITY_FLAGS_HELP, validateListenSecurity, type SecurityOptions } from '../transports/ws-auth-args';
 import { rejectReason } from '../telemetry/api';
 import { TELEMETRY_FLAGS_HELP, TelemetryConfigError, telemetryConfig, type TelemetryConfig, type TelemetryFlags } from '../telemetry/config';
@@ -386,7 +387,7 @@ export async function main(argv: string[]): Promise<number> {
     finish = resolve;
     for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.once(sig, () => void stop(sig).then(resolve));
     if (listen.kind === 'stdio') {
-      const transport = new StdioTransport(process.stdin, process.stdout);
+      const transport = new StdioTransport(process.stdin, process.stdout, { messagesPerTurn: SERVER_MESSAGES_PER_SLICE });
       const served = serveConnection(server, transport, { terminateOnClose: true, label: 'stdio', maxInFlight: opts.maxInFlight, log });
       void served.closed.then(() => stop('end of input').then(resolve));
     }

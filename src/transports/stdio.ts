@@ -12,6 +12,12 @@ export interface StdioTransportOptions {
   maxLineBytes?: number;
   /** End the writable when the transport closes (default true). */
   endOutputOnClose?: boolean;
+  /**
+   * Lines handed on per chunk before the rest waits for the next event-loop turn (0: no limit,
+   * the default). A server's reader passes SERVER_MESSAGES_PER_SLICE, as its websocket reader
+   * does: a 64 KiB chunk holds hundreds of pipelined requests.
+   */
+  messagesPerTurn?: number;
 }
 
 export class StdioTransport extends MessageTransportBase implements MessageTransport {
@@ -29,6 +35,7 @@ export class StdioTransport extends MessageTransportBase implements MessageTrans
   /** An end of input that came while lines were held: it closes the transport once they are delivered. */
   private endPending = false;
   private drainScheduled = false;
+  private readonly messagesPerTurn: number;
 
   constructor(
     private readonly input: Readable,
@@ -37,6 +44,7 @@ export class StdioTransport extends MessageTransportBase implements MessageTrans
   ) {
     super();
     this.maxLineBytes = options.maxLineBytes ?? MAX_MESSAGE_BYTES;
+    this.messagesPerTurn = options.messagesPerTurn ?? 0;
     const onData = (d: Buffer | string) => {
       const data = typeof d === 'string' ? Buffer.from(d) : d;
       // Behind held lines (a stream that delivers after pause()): queued, in order.
@@ -78,7 +86,10 @@ export class StdioTransport extends MessageTransportBase implements MessageTrans
     else this.input.resume();
   }
 
-  /** Delivers the held lines after the resume's caller has returned (the stream's own resume does too), then reads on. */
+  /**
+   * Delivers the held lines in a later turn (after a resume's caller has returned, as the
+   * stream's own resume does; after a full slice, once other work had its turn), then reads on.
+   */
   private scheduleDrain(): void {
     if (this.drainScheduled) return;
     this.drainScheduled = true;
@@ -87,8 +98,9 @@ export class StdioTransport extends MessageTransportBase implements MessageTrans
       if (this.isClosed || this.paused) return;
       const held = this.held;
       this.held = undefined;
-      if (held) this.handleData(held);
-      if (this.isClosed || this.paused) return;
+      if (held) this.handleData(held, true);
+      // Closed, paused, or a full slice again (its own drain is scheduled).
+      if (this.isClosed || this.paused || this.held) return;
       if (this.endPending) this.finish('end of input', false);
       else this.input.resume();
     });
@@ -124,8 +136,10 @@ export class StdioTransport extends MessageTransportBase implements MessageTrans
     this.close();
   }
 
-  private handleData(data: Buffer): void {
+  /** `owned`: `data` is this transport's own copy (held lines), so what is held again is a view of it. */
+  private handleData(data: Buffer, owned = false): void {
     let start = 0;
+    let handed = 0;
     while (!this.isClosed) {
       const nl = data.indexOf(0x0a, start);
       if (nl < 0) break;
@@ -145,9 +159,16 @@ export class StdioTransport extends MessageTransportBase implements MessageTrans
         line = part;
       }
       this.handleLine(line);
-      if (this.paused && !this.isClosed) {
-        // Copy: the stream may reuse its buffer.
-        if (start < data.length) this.held = Buffer.from(data.subarray(start));
+      if (this.isClosed) return;
+      if (this.paused) {
+        if (start < data.length) this.held = this.keep(data.subarray(start), owned);
+        return;
+      }
+      if (++handed === this.messagesPerTurn && start < data.length) {
+        // A full slice: the rest waits for the next turn, and the stream stops meanwhile.
+        this.held = this.keep(data.subarray(start), owned);
+        this.input.pause();
+        this.scheduleDrain();
         return;
       }
     }
@@ -160,6 +181,11 @@ export class StdioTransport extends MessageTransportBase implements MessageTrans
     // Copy: the stream may reuse its buffer.
     this.pending.push(Buffer.from(rest));
     this.pendingBytes += rest.length;
+  }
+
+  /** Bytes kept past this chunk: copied out of a stream's chunk (the stream may reuse its buffer), a view of our own. */
+  private keep(bytes: Buffer, owned: boolean): Buffer {
+    return owned ? bytes : Buffer.from(bytes);
   }
 
   private handleLine(line: Buffer): void {

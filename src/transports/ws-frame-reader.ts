@@ -26,7 +26,7 @@ const MIN_READ = 64 * 1024;
 const VIEW_MIN = 32 * 1024;
 /**
  * The server's reader hands on at most this many messages per event-loop turn (FrameReader's
- * `sliceMessages`). Why: one read can hold thousands of pipelined requests, and handled in one
+ * `sliceMessages`; a stdio server's lines too, StdioTransport's `messagesPerTurn`). Why: one read can hold thousands of pipelined requests, and handled in one
  * go they and their answers are all alive at once (the answers wait for the turn's one write:
  * websocket-transport.ts corkForThisTurn). V8 grows its young generation when that much
  * survives its collections, and the server kept the larger one (docs/performance.md, "Bursts of

@@ -182,3 +182,46 @@ test('stdio: a pause inside the held lines holds the rest again; an end of input
   await closed;
   assert.deepEqual(messages.length, 5);
 });
+
+test('stdio: with messagesPerTurn, a burst of 2 000 lines in one chunk is handed on in slices, in order; a timer set at the first one fires before the burst is done', async () => {
+  const input = new PassThrough();
+  const output = new PassThrough();
+  const limit = 64;
+  const t = new StdioTransport(input, output, { messagesPerTurn: limit });
+  const seen: number[] = [];
+  let atFirstImmediate = -1;
+  let atTimer = -1;
+  t.onMessage((m) => {
+    if (seen.length === 0) {
+      setImmediate(() => (atFirstImmediate = seen.length));
+      setTimeout(() => (atTimer = seen.length), 0);
+    }
+    seen.push((m as { id: number }).id);
+  });
+  input.write(Array.from({ length: 2000 }, (_, i) => `{"id":${i}}\n`).join(''));
+  for (let i = 0; i < 200 && seen.length < 2000; i++) await tick();
+  assert.equal(seen.length, 2000);
+  assert.deepEqual(seen, Array.from({ length: 2000 }, (_, i) => i));
+  assert.ok(atFirstImmediate >= 1 && atFirstImmediate <= limit, `lines handed on in the first turn: ${atFirstImmediate}`);
+  assert.ok(atTimer >= 1 && atTimer < 2000, `a timer set at the first line fired after ${atTimer} of 2000`);
+  t.close();
+});
+
+test('stdio: a pause between slices holds the rest until the resume; an end of input after a sliced burst still closes after every line', async () => {
+  const input = new PassThrough();
+  const output = new PassThrough();
+  const t = new StdioTransport(input, output, { messagesPerTurn: 10 });
+  const seen: number[] = [];
+  const closed = new Promise<void>((r) => t.onClose(() => r()));
+  t.onMessage((m) => {
+    seen.push((m as { id: number }).id);
+    if (seen.length === 15) t.pauseIncoming(true);
+  });
+  input.end(Array.from({ length: 100 }, (_, i) => `{"id":${i}}\n`).join(''));
+  for (let i = 0; i < 20; i++) await tick();
+  assert.equal(seen.length, 15, 'held at the pause, across slices');
+  assert.equal(t.closed, false);
+  t.pauseIncoming(false);
+  await closed;
+  assert.deepEqual(seen, Array.from({ length: 100 }, (_, i) => i));
+});
