@@ -6,6 +6,14 @@
 #include <malloc.h>
 #include <node_api.h>
 
+/*
+ * node::LowMemoryNotification() (node.h, Node's C++ API): V8's collections for a host low on
+ * memory, which also shrink the young generation whatever the recent allocation rate (V8 keeps it
+ * at the size the last burst grew it to otherwise). Resolved from the node binary when the module
+ * loads; weak, so a host without it leaves it null and the module still loads.
+ */
+extern void _ZN4node21LowMemoryNotificationEv(void) __attribute__((weak));
+
 /**
  * At most two arenas for threads that have none yet. The thresholds keep glibc's dynamic rule:
  * fixed at 128 KiB, every larger block (a 1 MiB output frame) was an mmap and a munmap.
@@ -26,11 +34,23 @@ static napi_value trim(napi_env env, napi_callback_info info) {
   return result;
 }
 
+/** node::LowMemoryNotification() on this thread's isolate; false when this Node has none to call. */
+static napi_value low_memory(napi_env env, napi_callback_info info) {
+  (void)info;
+  int ok = _ZN4node21LowMemoryNotificationEv != 0;
+  if (ok) _ZN4node21LowMemoryNotificationEv();
+  napi_value result;
+  napi_get_boolean(env, ok, &result);
+  return result;
+}
+
 NAPI_MODULE_INIT() {
   napi_value fn;
   if (napi_create_function(env, "configure", NAPI_AUTO_LENGTH, configure, NULL, &fn) != napi_ok) return NULL;
   if (napi_set_named_property(env, exports, "configure", fn) != napi_ok) return NULL;
   if (napi_create_function(env, "trim", NAPI_AUTO_LENGTH, trim, NULL, &fn) != napi_ok) return NULL;
   if (napi_set_named_property(env, exports, "trim", fn) != napi_ok) return NULL;
+  if (napi_create_function(env, "lowMemory", NAPI_AUTO_LENGTH, low_memory, NULL, &fn) != napi_ok) return NULL;
+  if (napi_set_named_property(env, exports, "lowMemory", fn) != napi_ok) return NULL;
   return exports;
 }

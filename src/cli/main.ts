@@ -7,7 +7,7 @@ import './heap-first';
 import { transparentSupport } from '../server/network/transparent';
 import { setListenerErrorHandler } from '../rpc/event';
 import { ExecServer } from '../server/exec-server';
-import { startIdleCollector } from '../server/idle-gc';
+import { releaseStartHeap, startIdleCollector } from '../server/idle-gc';
 import { serveConnection } from '../transports/serve';
 import { DEFAULT_MAX_IN_FLIGHT } from '../server/in-flight';
 import { StdioTransport } from '../transports/stdio';
@@ -390,6 +390,7 @@ export async function main(argv: string[]): Promise<number> {
       const transport = new StdioTransport(process.stdin, process.stdout, { messagesPerTurn: SERVER_MESSAGES_PER_SLICE });
       const served = serveConnection(server, transport, { terminateOnClose: true, label: 'stdio', maxInFlight: opts.maxInFlight, log });
       void served.closed.then(() => stop('end of input').then(resolve));
+      setImmediate(releaseStartHeap);
     }
   });
 
@@ -412,6 +413,8 @@ export async function main(argv: string[]): Promise<number> {
       closeListener = () => listener.close();
       process.stdout.write(`${listener.url}\n`);
       log('info', `listening on ${listener.url}`);
+      // After the announcement, so that whoever waits for it does not wait for the collections too.
+      setImmediate(releaseStartHeap);
       if (opts.idleExitSec !== undefined) exitWhenIdle(opts.idleExitSec * 1000);
       if (opts.exitOnStdinClose) {
         // Whatever comes on stdin is read and dropped; its end (the parent closed the pipe or

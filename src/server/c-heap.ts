@@ -14,6 +14,12 @@ export interface CHeap {
   configure(): boolean;
   /** Every arena's free pages back to the kernel; true when there were any. */
   trim(): boolean;
+  /**
+   * V8's collections for a host low on memory (Node's C++ `node::LowMemoryNotification()`, which
+   * the module calls): full collections that also shrink the young generation to its least,
+   * whatever V8 makes of the recent allocation rate. ~10-40 ms. False where this Node has none.
+   */
+  lowMemory?(): boolean;
 }
 
 const MODULE = `malloc-release-${process.platform}-${process.arch}.node`;

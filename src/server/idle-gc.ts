@@ -17,6 +17,8 @@
 // The C heap is trimmed on every look, busy or not (./c-heap.ts: glibc otherwise keeps what V8's
 // compiler threads and large blocks freed; a trim costs 5-110 us here). Its cap on arenas is set
 // by the CLI's first module (../cli/heap-first.ts), before the threads it bounds get theirs.
+// What starting took is given back once, when the CLI has announced its listener
+// (releaseStartHeap; measured: RSS right after the bench's round trips ~2.5 MiB lower).
 // Only for a process that is a server of its own (the CLI); the VS Code extension host has
 // other tenants and its own memory policy.
 import { performance } from 'node:perf_hooks';
@@ -41,7 +43,7 @@ export interface IdleCollectorOptions {
 }
 
 /** Collections the idle collector ran (tests: that it runs when idle, and not while busy). */
-export const idleCollectorStats = { looks: 0, collections: 0, youngReleases: 0, trims: 0 };
+export const idleCollectorStats = { looks: 0, collections: 0, youngReleases: 0, trims: 0, startReleases: 0 };
 
 /** Committed bytes of V8's young generation (new space). */
 export function youngGenerationBytes(): number {
@@ -54,6 +56,13 @@ type Gc = (options?: { type: 'minor' }) => void;
 
 /** After a full collection, when what it freed has left the array buffers' count (ms). */
 const SWEPT_MS = 20;
+
+/**
+ * Growth of the resident set since the last collection (or the start's release) after which a
+ * quiet server with a young generation at rest runs one full collection: below the 16 MiB that
+ * make a collection worth it at any look, as it runs only once per quiet stretch.
+ */
+const SETTLE_BYTES = 4 * 1024 * 1024;
 
 /** Young collections that fill V8's record of recent collections (ten entries in V8 11). */
 const YOUNG_RECORDS = 10;
@@ -80,6 +89,24 @@ export function exposedGc(): Gc | undefined {
   } catch {
     return undefined;
   }
+}
+
+/**
+ * Gives back, once and at once, what starting took: V8 grows its young generation from 1 to 4
+ * MiB while the bundle loads (the modules' objects survive its first young collections), and a
+ * server kept it through its first clients' work, as no quiet look had come yet. A minor
+ * collection first: V8 counts what survived since it last grew the young generation, a release
+ * leaves that count, and the next collection would grow it again; then Node's low-memory
+ * notification, which shrinks it whatever the allocation rate (./c-heap.ts). ~20-40 ms, so the
+ * CLI calls it once its listener is announced. False where the native module is missing.
+ */
+export function releaseStartHeap(): boolean {
+  const heap = cHeap();
+  if (!heap?.lowMemory) return false;
+  exposedGc()?.({ type: 'minor' });
+  if (!heap.lowMemory()) return false;
+  idleCollectorStats.startReleases++;
+  return true;
 }
 
 /** Starts the idle collector; returns its stop function (a no-op when no collector is available). */
@@ -159,7 +186,13 @@ export function startIdleCollector(o: IdleCollectorOptions = {}): () => void {
       full(gc);
       return;
     }
-    if (youngTried || quietLooks < RELEASE_AFTER_LOOKS - 1 || youngGenerationBytes() <= youngRest) return;
+    if (youngTried || quietLooks < RELEASE_AFTER_LOOKS - 1) return;
+    if (youngGenerationBytes() <= youngRest) {
+      // The young generation is at rest already (the start's release; work that never grew it):
+      // one full collection still gives back what the work left in the old generation.
+      if (!collected && m.rss - baseline >= SETTLE_BYTES) full(gc);
+      return;
+    }
     // First a full collection, then, a quiet look later, the release (measured on Node 20: the
     // release right after the burst, without that full collection between, left the space as it was).
     if (!collected) return full(gc);

@@ -45,3 +45,18 @@ test('memory freed in the middle of the C heap goes back at the idle collector\'
   await waitFor(released, { what: 'the C heap\'s free pages to go', timeout: 3_000, interval: 20, detail: () => `RssAnon ${held >> 20} → ${rssAnon() >> 20} MiB` });
   assert.equal(blocks.filter(Boolean).length, 48);
 });
+
+test('lowMemory() shrinks a young generation a burst grew to its least, at once (the CLI\'s release at start)', { skip: !linuxGlibc && 'glibc only' }, () => {
+  const heap = cHeap();
+  assert.ok(heap?.lowMemory, 'the module has lowMemory');
+  const young = () => v8.getHeapSpaceStatistics().find((s) => s.space_name === 'new_space')!.space_size;
+  // Objects that survive young collections grow the young generation (V8 counts what survives).
+  let keep: object[] = [];
+  for (let i = 0; i < 400_000; i++) keep.push({ i, s: `x${i}` });
+  const grown = young();
+  assert.ok(grown >= 8 * 1024 * 1024, `grown to ${grown >> 20} MiB`);
+  keep = [];
+  assert.equal(keep.length, 0);
+  assert.equal(heap.lowMemory(), true);
+  assert.ok(young() <= 1024 * 1024, `after lowMemory: ${young() / (1024 * 1024)} MiB (was ${grown >> 20})`);
+});
