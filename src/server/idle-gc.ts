@@ -200,8 +200,16 @@ export function startIdleCollector(o: IdleCollectorOptions = {}): () => void {
     youngTried = true;
     // Quiet for three looks: the free read blocks go as well (mapped, so their pages with them).
     dropFreeBlocks();
-    for (let i = 0; i < YOUNG_RECORDS; i++) gc({ type: 'minor' });
-    gc();
+    if (heap?.lowMemory) {
+      // Node's low-memory notification shrinks it whatever V8 makes of the allocation rate, and
+      // its collections compact the old generation too (measured after 16 000 requests and 64
+      // processes: 53.4-53.5 MiB 5 s later, against 54.1-54.9 with the young collections below).
+      gc({ type: 'minor' });
+      heap.lowMemory();
+    } else {
+      for (let i = 0; i < YOUNG_RECORDS; i++) gc({ type: 'minor' });
+      gc();
+    }
     idleCollectorStats.youngReleases++;
     baseline = Math.min(baseline, process.memoryUsage.rss());
   };
