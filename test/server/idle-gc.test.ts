@@ -146,3 +146,25 @@ test('garbage dropped after a collection is collected too, though memory outside
     await waitFor(() => idleCollectorStats.looks > looks, { what: 'a look after the collection', timeout: 5_000, interval: 20 });
   }
 });
+
+test('a quiet server whose young generation is already at rest still gets one full collection after work that grew the resident set by a few MiB', async (t) => {
+  await settledExternal();
+  // The 16 MiB rule out of reach, and every young generation "at rest": only the settling collection can run.
+  const stop = startIdleCollector({ intervalMs: 100, growthBytes: 1024 * 1024 * 1024, externalGrowthBytes: 1024 * 1024 * 1024, youngRestBytes: 1024 * 1024 * 1024, cHeap: null });
+  t.after(stop);
+  // Quiet looks first, so that the baseline is this process at rest.
+  await new Promise((r) => setTimeout(r, 350));
+  const runs0 = idleCollectorStats.collections;
+  // ~8 MiB of strings in the old generation (they outlive young collections), then garbage.
+  let keep: string[] | undefined = [];
+  for (let i = 0; i < 8; i++) keep.push(Buffer.alloc(1024 * 1024, 97 + i).toString('latin1') + String(i));
+  exposedGc()?.({ type: 'minor' });
+  exposedGc()?.({ type: 'minor' });
+  assert.equal(keep.length, 8);
+  keep = undefined;
+  await waitFor(() => idleCollectorStats.collections > runs0, { what: 'the settling collection', timeout: 5_000, interval: 50 });
+  const runs1 = idleCollectorStats.collections;
+  // Once per quiet stretch.
+  await new Promise((r) => setTimeout(r, 600));
+  assert.equal(idleCollectorStats.collections, runs1);
+});
