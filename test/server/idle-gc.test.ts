@@ -153,7 +153,8 @@ test('a quiet server whose young generation is already at rest still gets one fu
   const stop = startIdleCollector({ intervalMs: 100, growthBytes: 1024 * 1024 * 1024, externalGrowthBytes: 1024 * 1024 * 1024, youngRestBytes: 1024 * 1024 * 1024, cHeap: null });
   t.after(stop);
   // Quiet looks first, so that the baseline is this process at rest.
-  await new Promise((r) => setTimeout(r, 350));
+  const looks0 = idleCollectorStats.looks;
+  await waitFor(() => idleCollectorStats.looks >= looks0 + 3, { what: 'three looks', timeout: 5_000, interval: 20 });
   const runs0 = idleCollectorStats.collections;
   // ~8 MiB of strings in the old generation (they outlive young collections), then garbage.
   let keep: string[] | undefined = [];
@@ -164,7 +165,8 @@ test('a quiet server whose young generation is already at rest still gets one fu
   keep = undefined;
   await waitFor(() => idleCollectorStats.collections > runs0, { what: 'the settling collection', timeout: 5_000, interval: 50 });
   const runs1 = idleCollectorStats.collections;
-  // Once per quiet stretch.
-  await new Promise((r) => setTimeout(r, 600));
+  // Once per quiet stretch: five more quiet looks, and no second collection.
+  const looks1 = idleCollectorStats.looks;
+  await waitFor(() => idleCollectorStats.looks >= looks1 + 5, { what: 'five more looks', timeout: 5_000, interval: 20 });
   assert.equal(idleCollectorStats.collections, runs1);
 });
