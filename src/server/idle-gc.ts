@@ -43,7 +43,7 @@ export interface IdleCollectorOptions {
 }
 
 /** Collections the idle collector ran (tests: that it runs when idle, and not while busy). */
-export const idleCollectorStats = { looks: 0, collections: 0, youngReleases: 0, trims: 0, startReleases: 0 };
+export const idleCollectorStats = { looks: 0, collections: 0, youngReleases: 0, trims: 0 };
 
 /** Committed bytes of V8's young generation (new space). */
 export function youngGenerationBytes(): number {
@@ -92,21 +92,26 @@ export function exposedGc(): Gc | undefined {
 }
 
 /**
+ * The young generation shrunk to its least, whatever V8 makes of the recent allocation rate:
+ * Node's low-memory notification (./c-heap.ts). A minor collection first: V8 counts what
+ * survived since it last grew the young generation, a release leaves that count, and with it
+ * still above the new size the next collection would grow it straight back. False where the
+ * native module has no notification to call.
+ */
+function releaseByNotification(heap: CHeap | undefined, gc: Gc | undefined): boolean {
+  if (!heap?.lowMemory) return false;
+  gc?.({ type: 'minor' });
+  return heap.lowMemory();
+}
+
+/**
  * Gives back, once and at once, what starting took: V8 grows its young generation from 1 to 4
  * MiB while the bundle loads (the modules' objects survive its first young collections), and a
- * server kept it through its first clients' work, as no quiet look had come yet. A minor
- * collection first: V8 counts what survived since it last grew the young generation, a release
- * leaves that count, and the next collection would grow it again; then Node's low-memory
- * notification, which shrinks it whatever the allocation rate (./c-heap.ts). ~20-40 ms, so the
- * CLI calls it once its listener is announced. False where the native module is missing.
+ * server kept it through its first clients' work, as no quiet look had come yet. ~20-40 ms, so
+ * the CLI calls it once its listener is announced. False where the native module is missing.
  */
 export function releaseStartHeap(): boolean {
-  const heap = cHeap();
-  if (!heap?.lowMemory) return false;
-  exposedGc()?.({ type: 'minor' });
-  if (!heap.lowMemory()) return false;
-  idleCollectorStats.startReleases++;
-  return true;
+  return releaseByNotification(cHeap(), exposedGc());
 }
 
 /** Starts the idle collector; returns its stop function (a no-op when no collector is available). */
@@ -200,13 +205,10 @@ export function startIdleCollector(o: IdleCollectorOptions = {}): () => void {
     youngTried = true;
     // Quiet for three looks: the free read blocks go as well (mapped, so their pages with them).
     dropFreeBlocks();
-    if (heap?.lowMemory) {
-      // Node's low-memory notification shrinks it whatever V8 makes of the allocation rate, and
-      // its collections compact the old generation too (measured after 16 000 requests and 64
-      // processes: 53.4-53.5 MiB 5 s later, against 54.1-54.9 with the young collections below).
-      gc({ type: 'minor' });
-      heap.lowMemory();
-    } else {
+    // The notification's collections compact the old generation too (measured after 16 000
+    // requests and 64 processes: 53.4-53.5 MiB 5 s later, against 54.1-54.9 with the young
+    // collections and the full one below, what a Node without the module gets).
+    if (!releaseByNotification(heap, gc)) {
       for (let i = 0; i < YOUNG_RECORDS; i++) gc({ type: 'minor' });
       gc();
     }

@@ -178,8 +178,7 @@ export class StdioTransport extends MessageTransportBase implements MessageTrans
       this.lineTooLong();
       return;
     }
-    // Copy: the stream may reuse its buffer.
-    this.pending.push(Buffer.from(rest));
+    this.pending.push(this.keep(rest, owned));
     this.pendingBytes += rest.length;
   }
 
