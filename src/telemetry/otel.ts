@@ -6,6 +6,8 @@
 // required only for client spans (./otel-client.ts) or the http/json encoding (./otlp-json.ts).
 import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
+// Imported: Node's global `performance` is a lazy accessor, and every request's read of it ran its getter.
+import { performance } from 'node:perf_hooks';
 import { DiagLogLevel, diag, type Counter, type UpDownCounter } from '@opentelemetry/api';
 import { PrometheusExporter } from '@opentelemetry/exporter-prometheus';
 import { defaultResource, resourceFromAttributes, type Resource } from '@opentelemetry/resources';

@@ -2,6 +2,7 @@
 // latency percentiles from a log-scale histogram (fixed memory: at most one histogram per
 // protocol method + `other`, each a fixed array). The extension's "Show Request Statistics"
 // renders them per environment; as a ClientTelemetry it observes every request a client sends.
+import { performance } from 'node:perf_hooks';
 import type { CallError, ClientCall, ClientTelemetry } from './api';
 import { methodLabel } from './methods';
 

@@ -6,6 +6,8 @@
 // and times they held) were what made scavenges 2-3x longer with every request traced
 // (docs/performance.md, "Telemetry cost"). No OpenTelemetry import: the SDK's span, context,
 // sampler and processor are not used, nor loaded, on this path.
+// Imported: Node's global `performance` is a lazy accessor, and every request's read of it ran its getter.
+import { performance } from 'node:perf_hooks';
 import type { RequestId } from '../protocol/types';
 import { attributes, hexInto, stringAttribute, varintLength, WIRE_LEN, WIRE_VARINT, Writer, written, type AttrValue, type Attrs } from './proto-writer';
 import type { WireParent } from './trace-context';
