@@ -93,6 +93,63 @@ test('once the server idles, the young generation a burst grew goes back to its 
   assert.ok(took < 4_500, `given back ${Math.round(took)} ms after the burst, before V8's own 5 s`);
 });
 
+const linuxGlibc = process.platform === 'linux' && (process.report?.getReport() as { header?: { glibcVersionRuntime?: string } } | undefined)?.header?.glibcVersionRuntime !== undefined;
+
+/** Bursts of youngBurst() for at least `ms`, yielding between them (the collector's timers run), as a long stream keeps the loop busy. */
+async function busyFor(ms: number): Promise<void> {
+  const until = performance.now() + ms;
+  while (performance.now() < until) {
+    youngBurst();
+    await new Promise((r) => setImmediate(r));
+  }
+}
+
+test('after a burst that kept the loop busy for a whole look, the young generation goes back within half a second of quiet, not three looks', { skip: !linuxGlibc && 'the release needs the C heap module (glibc)' }, async (t) => {
+  // Looks of 1 s as in the CLI: on the old rules the release came three quiet looks after the
+  // burst (>= 3 s). A 1 GiB fs/writeBlock stream's young generation was still grown ~1 s after it.
+  const stop = startIdleCollector({ intervalMs: 1000, afterBurstMs: 100, idleUtilization: 0.25 });
+  t.after(stop);
+  const rest = 2 * 1024 * 1024;
+  const released0 = idleCollectorStats.afterBurstReleases;
+  // 1.6 s: some look's whole second is then at least half busy, wherever the looks fall.
+  await busyFor(1600);
+  const grown = youngGenerationBytes();
+  assert.ok(grown > 4 * rest, `the burst grew the young generation (${grown >> 20} MiB)`);
+  const quiet = performance.now();
+  await waitFor(() => youngGenerationBytes() <= rest, {
+    what: 'the young generation back at rest after the long burst',
+    timeout: 10_000,
+    interval: 20,
+    detail: () => `${grown >> 20} -> ${youngGenerationBytes() >> 20} MiB, after-burst releases ${idleCollectorStats.afterBurstReleases - released0}`,
+  });
+  const took = performance.now() - quiet;
+  assert.equal(idleCollectorStats.afterBurstReleases, released0 + 1, 'released by the watch after the burst');
+  assert.ok(took < 1500, `given back ${Math.round(took)} ms after the burst (three looks: >= 3 s)`);
+});
+
+test('a short burst keeps the old rule: no release within the first looks after it', { skip: !linuxGlibc && 'the release needs the C heap module (glibc)' }, async (t) => {
+  // As the bench's JSON stream rounds (~0.4 s of work, ~2 s apart): released between them, each
+  // round paid for growing the young generation again.
+  const stop = startIdleCollector({ intervalMs: 1000, afterBurstMs: 100, idleUtilization: 0.25 });
+  t.after(stop);
+  const released0 = idleCollectorStats.afterBurstReleases;
+  const looks0 = idleCollectorStats.looks;
+  // ~0.2 s of work, right after a look: no look's second is half busy.
+  await waitFor(() => idleCollectorStats.looks > looks0, { what: 'a look', timeout: 5_000, interval: 10 });
+  let live: object[][] = [];
+  for (let r = 0; r < 40; r++) {
+    const a: object[] = [];
+    for (let i = 0; i < 20_000; i++) a.push({ i, s: `x${i}` });
+    live.push(a);
+    if (live.length > 4) live = live.slice(1);
+  }
+  live = [];
+  assert.ok(youngGenerationBytes() > 2 * 1024 * 1024, `the burst grew the young generation (${youngGenerationBytes() >> 20} MiB)`);
+  const looks1 = idleCollectorStats.looks;
+  await waitFor(() => idleCollectorStats.looks >= looks1 + 2, { what: 'two more looks', timeout: 5_000, interval: 20 });
+  assert.equal(idleCollectorStats.afterBurstReleases, released0, 'no release by the after-burst watch');
+});
+
 for (const mib of [12, 6]) {
   test(`garbage outside the heap that would leave the idle server far above its rest is collected too (${mib} MiB of dropped 1 MiB buffers)`, async (t) => {
     // As fs/readBlock's answers leave them: buffers outside the heap, garbage once sent, nothing
