@@ -127,6 +127,31 @@ test('after a burst that kept the loop busy for a whole look, the young generati
   assert.ok(took < 1500, `given back ${Math.round(took)} ms after the burst (three looks: >= 3 s)`);
 });
 
+test('what the work still held at the after-burst release, dropped later, is collected by the looks as before', { skip: !linuxGlibc && 'the release needs the C heap module (glibc)' }, async (t) => {
+  // As fs/writeFile's last frame, held by its connection until the client closes it: dropped
+  // after the release, it stayed resident (99 MiB 5 s later, against 56) while the release's
+  // readings were the looks' baselines.
+  await settledExternal();
+  const stop = startIdleCollector({ intervalMs: 400, afterBurstMs: 50, idleUtilization: 0.25 });
+  t.after(stop);
+  const released0 = idleCollectorStats.afterBurstReleases;
+  let held: Buffer[] | undefined = [];
+  for (let i = 0; i < 24; i++) held.push(Buffer.allocUnsafeSlow(1024 * 1024).fill(i + 1));
+  await busyFor(1000);
+  await waitFor(() => idleCollectorStats.afterBurstReleases > released0, { what: 'the after-burst release', timeout: 10_000, interval: 20 });
+  assert.equal(held.length, 24);
+  held = undefined;
+  const runs0 = idleCollectorStats.collections;
+  const m = process.memoryUsage();
+  await waitFor(() => idleCollectorStats.collections > runs0, {
+    what: 'a collection of what was dropped after the release',
+    timeout: 10_000,
+    interval: 50,
+    detail: () => `external ${m.external >> 20} -> ${process.memoryUsage().external >> 20} MiB, array buffers ${m.arrayBuffers >> 20} -> ${process.memoryUsage().arrayBuffers >> 20} MiB`,
+  });
+  await waitFor(() => process.memoryUsage().arrayBuffers < m.arrayBuffers - 16 * 1024 * 1024, { what: 'the buffers freed', timeout: 5_000, interval: 20 });
+});
+
 test('a short burst keeps the old rule: no release within the first looks after it', { skip: !linuxGlibc && 'the release needs the C heap module (glibc)' }, async (t) => {
   // As the bench's JSON stream rounds (~0.4 s of work, ~2 s apart): released between them, each
   // round paid for growing the young generation again.
