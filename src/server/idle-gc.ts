@@ -13,9 +13,7 @@
 // one more quiet look, the collector runs ten young collections of the near-empty young
 // generation (each a record of almost no allocation, which pushes the burst's records out) and
 // a full one, in which V8 shrinks it (docs/performance.md, memory): once the loop has been quiet
-// for three looks, not sooner, as a burst that follows pays for growing it again; after a burst
-// that kept the loop busy for a whole look, once it has been quiet for half a second, as that
-// cost is small beside such a burst's.
+// for three looks, not sooner, as a burst that follows pays for growing it again.
 // The C heap is trimmed on every look, busy or not (./c-heap.ts: glibc otherwise keeps what V8's
 // compiler threads and large blocks freed; a trim costs 5-110 us here). Its cap on arenas is set
 // by the CLI's first module (../cli/heap-first.ts), before the threads it bounds get theirs.
@@ -42,12 +40,10 @@ export interface IdleCollectorOptions {
   youngRestBytes?: number;
   /** The C heap's controls (default: the native module's, when built; null: none). */
   cHeap?: CHeap | null;
-  /** How often the loop is watched for quiet after a long burst (ms; see AFTER_BURST_QUIET_WATCHES). */
-  afterBurstMs?: number;
 }
 
 /** Collections the idle collector ran (tests: that it runs when idle, and not while busy). */
-export const idleCollectorStats = { looks: 0, collections: 0, youngReleases: 0, afterBurstReleases: 0, trims: 0 };
+export const idleCollectorStats = { looks: 0, collections: 0, youngReleases: 0, trims: 0 };
 
 /** Committed bytes of V8's young generation (new space). */
 export function youngGenerationBytes(): number {
@@ -76,23 +72,11 @@ const YOUNG_RECORDS = 10;
  * for growing it again (promotions while it is small): released after two looks, the bench's
  * JSON stream, whose rounds come ~2 s apart, took 388 ms of server CPU a round against 327
  * without the release (one run each, load ~11). Three still give it back before the bench's
- * 5 s sample.
+ * 5 s sample. Half a second after any burst that kept the loop busy for a whole look was tried
+ * too and taken back: fs/writeBlock's RSS right after went from 1.3 to 0.95 of the reference, but
+ * the bursts that followed such releases paid for growing it again (docs/performance.md).
  */
 const RELEASE_AFTER_LOOKS = 3;
-
-/**
- * A look whose whole interval was at least this busy marks a long burst: the young generation it
- * grew goes back once the loop has been quiet for AFTER_BURST_QUIET_WATCHES watches, not three
- * looks. Growing it again costs the next burst tens of milliseconds (promotions while it is
- * small), small beside a burst that kept the loop busy for a second, not beside the bench's
- * JSON stream rounds (~0.4 s each, ~2 s apart: 388 ms of server CPU a round against 327 when
- * released between them). A 1 GiB fs/writeBlock stream grows it to 16 MiB from the survivors of
- * its requests in flight, and with three looks it was still there ~1 s after the stream
- * (docs/performance.md).
- */
-const LONG_BURST_UTILIZATION = 0.5;
-/** Quiet watches in a row (of afterBurstMs each, 250 ms by default) before that release. */
-const AFTER_BURST_QUIET_WATCHES = 2;
 
 /** The collector, or undefined when this runtime does not give one. */
 export function exposedGc(): Gc | undefined {
@@ -154,7 +138,6 @@ export function startIdleCollector(o: IdleCollectorOptions = {}): () => void {
   // again (the bench's 500 pipelined requests at half their rate, for 2–3 MiB of RSS:
   // docs/performance.md, "Memory after the work: the idle collector").
   const youngRest = o.youngRestBytes ?? 2 * 1024 * 1024;
-  const afterBurstMs = o.afterBurstMs ?? 250;
   // What the resident set and the memory outside the heap were after the last collection (or lower since).
   // `arrayBuffers` too: `external` counts the buffers a collection freed until a later one
   // finishes sweeping them (seconds, in an idle server), so a baseline read after a collection
@@ -181,41 +164,6 @@ export function startIdleCollector(o: IdleCollectorOptions = {}): () => void {
     // next round of a read stayed below it), `external` not before the next collection.
     setTimeout(() => lowerBaselines(process.memoryUsage()), SWEPT_MS).unref();
   };
-  // After a long burst: a short watch for quiet, then the release. Only with the notification,
-  // which shrinks the young generation whatever the recent allocation rate (the young collections
-  // of the fallback need a full collection a look before).
-  let watch: ReturnType<typeof setInterval> | undefined;
-  const stopWatch = () => {
-    if (watch) clearInterval(watch);
-    watch = undefined;
-  };
-  const watchAfterBurst = () => {
-    if (watch || !heap?.lowMemory) return;
-    let since = performance.eventLoopUtilization();
-    let quiet = 0;
-    watch = setInterval(() => {
-      const u = performance.eventLoopUtilization(performance.eventLoopUtilization(), since).utilization;
-      since = performance.eventLoopUtilization();
-      if (u >= idleUtilization) {
-        quiet = 0;
-        return;
-      }
-      if (++quiet < AFTER_BURST_QUIET_WATCHES) return;
-      stopWatch();
-      if (youngGenerationBytes() <= youngRest) return;
-      dropFreeBlocks();
-      if (!releaseByNotification(heap, gc)) return;
-      idleCollectorStats.youngReleases++;
-      idleCollectorStats.afterBurstReleases++;
-      // The looks' rules still run after it, with the baselines from before the burst: what the
-      // work still held half a second after it (a connection's last large frame, until the client
-      // closes it) is collected by them later, as before. Taken as this release's baselines, it
-      // was not (fs/writeFile of 1 GiB: 99 MiB 5 s later, against 56).
-      // Its collections are not the next look's work.
-      last = performance.eventLoopUtilization();
-    }, afterBurstMs);
-    watch.unref();
-  };
   const timer = setInterval(() => {
     idleCollectorStats.looks++;
     if (gc) look(gc);
@@ -230,7 +178,6 @@ export function startIdleCollector(o: IdleCollectorOptions = {}): () => void {
   const look = (gc: Gc) => {
     const utilization = performance.eventLoopUtilization(performance.eventLoopUtilization(), last).utilization;
     if (utilization >= idleUtilization) {
-      if (utilization >= LONG_BURST_UTILIZATION) watchAfterBurst();
       quietLooks = 0;
       collected = false;
       youngTried = false;
@@ -271,8 +218,5 @@ export function startIdleCollector(o: IdleCollectorOptions = {}): () => void {
     baseline = Math.min(baseline, process.memoryUsage.rss());
   };
   timer.unref();
-  return () => {
-    clearInterval(timer);
-    stopWatch();
-  };
+  return () => clearInterval(timer);
 }
