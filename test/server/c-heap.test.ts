@@ -5,10 +5,8 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
-import v8 from 'node:v8';
-import vm from 'node:vm';
 import { cHeap } from '../../src/server/c-heap';
-import { idleCollectorStats, startIdleCollector } from '../../src/server/idle-gc';
+import { exposedGc, idleCollectorStats, startIdleCollector, youngGenerationBytes } from '../../src/server/idle-gc';
 import { waitFor } from '../support/wait';
 
 const linuxGlibc = process.platform === 'linux' && (process.report?.getReport() as { header?: { glibcVersionRuntime?: string } } | undefined)?.header?.glibcVersionRuntime !== undefined;
@@ -26,8 +24,8 @@ test('npm run build gives a Linux glibc machine the C heap module, and it loads'
 });
 
 test('memory freed in the middle of the C heap goes back at the idle collector\'s next look', { skip: !linuxGlibc && 'glibc only' }, async (t) => {
-  v8.setFlagsFromString('--expose-gc');
-  const gc = vm.runInNewContext('gc') as () => void;
+  const gc = exposedGc();
+  assert.ok(gc, 'a collector');
   // 48 MiB of 16 KiB buffers from malloc (below glibc's mmap threshold: inside its heap), one in
   // 64 kept: the heap's top stays in use, so freeing the rest returns nothing without a trim.
   const blocks: (Buffer | undefined)[] = [];
@@ -49,14 +47,13 @@ test('memory freed in the middle of the C heap goes back at the idle collector\'
 test('lowMemory() shrinks a young generation a burst grew to its least, at once (the CLI\'s release at start)', { skip: !linuxGlibc && 'glibc only' }, () => {
   const heap = cHeap();
   assert.ok(heap?.lowMemory, 'the module has lowMemory');
-  const young = () => v8.getHeapSpaceStatistics().find((s) => s.space_name === 'new_space')!.space_size;
   // Objects that survive young collections grow the young generation (V8 counts what survives).
   let keep: object[] = [];
   for (let i = 0; i < 400_000; i++) keep.push({ i, s: `x${i}` });
-  const grown = young();
+  const grown = youngGenerationBytes();
   assert.ok(grown >= 8 * 1024 * 1024, `grown to ${grown >> 20} MiB`);
   keep = [];
   assert.equal(keep.length, 0);
   assert.equal(heap.lowMemory(), true);
-  assert.ok(young() <= 1024 * 1024, `after lowMemory: ${young() / (1024 * 1024)} MiB (was ${grown >> 20})`);
+  assert.ok(youngGenerationBytes() <= 1024 * 1024, `after lowMemory: ${youngGenerationBytes() / (1024 * 1024)} MiB (was ${grown >> 20})`);
 });

@@ -1,7 +1,7 @@
 // The hooks' clock: a request's start and end readings go straight to perf_hooks' `performance`.
 // Node's global `performance` is a lazy accessor on globalThis whose getter ran on every reading
 // (V8's global load handler and the getter were the largest single item in a perf profile of a
-// 1 % server against an "off" one: docs/performance.md, "Three more measurements").
+// 1 % server against an "off" one: docs/performance.md, "Four more measurements").
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { telemetryConfig } from '../../src/telemetry/config';
