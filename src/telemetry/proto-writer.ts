@@ -31,21 +31,6 @@ const ORIGIN_MS = performance.timeOrigin;
 const ORIGIN_S = Math.trunc(ORIGIN_MS / 1000);
 const ORIGIN_NS = Math.round((ORIGIN_MS - ORIGIN_S * 1000) * 1e6);
 
-/** The second last written by timeMs and the two 32-bit words of s * 1e9 (exact, as Writer.time splits them). */
-let secondS = -1;
-let secondLo = 0;
-let secondHi = 0;
-function secondWords(s: number): void {
-  const lo = (s % 0x10000) * 1e9;
-  const hi = Math.floor(s / 0x10000) * 1e9;
-  const hiLow16 = hi % 0x10000;
-  const hiHigh = (hi - hiLow16) / 0x10000;
-  const low = hiLow16 * 0x10000 + lo;
-  secondLo = low % 0x1_0000_0000;
-  secondHi = hiHigh + (low - secondLo) / 0x1_0000_0000;
-  secondS = s;
-}
-
 /** A growable protobuf writer; length-delimited fields reserve one length byte and shift when longer. */
 export class Writer {
   buf: Buffer;
@@ -167,25 +152,24 @@ export class Writer {
   }
   /**
    * The absolute time of a performance.now() reading, as the SDK's span would have it (origin
-   * plus offset, each as [seconds, nanoseconds], the nanoseconds rounded): the words of its
-   * second, s * 1e9, are worked out once per second (a span's two times, and most spans of a
-   * second, share them) and its nanoseconds added to them.
+   * plus offset, each as [seconds, nanoseconds], the nanoseconds rounded), as time() writes it.
+   * Without a branch on the value: a carry that first happened in optimized code (a second's
+   * boundary, a 32-bit word's) met an operation without type feedback and threw away the
+   * optimized code of the span writer it is inlined into, which was then compiled again
+   * (docs/performance.md, "Telemetry cost").
    */
   timeMs(field: number, nowMs: number): void {
     const nowS = Math.trunc(nowMs / 1000);
-    let s = ORIGIN_S + nowS;
-    let ns = ORIGIN_NS + Math.round((nowMs - nowS * 1000) * 1e6);
-    if (ns >= 1e9) {
-      s++;
-      ns -= 1e9;
-    }
-    if (s !== secondS) secondWords(s);
-    let lo = secondLo + ns;
-    let hi = secondHi;
-    if (lo >= 0x1_0000_0000) {
-      lo -= 0x1_0000_0000;
-      hi++;
-    }
+    const ns0 = ORIGIN_NS + Math.round((nowMs - nowS * 1000) * 1e6);
+    const carry = ns0 >= 1e9 ? 1 : 0;
+    const s = ORIGIN_S + nowS + carry;
+    const ns = ns0 - carry * 1e9;
+    // s * 1e9 + ns in 32-bit words with exact integer arithmetic, as time() splits it.
+    const hi = Math.floor(s / 0x10000) * 1e9;
+    const hiLow16 = hi % 0x10000;
+    const low = hiLow16 * 0x10000 + (s % 0x10000) * 1e9 + ns;
+    const lo = low % 0x1_0000_0000;
+    const hiWord = (hi - hiLow16) / 0x10000 + (low - lo) / 0x1_0000_0000;
     this.tag(field, WIRE_I64);
     this.ensure(8);
     const b = this.buf;
@@ -194,10 +178,10 @@ export class Writer {
     b[p + 1] = (lo >>> 8) & 0xff;
     b[p + 2] = (lo >>> 16) & 0xff;
     b[p + 3] = lo >>> 24;
-    b[p + 4] = hi & 0xff;
-    b[p + 5] = (hi >>> 8) & 0xff;
-    b[p + 6] = (hi >>> 16) & 0xff;
-    b[p + 7] = hi >>> 24;
+    b[p + 4] = hiWord & 0xff;
+    b[p + 5] = (hiWord >>> 8) & 0xff;
+    b[p + 6] = (hiWord >>> 16) & 0xff;
+    b[p + 7] = hiWord >>> 24;
     this.pos = p + 8;
   }
   double(field: number, v: number): void {

@@ -31,7 +31,14 @@ const FLAGS_IS_REMOTE = 0x200;
 
 /** A span's ids in its pool slot: trace id at 0, span id at 16, parent span id at 24. */
 const SLOT = 32;
-const POOL_BYTES = 64 * 1024;
+const POOL_WORDS = (64 * 1024) / 4;
+/**
+ * The first pool's slots, an eighth of a full pool's: its replacement runs while the span code is still
+ * interpreted and records its type feedback. Met first by optimized code, the replacement's
+ * operations had none and threw the span constructor's optimized code away (docs/performance.md,
+ * "Telemetry cost").
+ */
+const FIRST_POOL_WORDS = (256 * SLOT) / 4;
 
 /**
  * Slots for span ids in shared 64 KiB buffers. A full buffer is replaced, never rewritten, since
@@ -46,7 +53,7 @@ class IdPool {
   /** The byte offset of a fresh slot in `buf` (read `buf` and `words` after this call). */
   slot(): number {
     if (this.at + SLOT > this.buf.length) {
-      this.words = new Uint32Array(POOL_BYTES / 4);
+      this.words = new Uint32Array(this.buf.length === 0 ? FIRST_POOL_WORDS : POOL_WORDS);
       this.buf = Buffer.from(this.words.buffer);
       this.at = 0;
     }
@@ -391,6 +398,9 @@ export function batchOptions(env: NodeJS.ProcessEnv = process.env): BatchOptions
  */
 const EXPORTS_IN_FLIGHT = 8;
 
+/** Bytes reserved per span in a new batch buffer (a request span is ~170; longer ones may grow it). */
+const BATCH_BYTES_PER_SPAN = 256;
+
 /** One batch being filled or waiting: spans written after room for the request's header. */
 interface Batch {
   w: Writer;
@@ -408,6 +418,12 @@ export class SpanBatcher implements SpanSink {
   private readonly scope: Buffer;
   /** Bytes reserved before the spans for the request's header (its lengths take at most 5 bytes each). */
   private readonly headerRoom: number;
+  /**
+   * A new batch buffer's size: room for a full batch of request spans (~170 bytes each), so it
+   * does not grow while being filled. Its growth, first met by the optimized span writer, threw
+   * that code away (docs/performance.md, "Telemetry cost").
+   */
+  private readonly batchBytes: number;
   private current: Batch;
   private readonly full: Batch[] = [];
   private readonly free: Writer[] = [];
@@ -443,11 +459,12 @@ export class SpanBatcher implements SpanSink {
     s.end(sc);
     this.scope = written(s);
     this.headerRoom = 1 + 5 + this.resource.length + 1 + 5 + this.scope.length;
+    this.batchBytes = Math.max(64 * 1024, this.headerRoom + opts.maxBatch * BATCH_BYTES_PER_SPAN);
     this.current = this.batch();
   }
 
   private batch(): Batch {
-    const w = this.free.pop() ?? new Writer();
+    const w = this.free.pop() ?? new Writer(this.batchBytes);
     w.pos = this.headerRoom;
     return { w, spans: 0 };
   }
