@@ -133,26 +133,10 @@ export class Writer {
     this.buf.writeUInt32LE(v >>> 0, this.pos);
     this.pos += 4;
   }
-  /** Nanoseconds since the epoch from [seconds, nanoseconds], as a fixed64 (exact: 16-bit halves of the seconds). */
-  time(field: number, s: number, ns: number): void {
-    this.tag(field, WIRE_I64);
-    this.ensure(8);
-    // s * 1e9 + ns = hi16 * 1e9 * 2^16 + lo16 * 1e9 + ns; each product < 2^53.
-    const lo = (s % 0x10000) * 1e9 + ns;
-    const hi = Math.floor(s / 0x10000) * 1e9;
-    // value = hi * 2^16 + lo: split into 32-bit words with exact integer arithmetic.
-    const hiLow16 = hi % 0x10000;
-    const hiHigh = (hi - hiLow16) / 0x10000;
-    const low = hiLow16 * 0x10000 + lo;
-    const lowWord = low % 0x1_0000_0000;
-    const highWord = hiHigh + (low - lowWord) / 0x1_0000_0000;
-    this.buf.writeUInt32LE(lowWord, this.pos);
-    this.buf.writeUInt32LE(highWord >>> 0, this.pos + 4);
-    this.pos += 8;
-  }
   /**
    * The absolute time of a performance.now() reading, as the SDK's span would have it (origin
-   * plus offset, each as [seconds, nanoseconds], the nanoseconds rounded), as time() writes it.
+   * plus offset, each as [seconds, nanoseconds], the nanoseconds rounded), as nanoseconds since
+   * the epoch in a fixed64.
    * Without a branch on the value: a carry that first happened in optimized code (a second's
    * boundary, a 32-bit word's) met an operation without type feedback and threw away the
    * optimized code of the span writer it is inlined into, which was then compiled again
@@ -164,7 +148,8 @@ export class Writer {
     const carry = ns0 >= 1e9 ? 1 : 0;
     const s = ORIGIN_S + nowS + carry;
     const ns = ns0 - carry * 1e9;
-    // s * 1e9 + ns in 32-bit words with exact integer arithmetic, as time() splits it.
+    // s * 1e9 + ns in 32-bit words with exact integer arithmetic: hi16 * 1e9 * 2^16 + lo16 * 1e9 + ns,
+    // each product below 2^53.
     const hi = Math.floor(s / 0x10000) * 1e9;
     const hiLow16 = hi % 0x10000;
     const low = hiLow16 * 0x10000 + (s % 0x10000) * 1e9 + ns;
