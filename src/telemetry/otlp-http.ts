@@ -10,6 +10,7 @@
 // export delegate (concurrency limit, timeout, partial-success logging) and the same retry
 // policy (RetryingTransport's, below: not exported by the package). Only plain http: URLs without
 // compression come here; https or gzip keep the SDK's transport (./otlp-proto.ts).
+import { writevSync } from 'node:fs';
 import { validateHeaderName, validateHeaderValue } from 'node:http';
 import * as net from 'node:net';
 import { OTLPExporterError, type ExportResponse, type IExporterTransport } from '@opentelemetry/otlp-exporter-base';
@@ -249,14 +250,50 @@ class Connection {
       this.exchange = x;
       this.socket.ref();
       this.socket.setTimeout(timeoutMs);
-      // Corked: head and body leave in one writev, as the server's own frames do.
-      this.socket.cork();
-      this.socket.write(head);
-      this.socket.write(body, () => {
-        x.written = true;
-      });
-      this.socket.uncork();
+      // A new connection's request waits for the connect rather than queueing in the stream
+      // (an error before it fails the exchange through the socket's 'error').
+      if (this.socket.connecting) this.socket.once('connect', () => this.write(x, head, body));
+      else this.write(x, head, body);
     });
+  }
+
+  private write(x: Exchange, head: Buffer, body: Uint8Array): void {
+    if (this.exchange !== x) return; // failed meanwhile
+    const sent = this.writeDirect(head, body);
+    if (sent === head.length + body.length) {
+      x.written = true;
+      return;
+    }
+    // The rest through the stream. Corked: head and body leave in one writev, as the server's
+    // own frames do.
+    const socket = this.socket;
+    socket.cork();
+    if (sent < head.length) socket.write(sent === 0 ? head : head.subarray(sent));
+    socket.write(sent <= head.length ? body : body.subarray(sent - head.length), () => {
+      x.written = true;
+    });
+    socket.uncork();
+  }
+
+  /**
+   * Writes what the socket takes at once straight to its descriptor, as libuv's own first try
+   * does, so a request on a connected keep-alive socket never runs Node's stream code (its
+   * Writable.write and writev, compiled for the server's accepted sockets, were deoptimized by
+   * this socket's other shape: docs/performance.md "Telemetry cost"). Returns the bytes written:
+   * 0 with anything queued in the stream, where the descriptor is not known, when the socket
+   * takes nothing now (EAGAIN) or on an error, which the stream's own write then meets and
+   * reports as before.
+   */
+  private writeDirect(head: Buffer, body: Uint8Array): number {
+    const socket = this.socket;
+    if (socket.writableLength !== 0 || socket.destroyed) return 0;
+    const fd = (socket as unknown as { _handle?: { fd?: unknown } })._handle?.fd;
+    if (typeof fd !== 'number' || fd < 0) return 0;
+    try {
+      return writevSync(fd, [head, body]);
+    } catch {
+      return 0;
+    }
   }
 
   /** Waits for requests: no timeout, and it does not keep the process alive (as Node's agent keeps its free sockets). */

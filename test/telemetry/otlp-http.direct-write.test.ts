@@ -1,0 +1,121 @@
+// Our OTLP transport (src/telemetry/otlp-http.ts) writes a request straight to its socket's
+// descriptor, not through Node's stream code: that code (Writable.write, cork, writev) is
+// optimized for the server's accepted sockets, and the transport's socket, of another shape,
+// deoptimized it in every server with traces on ("wrong map", docs/performance.md "Telemetry
+// cost"). What the socket does not take at once still goes through the stream, intact.
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import * as net from 'node:net';
+import { test } from 'node:test';
+import { rawHttpTransport } from '../../src/telemetry/otlp-http';
+
+/** A collector answering every request with 200 and no body; it keeps the bodies and can hold its reads. */
+async function collector(): Promise<{ port: number; bodies: Buffer[]; sockets: net.Socket[]; close(): Promise<void> }> {
+  const bodies: Buffer[] = [];
+  const sockets: net.Socket[] = [];
+  const server = net.createServer((s) => {
+    sockets.push(s);
+    s.on('error', () => {});
+    const parts: Buffer[] = [];
+    let have = 0;
+    let need = -1; // head + body bytes of the request being read, once its head is in
+    s.on('data', (d) => {
+      parts.push(d);
+      have += d.length;
+      if (need >= 0 && have < need) return;
+      for (;;) {
+        let acc = parts.length === 1 ? parts[0] : Buffer.concat(parts);
+        if (need < 0) {
+          const end = acc.indexOf('\r\n\r\n');
+          if (end < 0) break;
+          need = end + 4 + Number(/content-length: (\d+)/i.exec(acc.toString('latin1', 0, end))![1]);
+        }
+        if (have < need) break;
+        bodies.push(Buffer.from(acc.subarray(acc.indexOf('\r\n\r\n') + 4, need)));
+        acc = acc.subarray(need);
+        parts.length = 0;
+        if (acc.length > 0) parts.push(acc);
+        have = acc.length;
+        need = -1;
+        s.write('HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n');
+      }
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return {
+    port: (server.address() as net.AddressInfo).port,
+    bodies,
+    sockets,
+    close: () => {
+      for (const s of sockets) s.destroy();
+      return new Promise((r) => server.close(() => r()));
+    },
+  };
+}
+
+test('each request goes straight to the socket: its stream write is never called when the socket takes it all', async () => {
+  const c = await collector();
+  const transport = rawHttpTransport({ url: `http://127.0.0.1:${c.port}/v1/traces`, headers: async () => ({}) });
+  // A socket's write is the stream's (Duplex.prototype.write): shadowed on net.Socket's prototype
+  // for the test, it sees every socket write of this process.
+  const streamWrites: net.Socket[] = [];
+  const own = Object.getOwnPropertyDescriptor(net.Socket.prototype, 'write');
+  const write = net.Socket.prototype.write;
+  net.Socket.prototype.write = function (this: net.Socket, ...args: unknown[]) {
+    if (this.remotePort === c.port) streamWrites.push(this);
+    return (write as (...a: unknown[]) => boolean).apply(this, args);
+  };
+  try {
+    const body = Buffer.alloc(20_000, 7);
+    // The first on a new connection (it waits for the connect), the rest on the same one.
+    for (let i = 0; i < 5; i++) assert.equal((await transport.send(body, 10_000)).status, 'success');
+  } finally {
+    if (own) Object.defineProperty(net.Socket.prototype, 'write', own);
+    else delete (net.Socket.prototype as { write?: unknown }).write;
+    transport.shutdown();
+    await c.close();
+  }
+  assert.equal(c.sockets.length, 1, 'one keep-alive connection');
+  assert.equal(c.bodies.length, 5);
+  for (const b of c.bodies) assert.ok(b.equals(Buffer.alloc(20_000, 7)));
+  assert.equal(streamWrites.length, 0, 'the transport wrote through its socket\'s stream');
+});
+
+test('a request the socket does not take at once goes out whole through the stream: head and body intact, in order', async () => {
+  // The collector reads nothing for a while: the kernel's buffers fill, the direct write takes
+  // only part of a 24 MiB request, and the rest waits in the stream.
+  const c = await collector();
+  const transport = rawHttpTransport({ url: `http://127.0.0.1:${c.port}/v1/traces`, headers: async () => ({}) });
+  const direct: number[] = [];
+  const writevSync = fs.writevSync;
+  fs.writevSync = (...args: Parameters<typeof fs.writevSync>) => {
+    const n = writevSync(...args);
+    direct.push(n);
+    return n;
+  };
+  try {
+    const small = Buffer.from('first, on a new connection');
+    assert.equal((await transport.send(small, 30_000)).status, 'success');
+    const held = c.sockets[0];
+    held.pause();
+    const big = Buffer.alloc(24 * 1024 * 1024);
+    for (let i = 0; i < big.length; i += 4) big.writeUInt32LE(i, i);
+    const second = transport.send(big, 30_000);
+    await new Promise((r) => setTimeout(r, 300));
+    held.resume();
+    assert.equal((await second).status, 'success');
+    const third = Buffer.from('third, after the stream drained');
+    assert.equal((await transport.send(third, 30_000)).status, 'success');
+    assert.equal(c.bodies.length, 3);
+    assert.ok(c.bodies[0].equals(small));
+    assert.ok(c.bodies[1].equals(big), 'the 24 MiB body arrived byte for byte');
+    assert.ok(c.bodies[2].equals(third));
+    // The big one went partly straight to the socket, partly through the stream.
+    assert.equal(direct.length, 3);
+    assert.ok(direct[1] > 0 && direct[1] < big.length, `direct write of the big request: ${direct[1]} bytes`);
+  } finally {
+    fs.writevSync = writevSync;
+    transport.shutdown();
+    await c.close();
+  }
+});
