@@ -3,9 +3,10 @@
 // (chunked), and that stream code is the server's own: the first export deoptimized
 // Writable.write, writeOrBuffer, clearBuffer and writevGeneric, which the server's websocket
 // writes then ran with the client's types too (`--trace-deopt`, docs/performance.md "Telemetry
-// cost"). Here a request is written as the server writes its frames (corked Buffers, one
-// writev) and the response is read as the server reads (net's `onread` into a buffer of our own),
-// so no other stream code runs in the server's thread. Everything around the send is the SDK's:
+// cost"). Here a request is written with one writev straight to the socket's descriptor (the
+// stream only takes what the socket does not take at once: even the server's own stream code,
+// met with this socket's shape, was deoptimized) and the response is read as the server reads
+// (net's `onread` into a buffer of our own). Everything around the send is the SDK's:
 // the configuration (endpoint, OTEL_EXPORTER_OTLP_* headers, timeout) from its converter, the
 // export delegate (concurrency limit, timeout, partial-success logging) and the same retry
 // policy (RetryingTransport's, below: not exported by the package). Only plain http: URLs without
