@@ -1,9 +1,11 @@
 // Shared helpers of the telemetry tests: a real OTLP/HTTP receiver (a small HTTP server that
-// decodes both http/json and http/protobuf trace exports into one span shape), a raw websocket
-// JSON-RPC client (to put exact `trace` members on the wire), and the built CLI.
+// decodes both http/json and http/protobuf trace exports into one span shape), a scripted
+// collector on raw sockets (for the exporters' HTTP transports), a raw websocket JSON-RPC client
+// (to put exact `trace` members on the wire), and the built CLI.
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import * as http from 'node:http';
+import * as net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import * as path from 'node:path';
 import WebSocket from 'ws';
@@ -231,6 +233,111 @@ export async function startReceiver(): Promise<OtlpReceiver> {
 }
 
 // ------------------------------------------------------------------ raw JSON-RPC over a websocket
+
+/** One request as a raw collector read it. */
+export interface Seen {
+  method: string;
+  path: string;
+  headers: Record<string, string>;
+  body: Buffer;
+  connection: number;
+}
+
+/** What a raw collector does with its n-th request: answers with these bytes, hangs up, or says nothing. */
+export type Answer = (req: Seen, n: number) => string | 'hang-up' | 'silence';
+
+export interface RawCollector {
+  url: string;
+  seen: Seen[];
+  connections: () => number;
+  /** The accepted sockets, in order (a test may pause one: the collector then reads nothing). */
+  sockets: net.Socket[];
+  close(): Promise<void>;
+}
+
+/**
+ * A collector on a raw socket: reads each request (Content-Length or chunked) and answers as
+ * scripted. A request's bytes are joined once they are all in, so a large body costs one copy.
+ */
+export async function rawCollector(answer: Answer): Promise<RawCollector> {
+  const seen: Seen[] = [];
+  let connections = 0;
+  const sockets: net.Socket[] = [];
+  const server = net.createServer((s) => {
+    const connection = ++connections;
+    sockets.push(s);
+    s.on('error', () => {});
+    const parts: Buffer[] = [];
+    let have = 0;
+    // Head and body bytes of the request being read, once its head says (Content-Length).
+    let need = -1;
+    s.on('data', (d: Buffer) => {
+      parts.push(d);
+      have += d.length;
+      if (need >= 0 && have < need) return;
+      let acc = parts.length === 1 ? parts[0] : Buffer.concat(parts);
+      parts.length = 0;
+      for (;;) {
+        const end = acc.indexOf('\r\n\r\n');
+        if (end < 0) break;
+        const lines = acc.toString('latin1', 0, end).split('\r\n');
+        const headers: Record<string, string> = {};
+        for (const l of lines.slice(1)) headers[l.slice(0, l.indexOf(':')).toLowerCase()] = l.slice(l.indexOf(':') + 1).trim();
+        let rest = acc.subarray(end + 4);
+        let body: Buffer;
+        if (headers['content-length'] !== undefined) {
+          const n = Number(headers['content-length']);
+          need = end + 4 + n;
+          if (rest.length < n) break;
+          body = Buffer.from(rest.subarray(0, n));
+          rest = rest.subarray(n);
+        } else {
+          // chunked (Node's http client piping a Readable)
+          const chunks: Buffer[] = [];
+          let r = rest;
+          let complete = false;
+          for (;;) {
+            const eol = r.indexOf('\r\n');
+            if (eol < 0) break;
+            const size = parseInt(r.toString('latin1', 0, eol), 16);
+            if (r.length < eol + 2 + size + 2) break;
+            chunks.push(r.subarray(eol + 2, eol + 2 + size));
+            r = r.subarray(eol + 2 + size + 2);
+            if (size === 0) {
+              complete = true;
+              break;
+            }
+          }
+          if (!complete) break;
+          body = Buffer.concat(chunks);
+          rest = r;
+        }
+        acc = rest;
+        need = -1;
+        const [method, path] = lines[0].split(' ');
+        const req = { method, path, headers, body, connection };
+        seen.push(req);
+        const a = answer(req, seen.length);
+        if (a === 'hang-up') s.destroy();
+        else if (a !== 'silence') s.write(a);
+      }
+      if (acc.length > 0) parts.push(acc);
+      have = acc.length;
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const port = (server.address() as AddressInfo).port;
+  return {
+    url: `http://127.0.0.1:${port}/v1/traces`,
+    seen,
+    connections: () => connections,
+    sockets,
+    close: () => {
+      for (const s of sockets) s.destroy();
+      return new Promise((r) => server.close(() => r()));
+    },
+  };
+}
 
 export interface RawClient {
   ws: WebSocket;

@@ -8,61 +8,22 @@ import fs from 'node:fs';
 import * as net from 'node:net';
 import { test } from 'node:test';
 import { rawHttpTransport } from '../../src/telemetry/otlp-http';
+import { rawCollector } from '../support/telemetry';
+import { waitFor } from '../support/wait';
 
-/** A collector answering every request with 200 and no body; it keeps the bodies and can hold its reads. */
-async function collector(): Promise<{ port: number; bodies: Buffer[]; sockets: net.Socket[]; close(): Promise<void> }> {
-  const bodies: Buffer[] = [];
-  const sockets: net.Socket[] = [];
-  const server = net.createServer((s) => {
-    sockets.push(s);
-    s.on('error', () => {});
-    const parts: Buffer[] = [];
-    let have = 0;
-    let need = -1; // head + body bytes of the request being read, once its head is in
-    s.on('data', (d) => {
-      parts.push(d);
-      have += d.length;
-      if (need >= 0 && have < need) return;
-      for (;;) {
-        let acc = parts.length === 1 ? parts[0] : Buffer.concat(parts);
-        if (need < 0) {
-          const end = acc.indexOf('\r\n\r\n');
-          if (end < 0) break;
-          need = end + 4 + Number(/content-length: (\d+)/i.exec(acc.toString('latin1', 0, end))![1]);
-        }
-        if (have < need) break;
-        bodies.push(Buffer.from(acc.subarray(acc.indexOf('\r\n\r\n') + 4, need)));
-        acc = acc.subarray(need);
-        parts.length = 0;
-        if (acc.length > 0) parts.push(acc);
-        have = acc.length;
-        need = -1;
-        s.write('HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n');
-      }
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return {
-    port: (server.address() as net.AddressInfo).port,
-    bodies,
-    sockets,
-    close: () => {
-      for (const s of sockets) s.destroy();
-      return new Promise((r) => server.close(() => r()));
-    },
-  };
-}
+const OK = 'HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n';
 
 test('each request goes straight to the socket: its stream write is never called when the socket takes it all', async () => {
-  const c = await collector();
-  const transport = rawHttpTransport({ url: `http://127.0.0.1:${c.port}/v1/traces`, headers: async () => ({}) });
+  const c = await rawCollector(() => OK);
+  const port = Number(new URL(c.url).port);
+  const transport = rawHttpTransport({ url: c.url, headers: async () => ({}) });
   // A socket's write is the stream's (Duplex.prototype.write): shadowed on net.Socket's prototype
   // for the test, it sees every socket write of this process.
   const streamWrites: net.Socket[] = [];
   const own = Object.getOwnPropertyDescriptor(net.Socket.prototype, 'write');
   const write = net.Socket.prototype.write;
   net.Socket.prototype.write = function (this: net.Socket, ...args: unknown[]) {
-    if (this.remotePort === c.port) streamWrites.push(this);
+    if (this.remotePort === port) streamWrites.push(this);
     return (write as (...a: unknown[]) => boolean).apply(this, args);
   };
   try {
@@ -76,16 +37,17 @@ test('each request goes straight to the socket: its stream write is never called
     await c.close();
   }
   assert.equal(c.sockets.length, 1, 'one keep-alive connection');
-  assert.equal(c.bodies.length, 5);
-  for (const b of c.bodies) assert.ok(b.equals(Buffer.alloc(20_000, 7)));
+  assert.equal(c.seen.length, 5);
+  for (const r of c.seen) assert.ok(r.body.equals(Buffer.alloc(20_000, 7)));
   assert.equal(streamWrites.length, 0, 'the transport wrote through its socket\'s stream');
 });
 
 test('a request the socket does not take at once goes out whole through the stream: head and body intact, in order', async () => {
   // The collector reads nothing for a while: the kernel's buffers fill, the direct write takes
   // only part of a 24 MiB request, and the rest waits in the stream.
-  const c = await collector();
-  const transport = rawHttpTransport({ url: `http://127.0.0.1:${c.port}/v1/traces`, headers: async () => ({}) });
+  const c = await rawCollector(() => OK);
+  const port = Number(new URL(c.url).port);
+  const transport = rawHttpTransport({ url: c.url, headers: async () => ({}) });
   const direct: number[] = [];
   const writevSync = fs.writevSync;
   fs.writevSync = (...args: Parameters<typeof fs.writevSync>) => {
@@ -103,15 +65,15 @@ test('a request the socket does not take at once goes out whole through the stre
     const second = transport.send(big, 30_000);
     // Its direct write has happened (and taken what the kernel's buffers had room for) before the
     // collector reads again.
-    for (const until = Date.now() + 10_000; direct.length < 2 && Date.now() < until; ) await new Promise(setImmediate);
+    await waitFor(() => direct.length >= 2, { timeout: 10_000, what: 'the direct write of the big request' });
     held.resume();
     assert.equal((await second).status, 'success');
     const third = Buffer.from('third, after the stream drained');
     assert.equal((await transport.send(third, 30_000)).status, 'success');
-    assert.equal(c.bodies.length, 3);
-    assert.ok(c.bodies[0].equals(small));
-    assert.ok(c.bodies[1].equals(big), 'the 24 MiB body arrived byte for byte');
-    assert.ok(c.bodies[2].equals(third));
+    assert.equal(c.seen.length, 3);
+    assert.ok(c.seen[0].body.equals(small));
+    assert.ok(c.seen[1].body.equals(big), 'the 24 MiB body arrived byte for byte');
+    assert.ok(c.seen[2].body.equals(third));
     // The big one went partly straight to the socket, partly through the stream.
     assert.equal(direct.length, 3);
     assert.ok(direct[1] > 0 && direct[1] < big.length, `direct write of the big request: ${direct[1]} bytes`);

@@ -5,88 +5,13 @@
 // collector that never answers (the OTLP timeout), one that hangs up, one that is not there, and
 // send the same request (path, body bytes, Content-Type, User-Agent, OTEL_EXPORTER_OTLP_HEADERS).
 import assert from 'node:assert/strict';
-import * as net from 'node:net';
 import { test } from 'node:test';
 import { OTLPExporterBase } from '@opentelemetry/otlp-exporter-base';
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const { convertLegacyHttpOptions, createOtlpHttpExportDelegate } = require('@opentelemetry/otlp-exporter-base/node-http') as typeof import('@opentelemetry/otlp-exporter-base/build/src/index-node-http');
 import { protoBatchExporter } from '../../src/telemetry/otlp-proto';
 import type { BatchExporter } from '../../src/telemetry/server-spans';
-
-interface Seen {
-  method: string;
-  path: string;
-  headers: Record<string, string>;
-  body: Buffer;
-  connection: number;
-}
-
-type Answer = (req: Seen, n: number) => string | 'hang-up' | 'silence';
-
-/** A collector on a raw socket: reads each request (Content-Length or chunked) and answers as scripted. */
-async function collector(answer: Answer): Promise<{ url: string; seen: Seen[]; connections: () => number; close(): Promise<void> }> {
-  const seen: Seen[] = [];
-  let connections = 0;
-  const sockets = new Set<net.Socket>();
-  const server = net.createServer((s) => {
-    const connection = ++connections;
-    sockets.add(s);
-    s.on('close', () => sockets.delete(s));
-    s.on('error', () => {});
-    let acc = Buffer.alloc(0);
-    s.on('data', (d) => {
-      acc = Buffer.concat([acc, d]);
-      for (;;) {
-        const end = acc.indexOf('\r\n\r\n');
-        if (end < 0) return;
-        const lines = acc.toString('latin1', 0, end).split('\r\n');
-        const headers: Record<string, string> = {};
-        for (const l of lines.slice(1)) headers[l.slice(0, l.indexOf(':')).toLowerCase()] = l.slice(l.indexOf(':') + 1).trim();
-        let rest = acc.subarray(end + 4);
-        let body: Buffer;
-        if (headers['content-length'] !== undefined) {
-          const n = Number(headers['content-length']);
-          if (rest.length < n) return;
-          body = rest.subarray(0, n);
-          rest = rest.subarray(n);
-        } else {
-          // chunked (Node's http client piping a Readable)
-          const parts: Buffer[] = [];
-          let r = rest;
-          for (;;) {
-            const eol = r.indexOf('\r\n');
-            if (eol < 0) return;
-            const size = parseInt(r.toString('latin1', 0, eol), 16);
-            if (r.length < eol + 2 + size + 2) return;
-            parts.push(r.subarray(eol + 2, eol + 2 + size));
-            r = r.subarray(eol + 2 + size + 2);
-            if (size === 0) break;
-          }
-          body = Buffer.concat(parts);
-          rest = r;
-        }
-        acc = rest;
-        const [method, path] = lines[0].split(' ');
-        const req = { method, path, headers, body, connection };
-        seen.push(req);
-        const a = answer(req, seen.length);
-        if (a === 'hang-up') s.destroy();
-        else if (a !== 'silence') s.write(a);
-      }
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const port = (server.address() as net.AddressInfo).port;
-  return {
-    url: `http://127.0.0.1:${port}/v1/traces`,
-    seen,
-    connections: () => connections,
-    close: () => {
-      for (const s of sockets) s.destroy();
-      return new Promise((r) => server.close(() => r()));
-    },
-  };
-}
+import { rawCollector as collector, type Answer, type Seen } from '../support/telemetry';
 
 /** The SDK's own path, as protoBatchExporter was before: its node transport with a pass-through serializer. */
 function sdkExporter(url: string): BatchExporter {
