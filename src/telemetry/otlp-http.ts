@@ -269,8 +269,8 @@ class Connection {
     // own frames do.
     const socket = this.socket;
     socket.cork();
-    if (sent < head.length) socket.write(sent === 0 ? head : head.subarray(sent));
-    socket.write(sent <= head.length ? body : body.subarray(sent - head.length), () => {
+    if (sent < head.length) socket.write(head.subarray(sent));
+    socket.write(body.subarray(Math.max(0, sent - head.length)), () => {
       x.written = true;
     });
     socket.uncork();
