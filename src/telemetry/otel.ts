@@ -21,6 +21,7 @@ import type * as OtelClient from './otel-client';
 import type * as OtlpJson from './otlp-json';
 import { protoBatchExporter } from './otlp-proto';
 import { RequestMeter } from './request-meter';
+import { StartTimes } from './start-times';
 import { KIND_INTERNAL, KIND_SERVER, STATUS_ERROR, ServerSpan, SpanBatcher } from './server-spans';
 import { parseWireTrace, spanSampler, type SpanSampler } from './trace-context';
 
@@ -100,14 +101,15 @@ function instruments(mp: MeterProvider, meter: RequestMeter): Instruments {
 }
 
 /**
- * One request: its start time, its span when sampled, its metric series. The span's context
- * (for a child process span) is made only when a process asks for it.
+ * One request: its start time (a slot of the server's StartTimes), its span when sampled, its
+ * metric series. The span's context (for a child process span) is made only when a process asks for it.
  */
 class OtelRequest implements RequestRecord {
   private done = false;
   constructor(
-    /** performance.now() at the start: the span's start time too (one clock reading a request, one at its end). */
-    private readonly t0: number,
+    private readonly starts: StartTimes,
+    /** The slot of its start time, performance.now() when it arrived (the span's start too: one clock reading at each end). */
+    private readonly slot: number,
     /** Its span when traced and sampled; an unsampled request's processes are not traced either. */
     readonly span: ServerSpan | undefined,
     /** The request's metric series when it succeeds (RequestMeter.series; a failure is the next one). */
@@ -117,12 +119,13 @@ class OtelRequest implements RequestRecord {
   end(error?: CallError): void {
     if (this.done) return;
     this.done = true;
+    const t0 = this.starts.release(this.slot);
     const now = performance.now();
     if (this.span) {
       if (error) this.span.fail(error.code, error.message);
       this.span.end(now);
     }
-    if (this.meter) this.meter.record(error === undefined ? this.series : this.series + 1, (now - this.t0) / 1000);
+    if (this.meter) this.meter.record(error === undefined ? this.series : this.series + 1, (now - t0) / 1000);
   }
 }
 
@@ -248,6 +251,7 @@ function serverTelemetry(
   let lastLabel = 'other';
   let lastSeries = 0;
   const meter = inst?.meter;
+  const starts = new StartTimes();
   return {
     enabled: true,
     metricsUrl,
@@ -259,7 +263,7 @@ function serverTelemetry(
       }
       // Sampling is decided first: an unsampled request creates no span, ids or context.
       const t0 = performance.now();
-      return new OtelRequest(t0, traces ? startSpan(traces, lastLabel, KIND_SERVER, wireTrace, method, id, t0) : undefined, lastSeries, meter);
+      return new OtelRequest(starts, starts.take(t0), traces ? startSpan(traces, lastLabel, KIND_SERVER, wireTrace, method, id, t0) : undefined, lastSeries, meter);
     },
     process(parent: RequestRecord): ProcessRecord {
       if (!traces) return new OtelProcess(undefined, inst);
