@@ -6,7 +6,8 @@
 // from before telemetry existed, to show that "off" costs nothing. The "on" server is checked
 // to have really exported spans and counted every request (a silently broken exporter would
 // look free).
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
+import { availableParallelism } from 'node:os';
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { NOOP_SERVER_TELEMETRY, type ServerTelemetry } from '../src/telemetry/api';
@@ -58,8 +59,8 @@ export interface TelemetryBenchResult {
   spansDropped: number;
   /** The hooks alone, in the benchmark's process: CPU ns per request (median of the blocks). */
   hookNs: { off: number; on: number; on1: number };
-  /** Side by side (sideBySide): slices measured, and the cost of a second "off" server against the first (the measure's own spread). */
-  sideBySide?: { slices: number; control: CostEstimate };
+  /** Side by side (sideBySide): groups of fresh servers and slices per group, whether they ran pinned to a CPU, and the cost of a second "off" server against the first (the measure's own spread). */
+  sideBySide?: { groups: number; slicesPerGroup: number; pinned: boolean; control: CostEstimate };
 }
 
 /**
@@ -112,6 +113,11 @@ function threadCpuMs(pid: number): number {
     }
   }
   return ns / 1e6;
+}
+
+/** The same server command run on one CPU (`taskset -c` execs the server: its pid is the one reported). */
+function onCpu(c: ServerCommand, cpu: number): ServerCommand {
+  return { ...c, command: 'taskset', args: ['-c', String(cpu), c.command, ...c.args] };
 }
 
 interface Samples {
@@ -181,53 +187,71 @@ async function workload(client: BenchClient, pid: number, cfg: BenchConfig, fx: 
   return sent;
 }
 
-/** Slices of the side-by-side measure (each: every server once, in a rotating order). */
-const SIDE_BY_SIDE_SLICES = 24;
+/** Groups of the side-by-side measure: each starts its four servers afresh. */
+const SIDE_BY_SIDE_GROUPS = 10;
+/** Slices per group (each: every server of the group once, in a rotating order). */
+const SIDE_BY_SIDE_SLICES = 6;
 /** The side-by-side servers: "control" is a second "off" server. */
 type SideBySideServer = 'off' | 'control' | 'on' | 'on1';
-/** CPU ms per 1000 requests of each slice, by server (slice i of every server ran back to back). */
+/** CPU ms per 1000 requests by server: group g's median slice at [g] (a group's servers ran side by side). */
 type SideBySideSamples = Record<SideBySideServer, number[]>;
 
 /**
- * Server CPU per 1000 requests with the servers up at the same time: an "off", a second "off"
- * (the control), a 100 % and a 1 % server, each warmed with WARM_REQUESTS, then measured in
- * slices (1 000 sequential and 5 × 2 000 pipelined requests) that go round the servers in a
- * rotating order. Why: the rounds above start a fresh server per mode minutes apart, and this
- * VM's speed moves by more than the goals between them (their intervals are 20-40 points
- * wide); slices taken back to back see the same machine, and the control says how far two
- * identical servers differ.
+ * Server CPU per 1000 requests of servers up at the same time: an "off", a second "off" (the
+ * control), a 100 % and a 1 % server, each warmed with WARM_REQUESTS, then measured in slices
+ * (1 000 sequential and 5 × 2 000 pipelined requests) that go round them in a rotating order.
+ * Side by side: the rounds above start a fresh server per mode minutes apart, and this VM's speed
+ * moves by more than the goals between them; slices taken back to back see the same machine.
+ * In groups of fresh servers: a process keeps its own speed for its whole life, and two
+ * identical "off" servers differed by −6 to +5 % (once −16 %) from one pair of processes to the
+ * next, however many slices a pair ran (docs/performance.md, "The 1 % server over pairs of fresh
+ * servers"). Where `taskset` and two CPUs are there, the servers run on the last CPU and this
+ * process on the first: no server is moved between CPUs or shares one with its client.
  */
 async function sideBySide(
-  start: (mode: 'off' | 'on' | 'on1') => Promise<ServerUnderTest>,
+  start: (mode: 'off' | 'on' | 'on1', cpu: number | undefined) => Promise<ServerUnderTest>,
   connect: (url: string) => Promise<BenchClient>,
   fx: Fixtures,
-): Promise<SideBySideSamples> {
+  log: (m: string) => void,
+): Promise<{ per1k: SideBySideSamples; pinned: boolean }> {
   const names: readonly SideBySideServer[] = ['off', 'control', 'on', 'on1'];
-  const servers: ServerUnderTest[] = [];
-  const clients: BenchClient[] = [];
   const per1k: SideBySideSamples = { off: [], control: [], on: [], on1: [] };
+  const cpus = availableParallelism();
+  const pinned = cpus >= 2 && spawnSync('taskset', ['-acp', '0', String(process.pid)], { stdio: 'ignore' }).status === 0;
   try {
-    for (const n of names) {
-      const server = await start(n === 'control' ? 'off' : n);
-      servers.push(server);
-      clients.push(await connect(server.url));
-    }
-    const batch = 2000;
-    for (const c of clients) for (let sent = 0; sent < WARM_REQUESTS; sent += batch) await c.statPipelined(fx.smallFile, batch);
-    for (let slice = 0; slice < SIDE_BY_SIDE_SLICES; slice++) {
-      for (let k = 0; k < names.length; k++) {
-        const i = (slice + k) % names.length;
-        const cpu0 = threadCpuMs(servers[i].pid);
-        for (let r = 0; r < 1000; r++) await clients[i].stat(fx.smallFile);
-        for (let r = 0; r < 5; r++) await clients[i].statPipelined(fx.smallFile, batch);
-        per1k[names[i]].push(((threadCpuMs(servers[i].pid) - cpu0) / (1000 + 5 * batch)) * 1000);
+    for (let g = 0; g < SIDE_BY_SIDE_GROUPS; g++) {
+      const servers: ServerUnderTest[] = [];
+      const clients: BenchClient[] = [];
+      try {
+        // Started in a rotating order too: no mode is always its group's first process.
+        for (let k = 0; k < names.length; k++) {
+          const i = (g + k) % names.length;
+          servers[i] = await start(names[i] === 'control' ? 'off' : (names[i] as 'off' | 'on' | 'on1'), pinned ? cpus - 1 : undefined);
+        }
+        for (const s of servers) clients.push(await connect(s.url));
+        const batch = 2000;
+        for (const c of clients) for (let sent = 0; sent < WARM_REQUESTS; sent += batch) await c.statPipelined(fx.smallFile, batch);
+        const slices: number[][] = names.map(() => []);
+        for (let slice = 0; slice < SIDE_BY_SIDE_SLICES; slice++) {
+          for (let k = 0; k < names.length; k++) {
+            const i = (slice + k) % names.length;
+            const cpu0 = threadCpuMs(servers[i].pid);
+            for (let r = 0; r < 1000; r++) await clients[i].stat(fx.smallFile);
+            for (let r = 0; r < 5; r++) await clients[i].statPipelined(fx.smallFile, batch);
+            slices[i].push(((threadCpuMs(servers[i].pid) - cpu0) / (1000 + 5 * batch)) * 1000);
+          }
+        }
+        names.forEach((n, i) => per1k[n].push(percentile(slices[i], 50)));
+        log(`  telemetry side by side: group ${g + 1}/${SIDE_BY_SIDE_GROUPS} done`);
+      } finally {
+        for (const c of clients) await c.close().catch(() => undefined);
+        for (const s of servers) if (s) await s.stop();
       }
     }
   } finally {
-    for (const c of clients) await c.close().catch(() => undefined);
-    for (const s of servers) await s.stop();
+    if (pinned) spawnSync('taskset', ['-acp', `0-${cpus - 1}`, String(process.pid)], { stdio: 'ignore' });
   }
-  return per1k;
+  return { per1k, pinned };
 }
 
 /** Requests per block of the hook measurement, and blocks per mode (alternating). */
@@ -311,7 +335,7 @@ export async function telemetryOverhead(
   let exportBytes = 0;
   let spansDropped = 0;
   let hookNs = { off: 0, on: 0, on1: 0 };
-  let side: SideBySideSamples | undefined;
+  let side: { per1k: SideBySideSamples; pinned: boolean } | undefined;
   try {
     for (let round = 0; round < rounds; round++) {
       const order = round % 2 === 0 ? modes : [...modes].reverse();
@@ -340,8 +364,8 @@ export async function telemetryOverhead(
       opts.log(`  telemetry round ${round + 1}/${rounds} done`);
     }
     if (!cfg.quick) {
-      opts.log('  telemetry side by side…');
-      side = await sideBySide((m) => startServer(command(m)), connect, fx);
+      opts.log(`  telemetry side by side (${SIDE_BY_SIDE_GROUPS} groups of four fresh servers)…`);
+      side = await sideBySide((m, cpu) => startServer(cpu === undefined ? command(m) : onCpu(command(m), cpu)), connect, fx, opts.log);
     }
     const st = await sink.stats();
     exportRequests = st.requests;
@@ -376,13 +400,13 @@ export async function telemetryOverhead(
       on1Cost: { cost: cost(off, on1), ...resampledInterval(everyRound.length, (picked) => cost(of('off', picked), of('on1', picked))) },
     };
   };
-  // The side-by-side slices: a cost is the median of one server's slices against the median of
-  // the "off" server's, and its interval comes from resampling the slices (the same slices of
-  // every server: they ran back to back).
+  // The side-by-side groups: a cost is the median over the groups of a server's cost against its
+  // group's "off" server, and its interval comes from resampling the groups.
   const sideCosts = (s: SideBySideSamples) => {
     const of = (m: SideBySideServer, picked: number[]) => percentile(picked.map((i) => s[m][i]), 50);
     const every = s.off.map((_, i) => i);
-    const estimate = (m: Exclude<SideBySideServer, 'off'>): CostEstimate => ({ cost: relativeCost(of('off', every), of(m, every), 'lower'), ...resampledInterval(every.length, (picked) => relativeCost(of('off', picked), of(m, picked), 'lower')) });
+    const costOf = (m: Exclude<SideBySideServer, 'off'>, picked: number[]) => percentile(picked.map((i) => relativeCost(s.off[i], s[m][i], 'lower')), 50);
+    const estimate = (m: Exclude<SideBySideServer, 'off'>): CostEstimate => ({ cost: costOf(m, every), ...resampledInterval(every.length, (picked) => costOf(m, picked)) });
     return { of, every, estimate };
   };
   const sideRow = (s: SideBySideSamples): TelemetryRow => {
@@ -400,7 +424,7 @@ export async function telemetryOverhead(
     };
   };
   return {
-    ...(side ? { sideBySide: { slices: side.off.length, control: sideCosts(side).estimate('control') } } : {}),
+    ...(side ? { sideBySide: { groups: side.per1k.off.length, slicesPerGroup: SIDE_BY_SIDE_SLICES, pinned: side.pinned, control: sideCosts(side.per1k).estimate('control') } } : {}),
     rounds,
     rows: [
       row('fs/getMetadata round trip p50', 'µs', 'lower', 'rttUs', 50),
@@ -411,7 +435,7 @@ export async function telemetryOverhead(
       // A server that has been up a while: its code optimized, in both modes.
       ...(cfg.quick ? [] : [row(`fs/getMetadata round trip p50, after ${WARM_REQUESTS / 1000}k`, 'µs', 'lower', 'warmRttUs', 50)]),
       row('process start → exit (`true`) p50', 'ms', 'lower', 'spawnMs', 50),
-      ...(side ? [sideRow(side)] : []),
+      ...(side ? [sideRow(side.per1k)] : []),
     ],
     exportRequests,
     exportBytes,
@@ -484,7 +508,7 @@ export function telemetryTable(r: TelemetryBenchResult): string {
   lines.push(
     '',
     `The hooks alone (this process, ${HOOK_BLOCKS} alternating blocks of ${HOOK_REQUESTS / 1000}k requests, the export to the sink included): off ${us(r.hookNs.off)}, 100 % ${us(r.hookNs.on)}, 1 % ${us(r.hookNs.on1)} per request${warm ? `, i.e. ${share(r.hookNs.on - r.hookNs.off)} and ${share(r.hookNs.on1 - r.hookNs.off)} of the "off" server's CPU per request after ${WARM_REQUESTS / 1000}k` : ''}.`,
-    `Costs in brackets: the 90 % interval from resampling the ${r.rounds} rounds (each resample takes the same rounds of every mode)${r.sideBySide ? `; for the side-by-side row, from resampling its ${r.sideBySide.slices} slices (four servers up at once, each slice going round them in a rotating order). Two identical "off" servers side by side differ by ${signed(r.sideBySide.control.cost)} ${interval(r.sideBySide.control)}: the measure's own spread` : ''}.`,
+    `Costs in brackets: the 90 % interval from resampling the ${r.rounds} rounds (each resample takes the same rounds of every mode)${r.sideBySide ? `; for the side-by-side row, from resampling its ${r.sideBySide.groups} groups (each: four fresh servers up at once${r.sideBySide.pinned ? ' on one CPU, their client on another' : ''}, ${r.sideBySide.slicesPerGroup} slices going round them in a rotating order; a server's median slice against its group's "off" server's). Two identical "off" servers side by side differ by ${signed(r.sideBySide.control.cost)} ${interval(r.sideBySide.control)}: the measure's own spread` : ''}.`,
     `"on" (both samplers): their Prometheus endpoints counted ${r.requestsCounted} requests (the workload sent at least ${r.requestsSent}); ${r.exportRequests} OTLP exports (${(r.exportBytes / 1024).toFixed(0)} KiB of spans) received by the sink; at 100 %, ${r.spansDropped} spans dropped (queue full) of ${r.requestsSentOn} requests.`,
   );
   return lines.join('\n');

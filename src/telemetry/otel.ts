@@ -263,7 +263,8 @@ function serverTelemetry(
       }
       // Sampling is decided first: an unsampled request creates no span, ids or context.
       const t0 = performance.now();
-      return new OtelRequest(starts, starts.take(t0), traces ? startSpan(traces, lastLabel, KIND_SERVER, wireTrace, method, id, t0) : undefined, lastSeries, meter);
+      const span = traces ? startSpan(traces, lastLabel, KIND_SERVER, wireTrace, method, id, t0) : undefined;
+      return new OtelRequest(starts, starts.take(t0), span, lastSeries, meter);
     },
     process(parent: RequestRecord): ProcessRecord {
       if (!traces) return new OtelProcess(undefined, inst);
