@@ -232,6 +232,16 @@ export async function startReceiver(): Promise<OtlpReceiver> {
   };
 }
 
+// ------------------------------------------------------------------ Prometheus text
+
+/** The value of one sample line (`name{labels} value`) of a Prometheus scrape, or undefined when absent. */
+export function sample(text: string, series: string): number | undefined {
+  for (const line of text.split('\n')) {
+    if (line.startsWith(`${series} `)) return Number(line.slice(series.length + 1));
+  }
+  return undefined;
+}
+
 // ------------------------------------------------------------------ raw JSON-RPC over a websocket
 
 /** One request as a raw collector read it. */

@@ -8,7 +8,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, test } from 'node:test';
 import { startCli, stopAll } from '../support/cli-servers';
-import { cleanEnv, ensureBuilt, handshake, rawClient } from '../support/telemetry';
+import { cleanEnv, ensureBuilt, handshake, rawClient, sample } from '../support/telemetry';
 import { waitFor } from '../support/wait';
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'telemetry-prom-'));
@@ -22,14 +22,6 @@ async function scrape(url: string): Promise<string> {
   const r = await fetch(url);
   assert.equal(r.status, 200);
   return r.text();
-}
-
-/** The value of one sample line (`name{labels} value`), or undefined when absent. */
-function sample(text: string, series: string): number | undefined {
-  for (const line of text.split('\n')) {
-    if (line.startsWith(`${series} `)) return Number(line.slice(series.length + 1));
-  }
-  return undefined;
 }
 
 test('a scrape after a known workload shows the exact counts', async () => {
