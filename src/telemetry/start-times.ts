@@ -7,15 +7,10 @@
 const INITIAL_SLOTS = 256;
 
 export class StartTimes {
-  private times = new Float64Array(INITIAL_SLOTS);
+  private times = new Float64Array(0);
   /** Free slot indices, a stack: `free[0..top)`. */
-  private free = new Int32Array(INITIAL_SLOTS);
-  private top = INITIAL_SLOTS;
-
-  constructor() {
-    // Lowest index on top: a server with few requests in flight keeps using the same few slots.
-    for (let i = 0; i < INITIAL_SLOTS; i++) this.free[i] = INITIAL_SLOTS - 1 - i;
-  }
+  private free = new Int32Array(0);
+  private top = 0;
 
   /** A slot holding `startMs` until released. */
   take(startMs: number): number {
@@ -36,15 +31,17 @@ export class StartTimes {
     return this.times.length - this.top;
   }
 
+  /** Called with every slot taken (top is 0): the new slots are the only free ones. */
   private grow(): void {
     const n = this.times.length;
-    const times = new Float64Array(n * 2);
+    const size = Math.max(INITIAL_SLOTS, 2 * n);
+    const times = new Float64Array(size);
     times.set(this.times);
-    const free = new Int32Array(n * 2);
-    // Every old slot is taken (top is 0): the new ones are free, lowest on top.
-    for (let i = 0; i < n; i++) free[i] = 2 * n - 1 - i;
+    const free = new Int32Array(size);
+    // Lowest index on top: a server with few requests in flight keeps using the same few slots.
+    for (let i = 0; i < size - n; i++) free[i] = size - 1 - i;
     this.times = times;
     this.free = free;
-    this.top = n;
+    this.top = size - n;
   }
 }
