@@ -138,8 +138,6 @@ const builds = [
   ...LAZY_LIBS.map((lib) => ({ ...common, entryPoints: [resolveFromHere(lib)], outfile: `dist/lib/${lib}.js` })),
   // The OpenTelemetry SDK, required at run time only when telemetry is on (src/telemetry/load.ts).
   { ...common, entryPoints: ['src/telemetry/otel.ts'], outfile: 'dist/telemetry.js' },
-  // The span export worker's script (src/telemetry/worker-exporter.ts): the OTLP exporter alone.
-  { ...common, entryPoints: ['src/telemetry/export-worker.ts'], outfile: 'dist/telemetry-export.js' },
 ].filter((b) => existsSync(b.entryPoints[0]));
 
 if (watch) {

@@ -55,7 +55,7 @@ pkg.dependencies = { 'node-pty': pkg.dependencies['node-pty'] };
 pkg.scripts = {};
 writeFileSync(path.join(stage, 'package.json'), JSON.stringify(pkg, null, 2) + '\n');
 
-for (const rel of ['.vscodeignore', 'dist/extension.js', 'dist/telemetry.js', 'dist/telemetry-export.js', 'media/icon.png', 'media/exec-server.svg']) copy(rel);
+for (const rel of ['.vscodeignore', 'dist/extension.js', 'dist/telemetry.js', 'media/icon.png', 'media/exec-server.svg']) copy(rel);
 // The libraries dist/extension.js and dist/cli.js require on first use (esbuild.mjs, LAZY_LIBS).
 for (const name of readdirSync(path.join(root, 'dist/lib'))) if (name.endsWith('.js')) copy(`dist/lib/${name}`);
 // The Get Started walkthrough's step pages (package.json contributes.walkthroughs).

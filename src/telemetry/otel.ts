@@ -2,16 +2,15 @@
 // telemetry is turned on (./load.ts): with it off none of this — nor the SDK — is evaluated.
 // Providers are private (never registered globally), so an embedding host (the VS Code
 // extension host, an app using the client library) keeps its own OpenTelemetry setup. The
-// server's spans are written by ./server-spans.ts without the SDK's trace modules and exported
-// from a worker thread (./worker-exporter.ts); those modules are required only for client spans
-// (./otel-client.ts) or, in that worker, the http/json encoding (./otlp-json.ts).
+// server's spans are written by ./server-spans.ts without the SDK's trace modules; those are
+// required only for client spans (./otel-client.ts) or the http/json encoding (./otlp-json.ts).
 import * as http from 'node:http';
 import type { AddressInfo } from 'node:net';
 // Imported: Node's global `performance` is a lazy accessor, and every request's read of it ran its getter.
 import { performance } from 'node:perf_hooks';
 import { DiagLogLevel, diag, type Counter, type UpDownCounter } from '@opentelemetry/api';
 import { PrometheusExporter } from '@opentelemetry/exporter-prometheus';
-import type { Resource } from '@opentelemetry/resources';
+import { defaultResource, resourceFromAttributes, type Resource } from '@opentelemetry/resources';
 import { MeterProvider } from '@opentelemetry/sdk-metrics';
 import type { RequestId } from '../protocol/types';
 import { VERSION } from '../version';
@@ -20,11 +19,10 @@ import type { TelemetryConfig } from './config';
 import { methodLabel, sandboxLabel } from './methods';
 import type * as OtelClient from './otel-client';
 import type * as OtlpJson from './otlp-json';
-import { workerBatchExporter } from './worker-exporter';
+import { protoBatchExporter } from './otlp-proto';
 import { RequestMeter } from './request-meter';
-import { SCOPE, serverResource } from './resource';
 import { StartTimes } from './start-times';
-import { KIND_INTERNAL, KIND_SERVER, STATUS_ERROR, ServerSpan, SpanBatcher, type BatchExporter } from './server-spans';
+import { KIND_INTERNAL, KIND_SERVER, STATUS_ERROR, ServerSpan, SpanBatcher } from './server-spans';
 import { parseWireTrace, spanSampler, type SpanSampler } from './trace-context';
 
 export type { OtelClientTelemetry } from './otel-client';
@@ -39,7 +37,8 @@ type Log = (level: 'debug' | 'info' | 'warn' | 'error', message: string) => void
 const client = (): typeof OtelClient => require('./otel-client') as typeof OtelClient;
 
 function resource(c: TelemetryConfig): Resource {
-  return serverResource(c.serviceName);
+  // service.name / service.version (semantic conventions, by value: that package is 1 MiB of heap).
+  return defaultResource().merge(resourceFromAttributes({ 'service.name': c.serviceName, 'service.version': VERSION }));
 }
 
 /** The server's traces: where its spans are written, and how they are sampled. */
@@ -48,11 +47,16 @@ interface ServerTraces {
   sampler: SpanSampler;
 }
 
-function serverTraces(c: TelemetryConfig, log: Log, diagnostics = false): ServerTraces | undefined {
+function serverTraces(c: TelemetryConfig, log: Log): ServerTraces | undefined {
   if (!c.traces) return undefined;
-  // The exchange with the collector runs in a worker thread (./export-worker.ts).
-  const exporter = workerBatchExporter({ protocol: c.traces.protocol, endpoint: c.traces.endpoint, serviceName: c.serviceName, diagnostics }, log);
-  const batcher = new SpanBatcher(exporter, { resource: resource(c).attributes, scope: SCOPE }, undefined, (m) => log('warn', m));
+  const res = resource(c);
+  const scope = { name: 'exec-server', version: VERSION };
+  const exporter =
+    c.traces.protocol === 'http/json'
+      ? // eslint-disable-next-line @typescript-eslint/no-require-imports
+        (require('./otlp-json') as typeof OtlpJson).jsonBatchExporter(c.traces.endpoint, res, scope)
+      : protoBatchExporter(c.traces.endpoint);
+  const batcher = new SpanBatcher(exporter, { resource: res.attributes, scope }, undefined, (m) => log('warn', m));
   return { batcher, sampler: spanSampler(c.sampler) };
 }
 
@@ -186,7 +190,7 @@ export async function startServerTelemetry(c: TelemetryConfig, log: Log = () => 
       { logLevel: DiagLogLevel.WARN, suppressOverrideMessage: true },
     );
   }
-  const traces = serverTraces(c, log, opts.diagnostics);
+  const traces = serverTraces(c, log);
   let mp: MeterProvider | undefined;
   let inst: Instruments | undefined;
   let metricsServer: http.Server | undefined;
@@ -294,12 +298,6 @@ function serverTelemetry(
       return stopped;
     },
   };
-}
-
-/** The http/json span exporter, for the span export worker (./export-worker.ts); loads the SDK's trace modules. */
-export function jsonSpanExporter(url: string, serviceName: string): BatchExporter {
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  return (require('./otlp-json') as typeof OtlpJson).jsonBatchExporter(url, serverResource(serviceName), SCOPE);
 }
 
 /** Client tracing exporting over OTLP (config.traces must be set); loads the SDK's trace modules. */

@@ -1,4 +1,4 @@
-// The bundles esbuild.mjs writes (dist/cli.js, dist/extension.js, dist/telemetry.js, dist/telemetry-export.js): ASCII only,
+// The bundles esbuild.mjs writes (dist/cli.js, dist/extension.js, dist/telemetry.js): ASCII only,
 // so that V8 keeps each one's source as a one-byte string (a single non-ASCII character in a
 // comment doubled the 1.4 MB of dist/cli.js held in every server's heap).
 import { test } from 'node:test';
@@ -9,7 +9,7 @@ import { repoRoot, startCli } from '../support/cli';
 
 const LAZY_LIBS = ['yaml', 'node-forge', 'jose'];
 
-for (const bundle of ['cli.js', 'extension.js', 'telemetry.js', 'telemetry-export.js', ...LAZY_LIBS.map((l) => `lib/${l}.js`)]) {
+for (const bundle of ['cli.js', 'extension.js', 'telemetry.js', ...LAZY_LIBS.map((l) => `lib/${l}.js`)]) {
   test(`dist/${bundle} holds only ASCII characters`, () => {
     const file = path.join(repoRoot, 'dist', bundle);
     assert.ok(existsSync(file), `${file} is built by npm run build before the tests`);
@@ -23,7 +23,7 @@ for (const bundle of ['cli.js', 'extension.js', 'telemetry.js', 'telemetry-expor
 // which copies every property of the module as a getter. Made once per builtin (esbuild.mjs,
 // builtinViewsOnce): ~100 of them at start made V8 optimize __copyProps with TurboFan, whose first
 // use faulted ~3.6 MiB of the node binary's code into the idle server's RSS.
-for (const bundle of ['cli.js', 'extension.js', 'telemetry.js', 'telemetry-export.js']) {
+for (const bundle of ['cli.js', 'extension.js', 'telemetry.js']) {
   test(`dist/${bundle} makes each builtin's ES-module view once, and stays strict`, () => {
     const text = readFileSync(path.join(repoRoot, 'dist', bundle), 'utf8');
     const left = /__toESM\(require\("node:[^"]*"\)\)/.exec(text);

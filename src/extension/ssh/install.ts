@@ -165,9 +165,6 @@ export function buildPayload(bundle: CliBundle, plan: InstallPlan): PayloadFile[
   // --prometheus): without it such a server would not start on the host.
   const telemetry = path.join(bundle.root, 'dist', 'telemetry.js');
   if (existsSync(telemetry)) add('telemetry.js', telemetry);
-  // ...and the span export worker's script, which telemetry.js starts beside it when traces are on.
-  const exportWorker = path.join(bundle.root, 'dist', 'telemetry-export.js');
-  if (existsSync(exportWorker)) add('telemetry-export.js', exportWorker);
   // The libraries cli.js requires on first use (yaml, node-forge, jose: esbuild.mjs), beside it in lib/.
   const libs = path.join(bundle.root, 'dist', 'lib');
   for (const name of readdirSync(libs)) if (name.endsWith('.js')) add(`lib/${name}`, path.join(libs, name));
