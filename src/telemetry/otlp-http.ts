@@ -49,6 +49,25 @@ function retryAfterMs(v: string | undefined): number | undefined {
   return delay >= 0 ? delay : 0;
 }
 
+// Latin-1 by hand, as Buffer's 'latin1' encoding does it: an encoding name is looked up in
+// Buffer's encoding dispatch (getEncodingOps, toString), which the server's websockets have
+// optimized for UTF-8 alone; the export's 'latin1', met there later, deoptimized it
+// (`--trace-deopt`, test/telemetry/export-first.test.ts).
+/** The bytes of a header block (validated: every character is below 0x100). */
+function latin1Bytes(s: string): Buffer {
+  // A Buffer, as the server's own writes are: a plain Uint8Array met in the socket's stream code
+  // (a request the socket does not take at once) is another map there.
+  const b = Buffer.allocUnsafe(s.length);
+  for (let i = 0; i < s.length; i++) b[i] = s.charCodeAt(i);
+  return b;
+}
+/** The text of a response's head or chunk-size line. */
+function latin1Text(b: Uint8Array, start: number, end: number): string {
+  let s = '';
+  for (let i = start; i < end; i++) s += String.fromCharCode(b[i]);
+  return s;
+}
+
 interface Response {
   code: number;
   message: string;
@@ -109,7 +128,7 @@ class ResponseReader {
           if (this.acc.length > MAX_HEAD) this.error = new Error('OTLP export response head too long');
           return;
         }
-        const lines = this.acc.toString('latin1', 0, end).split('\r\n');
+        const lines = latin1Text(this.acc, 0, end).split('\r\n');
         this.acc = this.acc.subarray(end + 4);
         const m = /^HTTP\/(\d\.\d) (\d{3})(?: (.*))?$/.exec(lines[0]);
         if (!m) {
@@ -188,7 +207,7 @@ class ResponseReader {
         if (this.acc.length > MAX_HEAD) this.error = new Error('OTLP export: chunk size line too long');
         return;
       }
-      const size = Number.parseInt(this.acc.toString('latin1', 0, eol).split(';')[0].trim(), 16);
+      const size = Number.parseInt(latin1Text(this.acc, 0, eol).split(';')[0].trim(), 16);
       this.acc = this.acc.subarray(eol + 2);
       if (!Number.isInteger(size) || size < 0) {
         this.error = new Error('OTLP export: bad chunk size');
@@ -245,7 +264,7 @@ class Connection {
     });
   }
 
-  send(head: Buffer, body: Uint8Array, timeoutMs: number): Promise<ExportResponse> {
+  send(head: Uint8Array, body: Uint8Array, timeoutMs: number): Promise<ExportResponse> {
     return new Promise((resolve) => {
       const x: Exchange = { reader: new ResponseReader(), written: false, resolve };
       this.exchange = x;
@@ -258,7 +277,7 @@ class Connection {
     });
   }
 
-  private write(x: Exchange, head: Buffer, body: Uint8Array): void {
+  private write(x: Exchange, head: Uint8Array, body: Uint8Array): void {
     if (this.exchange !== x) return; // failed meanwhile
     const sent = this.writeDirect(head, body);
     if (sent === head.length + body.length) {
@@ -285,7 +304,7 @@ class Connection {
    * takes nothing now (EAGAIN) or on an error, which the stream's own write then meets and
    * reports as before.
    */
-  private writeDirect(head: Buffer, body: Uint8Array): number {
+  private writeDirect(head: Uint8Array, body: Uint8Array): number {
     const socket = this.socket;
     if (socket.writableLength !== 0 || socket.destroyed) return 0;
     const fd = (socket as unknown as { _handle?: { fd?: unknown } })._handle?.fd;
@@ -393,7 +412,7 @@ export function rawHttpTransport(target: HttpTarget): IExporterTransport {
       while (c && c.dead) c = free.pop();
       c ??= new Connection(host, port, dropFree);
       const conn = c;
-      const r = await conn.send(Buffer.from(head, 'latin1'), data, timeoutMillis);
+      const r = await conn.send(latin1Bytes(head), data, timeoutMillis);
       if (!conn.dead && !conn.socket.destroyed && !stopped) {
         conn.idle();
         free.push(conn);

@@ -197,15 +197,19 @@ test('a batch being exported keeps its bytes while later spans are written; its 
   );
 });
 
-test('a partial batch is exported after the schedule delay', async () => {
+test('the first span is exported at once; a later partial batch after the schedule delay', async () => {
   const ex = new MemoryExporter();
-  const b = new SpanBatcher(ex, origin, { maxQueue: 100, maxBatch: 10, delayMs: 30 });
-  const ended = performance.now();
+  const b = new SpanBatcher(ex, origin, { maxQueue: 100, maxBatch: 10, delayMs: 1000 });
+  const first = performance.now();
   new ServerSpan(b, 'x', KIND_SERVER, 'x', 1, undefined).end();
-  await waitFor(() => ex.counts.length > 0, { what: 'the partial batch', timeout: 5_000 });
-  assert.equal(ex.counts.length, 1);
+  await waitFor(() => ex.counts.length > 0, { what: 'the first span', timeout: 5_000 });
+  assert.ok(ex.at[0] - first < 1000, `the first span waited ${(ex.at[0] - first).toFixed(1)} ms, the schedule delay`);
+  const ended = performance.now();
+  new ServerSpan(b, 'x', KIND_SERVER, 'x', 2, undefined).end();
+  await waitFor(() => ex.counts.length > 1, { what: 'the partial batch', timeout: 5_000 });
+  assert.deepEqual(ex.counts, [1, 1]);
   // Not before the delay (timers never fire early; 1 ms of rounding).
-  assert.ok(ex.at[0] - ended >= 29, `exported ${(ex.at[0] - ended).toFixed(1)} ms after the end, before the 30 ms delay`);
+  assert.ok(ex.at[1] - ended >= 999, `exported ${(ex.at[1] - ended).toFixed(1)} ms after the end, before the 1 000 ms delay`);
 });
 
 test('ids are valid W3C ids and do not repeat, across pool refills', () => {
