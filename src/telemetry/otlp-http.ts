@@ -52,7 +52,7 @@ function retryAfterMs(v: string | undefined): number | undefined {
 // Latin-1 by hand, as Buffer's 'latin1' encoding does it: an encoding name is looked up in
 // Buffer's encoding dispatch (getEncodingOps, toString), which the server's websockets have
 // optimized for UTF-8 alone; the export's 'latin1', met there later, deoptimized it
-// (`--trace-deopt`, test/telemetry/export-first.test.ts).
+// (`--trace-deopt`, test/telemetry/server-spans.first-export.test.ts).
 /** The bytes of a header block (validated: every character is below 0x100). */
 function latin1Bytes(s: string): Buffer {
   // A Buffer, as the server's own writes are: a plain Uint8Array met in the socket's stream code
