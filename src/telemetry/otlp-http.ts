@@ -264,7 +264,7 @@ class Connection {
     });
   }
 
-  send(head: Uint8Array, body: Uint8Array, timeoutMs: number): Promise<ExportResponse> {
+  send(head: Buffer, body: Uint8Array, timeoutMs: number): Promise<ExportResponse> {
     return new Promise((resolve) => {
       const x: Exchange = { reader: new ResponseReader(), written: false, resolve };
       this.exchange = x;
@@ -277,7 +277,7 @@ class Connection {
     });
   }
 
-  private write(x: Exchange, head: Uint8Array, body: Uint8Array): void {
+  private write(x: Exchange, head: Buffer, body: Uint8Array): void {
     if (this.exchange !== x) return; // failed meanwhile
     const sent = this.writeDirect(head, body);
     if (sent === head.length + body.length) {
@@ -304,7 +304,7 @@ class Connection {
    * takes nothing now (EAGAIN) or on an error, which the stream's own write then meets and
    * reports as before.
    */
-  private writeDirect(head: Uint8Array, body: Uint8Array): number {
+  private writeDirect(head: Buffer, body: Uint8Array): number {
     const socket = this.socket;
     if (socket.writableLength !== 0 || socket.destroyed) return 0;
     const fd = (socket as unknown as { _handle?: { fd?: unknown } })._handle?.fd;

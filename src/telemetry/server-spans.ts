@@ -431,18 +431,6 @@ export class SpanBatcher implements SpanSink {
   private timer: ReturnType<typeof setTimeout> | undefined;
   /** The partial batch's delay ended while EXPORTS_IN_FLIGHT were under way. */
   private due = false;
-  /**
-   * No export has been started yet: the first span goes out at once, not after `delayMs`. The
-   * export is the only code in the server's thread that uses a second kind of socket, other
-   * Buffer sizes and its own timers. Met first 5 s into a 1 %-sampled server's traffic, when
-   * Node's Buffer, stream, timer and emitter functions were optimized for the websockets alone,
-   * it deoptimized them (`--trace-deopt`: allocUnsafe, toString, subarray, _unrefTimer,
-   * getEncodingOps, onStreamRead, clearBuffer...) and the compiler threads made them again, a
-   * few per cent of such a server's CPU in its first minute. Met at its first span, while that
-   * code still records its types, it is part of what the functions are optimized for
-   * (docs/performance.md, "Telemetry cost"). The operator sees the first span at once too.
-   */
-  private first = true;
   /** Exports under way (at most EXPORTS_IN_FLIGHT). */
   private readonly inFlight = new Set<Promise<void>>();
   private stopped = false;
@@ -501,12 +489,23 @@ export class SpanBatcher implements SpanSink {
     } else if (!this.timer) this.startTimer();
   }
 
+  /**
+   * Before any export, the first span goes out at once, not after `delayMs`. The export is the
+   * only code in the server's thread that uses a second kind of socket, other Buffer sizes and
+   * its own timers. Met first 5 s into a 1 %-sampled server's traffic, when Node's Buffer,
+   * stream, timer and emitter functions were optimized for the websockets alone, it deoptimized
+   * them (`--trace-deopt`: allocUnsafe, toString, subarray, _unrefTimer, getEncodingOps,
+   * onStreamRead, clearBuffer...) and the compiler threads made them again, a few per cent of
+   * such a server's CPU in its first minute. Met at its first span, while that code still records
+   * its types, it is part of what the functions are optimized for (docs/performance.md,
+   * "Telemetry cost"). The operator sees the first span at once too.
+   */
   private startTimer(): void {
     this.timer = setTimeout(() => {
       this.timer = undefined;
       // At the limit: the partial batch goes when an export ends.
       if (!this.exportOne()) this.due = true;
-    }, this.first ? 0 : this.opts.delayMs);
+    }, this.exported === 0 ? 0 : this.opts.delayMs);
     this.timer.unref();
   }
 
@@ -542,7 +541,6 @@ export class SpanBatcher implements SpanSink {
     }
     if (!b) return undefined;
     const batch = b;
-    this.first = false;
     this.queued -= batch.spans;
     if (this.queued === 0 && this.timer) {
       clearTimeout(this.timer);
