@@ -13,7 +13,9 @@
 // one more quiet look, the collector runs ten young collections of the near-empty young
 // generation (each a record of almost no allocation, which pushes the burst's records out) and
 // a full one, in which V8 shrinks it (docs/performance.md, memory): once the loop has been quiet
-// for three looks, not sooner, as a burst that follows pays for growing it again.
+// for three looks, not sooner, as a burst that follows pays for growing it again. The end of a
+// large upload is the exception (uploadEnded): its release comes once the loop has been quiet for
+// 200 ms, as an upload's regrowth costs little.
 // The C heap is trimmed on every look, busy or not (./c-heap.ts: glibc otherwise keeps what V8's
 // compiler threads and large blocks freed; a trim costs 5-110 us here). Its cap on arenas is set
 // by the CLI's first module (../cli/heap-first.ts), before the threads it bounds get theirs.
@@ -42,8 +44,11 @@ export interface IdleCollectorOptions {
   cHeap?: CHeap | null;
 }
 
-/** Collections the idle collector ran (tests: that it runs when idle, and not while busy). */
-export const idleCollectorStats = { looks: 0, collections: 0, youngReleases: 0, trims: 0 };
+/**
+ * Collections the idle collector ran (tests: that it runs when idle, and not while busy); large
+ * uploads' ends it heard of, and their quiet checks done (whatever they decided).
+ */
+export const idleCollectorStats = { looks: 0, collections: 0, youngReleases: 0, trims: 0, uploadEnds: 0, uploadChecks: 0 };
 
 /** Committed bytes of V8's young generation (new space). */
 export function youngGenerationBytes(): number {
@@ -77,6 +82,28 @@ const YOUNG_RECORDS = 10;
  * the bursts that followed such releases paid for growing it again (docs/performance.md).
  */
 const RELEASE_AFTER_LOOKS = 3;
+
+/**
+ * Bytes of one upload (a replace stream's blocks, fs/open + fs/writeBlock + fs/close) from which
+ * its end asks for the young generation back as soon as the loop is quiet, not three looks later:
+ * such a stream grows it to 16 MiB (64 blocks of 64 KiB in flight survive V8's young collections
+ * and it grows by what survives), and the server held ~16 MiB more than it needed for the seconds
+ * until the looks' release (the bench's fs/writeBlock: 72-77 MiB right after against the
+ * reference's 57-61). A stream's few survivors per block make its regrowth cheap, unlike the
+ * bursts of output and requests for which the looks wait (RELEASE_AFTER_LOOKS).
+ */
+export const LARGE_UPLOAD_BYTES = 64 * 1024 * 1024;
+
+/** How long the loop must be quiet after a large upload ended before the release (ms). */
+const UPLOAD_QUIET_MS = 200;
+
+/** The running collector's handler of a large upload's end (undefined: no collector runs). */
+let largeUploadEnded: (() => void) | undefined;
+
+/** A replace stream ended (closed or discarded) after `bytes` written: see LARGE_UPLOAD_BYTES. */
+export function uploadEnded(bytes: number): void {
+  if (bytes >= LARGE_UPLOAD_BYTES) largeUploadEnded?.();
+}
 
 /** The collector, or undefined when this runtime does not give one. */
 export function exposedGc(): Gc | undefined {
@@ -206,6 +233,9 @@ export function startIdleCollector(o: IdleCollectorOptions = {}): () => void {
     if (quietLooks < RELEASE_AFTER_LOOKS) return;
     youngTried = true;
     // Quiet for three looks: the free read blocks go as well (mapped, so their pages with them).
+    releaseYoung(gc);
+  };
+  const releaseYoung = (gc: Gc) => {
     dropFreeBlocks();
     // The notification's collections compact the old generation too (measured after 16 000
     // requests and 64 processes: 53.4-53.5 MiB 5 s later, against 54.1-54.9 with the young
@@ -217,6 +247,30 @@ export function startIdleCollector(o: IdleCollectorOptions = {}): () => void {
     idleCollectorStats.youngReleases++;
     baseline = Math.min(baseline, process.memoryUsage.rss());
   };
+  // A large upload ended: once the loop has been quiet for UPLOAD_QUIET_MS, the young generation
+  // goes back at once (its stream's read slabs with it). A loop busy then (the next upload, other
+  // work) is left to the looks.
+  let uploadCheck: NodeJS.Timeout | undefined;
+  const onLargeUploadEnded = () => {
+    if (uploadCheck || !gc) return;
+    idleCollectorStats.uploadEnds++;
+    const from = performance.eventLoopUtilization();
+    uploadCheck = setTimeout(() => {
+      uploadCheck = undefined;
+      idleCollectorStats.uploadChecks++;
+      if (performance.eventLoopUtilization(performance.eventLoopUtilization(), from).utilization >= idleUtilization) return;
+      if (youngGenerationBytes() <= youngRest) return;
+      releaseYoung(gc);
+      // The looks' own release is for a young generation grown again by what comes next.
+      last = performance.eventLoopUtilization();
+    }, UPLOAD_QUIET_MS);
+    uploadCheck.unref();
+  };
+  largeUploadEnded = onLargeUploadEnded;
   timer.unref();
-  return () => clearInterval(timer);
+  return () => {
+    clearInterval(timer);
+    if (uploadCheck) clearTimeout(uploadCheck);
+    if (largeUploadEnded === onLargeUploadEnded) largeUploadEnded = undefined;
+  };
 }

@@ -3,7 +3,7 @@
 // a busy server is left to V8's own scheduling; a young generation grown by a burst goes back too.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { exposedGc, idleCollectorStats, startIdleCollector, youngGenerationBytes } from '../../src/server/idle-gc';
+import { exposedGc, idleCollectorStats, LARGE_UPLOAD_BYTES, startIdleCollector, uploadEnded, youngGenerationBytes } from '../../src/server/idle-gc';
 import { waitFor } from '../support/wait';
 
 /**
@@ -169,4 +169,64 @@ test('a quiet server whose young generation is already at rest still gets one fu
   const looks1 = idleCollectorStats.looks;
   await waitFor(() => idleCollectorStats.looks >= looks1 + 5, { what: 'five more looks', timeout: 5_000, interval: 20 });
   assert.equal(idleCollectorStats.collections, runs1);
+});
+
+test("a large upload's end gives the young generation back once the loop has been quiet for 200 ms, without waiting for the looks", async (t) => {
+  // Looks a minute apart: only the upload's end can release within this test. Quiet below 50 %:
+  // the window is 200 ms, and a loaded machine stretches what little this process does in it.
+  const stop = startIdleCollector({ intervalMs: 60_000, idleUtilization: 0.5 });
+  t.after(stop);
+  const rest = 2 * 1024 * 1024;
+  const releases0 = idleCollectorStats.youngReleases;
+  youngBurst();
+  const grown = youngGenerationBytes();
+  assert.ok(grown > 4 * rest, `the burst grew the young generation (${grown >> 20} MiB)`);
+  const ended = performance.now();
+  uploadEnded(LARGE_UPLOAD_BYTES);
+  await waitFor(() => youngGenerationBytes() <= rest, {
+    what: 'the young generation back at its size at rest',
+    timeout: 5_000,
+    interval: 20,
+    detail: () => `${grown >> 20} -> ${youngGenerationBytes() >> 20} MiB, releases ${idleCollectorStats.youngReleases - releases0}`,
+  });
+  assert.equal(idleCollectorStats.youngReleases, releases0 + 1);
+  assert.ok(performance.now() - ended >= 190, 'not before the loop had been quiet for 200 ms');
+});
+
+test('an upload below the threshold, or one whose end the loop is busy after, releases nothing early', async (t) => {
+  const stop = startIdleCollector({ intervalMs: 60_000, idleUtilization: 0.5 });
+  t.after(stop);
+  const releases0 = idleCollectorStats.youngReleases;
+  const ends0 = idleCollectorStats.uploadEnds;
+  const checks0 = idleCollectorStats.uploadChecks;
+  youngBurst();
+  const grown = youngGenerationBytes();
+  uploadEnded(LARGE_UPLOAD_BYTES - 1);
+  assert.equal(idleCollectorStats.uploadEnds, ends0, 'a smaller upload leaves it to the looks');
+  // Busy for 400 ms after a large upload's end (the next upload, other work): left to the looks.
+  uploadEnded(LARGE_UPLOAD_BYTES);
+  assert.equal(idleCollectorStats.uploadEnds, ends0 + 1);
+  const until = performance.now() + 400;
+  await new Promise<void>((resolve) => {
+    const spin = () => {
+      const t0 = performance.now();
+      while (performance.now() - t0 < 20) {
+        /* busy */
+      }
+      if (performance.now() < until) setImmediate(spin);
+      else resolve();
+    };
+    spin();
+  });
+  await waitFor(() => idleCollectorStats.uploadChecks > checks0, { what: "the upload end's check", timeout: 5_000, interval: 10 });
+  assert.equal(idleCollectorStats.youngReleases, releases0, 'no release while the loop was busy');
+  assert.ok(youngGenerationBytes() > 2 * 1024 * 1024, `the young generation as the burst left it (${grown >> 20} -> ${youngGenerationBytes() >> 20} MiB)`);
+});
+
+test('a stopped collector (and a process that never started one: the extension host) releases nothing at an upload end', async () => {
+  const stop = startIdleCollector({ intervalMs: 60_000, youngRestBytes: 0 });
+  stop();
+  const ends0 = idleCollectorStats.uploadEnds;
+  uploadEnded(LARGE_UPLOAD_BYTES);
+  assert.equal(idleCollectorStats.uploadEnds, ends0, 'no check scheduled');
 });

@@ -10,6 +10,7 @@
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { uploadEnded } from '../idle-gc';
 import { CAN_PIN } from './confined';
 
 const O_PATH = 0o10000000; // Linux
@@ -46,6 +47,8 @@ function errno(code: string, syscall: string, p: string): NodeJS.ErrnoException 
 export class ReplaceStream {
   private failed = false;
   private done = false;
+  /** Bytes written so far (for the idle collector at the end: uploadEnded). */
+  private written = 0;
 
   private constructor(
     private readonly dirFd: number | undefined,
@@ -137,6 +140,7 @@ export class ReplaceStream {
           for (const b of this.queue.splice(0)) b.reject(e);
           return;
         }
+        this.written += bytes;
         for (const b of batch) b.resolve();
       }
     } finally {
@@ -154,6 +158,7 @@ export class ReplaceStream {
     if (this.done) return;
     this.done = true; // later writes fail; the queued ones still land first
     await this.settled();
+    uploadEnded(this.written);
     if (this.failed) return this.drop();
     try {
       await this.fh.close();
@@ -175,6 +180,7 @@ export class ReplaceStream {
     const gone = errno('EBADF', 'write', this.name);
     for (const b of this.queue.splice(0)) b.reject(gone);
     await this.settled();
+    uploadEnded(this.written);
     await this.drop();
   }
 

@@ -9,6 +9,7 @@ import path from 'node:path';
 import { test } from 'node:test';
 import { managedSandbox, pathEntry, specialEntry } from '../../../src/protocol/codex-sandbox';
 import { ExecServer } from '../../../src/server/exec-server';
+import { idleCollectorStats, LARGE_UPLOAD_BYTES, startIdleCollector } from '../../../src/server/idle-gc';
 import { b64, connectClient, rejectsWith, serverWithTmpDir, tmpDir, unb64, uri } from '../../support/server';
 import { waitFor } from '../../support/wait';
 
@@ -175,4 +176,37 @@ test('a failed write fails the blocks queued behind it and the stream; the old f
   } finally {
     await close();
   }
+});
+
+test('the end of a large upload (64 MiB through one replace stream, closed or dropped with its connection) asks the idle collector for the young generation back; a smaller one does not', async (t) => {
+  // Looks a minute apart and no size at rest: only an upload's end releases here, whatever V8's
+  // young generation is. Quiet below 50 % of the 200 ms after it (a loaded machine stretches the little this process does then).
+  const stop = startIdleCollector({ intervalMs: 60_000, youngRestBytes: 0, idleUtilization: 0.5 });
+  t.after(stop);
+  const { c, dir, close } = await serverWithTmpDir();
+  t.after(close);
+  const block = Buffer.alloc(1024 * 1024, 7);
+  const upload = async (handleId: string, mib: number) => {
+    await c.call('fs/open', { handleId, path: uri(path.join(dir, `${handleId}.bin`)), mode: 'replace' });
+    for (let i = 0; i < mib; i += 8) await Promise.all(Array.from({ length: Math.min(8, mib - i) }, (_, k) => c.call('fs/writeBlock', { handleId, offset: (i + k) * block.length, chunk: block })));
+  };
+  const releases0 = idleCollectorStats.youngReleases;
+  const ends0 = idleCollectorStats.uploadEnds;
+  await upload('small', LARGE_UPLOAD_BYTES / block.length - 1);
+  await c.call('fs/close', { handleId: 'small' });
+  // The stream reports its end before fs/close answers.
+  assert.equal(idleCollectorStats.uploadEnds, ends0, 'one MiB short of the threshold: left to the looks');
+  await upload('large', LARGE_UPLOAD_BYTES / block.length);
+  await c.call('fs/close', { handleId: 'large' });
+  assert.equal(idleCollectorStats.uploadEnds, ends0 + 1);
+  assert.equal(statSync(path.join(dir, 'large.bin')).size, LARGE_UPLOAD_BYTES);
+  await waitFor(() => idleCollectorStats.youngReleases > releases0, { what: 'the release after the closed upload', timeout: 5_000, interval: 20 });
+  // Never closed: the stream is dropped with its connection, and that is an upload's end too.
+  const other = await connectClient(c.server);
+  await other.call('fs/open', { handleId: 'gone', path: uri(path.join(dir, 'gone.bin')), mode: 'replace' });
+  for (let i = 0; i < LARGE_UPLOAD_BYTES / block.length; i++) await other.call('fs/writeBlock', { handleId: 'gone', offset: i * block.length, chunk: block });
+  const releases1 = idleCollectorStats.youngReleases;
+  other.conn.close();
+  await waitFor(() => idleCollectorStats.youngReleases > releases1, { what: 'the release after the dropped upload', timeout: 5_000, interval: 20 });
+  assert.deepEqual(leftovers(dir), []);
 });
