@@ -25,18 +25,9 @@ async function settledExternal(): Promise<void> {
   );
 }
 
-test('the idle collector collects once the loop idles with the resident set grown, not while it is busy', async (t) => {
-  const stop = startIdleCollector({ intervalMs: 100 });
-  t.after(stop);
-  const runs0 = idleCollectorStats.collections;
-  // ~48 MiB of strings, garbage at once.
-  let keep: string[] | undefined = [];
-  for (let i = 0; i < 48; i++) keep.push(Buffer.alloc(1024 * 1024, 65 + (i % 26)).toString('latin1') + String(i));
-  assert.equal(keep.length, 48);
-  keep = undefined;
-  const grown = process.memoryUsage.rss();
-  // Busy for 600 ms (the loop never idles for a whole interval): no collection of ours.
-  const until = performance.now() + 600;
+/** Keeps the event loop busy for `ms`: 20 ms of work per turn, other callbacks between (as a busy server's loop). */
+async function busyFor(ms: number): Promise<void> {
+  const until = performance.now() + ms;
   await new Promise<void>((resolve) => {
     const spin = () => {
       const t0 = performance.now();
@@ -48,6 +39,20 @@ test('the idle collector collects once the loop idles with the resident set grow
     };
     spin();
   });
+}
+
+test('the idle collector collects once the loop idles with the resident set grown, not while it is busy', async (t) => {
+  const stop = startIdleCollector({ intervalMs: 100 });
+  t.after(stop);
+  const runs0 = idleCollectorStats.collections;
+  // ~48 MiB of strings, garbage at once.
+  let keep: string[] | undefined = [];
+  for (let i = 0; i < 48; i++) keep.push(Buffer.alloc(1024 * 1024, 65 + (i % 26)).toString('latin1') + String(i));
+  assert.equal(keep.length, 48);
+  keep = undefined;
+  const grown = process.memoryUsage.rss();
+  // Busy for 600 ms (the loop never idles for a whole interval): no collection of ours.
+  await busyFor(600);
   assert.equal(idleCollectorStats.collections, runs0, 'no collection while the loop is busy');
   // Idle: within a few intervals it collects, and the resident set shrinks.
   await waitFor(() => idleCollectorStats.collections > runs0, { what: 'an idle collection', timeout: 5_000, interval: 50 });
@@ -206,18 +211,7 @@ test('an upload below the threshold, or one whose end the loop is busy after, re
   // Busy for 400 ms after a large upload's end (the next upload, other work): left to the looks.
   uploadEnded(LARGE_UPLOAD_BYTES);
   assert.equal(idleCollectorStats.uploadEnds, ends0 + 1);
-  const until = performance.now() + 400;
-  await new Promise<void>((resolve) => {
-    const spin = () => {
-      const t0 = performance.now();
-      while (performance.now() - t0 < 20) {
-        /* busy */
-      }
-      if (performance.now() < until) setImmediate(spin);
-      else resolve();
-    };
-    spin();
-  });
+  await busyFor(400);
   await waitFor(() => idleCollectorStats.uploadChecks > checks0, { what: "the upload end's check", timeout: 5_000, interval: 10 });
   assert.equal(idleCollectorStats.youngReleases, releases0, 'no release while the loop was busy');
   assert.ok(youngGenerationBytes() > 2 * 1024 * 1024, `the young generation as the burst left it (${grown >> 20} -> ${youngGenerationBytes() >> 20} MiB)`);
