@@ -28,6 +28,7 @@ import v8 from 'node:v8';
 import vm from 'node:vm';
 import { cHeap, type CHeap } from './c-heap';
 import { dropFreeBlocks } from './process/read-blocks';
+import { onLargeUploadEnded } from './upload-end';
 
 export interface IdleCollectorOptions {
   /** How often to look (ms). */
@@ -84,26 +85,16 @@ const YOUNG_RECORDS = 10;
 const RELEASE_AFTER_LOOKS = 3;
 
 /**
- * Bytes of one upload (a replace stream's blocks, fs/open + fs/writeBlock + fs/close) from which
- * its end asks for the young generation back as soon as the loop is quiet, not three looks later:
- * such a stream grows it to 16 MiB (64 blocks of 64 KiB in flight survive V8's young collections
- * and it grows by what survives), and the server held ~16 MiB more than it needed for the seconds
- * until the looks' release (the bench's fs/writeBlock: 72-77 MiB right after against the
- * reference's 57-61). A stream's few survivors per block make its regrowth cheap, unlike the
- * bursts of output and requests for which the looks wait (RELEASE_AFTER_LOOKS).
+ * An upload of at least LARGE_UPLOAD_BYTES (./upload-end.ts: a replace stream's blocks, fs/open +
+ * fs/writeBlock + fs/close) asks, when it ends, for the young generation back as soon as the loop
+ * is quiet, not three looks later: such a stream grows it to 16 MiB (64 blocks of 64 KiB in flight
+ * survive V8's young collections and it grows by what survives), and the server held ~16 MiB more
+ * than it needed for the seconds until the looks' release (the bench's fs/writeBlock: 72-77 MiB
+ * right after against the reference's 57-61). A stream's few survivors per block make its
+ * regrowth cheap, unlike the bursts of output and requests for which the looks wait
+ * (RELEASE_AFTER_LOOKS).
  */
-export const LARGE_UPLOAD_BYTES = 64 * 1024 * 1024;
-
-/** How long the loop must be quiet after a large upload ended before the release (ms). */
 const UPLOAD_QUIET_MS = 200;
-
-/** The running collector's handler of a large upload's end (undefined: no collector runs). */
-let largeUploadEnded: (() => void) | undefined;
-
-/** A replace stream ended (closed or discarded) after `bytes` written: see LARGE_UPLOAD_BYTES. */
-export function uploadEnded(bytes: number): void {
-  if (bytes >= LARGE_UPLOAD_BYTES) largeUploadEnded?.();
-}
 
 /** The collector, or undefined when this runtime does not give one. */
 export function exposedGc(): Gc | undefined {
@@ -251,7 +242,7 @@ export function startIdleCollector(o: IdleCollectorOptions = {}): () => void {
   // goes back at once (its stream's read slabs with it). A loop busy then (the next upload, other
   // work) is left to the looks.
   let uploadCheck: NodeJS.Timeout | undefined;
-  const onLargeUploadEnded = () => {
+  const uploadCheckLater = () => {
     if (uploadCheck || !gc) return;
     idleCollectorStats.uploadEnds++;
     const from = performance.eventLoopUtilization();
@@ -266,11 +257,13 @@ export function startIdleCollector(o: IdleCollectorOptions = {}): () => void {
     }, UPLOAD_QUIET_MS);
     uploadCheck.unref();
   };
-  largeUploadEnded = onLargeUploadEnded;
+  onLargeUploadEnded(uploadCheckLater);
   timer.unref();
   return () => {
     clearInterval(timer);
     if (uploadCheck) clearTimeout(uploadCheck);
-    if (largeUploadEnded === onLargeUploadEnded) largeUploadEnded = undefined;
+    // Unless a later collector took over meanwhile.
+    const current = onLargeUploadEnded(undefined);
+    if (current !== uploadCheckLater) onLargeUploadEnded(current);
   };
 }

@@ -3,7 +3,8 @@
 // a busy server is left to V8's own scheduling; a young generation grown by a burst goes back too.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { exposedGc, idleCollectorStats, LARGE_UPLOAD_BYTES, startIdleCollector, uploadEnded, youngGenerationBytes } from '../../src/server/idle-gc';
+import { exposedGc, idleCollectorStats, startIdleCollector, youngGenerationBytes } from '../../src/server/idle-gc';
+import { LARGE_UPLOAD_BYTES, uploadEnded } from '../../src/server/upload-end';
 import { waitFor } from '../support/wait';
 
 /**

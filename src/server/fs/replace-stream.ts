@@ -10,7 +10,7 @@
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { uploadEnded } from '../idle-gc';
+import { uploadEnded } from '../upload-end';
 import { CAN_PIN } from './confined';
 
 const O_PATH = 0o10000000; // Linux

@@ -9,7 +9,8 @@ import path from 'node:path';
 import { test } from 'node:test';
 import { managedSandbox, pathEntry, specialEntry } from '../../../src/protocol/codex-sandbox';
 import { ExecServer } from '../../../src/server/exec-server';
-import { idleCollectorStats, LARGE_UPLOAD_BYTES, startIdleCollector } from '../../../src/server/idle-gc';
+import { idleCollectorStats, startIdleCollector } from '../../../src/server/idle-gc';
+import { LARGE_UPLOAD_BYTES } from '../../../src/server/upload-end';
 import { b64, connectClient, rejectsWith, serverWithTmpDir, tmpDir, unb64, uri } from '../../support/server';
 import { waitFor } from '../../support/wait';
 
