@@ -92,7 +92,7 @@ const RELEASE_AFTER_LOOKS = 3;
  * than it needed for the seconds until the looks' release (the bench's fs/writeBlock: 72-77 MiB
  * right after against the reference's 57-61). A stream's few survivors per block make its
  * regrowth cheap, unlike the bursts of output and requests for which the looks wait
- * (RELEASE_AFTER_LOOKS).
+ * (RELEASE_AFTER_LOOKS). This is how long the loop must have been quiet after the end (ms).
  */
 const UPLOAD_QUIET_MS = 200;
 
@@ -252,7 +252,7 @@ export function startIdleCollector(o: IdleCollectorOptions = {}): () => void {
       if (performance.eventLoopUtilization(performance.eventLoopUtilization(), from).utilization >= idleUtilization) return;
       if (youngGenerationBytes() <= youngRest) return;
       releaseYoung(gc);
-      // The looks' own release is for a young generation grown again by what comes next.
+      // As after a look's own collections: the next look's window starts after this release's.
       last = performance.eventLoopUtilization();
     }, UPLOAD_QUIET_MS);
     uploadCheck.unref();
