@@ -257,13 +257,11 @@ export function startIdleCollector(o: IdleCollectorOptions = {}): () => void {
     }, UPLOAD_QUIET_MS);
     uploadCheck.unref();
   };
-  onLargeUploadEnded(uploadCheckLater);
+  const stopUploads = onLargeUploadEnded(uploadCheckLater);
   timer.unref();
   return () => {
     clearInterval(timer);
     if (uploadCheck) clearTimeout(uploadCheck);
-    // Unless a later collector took over meanwhile.
-    const current = onLargeUploadEnded(undefined);
-    if (current !== uploadCheckLater) onLargeUploadEnded(current);
+    stopUploads();
   };
 }

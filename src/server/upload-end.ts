@@ -2,7 +2,7 @@
 // after one: the CLI's idle collector (./idle-gc.ts, which registers itself while it runs). A
 // module of its own so that the file system code does not import the collector.
 
-/** Bytes of one upload from which its end is worth telling (see LARGE_UPLOAD_BYTES in ./idle-gc.ts). */
+/** Bytes of one upload from which its end is worth telling (why: UPLOAD_QUIET_MS in ./idle-gc.ts). */
 export const LARGE_UPLOAD_BYTES = 64 * 1024 * 1024;
 
 let listener: (() => void) | undefined;
@@ -12,9 +12,10 @@ export function uploadEnded(bytes: number): void {
   if (bytes >= LARGE_UPLOAD_BYTES) listener?.();
 }
 
-/** Sets the one listener of large uploads' ends (undefined: none); returns the one it replaced. */
-export function onLargeUploadEnded(fn: (() => void) | undefined): (() => void) | undefined {
-  const was = listener;
+/** Makes `fn` the one listener of large uploads' ends; the function returned removes it, unless another took its place since. */
+export function onLargeUploadEnded(fn: () => void): () => void {
   listener = fn;
-  return was;
+  return () => {
+    if (listener === fn) listener = undefined;
+  };
 }
